@@ -1,0 +1,60 @@
+# Lakegate: `make demo` runs the main job on the local stack; `make test` runs every test.
+# Both install what they need (venv, pip, npm) on a fresh machine.
+SHELL := /bin/bash
+PY_BOOT ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+IDP_DIR := deploy/devstack/idp
+export PYSPARK_PYTHON := $(abspath $(PY))
+export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
+export NO_PROXY := localhost,127.0.0.1
+export no_proxy := localhost,127.0.0.1
+
+.PHONY: venv demo test test-unit test-integration bench harden soak proto proto-check lint clean devstack-up devstack-down
+
+venv: $(STAMP)
+
+$(STAMP): requirements/dev.txt pyproject.toml clients/python/pyproject.toml $(IDP_DIR)/package-lock.json
+	test -x $(PY) || $(PY_BOOT) -m venv $(VENV)
+	$(PY) -m pip install -q -U pip
+	$(PY) -m pip install -q -r requirements/dev.txt
+	$(PY) -m pip install -q --no-deps -e clients/python -e .
+	$(PY) -m pip check
+	cd $(IDP_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	touch $(STAMP)
+
+demo: venv
+	$(PY) -m demo
+
+test: venv
+	$(PY) proto/generate.py --check
+	$(PY) -m pytest -p no:cacheprovider tests clients/python/tests
+
+test-unit: venv
+	$(PY) -m pytest -p no:cacheprovider tests/unit clients/python/tests
+
+test-integration: venv
+	$(PY) -m pytest -p no:cacheprovider tests/integration
+
+bench: venv
+	$(PY) -m loadtest --standard
+
+harden: venv
+	$(PY) -m hardening
+
+soak: venv
+	$(PY) -m hardening --soak
+
+proto: venv
+	$(PY) proto/generate.py
+
+devstack-up: venv
+	$(VENV)/bin/lakegate devstack up
+
+devstack-down: venv
+	$(VENV)/bin/lakegate devstack down
+
+clean:
+	-$(VENV)/bin/lakegate devstack down 2>/dev/null
+	rm -rf $(VENV) .devstack $(IDP_DIR)/node_modules

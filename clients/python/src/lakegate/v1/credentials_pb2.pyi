@@ -1,0 +1,48 @@
+from lakegate.v1 import common_pb2 as _common_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class GetTableCredentialsRequest(_message.Message):
+    __slots__ = ("table", "access")
+    TABLE_FIELD_NUMBER: _ClassVar[int]
+    ACCESS_FIELD_NUMBER: _ClassVar[int]
+    table: _common_pb2.TableRef
+    access: _common_pb2.AccessMode
+    def __init__(self, table: _Optional[_Union[_common_pb2.TableRef, _Mapping]] = ..., access: _Optional[_Union[_common_pb2.AccessMode, str]] = ...) -> None: ...
+
+class GetTableCredentialsResponse(_message.Message):
+    __slots__ = ("warehouse_id", "location", "credentials", "expires_at_ms", "remaining_seconds", "outcome", "access")
+    WAREHOUSE_ID_FIELD_NUMBER: _ClassVar[int]
+    LOCATION_FIELD_NUMBER: _ClassVar[int]
+    CREDENTIALS_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    REMAINING_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    ACCESS_FIELD_NUMBER: _ClassVar[int]
+    warehouse_id: str
+    location: str
+    credentials: _containers.RepeatedCompositeFieldContainer[_common_pb2.StorageCredential]
+    expires_at_ms: int
+    remaining_seconds: float
+    outcome: _common_pb2.CacheOutcome
+    access: _common_pb2.AccessMode
+    def __init__(self, warehouse_id: _Optional[str] = ..., location: _Optional[str] = ..., credentials: _Optional[_Iterable[_Union[_common_pb2.StorageCredential, _Mapping]]] = ..., expires_at_ms: _Optional[int] = ..., remaining_seconds: _Optional[float] = ..., outcome: _Optional[_Union[_common_pb2.CacheOutcome, str]] = ..., access: _Optional[_Union[_common_pb2.AccessMode, str]] = ...) -> None: ...
+
+class InvalidateCredentialsRequest(_message.Message):
+    __slots__ = ("table", "all")
+    TABLE_FIELD_NUMBER: _ClassVar[int]
+    ALL_FIELD_NUMBER: _ClassVar[int]
+    table: _common_pb2.TableRef
+    all: bool
+    def __init__(self, table: _Optional[_Union[_common_pb2.TableRef, _Mapping]] = ..., all: _Optional[bool] = ...) -> None: ...
+
+class InvalidateCredentialsResponse(_message.Message):
+    __slots__ = ("invalidated",)
+    INVALIDATED_FIELD_NUMBER: _ClassVar[int]
+    invalidated: int
+    def __init__(self, invalidated: _Optional[int] = ...) -> None: ...
