@@ -1,0 +1,204 @@
+"""ClientConfig: where the gateway is and how long to wait, parsed once from arguments or env.
+
+This is the only module of the client that reads ``os.environ``. URL forms (``LAKEGATE_URL``):
+
+=========================  ====================================================
+``http://127.0.0.1:8765``  native HTTP API over loopback TCP (also ``https://``)
+``unix:/run/lakegate.sock``  native HTTP API over a Unix socket
+``grpc://127.0.0.1:8766``  gRPC over loopback TCP
+``grpc+unix:/run/g.sock``  gRPC over a Unix socket
+=========================  ====================================================
+
+``unix:///abs/path`` and ``grpc+unix:///abs/path`` are accepted too.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+from urllib.parse import urlsplit
+
+from lakegate_client._errors import ConfigurationError
+
+__all__ = ["DEFAULT_URL", "ClientConfig", "Endpoint", "parse_url"]
+
+DEFAULT_URL = "http://127.0.0.1:8765"
+DEFAULT_TIMEOUT_S = 10.0
+DEFAULT_MEMO_FLOOR_S = 300.0
+DEFAULT_MEMO_MAX_ENTRIES = 1024
+
+Protocol = Literal["http", "grpc"]
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A parsed gateway address.
+
+    Attributes:
+        protocol: ``http`` (native HTTP API) or ``grpc``.
+        url: the URL as normalised (used in memo keys and messages; never holds secrets).
+        uds: Unix socket path, or None for TCP.
+        host, port: TCP address (None for UDS).
+        scheme: ``http`` or ``https`` for the HTTP protocol over TCP.
+    """
+
+    protocol: Protocol
+    url: str
+    uds: str | None = None
+    host: str | None = None
+    port: int | None = None
+    scheme: str = "http"
+
+    @property
+    def http_base_url(self) -> str:
+        """Base URL for HTTP requests; a placeholder host when the socket is a UDS."""
+        if self.uds is not None:
+            return "http://lakegate"
+        host = f"[{self.host}]" if self.host and ":" in self.host else self.host
+        return f"{self.scheme}://{host}:{self.port}"
+
+    @property
+    def grpc_target(self) -> str:
+        """Target string for ``grpc.insecure_channel``."""
+        if self.uds is not None:
+            return f"unix:{self.uds}"
+        host = f"[{self.host}]" if self.host and ":" in self.host else self.host
+        return f"{host}:{self.port}"
+
+
+def _uds_path(rest: str, original: str) -> str:
+    # "unix:/p", "unix:///p" and "unix://p" (relative, rare) all name a filesystem path.
+    path = rest[2:] if rest.startswith("//") else rest
+    if not path:
+        raise ConfigurationError(f"LAKEGATE_URL {original!r} has no socket path")
+    return path
+
+
+def parse_url(url: str) -> Endpoint:
+    """Parse a gateway URL into an :class:`Endpoint`.
+
+    Raises:
+        ConfigurationError: the URL has an unknown scheme or no host/port/path.
+    """
+    text = url.strip()
+    lowered = text.lower()
+    for prefix, protocol in (("grpc+unix:", "grpc"), ("unix:", "http")):
+        if lowered.startswith(prefix):
+            path = _uds_path(text[len(prefix) :], url)
+            return Endpoint(protocol=protocol, url=f"{prefix}{path}", uds=path)  # type: ignore[arg-type]
+    parts = urlsplit(text)
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https", "grpc"):
+        raise ConfigurationError(
+            f"LAKEGATE_URL {url!r}: use http://host:port, unix:/path, grpc://host:port "
+            "or grpc+unix:/path"
+        )
+    try:
+        port = parts.port
+    except ValueError as exc:
+        raise ConfigurationError(f"LAKEGATE_URL {url!r} has an invalid port") from exc
+    if not parts.hostname:
+        raise ConfigurationError(f"LAKEGATE_URL {url!r} has no host")
+    if parts.username or parts.password:
+        raise ConfigurationError("LAKEGATE_URL must not carry credentials; use LAKEGATE_TOKEN")
+    if port is None:
+        port = {"http": 80, "https": 443}.get(scheme)
+        if port is None:
+            raise ConfigurationError(f"LAKEGATE_URL {url!r} needs a port")
+    protocol: Protocol = "grpc" if scheme == "grpc" else "http"
+    host = parts.hostname
+    shown = f"[{host}]" if ":" in host else host
+    return Endpoint(
+        protocol=protocol,
+        url=f"{scheme}://{shown}:{port}",
+        host=host,
+        port=port,
+        scheme="https" if scheme == "https" else "http",
+    )
+
+
+def _positive_float(value: str | float, name: str) -> float:
+    try:
+        number = float(value)
+    except ValueError as exc:
+        raise ConfigurationError(f"{name}={value!r} is not a number") from exc
+    if number <= 0:
+        raise ConfigurationError(f"{name}={value!r} must be > 0")
+    return number
+
+
+@dataclass(frozen=True)
+class ClientConfig:
+    """Everything a client needs, validated.
+
+    Attributes:
+        endpoint: the parsed gateway address.
+        token: caller token sent as ``Authorization: Bearer`` (never shown in reprs).
+        warehouse: default warehouse name or id.
+        timeout_s: bound on every call, connect included.
+        memo_floor_s: the per-process memo serves a credential only while it has more than this
+            left (matches the gateway's serve floor, so a memoised credential is as good as a
+            fresh one from the gateway).
+        memo_max_entries: bound on the memo's size.
+    """
+
+    endpoint: Endpoint
+    token: str | None = field(default=None, repr=False)
+    warehouse: str | None = None
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    memo_floor_s: float = DEFAULT_MEMO_FLOOR_S
+    memo_max_entries: int = DEFAULT_MEMO_MAX_ENTRIES
+
+    @classmethod
+    def resolve(
+        cls,
+        url: str | None = None,
+        *,
+        token: str | None = None,
+        warehouse: str | None = None,
+        timeout_s: float | None = None,
+        memo_floor_s: float | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> ClientConfig:
+        """Arguments win over ``LAKEGATE_*`` environment variables, which win over defaults.
+
+        Reads ``LAKEGATE_URL``, ``LAKEGATE_TOKEN``, ``LAKEGATE_TOKEN_FILE`` (read once, here),
+        ``LAKEGATE_WAREHOUSE``, ``LAKEGATE_TIMEOUT_S`` and ``LAKEGATE_MEMO_FLOOR_S``.
+
+        Raises:
+            ConfigurationError: a value is malformed (the message names the variable).
+        """
+        env = os.environ if environ is None else environ
+        endpoint = parse_url(url or env.get("LAKEGATE_URL") or DEFAULT_URL)
+        if token is None:
+            token = env.get("LAKEGATE_TOKEN") or None
+        if token is None and env.get("LAKEGATE_TOKEN_FILE"):
+            path = env["LAKEGATE_TOKEN_FILE"]
+            try:
+                with open(path, encoding="utf-8") as handle:
+                    token = handle.read().strip() or None
+            except OSError as exc:
+                raise ConfigurationError(f"LAKEGATE_TOKEN_FILE {path!r} unreadable") from exc
+        if timeout_s is None:
+            timeout_s = _positive_float(
+                env.get("LAKEGATE_TIMEOUT_S", DEFAULT_TIMEOUT_S), "LAKEGATE_TIMEOUT_S"
+            )
+        else:
+            timeout_s = _positive_float(timeout_s, "timeout_s")
+        if memo_floor_s is None:
+            raw = env.get("LAKEGATE_MEMO_FLOOR_S", str(DEFAULT_MEMO_FLOOR_S))
+            try:
+                memo_floor_s = float(raw)
+            except ValueError as exc:
+                raise ConfigurationError(f"LAKEGATE_MEMO_FLOOR_S={raw!r} is not a number") from exc
+        if memo_floor_s < 0:
+            raise ConfigurationError("LAKEGATE_MEMO_FLOOR_S must be >= 0")
+        return cls(
+            endpoint=endpoint,
+            token=token,
+            warehouse=warehouse or env.get("LAKEGATE_WAREHOUSE") or None,
+            timeout_s=timeout_s,
+            memo_floor_s=memo_floor_s,
+        )

@@ -1,0 +1,80 @@
+"""GCS: a vended downscoped OAuth2 access token → the option names each engine wants.
+
+Not every library can take a raw token: deltalake has no raw-token key (verified: it falls back to
+the metadata server), and neither the stock Hadoop GCS connector nor boto3 can. Those adapters
+raise :class:`UnsupportedStorageError` instead of returning options that silently fail.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from lakegate_client._errors import UnsupportedStorageError
+
+__all__ = ["GcsSettings"]
+
+
+@dataclass(frozen=True, repr=False)
+class GcsSettings:
+    """The GCS facts of one vended credential."""
+
+    token: str = field(repr=False)
+    project_id: str | None
+    expires_at_ms: int | None
+
+    def __repr__(self) -> str:
+        return f"GcsSettings(project_id={self.project_id!r}, <redacted>)"
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, str], expires_at_ms: int | None) -> GcsSettings:
+        """Read ``gcs.oauth2.token`` and ``gcs.project-id``.
+
+        Raises:
+            UnsupportedStorageError: no token in the credential.
+        """
+        token = config.get("gcs.oauth2.token")
+        if not token:
+            raise UnsupportedStorageError(
+                "the credential has no GCS OAuth2 token", type="NoVendedCredential"
+            )
+        return cls(token=token, project_id=config.get("gcs.project-id"), expires_at_ms=expires_at_ms)
+
+    def lance(self) -> dict[str, str]:
+        """Lance ``storage_options`` (Lance's own bearer-token key)."""
+        options = {"google_storage_token": self.token}
+        if self.expires_at_ms:
+            options["expires_at_millis"] = str(self.expires_at_ms)
+        return options
+
+    def fsspec(self) -> dict[str, Any]:
+        """gcsfs keyword arguments (a raw string token is a non-renewable access token)."""
+        kwargs: dict[str, Any] = {"token": self.token}
+        if self.project_id:
+            kwargs["project"] = self.project_id
+        return kwargs
+
+    def pyarrow_kwargs(self) -> dict[str, Any]:
+        """``pyarrow.fs.GcsFileSystem`` keyword arguments (it requires the expiry with a token)."""
+        if not self.expires_at_ms:
+            raise UnsupportedStorageError(
+                "pyarrow GcsFileSystem needs the token's expiry, which the credential lacks"
+            )
+        kwargs: dict[str, Any] = {
+            "access_token": self.token,
+            "credential_token_expiration": datetime.fromtimestamp(
+                self.expires_at_ms / 1000, tz=UTC
+            ),
+        }
+        if self.project_id:
+            kwargs["project_id"] = self.project_id
+        return kwargs
+
+    @staticmethod
+    def unsupported(target: str) -> UnsupportedStorageError:
+        """The error for an engine that cannot take a raw GCS access token."""
+        return UnsupportedStorageError(
+            f"{target} cannot use a vended GCS access token (no raw-token option)"
+        )

@@ -1,0 +1,71 @@
+"""Frozen value types the client returns (besides TableCredentials): table identity and metadata."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from lakegate_client._errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from lakegate_client.credentials import TableCredentials
+
+__all__ = ["Access", "LoadedTable", "Namespace", "TableIdentifier", "normalize_namespace"]
+
+Access = Literal["read", "write"]
+Namespace = str | Sequence[str]
+
+
+def normalize_namespace(namespace: Namespace) -> tuple[str, ...]:
+    """``"a.b"`` or ``["a", "b"]`` → ``("a", "b")``.
+
+    A dotted string is split on ``.`` (the usual way to write a nested namespace); pass a list to
+    name a level that itself contains a dot.
+
+    Raises:
+        ConfigurationError: the namespace is empty or has an empty level.
+    """
+    parts = tuple(namespace.split(".")) if isinstance(namespace, str) else tuple(namespace)
+    if not parts or any(not isinstance(p, str) or not p for p in parts):
+        raise ConfigurationError(f"invalid namespace {namespace!r}")
+    return parts
+
+
+def check_access(access: str) -> Access:
+    """Validate an access mode string."""
+    if access == "read":
+        return "read"
+    if access == "write":
+        return "write"
+    raise ConfigurationError(f"access must be 'read' or 'write', not {access!r}")
+
+
+@dataclass(frozen=True)
+class TableIdentifier:
+    """One entry of a table listing."""
+
+    namespace: tuple[str, ...]
+    name: str
+    format: str = ""
+    id: str = ""
+
+
+@dataclass(frozen=True)
+class LoadedTable:
+    """A generic table's metadata as the gateway loaded it.
+
+    Attributes:
+        credentials: vended credentials when loaded with ``vended=True``, else None.
+    """
+
+    namespace: tuple[str, ...]
+    name: str
+    format: str
+    base_location: str
+    warehouse_id: str = ""
+    protected: bool = False
+    doc: str | None = None
+    properties: dict[str, str] = field(default_factory=dict)
+    config: dict[str, str] = field(default_factory=dict, repr=False)
+    credentials: TableCredentials | None = field(default=None, repr=False)

@@ -1,0 +1,99 @@
+"""The PySpark (4.x) Python Data Source ``lakekeeper``: Lakekeeper generic tables through Lakegate.
+
+Usage::
+
+    from lakegate_client.spark import register
+    register(spark)
+    df = spark.read.format("lakekeeper").option("table", "ns.orders").load()
+    df.write.format("lakekeeper").option("table", "ns.out").option("format", "delta") \\
+        .option("create", "true").mode("overwrite").save()
+
+Options: ``table`` (``"ns.table"``, ``"a.b.table"``; or ``namespace`` + ``table``), ``warehouse``
+(name or id; default ``$LAKEGATE_WAREHOUSE``), ``url`` (gateway; default ``$LAKEGATE_URL`` of the
+process that runs the task, i.e. its node's gateway), ``format`` (for a write that creates the
+table; checked against the table otherwise), ``create`` (``true``: create a missing table).
+Reads: parquet, csv, json, delta, lance. Writes (append, overwrite): parquet, delta, lance.
+
+Why the driver-side methods call the gateway too: Spark runs ``schema()``, ``partitions()`` and
+``commit()`` in Python workers of the driver, which are just more processes on a node with a
+gateway. Everything here pickles: heavy imports happen inside methods.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING
+
+from pyspark.sql.datasource import DataSource
+
+from lakegate_client.io import TableFormatError, TableInfo, describe_table, ensure_table
+from lakegate_client.spark.connection import client_for, table_credentials
+from lakegate_client.spark.options import SourceOptions
+from lakegate_client.spark.reader import LakekeeperReader, arrow_schema, spark_schema
+from lakegate_client.spark.writer import WRITABLE_FORMATS, LakekeeperWriter, WritePlan
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
+
+SOURCE_NAME = "lakekeeper"
+
+
+class LakekeeperDataSource(DataSource):  # type: ignore[misc]
+    """Batch reads and writes of one generic table per DataFrame operation."""
+
+    @classmethod
+    def name(cls) -> str:
+        return SOURCE_NAME
+
+    @property
+    def _opts(self) -> SourceOptions:
+        return SourceOptions.parse(self.options)
+
+    def _describe(self) -> TableInfo:
+        opts = self._opts
+        return describe_table(
+            client_for(opts.url), opts.namespace, opts.table, warehouse=opts.warehouse
+        )
+
+    def schema(self) -> StructType:
+        info = self._describe()
+        return spark_schema(arrow_schema(info, table_credentials(self._opts, "read")))
+
+    def reader(self, schema: StructType) -> LakekeeperReader:
+        return LakekeeperReader(self._opts, self._describe(), schema)
+
+    def writer(self, schema: StructType, overwrite: bool) -> LakekeeperWriter:
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        opts = self._opts
+        info = ensure_table(
+            client_for(opts.url),
+            opts.namespace,
+            opts.table,
+            fmt=opts.format,
+            create=opts.create,
+            warehouse=opts.warehouse,
+        )
+        if info.format not in WRITABLE_FORMATS:
+            raise TableFormatError(f"{info.format!r} tables are read-only in Spark")
+        plan = WritePlan(
+            opts=opts,
+            info=info,
+            overwrite=overwrite,
+            write_id=uuid.uuid4().hex,
+            read_version=_lance_version(opts) if info.format == "lance" else None,
+        )
+        return LakekeeperWriter(plan, to_arrow_schema(schema))
+
+
+def _lance_version(opts: SourceOptions) -> int | None:
+    """The Lance version a write will commit against (``None``: no dataset yet)."""
+    import lance
+
+    creds = table_credentials(opts, "write")
+    try:
+        return int(
+            lance.dataset(creds.location, storage_options=creds.lance_storage_options()).version
+        )
+    except (ValueError, OSError):
+        return None

@@ -1,0 +1,79 @@
+"""Parse the Spark options of the ``lakekeeper`` data source into one small, picklable value.
+
+Why: options arrive as a case-insensitive dict of strings on the driver, and every executor task
+needs the same parsed view of them. Nothing secret is ever accepted here: credentials are fetched
+by each task from its own node's gateway, never shipped through options.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from lakegate_client.io import check_format, split_table_name
+
+_SECRET_OPTIONS = ("token", "access_key", "secret_key", "session_token", "credential", "password")
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off", "")
+
+
+class OptionsError(ValueError):
+    """The data source options do not name a table, or are contradictory."""
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    """Which table to use and how to reach the gateway (``url=None``: each process's default)."""
+
+    namespace: tuple[str, ...]
+    table: str
+    warehouse: str | None = None
+    url: str | None = None
+    format: str | None = None
+    create: bool = False
+
+    @property
+    def qualified_name(self) -> str:
+        return ".".join((*self.namespace, self.table))
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> SourceOptions:
+        """Accept ``table="ns.table"`` / ``"a.b.table"`` or ``namespace="a.b"`` + ``table``."""
+        opts = {str(k).lower(): str(v) for k, v in options.items()}
+        for key in opts:
+            if any(secret in key for secret in _SECRET_OPTIONS):
+                raise OptionsError(
+                    f"option {key!r} is not accepted: tasks fetch credentials from the gateway"
+                )
+        table = opts.get("table") or opts.get("path") or ""
+        if not table:
+            raise OptionsError("the 'table' option is required, e.g. .option('table', 'ns.t')")
+        namespace = opts.get("namespace")
+        if namespace:
+            ns = tuple(namespace.split("."))
+            if not all(ns) or "." in table:
+                raise OptionsError("with 'namespace', 'table' must be a plain table name")
+            name = table
+        else:
+            try:
+                ns, name = split_table_name(table)
+            except ValueError as exc:
+                raise OptionsError(str(exc)) from None
+        fmt = opts.get("format") or None
+        return cls(
+            namespace=ns,
+            table=name,
+            warehouse=opts.get("warehouse") or None,
+            url=opts.get("url") or None,
+            format=check_format(fmt) if fmt else None,
+            create=_parse_bool(opts.get("create", "false")),
+        )
+
+
+def _parse_bool(value: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered in _TRUE:
+        return True
+    if lowered in _FALSE:
+        return False
+    raise OptionsError(f"expected true/false, got {value!r}")

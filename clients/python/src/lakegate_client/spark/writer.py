@@ -1,0 +1,208 @@
+"""Write a Spark DataFrame into a generic table: executors write files, the driver commits.
+
+Why split this way: only one process may make a write visible, and it must do so in one atomic
+step, so a failed job leaves the table readable at its previous state:
+
+- ``parquet``: tasks write ``data/<write-id>/part-*.parquet``; the driver publishes them with one
+  new entry of the directory-table log (see ``lakegate_client.io``).
+- ``delta``: tasks write Parquet files at the table root; the driver commits their add actions in
+  one Delta transaction (creating the table on the first write).
+- ``lance``: tasks write fragments (``write_fragments``); the driver commits one Append or
+  Overwrite against the version it planned with.
+
+Each task asks its node's gateway for a write credential; the commit (which Spark runs in a
+separate Python process) asks too. Commit messages carry paths, sizes and row counts, never keys.
+``abort`` deletes the files of a failed Parquet or Delta job (best effort: they are invisible
+either way); uncommitted Lance fragment files are left for Lance's own cleanup.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
+
+from lakegate_client.io import (
+    TableFormatError,
+    TableInfo,
+    commit_files,
+    delete_files,
+    fs_path,
+    new_data_file,
+)
+from lakegate_client.spark.connection import table_credentials
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from lakegate_client import TableCredentials
+    from lakegate_client.spark.options import SourceOptions
+
+WRITABLE_FORMATS: tuple[str, ...] = ("parquet", "delta", "lance")
+
+
+@dataclass(frozen=True)
+class WrittenFile:
+    """One data file a task wrote (path relative to the table location)."""
+
+    path: str
+    size: int
+    rows: int
+    modified_ms: int
+
+
+@dataclass(frozen=True)
+class TaskResult(WriterCommitMessage):  # type: ignore[misc]
+    """What one task hands to the driver: files, or Lance fragment metadata as JSON."""
+
+    partition: int
+    files: tuple[WrittenFile, ...] = ()
+    fragments: tuple[str, ...] = field(default=())
+    rows: int = 0
+
+
+@dataclass(frozen=True)
+class WritePlan:
+    """Fixed on the driver before any task runs; identical in every task."""
+
+    opts: SourceOptions
+    info: TableInfo
+    overwrite: bool
+    write_id: str
+    read_version: int | None
+
+
+class LakekeeperWriter(DataSourceArrowWriter):  # type: ignore[misc]
+    """Arrow writer for parquet, delta and lance generic tables."""
+
+    def __init__(self, plan: WritePlan, schema: pa.Schema) -> None:
+        if plan.info.format not in WRITABLE_FORMATS:
+            raise TableFormatError(
+                f"the Spark writer supports {', '.join(WRITABLE_FORMATS)}, not {plan.info.format!r}"
+            )
+        self._plan = plan
+        self._schema = schema
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskResult:
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        partition = context.partitionId() if context is not None else 0
+        batches = [b for b in iterator if b.num_rows]
+        if not batches:
+            return TaskResult(partition=partition)
+        import pyarrow as pa
+
+        data = pa.Table.from_batches(batches).cast(self._schema)
+        creds = table_credentials(self._plan.opts, "write")
+        if self._plan.info.format == "lance":
+            return self._write_lance(creds, partition, data)
+        return self._write_parquet(creds, partition, data)
+
+    def _write_parquet(self, creds: TableCredentials, partition: int, data: pa.Table) -> TaskResult:
+        import pyarrow.parquet as pq
+
+        fs, root = creds.pyarrow_filesystem(), fs_path(creds.location)
+        rel = new_data_file(self._plan.write_id, partition, "parquet")
+        if self._plan.info.format == "delta":  # Delta files live at the table root
+            rel = f"{self._plan.write_id}-{rel.rsplit('/', 1)[-1]}"
+        pq.write_table(data, f"{root}/{rel}", filesystem=fs)
+        size = int(fs.get_file_info(f"{root}/{rel}").size)
+        written = WrittenFile(path=rel, size=size, rows=data.num_rows, modified_ms=_now_ms())
+        return TaskResult(partition=partition, files=(written,), rows=data.num_rows)
+
+    def _write_lance(self, creds: TableCredentials, partition: int, data: pa.Table) -> TaskResult:
+        from lance.fragment import write_fragments
+
+        fragments = write_fragments(
+            data,
+            creds.location,
+            schema=self._schema,
+            storage_options=creds.lance_storage_options(),
+        )
+        return TaskResult(
+            partition=partition,
+            fragments=tuple(json.dumps(f.to_json()) for f in fragments),
+            rows=data.num_rows,
+        )
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        results = [m for m in messages if isinstance(m, TaskResult)]
+        creds = table_credentials(self._plan.opts, "write")
+        fmt = self._plan.info.format
+        if fmt == "lance":
+            self._commit_lance(creds, results)
+        elif fmt == "delta":
+            self._commit_delta(creds, results)
+        else:
+            files = [f.path for r in results for f in r.files]
+            commit_files(
+                creds.pyarrow_filesystem(),
+                fs_path(creds.location),
+                "parquet",
+                files,
+                overwrite=self._plan.overwrite,
+                write_id=self._plan.write_id,
+            )
+
+    def _commit_delta(self, creds: TableCredentials, results: list[TaskResult]) -> None:
+        from deltalake import DeltaTable, Schema
+        from deltalake.transaction import AddAction, create_table_with_add_actions
+
+        options = creds.delta_storage_options()
+        adds = [
+            AddAction(
+                path=f.path,
+                size=f.size,
+                partition_values={},
+                modification_time=f.modified_ms,
+                data_change=True,
+                stats=json.dumps({"numRecords": f.rows}),
+            )
+            for r in results
+            for f in r.files
+        ]
+        mode = "overwrite" if self._plan.overwrite else "append"
+        if DeltaTable.is_deltatable(creds.location, storage_options=options):
+            table = DeltaTable(creds.location, storage_options=options)
+            table.create_write_transaction(adds, mode=mode, schema=self._schema)
+        else:
+            create_table_with_add_actions(
+                creds.location,
+                Schema.from_arrow(self._schema),
+                adds,
+                mode=mode,
+                storage_options=options,
+            )
+
+    def _commit_lance(self, creds: TableCredentials, results: list[TaskResult]) -> None:
+        import lance
+        from lance.fragment import FragmentMetadata
+
+        fragments = [FragmentMetadata.from_json(f) for r in results for f in r.fragments]
+        version = self._plan.read_version
+        if version is None or self._plan.overwrite:
+            operation = lance.LanceOperation.Overwrite(self._schema, fragments)
+        else:
+            operation = lance.LanceOperation.Append(fragments)
+        lance.LanceDataset.commit(
+            creds.location,
+            operation,
+            read_version=version,
+            storage_options=creds.lance_storage_options(),
+        )
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        files = [f.path for m in messages if isinstance(m, TaskResult) for f in m.files]
+        if not files:
+            return
+        creds = table_credentials(self._plan.opts, "write")
+        delete_files(creds.pyarrow_filesystem(), fs_path(creds.location), files)
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)

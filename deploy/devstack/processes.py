@@ -1,0 +1,157 @@
+"""Spawn the stack's servers detached, wait for them with bounded timeouts, stop them by pid.
+
+Every child gets its own session (so its process group id equals its pid and a stop reaches
+any helper it forked) and its output goes to a log file in the run directory. A recorded
+process is identified by (pid, create_time) so a recycled pid is never signalled.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+from devstack.errors import ShutdownError, StartupError
+
+
+@dataclass(frozen=True)
+class ProcessRecord:
+    """A started process: enough to find it again and to be sure it is the same one."""
+
+    name: str
+    pid: int
+    create_time: float
+    log_path: str
+
+    def to_json(self) -> dict[str, object]:
+        return {"pid": self.pid, "create_time": self.create_time, "log": self.log_path}
+
+    @classmethod
+    def from_json(cls, name: str, data: Mapping[str, object]) -> ProcessRecord:
+        return cls(
+            name=name,
+            pid=int(str(data["pid"])),
+            create_time=float(str(data["create_time"])),
+            log_path=str(data.get("log", "")),
+        )
+
+
+def spawn(
+    name: str,
+    argv: Sequence[str],
+    *,
+    log_path: Path,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> ProcessRecord:
+    """Start `argv` in its own session with stdout+stderr appended to `log_path`."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(  # noqa: S603 - argv is built by the launcher, never from input
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=dict(env) if env is not None else None,
+            cwd=str(cwd) if cwd else None,
+            start_new_session=True,
+            close_fds=True,
+        )
+    try:
+        create_time = psutil.Process(proc.pid).create_time()
+    except psutil.NoSuchProcess:
+        create_time = 0.0
+    # The Popen object is dropped on purpose: the CLI exits while children keep running.
+    # Zombies of an in-process launcher (tests) are reaped in is_alive()/stop().
+    proc.returncode = 0  # keeps Popen.__del__ from warning about a still-running child
+    return ProcessRecord(name=name, pid=proc.pid, create_time=create_time, log_path=str(log_path))
+
+
+def _reap(pid: int) -> None:
+    """Collect the exit status if `pid` is our own dead child (otherwise a no-op)."""
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def is_alive(record: ProcessRecord) -> bool:
+    """True if the recorded process (same pid and start time) still runs and is not a zombie."""
+    _reap(record.pid)
+    try:
+        proc = psutil.Process(record.pid)
+        if record.create_time and abs(proc.create_time() - record.create_time) > 1.0:
+            return False
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def log_tail(record: ProcessRecord, lines: int = 30) -> str:
+    """The last `lines` lines of the process log, for error messages."""
+    try:
+        text = Path(record.log_path).read_text(errors="replace")
+    except OSError:
+        return "(no log)"
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def wait_until(
+    record: ProcessRecord,
+    check: Callable[[], bool],
+    *,
+    timeout_s: float,
+    what: str,
+    interval_s: float = 0.05,
+) -> None:
+    """Poll `check` until it is true, the process dies, or `timeout_s` passes (bounded loop)."""
+    deadline = time.monotonic() + timeout_s
+    max_polls = int(timeout_s / interval_s) + 1
+    for _ in range(max_polls):
+        if check():
+            return
+        if not is_alive(record):
+            raise StartupError(f"{what} exited while starting; log tail:\n{log_tail(record)}")
+        if time.monotonic() > deadline:
+            break
+        time.sleep(interval_s)
+    if check():
+        return
+    raise StartupError(f"{what} not ready after {timeout_s:.0f}s; log tail:\n{log_tail(record)}")
+
+
+def _signal_group(record: ProcessRecord, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        if os.getpgid(record.pid) == record.pid:
+            os.killpg(record.pid, sig)
+            return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(record.pid, sig)
+
+
+def stop(record: ProcessRecord, *, term_timeout_s: float = 5.0, kill_timeout_s: float = 3.0) -> None:
+    """SIGTERM the process group, then SIGKILL if needed, and verify the process is gone."""
+    if not is_alive(record):
+        return
+    _signal_group(record, signal.SIGTERM)
+    if _wait_gone(record, term_timeout_s):
+        return
+    _signal_group(record, signal.SIGKILL)
+    if not _wait_gone(record, kill_timeout_s):
+        raise ShutdownError(f"{record.name} (pid {record.pid}) survived SIGKILL")
+
+
+def _wait_gone(record: ProcessRecord, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    for _ in range(int(timeout_s / 0.02) + 1):
+        if not is_alive(record):
+            return True
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
+    return not is_alive(record)

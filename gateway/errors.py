@@ -1,0 +1,230 @@
+"""The one exception tree of the daemon and the table that renders it.
+
+::
+
+    GatewayError                         500 INTERNAL
+    ├── CallerError                      400
+    │   ├── UnauthenticatedError         401 UNAUTHENTICATED
+    │   ├── PermissionDeniedError        403 PERMISSION_DENIED
+    │   ├── InvalidRequestError          400 INVALID_ARGUMENT
+    │   ├── PayloadTooLargeError         413 INVALID_ARGUMENT
+    │   └── RateLimitedCallerError       429 RESOURCE_EXHAUSTED (retry_after_s)
+    ├── UpstreamError                    502 UNAVAILABLE
+    │   ├── NotFoundError                404 NOT_FOUND
+    │   ├── ForbiddenError               403 PERMISSION_DENIED
+    │   ├── ConflictError                409 ALREADY_EXISTS
+    │   ├── UpstreamBadRequestError      400 INVALID_ARGUMENT (the catalog refused the input)
+    │   ├── RateLimitedError             429 RESOURCE_EXHAUSTED (retry_after_s)   retryable
+    │   ├── UnavailableError             503 UNAVAILABLE (retry_after_s)          retryable
+    │   ├── ProtocolViolationError       502 INTERNAL (the catalog answered nonsense)
+    │   ├── UpstreamTimeoutError         504 DEADLINE_EXCEEDED                    retryable
+    │   └── UpstreamAuthError            502 UNAVAILABLE (the catalog refused OUR token)
+    ├── IdentityProviderError            503 UNAVAILABLE (the IdP refused/failed)  retryable
+    └── CredentialExpiredError           503 UNAVAILABLE (nothing above the serve floor)
+
+`UpstreamAuthError` is rendered 502, not 401: the caller authenticated fine with the gateway,
+it is the gateway's own upstream session that was refused, and a 401 would make clients such
+as pylakekeeper believe *their* token is bad.
+
+Upstream errors keep the Lakekeeper envelope `type` (e.g. `NoSuchGenericTableException`) in
+`lakekeeper_type`, so the Lakekeeper-compatible surface answers exactly what Lakekeeper said.
+Messages never contain secrets: callers build them from names, never from headers or bodies.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, ClassVar
+
+import grpc
+
+
+class GatewayError(Exception):
+    """Root of every error the daemon raises on purpose."""
+
+    http_status: ClassVar[int] = 500
+    grpc_code: ClassVar[grpc.StatusCode] = grpc.StatusCode.INTERNAL
+    error_type: ClassVar[str] = "InternalServerError"
+    retryable: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        lakekeeper_type: str | None = None,
+        retry_after_s: float | None = None,
+        status: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.lakekeeper_type = lakekeeper_type
+        self.retry_after_s = retry_after_s
+        self._status = status
+
+    @property
+    def type_name(self) -> str:
+        """The Lakekeeper envelope `type`: the upstream's own if it sent one."""
+        return self.lakekeeper_type or self.error_type
+
+    @property
+    def status(self) -> int:
+        """The HTTP status to render (an upstream override wins for 4xx pass-through)."""
+        return self._status if self._status is not None else self.http_status
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.message!r}, type={self.type_name!r})"
+
+
+class CallerError(GatewayError):
+    """The local caller's request is wrong or not allowed."""
+
+    http_status = 400
+    grpc_code = grpc.StatusCode.INVALID_ARGUMENT
+    error_type = "BadRequest"
+
+
+class UnauthenticatedError(CallerError):
+    http_status = 401
+    grpc_code = grpc.StatusCode.UNAUTHENTICATED
+    error_type = "Unauthenticated"
+
+
+class PermissionDeniedError(CallerError):
+    http_status = 403
+    grpc_code = grpc.StatusCode.PERMISSION_DENIED
+    error_type = "PermissionDenied"
+
+
+class InvalidRequestError(CallerError):
+    http_status = 400
+    grpc_code = grpc.StatusCode.INVALID_ARGUMENT
+    error_type = "BadRequest"
+
+
+class PayloadTooLargeError(CallerError):
+    http_status = 413
+    grpc_code = grpc.StatusCode.INVALID_ARGUMENT
+    error_type = "PayloadTooLarge"
+
+
+class RateLimitedCallerError(CallerError):
+    http_status = 429
+    grpc_code = grpc.StatusCode.RESOURCE_EXHAUSTED
+    error_type = "TooManyRequests"
+
+
+class UpstreamError(GatewayError):
+    """The catalog answered with an error or could not be reached."""
+
+    http_status = 502
+    grpc_code = grpc.StatusCode.UNAVAILABLE
+    error_type = "BadGateway"
+
+
+class NotFoundError(UpstreamError):
+    http_status = 404
+    grpc_code = grpc.StatusCode.NOT_FOUND
+    error_type = "NotFound"
+
+
+class ForbiddenError(UpstreamError):
+    http_status = 403
+    grpc_code = grpc.StatusCode.PERMISSION_DENIED
+    error_type = "Forbidden"
+
+
+class ConflictError(UpstreamError):
+    http_status = 409
+    grpc_code = grpc.StatusCode.ALREADY_EXISTS
+    error_type = "Conflict"
+
+
+class UpstreamBadRequestError(UpstreamError):
+    http_status = 400
+    grpc_code = grpc.StatusCode.INVALID_ARGUMENT
+    error_type = "BadRequest"
+
+
+class RateLimitedError(UpstreamError):
+    http_status = 429
+    grpc_code = grpc.StatusCode.RESOURCE_EXHAUSTED
+    error_type = "TooManyRequests"
+    retryable = True
+
+
+class UnavailableError(UpstreamError):
+    http_status = 503
+    grpc_code = grpc.StatusCode.UNAVAILABLE
+    error_type = "ServiceUnavailable"
+    retryable = True
+
+
+class ProtocolViolationError(UpstreamError):
+    http_status = 502
+    grpc_code = grpc.StatusCode.INTERNAL
+    error_type = "BadGateway"
+
+
+class UpstreamTimeoutError(UpstreamError):
+    http_status = 504
+    grpc_code = grpc.StatusCode.DEADLINE_EXCEEDED
+    error_type = "GatewayTimeout"
+    retryable = True
+
+
+class UpstreamAuthError(UpstreamError):
+    http_status = 502
+    grpc_code = grpc.StatusCode.UNAVAILABLE
+    error_type = "UpstreamAuthenticationFailed"
+
+
+class IdentityProviderError(GatewayError):
+    http_status = 503
+    grpc_code = grpc.StatusCode.UNAVAILABLE
+    error_type = "IdentityProviderUnavailable"
+    retryable = True
+
+
+class CredentialExpiredError(GatewayError):
+    http_status = 503
+    grpc_code = grpc.StatusCode.UNAVAILABLE
+    error_type = "CredentialExpired"
+
+
+def new_error_id() -> str:
+    """A fresh id for the envelope's `stack` (uuid4: unique, not secret)."""
+    return str(uuid.uuid4())
+
+
+def _error_id(request_id: str) -> str:
+    # Reuse the request id when it is a UUID, so the id a user quotes is the one in our logs.
+    try:
+        return str(uuid.UUID(request_id))
+    except (ValueError, TypeError, AttributeError):
+        return new_error_id()
+
+
+def envelope(err: GatewayError, request_id: str) -> dict[str, Any]:
+    """Render an error as Lakekeeper's envelope (`{"error": {message,type,code,stack}}`).
+
+    Args:
+        err: the error to render.
+        request_id: the request id; used as the Error ID when it is a UUID.
+
+    Returns:
+        The JSON-ready envelope; `code` equals the HTTP status.
+    """
+    stack = [f"Error ID: {_error_id(request_id)}"]
+    return {
+        "error": {
+            "message": err.message,
+            "type": err.type_name,
+            "code": err.status,
+            "stack": stack,
+        }
+    }
+
+
+def internal_envelope(request_id: str) -> dict[str, Any]:
+    """The envelope for an unexpected exception: no internals, just ids."""
+    return envelope(GatewayError("internal error"), request_id)

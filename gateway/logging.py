@@ -1,0 +1,157 @@
+"""Structured JSON logs, the request-id context variable, and secret redaction.
+
+Every log line is one JSON object: ts, level, logger, msg, request_id, plus the record's extra
+fields. Redaction runs on the final rendered line (and on the message itself for any other handler,
+such as pytest's capture) so that no secret reaches a log whatever path it took: known secret values
+registered at start, bearer tokens, JWTs, AWS access-key ids, `secret=...`-style pairs and long
+opaque blobs (session tokens).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import sys
+import threading
+from contextvars import ContextVar
+from datetime import UTC, datetime
+from typing import Any, TextIO
+
+# A ContextVar is per-task state, not module-level shared state: each request sets its own.
+request_id_var: ContextVar[str | None] = ContextVar("lakegate_request_id", default=None)
+
+MASK = "***"
+
+_STANDARD_ATTRS = frozenset(
+    vars(logging.LogRecord("x", 0, "x", 0, "x", None, None)).keys() | {"message", "asctime"}
+)
+
+# Why these patterns: each is a secret shape that shows up in this product's traffic.
+_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
+    # Authorization headers: "Bearer <token>" / "Basic <b64>".
+    (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9\-._~+/=]+"), rf"\1 {MASK}"),
+    # JWTs (IdP access tokens, caller tokens) wherever they appear.
+    (re.compile(r"eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"), MASK),
+    # key=value / "key": "value" pairs whose key names a secret.
+    (
+        re.compile(
+            r"(?i)((?:client[_-]?secret|secret[_-]?access[_-]?key|secret[_-]?key|session[_-]?token"
+            r"|access[_-]?token|refresh[_-]?token|id[_-]?token|password|secretaccesskey|"
+            r"sessiontoken|x-amz-security-token|authorization|\btoken)"
+            r"[\"']?\s*[:=]\s*[\"']?)([^\"'\s,&}]+)"
+        ),
+        rf"\1{MASK}",
+    ),
+    # AWS access key ids (long-term AKIA and temporary ASIA).
+    (re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{12,}\b"), MASK),
+    # Long opaque blobs: STS session tokens, SAS signatures, base64 secrets.
+    (re.compile(r"[A-Za-z0-9/+=_-]{80,}"), MASK),
+)
+
+
+class Redactor:
+    """Masks secrets in text: registered known values first, then generic secret shapes.
+
+    Thread-safe registration, because gRPC's thread pool or `to_thread` work may log too.
+    """
+
+    def __init__(self, known: tuple[str, ...] = ()) -> None:
+        self._lock = threading.Lock()
+        self._known: tuple[str, ...] = ()
+        for value in known:
+            self.register(value)
+
+    def register(self, value: str | None) -> None:
+        """Add a known secret value (client secret, static token, caller tokens)."""
+        if not value or len(value) < 4:
+            return
+        with self._lock:
+            if value not in self._known:
+                # Longest first, so a secret that contains another is masked whole.
+                self._known = tuple(sorted((*self._known, value), key=len, reverse=True))
+
+    def redact(self, text: str) -> str:
+        """Return `text` with every secret it contains replaced by `***`."""
+        for value in self._known:
+            if value in text:
+                text = text.replace(value, MASK)
+        for pattern, repl in _PATTERNS:
+            text = pattern.sub(repl, text)
+        return text
+
+
+class RedactingFilter(logging.Filter):
+    """Renders and redacts the message in place, for handlers that do not use JsonFormatter."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        super().__init__()
+        self._redactor = redactor
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = self._redactor.redact(record.getMessage())
+        record.args = None
+        return True
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: ts, level, logger, msg, request_id and the extra fields."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        super().__init__()
+        self._redactor = redactor
+
+    def format(self, record: logging.LogRecord) -> str:
+        doc: dict[str, Any] = {
+            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "msg": record.getMessage(),
+            "request_id": getattr(record, "request_id", None) or request_id_var.get(),
+        }
+        for key, value in vars(record).items():
+            if key not in _STANDARD_ATTRS and key not in doc:
+                doc[key] = value
+        if record.exc_info and record.exc_info[1] is not None:
+            doc["exc"] = self.formatException(record.exc_info)
+        return self._redactor.redact(json.dumps(doc, default=str, ensure_ascii=False))
+
+
+class TextFormatter(logging.Formatter):
+    """Human-readable lines for local debugging (LOG__FORMAT=text); still redacted."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        super().__init__("%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s")
+        self._redactor = redactor
+
+    def format(self, record: logging.LogRecord) -> str:
+        if not hasattr(record, "request_id"):
+            record.request_id = request_id_var.get() or "-"
+        return self._redactor.redact(super().format(record))
+
+
+def configure_logging(
+    level: str, fmt: str, redactor: Redactor, stream: TextIO | None = None
+) -> logging.Handler:
+    """Install one redacting handler on the root logger (replacing previous handlers).
+
+    Args:
+        level: log level name (INFO, DEBUG, ...).
+        fmt: "json" or "text".
+        redactor: the daemon's redactor, with the known secrets registered.
+        stream: where to write; stderr by default.
+
+    Returns:
+        The installed handler (tests remove it again).
+    """
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.setFormatter(JsonFormatter(redactor) if fmt == "json" else TextFormatter(redactor))
+    handler.addFilter(RedactingFilter(redactor))
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(level.upper())
+    # aiohttp's access log duplicates our request log and would print raw paths and headers.
+    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    return handler

@@ -1,0 +1,77 @@
+"""All Prometheus metrics of the daemon, built against an injected registry (no globals).
+
+Names and labels are a contract (docs/contracts.md §6): counters are declared without `_total`
+(the client library appends it). Labels are low-cardinality only: never a table, token or id.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
+
+from gateway import __version__
+
+_LATENCY_BUCKETS = (
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+)
+_REMAINING_BUCKETS = (60, 120, 300, 600, 900, 1200, 1800, 2700, 3600, 7200, 21600, 43200)
+
+
+class Metrics:
+    """The one metrics object, built by the App and passed down to every layer."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.requests = Counter(
+            "lakegate_requests", "Requests served, by surface, kind and cache result.",
+            ["surface", "kind", "result"], registry=r,
+        )
+        self.request_duration = Histogram(
+            "lakegate_request_duration_seconds", "Request latency seen by the gateway.",
+            ["surface", "kind"], buckets=_LATENCY_BUCKETS, registry=r,
+        )
+        self.upstream_requests = Counter(
+            "lakegate_upstream_requests", "Requests sent to the catalog or the IdP (per attempt).",
+            ["target", "op", "status"], registry=r,
+        )
+        self.upstream_duration = Histogram(
+            "lakegate_upstream_request_duration_seconds", "Upstream request latency per attempt.",
+            ["target", "op"], buckets=_LATENCY_BUCKETS, registry=r,
+        )
+        self.cache_entries = Gauge(
+            "lakegate_cache_entries", "Credential cache entries.", registry=r,
+        )
+        self.evictions = Counter(
+            "lakegate_evictions", "Cache evictions by reason (lru|idle|expired|invalidated).",
+            ["reason"], registry=r,
+        )
+        self.refresh = Counter(
+            "lakegate_refresh", "Credential refreshes by reason (ahead|lazy|forced) and status.",
+            ["reason", "status"], registry=r,
+        )
+        self.refresh_queue_depth = Gauge(
+            "lakegate_refresh_queue_depth", "Keys waiting in the refresh-ahead queue.", registry=r,
+        )
+        self.served_remaining = Histogram(
+            "lakegate_served_remaining_seconds", "Remaining lifetime of served credentials.",
+            buckets=_REMAINING_BUCKETS, registry=r,
+        )
+        self.idp_token_expiry = Gauge(
+            "lakegate_idp_token_expiry_timestamp_seconds",
+            "Expiry (epoch s) of the gateway's current upstream token.", registry=r,
+        )
+        self.singleflight_waiters = Gauge(
+            "lakegate_singleflight_waiters", "Callers waiting on a shared upstream fetch.",
+            registry=r,
+        )
+        self.stale_serving = Gauge(
+            "lakegate_stale_serving",
+            "Entries whose last refresh failed and that are served stale above the floor.",
+            registry=r,
+        )
+        self.ingress_rejected = Counter(
+            "lakegate_ingress_rejected", "Requests refused before the service, by reason.",
+            ["reason"], registry=r,
+        )
+        self.build_info = Info("lakegate_build", "Build information.", registry=r)
+        self.build_info.info({"version": __version__})

@@ -1,0 +1,318 @@
+"""Frozen domain models: what the service, the cache and the surfaces speak.
+
+Wire shapes (Lakekeeper JSON, protobuf) are converted to these at the edges only
+(`upstream/lakekeeper.py`, the surfaces), so no layer passes a raw dict to another.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from types import MappingProxyType
+from typing import Any
+
+# Keys that carry a credential's expiry (epoch ms); Lakekeeper's `config` omits them.
+EXPIRY_KEYS: tuple[str, ...] = (
+    "s3.session-token-expires-at-ms",
+    "expiration-time",
+    "gcs.oauth2.token-expires-at",
+)
+EXPIRY_KEY_PREFIXES: tuple[str, ...] = ("adls.sas-token-expires-at-ms.",)
+
+# Config keys whose values are secrets (used by reprs and log redaction).
+SECRET_CONFIG_MARKERS: tuple[str, ...] = (
+    "secret",
+    "session-token",
+    "token",
+    "sas",
+    "password",
+    "key-id",
+    "access-key",
+)
+
+
+NAMESPACE_SEPARATOR = "\x1f"  # Lakekeeper joins namespace levels with 0x1F (%1F in a path)
+
+
+def split_namespace(segment: str) -> tuple[str, ...]:
+    """A decoded `{namespace}` path segment → its levels (0x1F-separated, `.` is NOT a separator).
+
+    Raises:
+        ValueError: an empty namespace or an empty level.
+    """
+    parts = tuple(segment.split(NAMESPACE_SEPARATOR))
+    if not segment or any(p == "" for p in parts):
+        raise ValueError("namespace levels must be non-empty")
+    return parts
+
+
+def join_namespace(parts: tuple[str, ...] | list[str]) -> str:
+    """Namespace levels → the (not yet percent-encoded) `{namespace}` path segment."""
+    return NAMESPACE_SEPARATOR.join(parts)
+
+
+def _frozen_map(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return MappingProxyType(dict(value or {}))
+
+
+def is_secret_config_key(key: str) -> bool:
+    """Whether a credential config key holds a secret value (never logged or shown)."""
+    lowered = key.lower()
+    if lowered.endswith("expires-at-ms") or "expires-at" in lowered or lowered == "expiration-time":
+        return False
+    return any(marker in lowered for marker in SECRET_CONFIG_MARKERS)
+
+
+def redacted_config(config: Mapping[str, str]) -> dict[str, str]:
+    """A copy of a credential config safe for logs and reprs."""
+    return {k: ("***" if is_secret_config_key(k) else v) for k, v in config.items()}
+
+
+class AccessMode(StrEnum):
+    """The permission a caller asks for; read credentials are never upgraded to write."""
+
+    READ = "read"
+    WRITE = "write"
+
+
+class Outcome(StrEnum):
+    """How a credential request was answered by the cache (a metric label)."""
+
+    HIT = "hit"
+    MISS = "miss"
+    COALESCED = "coalesced"
+    STALE = "stale"
+
+
+@dataclass(frozen=True)
+class TableRef:
+    """A table as the caller named it: warehouse name or UUID, namespace parts, table name."""
+
+    warehouse: str
+    namespace: tuple[str, ...]
+    name: str
+
+
+@dataclass(frozen=True)
+class Warehouse:
+    """A resolved warehouse: its UUID (Lakekeeper's `{prefix}`) and its name."""
+
+    id: str
+    name: str
+
+
+@dataclass(frozen=True)
+class CallerIdentity:
+    """Who is asking (from the caller auth of the surface)."""
+
+    name: str
+    authenticated: bool
+
+
+@dataclass(frozen=True, repr=False)
+class StorageCredential:
+    """One vended credential for a storage prefix; `config` holds secrets (redacted repr)."""
+
+    prefix: str
+    config: Mapping[str, str]
+    expires_at_ms: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "config", _frozen_map(self.config))
+
+    def __repr__(self) -> str:
+        return (
+            f"StorageCredential(prefix={self.prefix!r}, config={redacted_config(self.config)!r}, "
+            f"expires_at_ms={self.expires_at_ms!r})"
+        )
+
+
+@dataclass(frozen=True, repr=False)
+class CredentialSet:
+    """The credentials vended for one table; `expires_at_ms` is the earliest expiry of all."""
+
+    credentials: tuple[StorageCredential, ...]
+    expires_at_ms: int | None
+    location: str = ""
+
+    def remaining_s(self, now_s: float) -> float | None:
+        """Seconds left at wall time `now_s` (None when the set carries no expiry)."""
+        if self.expires_at_ms is None:
+            return None
+        return self.expires_at_ms / 1000.0 - now_s
+
+    def __repr__(self) -> str:
+        return (
+            f"CredentialSet(location={self.location!r}, expires_at_ms={self.expires_at_ms!r}, "
+            f"credentials={list(self.credentials)!r})"
+        )
+
+
+@dataclass(frozen=True)
+class CredentialLookup:
+    """The answer to a credential request: what was served and how."""
+
+    warehouse: Warehouse
+    ref: TableRef
+    access: AccessMode
+    credentials: CredentialSet
+    outcome: Outcome
+    remaining_s: float | None
+
+
+@dataclass(frozen=True)
+class GenericTable:
+    """Lakekeeper's `GenericTableData` (the `table` object of a load/create response)."""
+
+    name: str
+    format: str
+    base_location: str
+    protected: bool = False
+    doc: str | None = None
+    properties: Mapping[str, str] = field(default_factory=dict)
+    extra: Mapping[str, Any] = field(default_factory=dict)  # schema/statistics pass-through
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "properties", _frozen_map(self.properties))
+        object.__setattr__(self, "extra", _frozen_map(self.extra))
+
+
+@dataclass(frozen=True, repr=False)
+class LoadResult:
+    """A loaded (or created) generic table, optionally with vended credentials."""
+
+    table: GenericTable
+    config: Mapping[str, str] | None
+    credentials: tuple[StorageCredential, ...] | None
+    warehouse: Warehouse
+    outcome: Outcome | None = None  # credential cache outcome when vended
+
+    def __post_init__(self) -> None:
+        if self.config is not None:
+            object.__setattr__(self, "config", _frozen_map(self.config))
+
+    def __repr__(self) -> str:
+        cfg = None if self.config is None else redacted_config(self.config)
+        return (
+            f"LoadResult(table={self.table!r}, config={cfg!r}, "
+            f"credentials={self.credentials!r}, warehouse={self.warehouse!r})"
+        )
+
+
+@dataclass(frozen=True)
+class TableIdentifier:
+    """One entry of a list answer."""
+
+    namespace: tuple[str, ...]
+    name: str
+    format: str | None = None
+    id: str | None = None
+
+
+@dataclass(frozen=True)
+class ListResult:
+    """A page of table identifiers."""
+
+    identifiers: tuple[TableIdentifier, ...]
+    next_page_token: str | None = None
+
+
+@dataclass(frozen=True)
+class CreateTableSpec:
+    """A create request; `extra` passes unknown kebab keys (schema, statistics) through."""
+
+    name: str
+    format: str
+    base_location: str | None = None
+    doc: str | None = None
+    properties: Mapping[str, str] | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.properties is not None:
+            object.__setattr__(self, "properties", _frozen_map(self.properties))
+        object.__setattr__(self, "extra", _frozen_map(self.extra))
+
+
+@dataclass(frozen=True)
+class RequestContext:
+    """Per-request metadata passed from the surface down to the upstream call."""
+
+    request_id: str
+    idempotency_key: str | None = None
+    project_id: str | None = None
+    delegation: str | None = None  # X-Iceberg-Access-Delegation as received
+    caller: CallerIdentity | None = None
+
+
+@dataclass(frozen=True)
+class UpstreamResponse:
+    """A raw upstream answer for allow-listed pass-through routes."""
+
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+
+
+def normalize_delegation(header: str | None) -> str:
+    """The delegation mode part of a cache key.
+
+    Lakekeeper's credentials endpoint treats a missing header, `vended-credentials` and
+    `client-managed` alike (it always tries to vend), so they share one key: "vended".
+    Anything else (e.g. `remote-signing`) is kept, trimmed and sorted, as its own mode.
+    """
+    if header is None:
+        return "vended"
+    modes = sorted({m.strip() for m in header.split(",") if m.strip()})
+    if not modes or set(modes) <= {"vended-credentials", "client-managed"}:
+        return "vended"
+    return ",".join(modes)
+
+
+@dataclass(frozen=True)
+class CacheKey:
+    """The credential cache key (DESIGN §3.1): names case-folded, as Lakekeeper matches them.
+
+    `namespace_as_given`/`table_as_given` keep the first caller's spelling for the upstream
+    call; they take no part in equality or hashing.
+    """
+
+    project: str
+    warehouse_id: str
+    namespace: tuple[str, ...]
+    table: str
+    access: AccessMode
+    delegation: str = "vended"
+    namespace_as_given: tuple[str, ...] = field(default=(), compare=False, hash=False)
+    table_as_given: str = field(default="", compare=False, hash=False)
+
+    @classmethod
+    def of(
+        cls,
+        *,
+        project: str | None,
+        warehouse_id: str,
+        namespace: tuple[str, ...],
+        table: str,
+        access: AccessMode,
+        delegation: str | None = None,
+    ) -> CacheKey:
+        return cls(
+            project=project or "",
+            warehouse_id=warehouse_id.lower(),
+            namespace=tuple(p.casefold() for p in namespace),
+            table=table.casefold(),
+            access=access,
+            delegation=normalize_delegation(delegation),
+            namespace_as_given=tuple(namespace),
+            table_as_given=table,
+        )
+
+    def same_table(self, warehouse_id: str, namespace: tuple[str, ...], table: str) -> bool:
+        """Whether this key belongs to the given table (any access or delegation)."""
+        return (
+            self.warehouse_id == warehouse_id.lower()
+            and self.namespace == tuple(p.casefold() for p in namespace)
+            and self.table == table.casefold()
+        )

@@ -1,0 +1,368 @@
+"""Configuration: loaded once at the edge into one typed, validated object, then passed down.
+
+This is the only module that reads the environment or a config file. Precedence:
+defaults < YAML file (`--config` / `LAKEGATE_CONFIG_FILE`) < `LAKEGATE__<SECTION>__<FIELD>` env.
+Every error names the env var to fix, so an operator never has to map a pydantic `loc` by hand.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, ClassVar
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+from pydantic_settings.sources.utils import parse_env_vars
+
+ENV_PREFIX = "LAKEGATE__"
+CONFIG_FILE_ENV = "LAKEGATE_CONFIG_FILE"
+
+
+class SettingsError(Exception):
+    """Invalid configuration; the message names the env var(s) to fix (no secret values)."""
+
+
+def env_name(*loc: str | int) -> str:
+    """`("cache", "min_remaining_s")` → `LAKEGATE__CACHE__MIN_REMAINING_S`."""
+    return ENV_PREFIX + "__".join(str(part).upper() for part in loc)
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class UpstreamSettings(_Section):
+    """The Lakekeeper catalog the gateway talks to."""
+
+    url: str
+    project_id: str | None = None
+    read_role_id: str | None = None
+    write_role_id: str | None = None
+    timeout_s: float = Field(10.0, gt=0)
+    deadline_s: float = Field(30.0, gt=0)
+    max_retries: int = Field(4, ge=0, le=20)
+    backoff_base_s: float = Field(0.1, gt=0)
+    backoff_max_s: float = Field(5.0, gt=0)
+    pool_size: int = Field(100, ge=1)
+
+    @model_validator(mode="after")
+    def _check(self) -> UpstreamSettings:
+        if not self.url.startswith(("http://", "https://")):
+            raise ValueError(f"{env_name('upstream', 'url')} must be an http(s) URL")
+        return self
+
+    @property
+    def base_url(self) -> str:
+        return self.url.rstrip("/")
+
+
+class TokenKind(StrEnum):
+    NONE = "none"
+    STATIC = "static"
+    FILE = "file"
+    CLIENT_CREDENTIALS = "client_credentials"
+
+
+class AuthMethod(StrEnum):
+    CLIENT_SECRET_BASIC = "client_secret_basic"
+    CLIENT_SECRET_POST = "client_secret_post"
+
+
+class TokenSettings(_Section):
+    """How the gateway obtains its ONE upstream session token."""
+
+    kind: TokenKind = TokenKind.CLIENT_CREDENTIALS
+    token_url: str | None = None
+    client_id: str | None = None
+    client_secret: SecretStr | None = None
+    auth_method: AuthMethod = AuthMethod.CLIENT_SECRET_BASIC
+    scope: str | None = None
+    audience: str | None = None
+    resource: str | None = None
+    token: SecretStr | None = None
+    path: Path | None = None
+    refresh_fraction: float = Field(0.8, gt=0.1, lt=1.0)
+    timeout_s: float = Field(10.0, gt=0)
+    backoff_max_s: float = Field(30.0, gt=0)
+    file_check_s: float = Field(1.0, gt=0)
+
+    @model_validator(mode="after")
+    def _check(self) -> TokenSettings:
+        missing: list[str] = []
+        if self.kind is TokenKind.CLIENT_CREDENTIALS:
+            for name in ("token_url", "client_id", "client_secret"):
+                if not getattr(self, name):
+                    missing.append(env_name("token", name))
+        elif self.kind is TokenKind.STATIC and not self.token:
+            missing.append(env_name("token", "token"))
+        elif self.kind is TokenKind.FILE and not self.path:
+            missing.append(env_name("token", "path"))
+        if missing:
+            raise ValueError(
+                f"{env_name('token', 'kind')}={self.kind.value} requires {', '.join(missing)}"
+            )
+        return self
+
+
+class ListenSettings(_Section):
+    """Where the HTTP and gRPC surfaces listen."""
+
+    host: str = "127.0.0.1"
+    http_port: int = Field(8765, ge=0, le=65535)
+    grpc_port: int = Field(8766, ge=0, le=65535)
+    http_uds: Path | None = None
+    grpc_uds: Path | None = None
+    ports_file: Path | None = None
+    max_body_bytes: int = Field(1 << 20, ge=1024)
+
+    @property
+    def is_loopback(self) -> bool:
+        """Whether the TCP bind host is loopback only (so caller auth may be off)."""
+        if self.host == "localhost":
+            return True
+        try:
+            return ipaddress.ip_address(self.host).is_loopback
+        except ValueError:
+            return False
+
+
+class CacheSettings(_Section):
+    """The credential cache windows and bounds (DESIGN §3.1)."""
+
+    min_remaining_s: float = Field(300.0, ge=0)
+    refresh_lead_s: float = Field(900.0, gt=0)
+    refresh_jitter: float = Field(0.1, ge=0, lt=0.5)
+    max_entries: int = Field(10_000, ge=1)
+    idle_s: float = Field(1800.0, gt=0)
+    negative_ttl_s: float = Field(5.0, ge=0)
+    no_expiry_ttl_s: float = Field(60.0, ge=0)
+    refresh_rate_per_s: float = Field(20.0, gt=0)
+    metadata_ttl_s: float = Field(5.0, ge=0, le=10)
+    warehouse_ttl_s: float = Field(60.0, ge=0)
+
+
+class CallerMode(StrEnum):
+    NONE = "none"
+    TOKEN = "token"
+    JWT = "jwt"
+
+
+class CallerSettings(_Section):
+    """Who may ask (DESIGN §3.4)."""
+
+    mode: CallerMode = CallerMode.NONE
+    tokens_file: Path | None = None
+    jwks_url: str | None = None
+    issuer: str | None = None
+    audience: str | None = None
+    name_claim: str = "sub"
+    policy_file: Path | None = None
+    rate_per_s: float = Field(0.0, ge=0)
+    burst: int = Field(100, ge=1)
+
+    @model_validator(mode="after")
+    def _check(self) -> CallerSettings:
+        if self.mode is CallerMode.TOKEN and not self.tokens_file:
+            raise ValueError(
+                f"{env_name('callers', 'mode')}=token requires {env_name('callers', 'tokens_file')}"
+            )
+        if self.mode is CallerMode.JWT:
+            missing = [
+                env_name("callers", n) for n in ("jwks_url", "audience") if not getattr(self, n)
+            ]
+            if missing:
+                raise ValueError(
+                    f"{env_name('callers', 'mode')}=jwt requires {', '.join(missing)}"
+                )
+        return self
+
+
+class LogSettings(_Section):
+    level: str = "INFO"
+    format: str = "json"
+
+    @model_validator(mode="after")
+    def _check(self) -> LogSettings:
+        if self.level.upper() not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
+            raise ValueError(f"{env_name('log', 'level')} must be DEBUG|INFO|WARNING|ERROR")
+        if self.format not in {"json", "text"}:
+            raise ValueError(f"{env_name('log', 'format')} must be json|text")
+        return self
+
+
+class _YamlFileSource(PydanticBaseSettingsSource):
+    """Values from the optional YAML file; sits between defaults and env in precedence."""
+
+    def __init__(self, settings_cls: type[BaseSettings], data: dict[str, Any]) -> None:
+        super().__init__(settings_cls)
+        self._data = data
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return self._data.get(field_name), field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return dict(self._data)
+
+
+class _GivenEnvSource(EnvSettingsSource):
+    """The env source, reading a given mapping instead of os.environ (tests pass a dict)."""
+
+    def __init__(self, settings_cls: type[BaseSettings], environ: dict[str, str]) -> None:
+        self._given = environ
+        super().__init__(settings_cls)
+
+    def _load_env_vars(self) -> Any:
+        return parse_env_vars(
+            self._given, self.case_sensitive, self.env_ignore_empty, self.env_parse_none_str
+        )
+
+
+class Settings(BaseSettings):
+    """The whole gateway configuration (docs/contracts.md §3)."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        env_nested_delimiter="__",
+        case_sensitive=False,
+        extra="ignore",
+        frozen=True,
+    )
+    _file_data: ClassVar[dict[str, Any]] = {}
+    _environ: ClassVar[dict[str, str] | None] = None
+
+    upstream: UpstreamSettings
+    token: TokenSettings
+    listen: ListenSettings = ListenSettings()
+    cache: CacheSettings = CacheSettings()
+    callers: CallerSettings = CallerSettings()
+    log: LogSettings = LogSettings()
+    shutdown_grace_s: float = Field(10.0, ge=0)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Earlier sources win: init kwargs > env > file > defaults.
+        env = env_settings if cls._environ is None else _GivenEnvSource(settings_cls, cls._environ)
+        return (init_settings, env, _YamlFileSource(settings_cls, cls._file_data))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _sections_present(cls, data: Any) -> Any:
+        # Absent sections validate as empty ones, so errors name the missing FIELD
+        # (LAKEGATE__UPSTREAM__URL) and the token kind default (client_credentials) applies.
+        if isinstance(data, dict):
+            data = dict(data)
+            data.setdefault("upstream", {})
+            data.setdefault("token", {})
+        return data
+
+    @model_validator(mode="after")
+    def _cross_field(self) -> Settings:
+        problems: list[str] = []
+        c = self.cache
+        if c.refresh_lead_s <= c.min_remaining_s:
+            problems.append(
+                f"{env_name('cache', 'refresh_lead_s')} must be greater than "
+                f"{env_name('cache', 'min_remaining_s')}"
+            )
+        if not self.listen.is_loopback and self.callers.mode is CallerMode.NONE:
+            problems.append(
+                f"{env_name('listen', 'host')}={self.listen.host} is not loopback: set "
+                f"{env_name('callers', 'mode')} to token or jwt"
+            )
+        if self.upstream.timeout_s > self.upstream.deadline_s:
+            problems.append(
+                f"{env_name('upstream', 'timeout_s')} must not exceed "
+                f"{env_name('upstream', 'deadline_s')}"
+            )
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    def warnings(self) -> list[str]:
+        """Soft invariants worth a log line at start, not a refusal to start.
+
+        The refresh queue must be able to refresh every hot key once inside the lead window;
+        a small lead in a test setup is legitimate, so this is advice, not an error.
+        """
+        out: list[str] = []
+        c = self.cache
+        if c.refresh_rate_per_s * c.refresh_lead_s < c.max_entries / 2:
+            out.append(
+                f"{env_name('cache', 'refresh_rate_per_s')} x {env_name('cache', 'refresh_lead_s')}"
+                f" < {env_name('cache', 'max_entries')}/2: hot keys may miss refresh-ahead"
+            )
+        return out
+
+    def secret_values(self) -> list[str]:
+        """Every configured secret, for the log redaction filter."""
+        out = []
+        for s in (self.token.client_secret, self.token.token):
+            if s is not None and s.get_secret_value():
+                out.append(s.get_secret_value())
+        return out
+
+    @classmethod
+    def load(
+        cls, config_file: Path | None = None, environ: dict[str, str] | None = None
+    ) -> Settings:
+        """Load and validate; the one entry point used by `lakegate serve` and tests.
+
+        Args:
+            config_file: YAML file; defaults to `$LAKEGATE_CONFIG_FILE` when unset.
+            environ: the environment to read (defaults to `os.environ`; tests pass a dict).
+
+        Raises:
+            SettingsError: with one line per problem, each naming the env var.
+        """
+        env = dict(os.environ if environ is None else environ)
+        if config_file is None and env.get(CONFIG_FILE_ENV):
+            config_file = Path(env[CONFIG_FILE_ENV])
+        data: dict[str, Any] = {}
+        if config_file is not None:
+            try:
+                loaded = yaml.safe_load(config_file.read_text(encoding="utf-8"))
+            except (OSError, yaml.YAMLError) as exc:
+                raise SettingsError(f"cannot read config file {config_file}: {exc}") from exc
+            if loaded is not None and not isinstance(loaded, dict):
+                raise SettingsError(f"config file {config_file} must hold a mapping")
+            data = loaded or {}
+        values = {k: v for k, v in env.items() if k.upper().startswith(ENV_PREFIX)}
+        # A throwaway subclass carries this load's file data and env without global state.
+        bound = type(
+            cls.__name__,
+            (cls,),
+            {"_file_data": data, "_environ": values, "__module__": cls.__module__},
+        )
+        try:
+            return bound()  # type: ignore[no-any-return]
+        except ValidationError as exc:
+            raise SettingsError(format_validation_error(exc)) from None
+
+
+def format_validation_error(exc: ValidationError) -> str:
+    """One line per error, naming the env var; never echoes input values (they may be secret)."""
+    lines = []
+    for err in exc.errors(include_input=False, include_url=False):
+        loc = [p for p in err["loc"] if isinstance(p, str | int)]
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        if loc and not msg.startswith(ENV_PREFIX):
+            lines.append(f"{env_name(*loc)}: {msg}")
+        else:
+            lines.append(msg)
+    return "invalid settings:\n  " + "\n  ".join(lines)

@@ -1,0 +1,266 @@
+"""Caller authentication (none | token | jwt) → CallerIdentity, shared by HTTP and gRPC.
+
+- `none`: loopback/UDS only (settings refuse a non-loopback bind); every caller is "anonymous"
+  and whatever Authorization it sends (pylakekeeper always sends one) is ignored.
+- `token`: bearer tokens from a file `{"<token>": "<caller name>"}`; tokens are kept only as
+  SHA-256 digests, so the daemon's memory and reprs never hold them in clear.
+- `jwt`: audience-bound JWTs (e.g. Kubernetes projected service-account tokens) verified locally
+  against a JWKS: signature, issuer, audience, expiry. The JWKS is fetched in a worker thread
+  (blocking urllib, rare) and cached; verification itself is cheap and cached per token.
+
+botocore sends `AWS_CONTAINER_AUTHORIZATION_TOKEN` as the raw Authorization value (no "Bearer"),
+so both forms are accepted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from pathlib import Path
+from typing import Any, Protocol
+
+import jwt
+import yaml
+from cachetools import LRUCache
+
+from gateway.clock import Clock
+from gateway.errors import UnauthenticatedError
+from gateway.models import CallerIdentity
+from gateway.settings import CallerMode, CallerSettings
+
+ANONYMOUS = CallerIdentity(name="anonymous", authenticated=False)
+_JWT_ALGORITHMS = ("RS256", "RS384", "RS512", "ES256", "ES384", "PS256", "EdDSA")
+
+
+class CallerConfigError(ValueError):
+    """The caller auth configuration (tokens file, JWKS) is unusable; raised at start."""
+
+
+class CallerAuthenticator(Protocol):
+    """Turns the Authorization header value (or gRPC `authorization` metadata) into a caller."""
+
+    mode: CallerMode
+
+    async def authenticate(self, authorization: str | None) -> CallerIdentity: ...
+
+
+def bearer_value(authorization: str | None) -> str | None:
+    """The token in `Bearer <t>` or a raw `<t>` header value; None when absent or blank."""
+    if not authorization:
+        return None
+    value = authorization.strip()
+    scheme, _, rest = value.partition(" ")
+    if rest and scheme.lower() == "bearer":
+        value = rest.strip()
+    return value or None
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+class NoCallerAuth:
+    """Mode `none`: everyone is the anonymous caller."""
+
+    mode = CallerMode.NONE
+
+    async def authenticate(self, authorization: str | None) -> CallerIdentity:
+        return ANONYMOUS
+
+
+class StaticTokenCallerAuth:
+    """Mode `token`: a fixed map of bearer tokens to caller names."""
+
+    mode = CallerMode.TOKEN
+
+    def __init__(self, tokens: dict[str, str]) -> None:
+        self._by_digest = {_digest(tok): name for tok, name in tokens.items()}
+
+    def __repr__(self) -> str:
+        return f"StaticTokenCallerAuth(callers={sorted(set(self._by_digest.values()))!r})"
+
+    async def authenticate(self, authorization: str | None) -> CallerIdentity:
+        token = bearer_value(authorization)
+        if token is None:
+            raise UnauthenticatedError("missing caller token")
+        name = self._by_digest.get(_digest(token))
+        if name is None:
+            raise UnauthenticatedError("unknown caller token")
+        return CallerIdentity(name=name, authenticated=True)
+
+    @staticmethod
+    def read_tokens(path: Path) -> dict[str, str]:
+        """Parse the tokens file (YAML or JSON mapping token → caller name).
+
+        Raises:
+            CallerConfigError: unreadable or malformed (never echoing a token).
+        """
+        try:
+            doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError) as exc:
+            raise CallerConfigError(f"cannot read tokens file {path}: {type(exc).__name__}") from exc
+        if not isinstance(doc, dict) or not doc:
+            raise CallerConfigError(f"tokens file {path} must be a non-empty mapping token→name")
+        return {str(k): str(v) for k, v in doc.items()}
+
+
+class JwksKeys:
+    """The JWKS signing keys by `kid`, fetched off the event loop and refetched on unknown kid.
+
+    A refetch is rate-limited (min_refresh_s), so a flood of tokens with a bogus kid cannot turn
+    into a flood of JWKS requests.
+    """
+
+    def __init__(self, jwks_url: str, clock: Clock, min_refresh_s: float = 30.0) -> None:
+        self._url = jwks_url
+        self._clock = clock
+        self._min_refresh_s = min_refresh_s
+        self._keys: dict[str, Any] = {}
+        self._fetched_at: float | None = None
+        self._lock = asyncio.Lock()
+
+    def _fetch(self) -> dict[str, Any]:
+        client = jwt.PyJWKClient(self._url, cache_jwk_set=False, timeout=10)
+        return {k.key_id or "": k.key for k in client.get_signing_keys()}
+
+    async def key_for(self, kid: str) -> Any:
+        """The verification key for `kid`.
+
+        Raises:
+            UnauthenticatedError: no such key (after at most one rate-limited refetch).
+        """
+        if kid in self._keys:
+            return self._keys[kid]
+        async with self._lock:
+            if kid not in self._keys and self._may_refresh():
+                self._fetched_at = self._clock.monotonic()
+                try:
+                    self._keys = await asyncio.to_thread(self._fetch)
+                except jwt.PyJWKClientError as exc:
+                    raise UnauthenticatedError("caller JWKS unavailable") from exc
+        if kid not in self._keys:
+            if len(self._keys) == 1 and not kid:
+                return next(iter(self._keys.values()))
+            raise UnauthenticatedError("caller token signed by an unknown key")
+        return self._keys[kid]
+
+    def _may_refresh(self) -> bool:
+        return (
+            self._fetched_at is None
+            or self._clock.monotonic() - self._fetched_at >= self._min_refresh_s
+        )
+
+
+class JwtCallerAuth:
+    """Mode `jwt`: verify caller JWTs locally (signature, issuer, audience, expiry)."""
+
+    mode = CallerMode.JWT
+
+    def __init__(
+        self,
+        keys: JwksKeys,
+        clock: Clock,
+        *,
+        audience: str,
+        issuer: str | None,
+        name_claim: str = "sub",
+        cache_size: int = 4096,
+    ) -> None:
+        self._keys = keys
+        self._clock = clock
+        self._audience = audience
+        self._issuer = issuer
+        self._name_claim = name_claim
+        # digest → (caller, exp): a token verified once is not re-verified until it expires.
+        self._verified: LRUCache[str, tuple[CallerIdentity, float]] = LRUCache(cache_size)
+
+    async def authenticate(self, authorization: str | None) -> CallerIdentity:
+        token = bearer_value(authorization)
+        if token is None:
+            raise UnauthenticatedError("missing caller token")
+        digest = _digest(token)
+        cached = self._verified.get(digest)
+        now = self._clock.now()
+        if cached is not None and cached[1] > now:
+            return cached[0]
+        try:
+            header = jwt.get_unverified_header(token)
+        except jwt.PyJWTError as exc:
+            raise UnauthenticatedError("malformed caller token") from exc
+        key = await self._keys.key_for(str(header.get("kid") or ""))
+        try:
+            claims = jwt.decode(
+                token,
+                key,
+                algorithms=list(_JWT_ALGORITHMS),
+                audience=self._audience,
+                issuer=self._issuer,
+                options={"require": ["exp"], "verify_iss": self._issuer is not None},
+            )
+        except jwt.ExpiredSignatureError as exc:
+            raise UnauthenticatedError("caller token expired") from exc
+        except jwt.PyJWTError as exc:
+            raise UnauthenticatedError(f"caller token rejected: {type(exc).__name__}") from exc
+        name = claims.get(self._name_claim)
+        if not isinstance(name, str) or not name:
+            raise UnauthenticatedError(f"caller token has no '{self._name_claim}' claim")
+        caller = CallerIdentity(name=name, authenticated=True)
+        self._verified[digest] = (caller, float(claims["exp"]))
+        return caller
+
+
+def build_authenticator(settings: CallerSettings, clock: Clock) -> CallerAuthenticator:
+    """The authenticator for the configured mode.
+
+    Raises:
+        CallerConfigError: the tokens file is unusable.
+    """
+    if settings.mode is CallerMode.TOKEN:
+        assert settings.tokens_file is not None  # settings validated it
+        return StaticTokenCallerAuth(StaticTokenCallerAuth.read_tokens(settings.tokens_file))
+    if settings.mode is CallerMode.JWT:
+        assert settings.jwks_url is not None and settings.audience is not None
+        return JwtCallerAuth(
+            JwksKeys(settings.jwks_url, clock),
+            clock,
+            audience=settings.audience,
+            issuer=settings.issuer,
+            name_claim=settings.name_claim,
+        )
+    return NoCallerAuth()
+
+
+def caller_secrets(settings: CallerSettings) -> list[str]:
+    """The caller tokens configured, for registration with the log redactor."""
+    if settings.mode is CallerMode.TOKEN and settings.tokens_file is not None:
+        try:
+            return list(StaticTokenCallerAuth.read_tokens(settings.tokens_file))
+        except CallerConfigError:
+            return []
+    return []
+
+
+def whoami(caller: CallerIdentity) -> dict[str, Any]:
+    """The local answer to `/management/v1/whoami` (pylakekeeper reads `id`, then `name`)."""
+    return {
+        "id": caller.name,
+        "name": caller.name,
+        "user-type": "application",
+        "email": None,
+        "authenticated": caller.authenticated,
+    }
+
+
+__all__ = [
+    "ANONYMOUS",
+    "CallerAuthenticator",
+    "CallerConfigError",
+    "JwksKeys",
+    "JwtCallerAuth",
+    "NoCallerAuth",
+    "StaticTokenCallerAuth",
+    "bearer_value",
+    "build_authenticator",
+    "caller_secrets",
+    "whoami",
+]

@@ -1,0 +1,181 @@
+"""The gate every surface request passes: anti-SSRF, caller authentication, rate limit, policy.
+
+Order matters: forgeable requests are refused before any work (no token verification for a
+browser's cross-site request), authentication before the rate limit (the bucket is per caller),
+and the policy check before the cache is consulted (callers share cache entries).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from cachetools import LRUCache
+
+from gateway.clock import Clock
+from gateway.errors import GatewayError, PermissionDeniedError, RateLimitedCallerError
+from gateway.metrics import Metrics
+from gateway.models import AccessMode, CallerIdentity, RequestContext
+from gateway.surfaces.callers import CallerAuthenticator
+from gateway.surfaces.operations import Operations
+from gateway.surfaces.policy import CallerPolicy
+
+MARKER_HEADER = "X-Lakegate-Request"
+
+
+def forgeable(message: str) -> PermissionDeniedError:
+    return PermissionDeniedError(message, lakekeeper_type="ForgeableRequest")
+
+
+def check_not_forged(headers: Mapping[str, str], *, require_marker: bool) -> None:
+    """Refuse what a browser or an SSRF could send (DESIGN §3.4, Vault's X-Vault-Request).
+
+    Args:
+        headers: the request headers (case-insensitive mapping).
+        require_marker: credential/metadata routes need Authorization or X-Lakegate-Request.
+
+    Raises:
+        PermissionDeniedError: type ForgeableRequest.
+    """
+    if "X-Forwarded-For" in headers:
+        raise forgeable("requests relayed by a proxy (X-Forwarded-For) are refused")
+    if headers.get("Sec-Fetch-Site", "").lower() == "cross-site":
+        raise forgeable("cross-site browser requests are refused")
+    origin = headers.get("Origin")
+    if origin is not None:
+        raise forgeable("browser requests (Origin) are refused")
+    if require_marker and not headers.get("Authorization") and not headers.get(MARKER_HEADER):
+        raise forgeable(f"send an Authorization header or '{MARKER_HEADER}: 1'")
+
+
+@dataclass
+class _Bucket:
+    tokens: float
+    at: float
+
+
+class RateLimiter:
+    """Per-caller token bucket; refusal carries the seconds until a token is available."""
+
+    def __init__(self, rate_per_s: float, burst: int, clock: Clock, max_callers: int = 10_000):
+        self._rate = rate_per_s
+        self._burst = float(burst)
+        self._clock = clock
+        self._buckets: LRUCache[str, _Bucket] = LRUCache(max_callers)
+
+    def acquire(self, caller: str) -> None:
+        """Take one token for `caller`.
+
+        Raises:
+            RateLimitedCallerError: the bucket is empty (retry_after_s set).
+        """
+        now = self._clock.monotonic()
+        bucket = self._buckets.get(caller)
+        if bucket is None:
+            bucket = self._buckets[caller] = _Bucket(self._burst, now)
+        bucket.tokens = min(self._burst, bucket.tokens + (now - bucket.at) * self._rate)
+        bucket.at = now
+        if bucket.tokens < 1.0:
+            wait = (1.0 - bucket.tokens) / self._rate
+            raise RateLimitedCallerError("caller rate limit exceeded", retry_after_s=wait)
+        bucket.tokens -= 1.0
+
+
+class Gate:
+    """Admission and authorization shared by the HTTP and gRPC surfaces."""
+
+    def __init__(
+        self,
+        auth: CallerAuthenticator,
+        policy: CallerPolicy,
+        limiter: RateLimiter | None,
+        ops: Operations,
+        metrics: Metrics,
+    ) -> None:
+        self.auth = auth
+        self.policy = policy
+        self._limiter = limiter
+        self._ops = ops
+        self._metrics = metrics
+
+    def _reject(self, reason: str, err: GatewayError) -> GatewayError:
+        self._metrics.ingress_rejected.labels(reason).inc()
+        return err
+
+    async def admit(
+        self,
+        authorization: str | None,
+        headers: Mapping[str, str] | None = None,
+        *,
+        require_marker: bool = True,
+    ) -> CallerIdentity:
+        """Check a request's origin, authenticate its caller and take a rate-limit token.
+
+        Args:
+            authorization: the Authorization header / `authorization` metadata value.
+            headers: HTTP headers (None on gRPC, which a browser cannot send).
+            require_marker: whether the anti-SSRF marker rule applies to this route.
+        """
+        if headers is not None:
+            try:
+                check_not_forged(headers, require_marker=require_marker)
+            except PermissionDeniedError as exc:
+                raise self._reject("ssrf_header", exc) from None
+        try:
+            caller = await self.auth.authenticate(authorization)
+        except GatewayError as exc:
+            raise self._reject("auth", exc) from None
+        if self._limiter is not None:
+            try:
+                self._limiter.acquire(caller.name)
+            except RateLimitedCallerError as exc:
+                raise self._reject("ratelimit", exc) from None
+        return caller
+
+    async def authorize(
+        self,
+        caller: CallerIdentity,
+        ctx: RequestContext,
+        warehouse: str,
+        namespace: tuple[str, ...],
+        table: str | None,
+        access: AccessMode,
+    ) -> None:
+        """Apply the caller policy; resolves the warehouse only when a rule needs its names.
+
+        Raises:
+            PermissionDeniedError: the caller may not use `access` on the table.
+        """
+        if await self.allowed(caller, ctx, warehouse, namespace, table, access):
+            return
+        raise self._reject(
+            "policy",
+            PermissionDeniedError(f"caller '{caller.name}' may not {access.value} this table"),
+        )
+
+    async def allowed(
+        self,
+        caller: CallerIdentity,
+        ctx: RequestContext,
+        warehouse: str,
+        namespace: tuple[str, ...],
+        table: str | None,
+        access: AccessMode,
+    ) -> bool:
+        """Whether the policy allows it (no metric; used to pick read vs write vending)."""
+        policy = self.policy
+        if not policy.enabled:
+            return True
+        if policy.allows(caller, (warehouse,), namespace, table, access):
+            return True
+        if not policy.needs_warehouse_names(caller, warehouse):
+            return False
+        wh = await self._ops.resolve_warehouse(warehouse, ctx)
+        return policy.allows(caller, (warehouse, wh.id, wh.name), namespace, table, access)
+
+    def authorize_global(self, caller: CallerIdentity) -> None:
+        """Only a caller with a global write grant may invalidate the whole cache."""
+        if not self.policy.allows_everything(caller, AccessMode.WRITE):
+            raise self._reject(
+                "policy", PermissionDeniedError(f"caller '{caller.name}' may not invalidate all")
+            )

@@ -1,0 +1,150 @@
+"""Caller policy: which warehouses, namespaces and tables each caller may use, read or write.
+
+The gateway's upstream identity is shared by every caller, so this check is what keeps one
+tenant's pods from obtaining another tenant's credentials (DESIGN §3.4). It runs before the cache
+is consulted. Patterns are fnmatch globs matched case-insensitively (Lakekeeper names are
+case-insensitive); the warehouse pattern matches the warehouse name OR its UUID; the namespace
+pattern matches the levels joined with ".".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gateway.models import AccessMode, CallerIdentity
+
+ANY_CALLER = "*"
+
+
+class PolicyFileError(ValueError):
+    """The policy file is unreadable or malformed (raised at start, names the problem)."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One grant: patterns (already lower-cased) and the access modes it allows."""
+
+    warehouse: str
+    namespace: str
+    table: str
+    access: frozenset[AccessMode]
+
+    def covers(
+        self, warehouses: Iterable[str], namespace: str, table: str | None, access: AccessMode
+    ) -> bool:
+        """Whether this rule allows `access` on the table (or on the namespace when table=None)."""
+        if access not in self.access:
+            return False
+        if not any(fnmatchcase(w.lower(), self.warehouse) for w in warehouses if w):
+            return False
+        if not fnmatchcase(namespace.lower(), self.namespace):
+            return False
+        return table is None or fnmatchcase(table.lower(), self.table)
+
+    @property
+    def is_global(self) -> bool:
+        return self.warehouse == self.namespace == self.table == "*"
+
+
+class CallerPolicy:
+    """Per-caller rules; `None` rules means no policy file: every caller may do everything."""
+
+    def __init__(self, rules: Mapping[str, tuple[Rule, ...]] | None) -> None:
+        self._rules = None if rules is None else {k.lower(): v for k, v in rules.items()}
+
+    @property
+    def enabled(self) -> bool:
+        return self._rules is not None
+
+    def _for(self, caller: CallerIdentity) -> tuple[Rule, ...]:
+        assert self._rules is not None
+        return self._rules.get(caller.name.lower(), ()) + self._rules.get(ANY_CALLER, ())
+
+    def allows(
+        self,
+        caller: CallerIdentity,
+        warehouses: Iterable[str],
+        namespace: tuple[str, ...],
+        table: str | None,
+        access: AccessMode,
+    ) -> bool:
+        """Whether `caller` may use `access` on the table (table=None: anything in the namespace).
+
+        Args:
+            caller: the authenticated caller.
+            warehouses: every name the warehouse is known by (as given, name, UUID).
+            namespace: the namespace levels.
+            table: the table name, or None for namespace-level operations (list).
+            access: read or write.
+        """
+        if self._rules is None:
+            return True
+        names = tuple(warehouses)
+        joined = ".".join(namespace)
+        return any(r.covers(names, joined, table, access) for r in self._for(caller))
+
+    def allows_everything(self, caller: CallerIdentity, access: AccessMode) -> bool:
+        """Whether the caller holds a global grant (needed to invalidate the whole cache)."""
+        if self._rules is None:
+            return True
+        return any(r.is_global and access in r.access for r in self._for(caller))
+
+    def needs_warehouse_names(self, caller: CallerIdentity, given: str) -> bool:
+        """Whether resolving the warehouse could change a decision (patterns not matching `given`).
+
+        Resolution costs a (cached) catalog lookup, so it is skipped when no policy is set or when
+        every rule already decides on the warehouse string the caller gave.
+        """
+        if self._rules is None:
+            return False
+        return not all(fnmatchcase(given.lower(), r.warehouse) for r in self._for(caller))
+
+    @classmethod
+    def from_file(cls, path: Path | None) -> CallerPolicy:
+        """Load `{"callers": {name: [{warehouse, namespace, table, access}]}}` (YAML or JSON).
+
+        Raises:
+            PolicyFileError: unreadable file or a malformed rule (the message names it).
+        """
+        if path is None:
+            return cls(None)
+        try:
+            doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError) as exc:
+            raise PolicyFileError(f"cannot read policy file {path}: {type(exc).__name__}") from exc
+        return cls(parse_rules(doc, str(path)))
+
+
+def parse_rules(doc: Any, source: str) -> dict[str, tuple[Rule, ...]]:
+    """Validate a policy document into rules; every error names the caller and rule index."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("callers"), dict):
+        raise PolicyFileError(f"{source}: expected a mapping with a 'callers' mapping")
+    out: dict[str, tuple[Rule, ...]] = {}
+    for name, raw_rules in doc["callers"].items():
+        if not isinstance(raw_rules, list):
+            raise PolicyFileError(f"{source}: callers.{name} must be a list of rules")
+        rules = []
+        for i, raw in enumerate(raw_rules):
+            where = f"{source}: callers.{name}[{i}]"
+            if not isinstance(raw, dict):
+                raise PolicyFileError(f"{where} must be a mapping")
+            unknown = set(raw) - {"warehouse", "namespace", "table", "access"}
+            if unknown:
+                raise PolicyFileError(f"{where} has unknown keys {sorted(unknown)}")
+            access_raw = raw.get("access", ["read"])
+            if isinstance(access_raw, str):
+                access_raw = [access_raw]
+            try:
+                access = frozenset(AccessMode(str(a).lower()) for a in access_raw)
+            except ValueError as exc:
+                raise PolicyFileError(f"{where}.access must be read and/or write") from exc
+            patterns = [str(raw.get(k, "*")).lower() for k in ("warehouse", "namespace", "table")]
+            rules.append(Rule(patterns[0], patterns[1], patterns[2], access))
+        out[str(name)] = tuple(rules)
+    return out

@@ -1,0 +1,193 @@
+"""The async load loops one worker process runs: closed loop, open loop and burst.
+
+Latency is recorded from the moment a request was *due* (open loop: its scheduled arrival time),
+not from when the generator got round to sending it, so a stalled server cannot hide queueing
+(no coordinated omission). Every loop stops at its request cap or its time cap.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from loadtest.rawhttp import RawHttpConnection, RawHttpError
+from loadtest.spec import LoadResult, LoadSpec
+
+Call = Callable[[], Awaitable[None]]
+_CONNECT_BATCH = 200
+_CONNECT_ATTEMPTS = 20
+
+
+class RequestFailedError(Exception):
+    """A request got an unexpected status or no answer."""
+
+
+async def open_connections(target: str, n: int) -> list[RawHttpConnection]:
+    """Open `n` keep-alive connections in batches, retrying a full accept backlog."""
+    conns: list[RawHttpConnection] = []
+    for _attempt in range(_CONNECT_ATTEMPTS):
+        missing = n - len(conns)
+        if missing <= 0:
+            break
+        batch = min(missing, _CONNECT_BATCH)
+        results = await asyncio.gather(*(RawHttpConnection.open(target) for _ in range(batch)),
+                                       return_exceptions=True)
+        conns.extend(r for r in results if isinstance(r, RawHttpConnection))
+        if len(conns) < n and any(isinstance(r, BaseException) for r in results):
+            await asyncio.sleep(0.05)  # let the server drain its accept queue
+    if len(conns) < n:
+        for conn in conns:
+            conn.close()
+        raise RequestFailedError(f"could only open {len(conns)} of {n} connections to server")
+    return conns
+
+
+class HttpCaller:
+    """Issues the spec's prebuilt HTTP request over a pool of raw connections."""
+
+    def __init__(self, spec: LoadSpec, conns: list[RawHttpConnection]) -> None:
+        self._spec = spec
+        self._idle: asyncio.Queue[RawHttpConnection] = asyncio.Queue()
+        for conn in conns:
+            self._idle.put_nowait(conn)
+        self.outcomes: dict[str, int] = {}
+
+    async def call(self) -> None:
+        conn = await self._idle.get()
+        try:
+            if conn.closed:
+                conn = await RawHttpConnection.open(self._spec.target)
+            status, body = await conn.request(self._spec.payload)
+        except (RawHttpError, OSError) as exc:
+            conn.close()
+            raise RequestFailedError(type(exc).__name__ + ": " + str(exc)[:120]) from exc
+        finally:
+            self._idle.put_nowait(conn)
+        if status != self._spec.expect_status:
+            raise RequestFailedError(f"HTTP {status}: {body[:160]!r}")
+        if self._spec.count_outcomes:
+            outcome = str(json.loads(body).get("outcome", "?"))
+            self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
+
+    async def close(self) -> None:
+        while not self._idle.empty():
+            self._idle.get_nowait().close()
+
+
+class GrpcCaller:
+    """Issues the spec's serialised request as a raw-bytes unary gRPC call (no proto parsing
+    on the generator side, so the generator stays cheap)."""
+
+    def __init__(self, spec: LoadSpec, channels: list[Any]) -> None:
+        self._calls = [ch.unary_unary(spec.grpc_method) for ch in channels]
+        self._channels = channels
+        self._payload = spec.payload
+        self._next = 0
+        self.outcomes: dict[str, int] = {}
+
+    @classmethod
+    async def create(cls, spec: LoadSpec, n_channels: int) -> GrpcCaller:
+        import grpc
+
+        channels = [grpc.aio.insecure_channel(spec.target) for _ in range(n_channels)]
+        for ch in channels:
+            await asyncio.wait_for(ch.channel_ready(), timeout=10)
+        return cls(spec, channels)
+
+    async def call(self) -> None:
+        import grpc
+
+        self._next = (self._next + 1) % len(self._calls)
+        try:
+            await self._calls[self._next](self._payload, timeout=30)
+        except grpc.aio.AioRpcError as exc:
+            raise RequestFailedError(f"gRPC {exc.code().name}: {exc.details()}") from exc
+
+    async def close(self) -> None:
+        for ch in self._channels:
+            await ch.close()
+
+
+async def run_closed(spec: LoadSpec, call: Call, start_s: float) -> LoadResult:
+    """`spec.concurrency` users, each sending its next request when the previous one returns."""
+    result = LoadResult()
+    record_from = start_s + spec.warmup_s
+    stop_at = record_from + spec.bounds.max_duration_s
+
+    warm = LoadResult()  # answers during warm-up are counted apart and dropped
+
+    async def user() -> None:
+        while True:
+            t0 = time.perf_counter()
+            if t0 >= stop_at or result.requests + result.errors >= spec.bounds.max_requests:
+                return
+            sink = result if t0 >= record_from else warm
+            if await _timed(call, sink) and sink is result:
+                result.hist.record_s(time.perf_counter() - t0)
+
+    await asyncio.gather(*(user() for _ in range(max(1, spec.concurrency))))
+    result.elapsed_s = max(1e-9, min(time.perf_counter(), stop_at) - record_from)
+    return result
+
+
+async def run_open(spec: LoadSpec, call: Call, start_s: float) -> LoadResult:
+    """Arrivals at a fixed rate, whatever the server's speed, up to the caps."""
+    result = LoadResult()
+    interval = 1.0 / spec.rate_per_s
+    total = min(spec.bounds.max_requests,
+                int((spec.warmup_s + spec.bounds.max_duration_s) * spec.rate_per_s))
+    warm = int(spec.warmup_s * spec.rate_per_s)
+    tasks: set[asyncio.Task[None]] = set()
+    in_flight = asyncio.Semaphore(max(1, spec.concurrency) * 16)
+
+    async def one(i: int, due: float) -> None:
+        async with in_flight:
+            ok = await _timed(call, result if i >= warm else LoadResult())
+        if ok and i >= warm:
+            result.hist.record_s(time.perf_counter() - due)
+
+    i = 0
+    while i < total:
+        now = time.perf_counter()
+        while i < total and start_s + i * interval <= now:
+            task = asyncio.create_task(one(i, start_s + i * interval))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+            i += 1
+        if i < total:
+            await asyncio.sleep(max(0.0, start_s + i * interval - time.perf_counter()))
+    if tasks:
+        await asyncio.wait(tasks, timeout=spec.bounds.max_duration_s + 30)
+    result.elapsed_s = max(1e-9, (total - warm) * interval)
+    return result
+
+
+async def run_burst(spec: LoadSpec, call: Call, start_s: float) -> LoadResult:
+    """Exactly `concurrency` requests released together."""
+    result = LoadResult()
+
+    async def one() -> None:
+        t0 = time.perf_counter()
+        if await _timed(call, result):
+            result.hist.record_s(time.perf_counter() - t0)
+
+    n = min(spec.concurrency, spec.bounds.max_requests)
+    await asyncio.wait_for(asyncio.gather(*(one() for _ in range(n))),
+                           timeout=spec.bounds.max_duration_s)
+    result.elapsed_s = time.perf_counter() - start_s
+    return result
+
+
+async def _timed(call: Call, result: LoadResult) -> bool:
+    try:
+        await call()
+    except RequestFailedError as exc:
+        result.errors += 1
+        if len(result.error_samples) < 5:
+            result.error_samples.append(str(exc))
+        return False
+    result.requests += 1
+    return True

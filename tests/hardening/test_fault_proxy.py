@@ -1,0 +1,210 @@
+"""The loopback fault proxy: each mode against a real echo server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import AsyncIterator
+
+import pytest
+
+from hardening.fault_proxy import FaultProxy, ProxyMode, ProxyThread
+
+
+class EchoServer:
+    """Real TCP echo server that counts the connections it accepted."""
+
+    def __init__(self) -> None:
+        self.accepted = 0
+        self.server: asyncio.Server | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
+
+    async def start(self) -> int:
+        self.server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        return int(self.server.sockets[0].getsockname()[1])
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.accepted += 1
+        self._writers.add(writer)
+        try:
+            while data := await reader.read(4096):
+                writer.write(data)
+                await writer.drain()
+        except OSError:
+            pass
+        finally:
+            self._writers.discard(writer)
+            writer.close()
+
+    async def close(self) -> None:
+        assert self.server is not None
+        self.server.close()
+        for w in list(self._writers):
+            w.close()
+        await self.server.wait_closed()
+
+
+@pytest.fixture
+async def echo() -> AsyncIterator[EchoServer]:
+    server = EchoServer()
+    await server.start()
+    yield server
+    await server.close()
+
+
+@pytest.fixture
+async def proxy(echo: EchoServer) -> AsyncIterator[FaultProxy]:
+    assert echo.server is not None
+    port = int(echo.server.sockets[0].getsockname()[1])
+    p = FaultProxy("127.0.0.1", port)
+    await p.start()
+    yield p
+    await p.close()
+
+
+async def roundtrip(port: int, payload: bytes) -> bytes:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(payload)
+        await writer.drain()
+        async with asyncio.timeout(5):
+            return await reader.readexactly(len(payload))
+    finally:
+        writer.close()
+
+
+async def test_pass_mode_forwards_bytes_both_ways(proxy: FaultProxy) -> None:
+    assert await roundtrip(proxy.port, b"hello lakegate") == b"hello lakegate"
+    assert proxy.stats.bytes_up == len(b"hello lakegate")
+    assert proxy.stats.bytes_down == len(b"hello lakegate")
+
+
+async def test_reset_mode_resets_new_connections(proxy: FaultProxy, echo: EchoServer) -> None:
+    proxy.set_mode(ProxyMode.RESET)
+    with pytest.raises((ConnectionResetError, asyncio.IncompleteReadError)):
+        await roundtrip(proxy.port, b"x")
+    assert echo.accepted == 0
+    assert proxy.stats.resets == 1
+
+
+async def test_switching_to_reset_resets_open_keepalive_connections(proxy: FaultProxy) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+    writer.write(b"ping")
+    async with asyncio.timeout(5):
+        assert await reader.readexactly(4) == b"ping"
+    proxy.set_mode("reset")
+    with pytest.raises((ConnectionResetError, asyncio.IncompleteReadError, BrokenPipeError)):
+        async with asyncio.timeout(5):
+            await reader.readexactly(1)
+    writer.close()
+    assert proxy.open_links == 0
+
+
+async def test_blackhole_swallows_requests_and_never_reaches_upstream(proxy: FaultProxy, echo: EchoServer) -> None:
+    proxy.set_mode(ProxyMode.BLACKHOLE)
+    reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+    writer.write(b"anyone there?")
+    await writer.drain()
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.3):
+            await reader.read(1)
+    writer.close()
+    assert echo.accepted == 0
+    assert proxy.stats.blackholed == 1
+
+
+async def test_blackhole_drops_bytes_on_already_open_connections(proxy: FaultProxy) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+    writer.write(b"a")
+    async with asyncio.timeout(5):
+        assert await reader.readexactly(1) == b"a"
+    proxy.set_mode(ProxyMode.BLACKHOLE)
+    writer.write(b"b")
+    await writer.drain()
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.3):
+            await reader.read(1)
+    writer.close()
+
+
+async def test_back_to_pass_after_blackhole_serves_new_connections(proxy: FaultProxy) -> None:
+    proxy.set_mode(ProxyMode.BLACKHOLE)
+    proxy.set_mode(ProxyMode.PASS)
+    assert await roundtrip(proxy.port, b"again") == b"again"
+
+
+async def test_latency_mode_holds_bytes_back_for_the_configured_delay(proxy: FaultProxy) -> None:
+    proxy.set_mode(ProxyMode.LATENCY, latency_s=30.0)
+    reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+    writer.write(b"slow")
+    await writer.drain()
+    # Not a timing measurement: a 30 s delay means nothing can arrive in the first moments.
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.3):
+            await reader.read(1)
+    writer.close()
+    proxy.set_mode(ProxyMode.PASS)
+    assert await roundtrip(proxy.port, b"fast") == b"fast"
+
+
+async def test_upstream_down_closes_client_connection(echo: EchoServer) -> None:
+    # Bind-and-close to get a port nobody listens on.
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    dead_port = s.getsockname()[1]
+    s.close()
+    p = FaultProxy("127.0.0.1", dead_port)
+    await p.start()
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", p.port)
+        writer.write(b"x")
+        async with asyncio.timeout(5):
+            assert await reader.read(1) == b""
+        writer.close()
+    finally:
+        await p.close()
+
+
+async def test_close_aborts_every_link_and_leaves_no_handler_tasks(proxy: FaultProxy) -> None:
+    conns = [await asyncio.open_connection("127.0.0.1", proxy.port) for _ in range(5)]
+    for reader, writer in conns:
+        writer.write(b"k")
+        async with asyncio.timeout(5):
+            await reader.readexactly(1)
+    assert proxy.open_links == 5
+    before = {t for t in asyncio.all_tasks() if t is not asyncio.current_task()}
+    await proxy.close()
+    assert proxy.open_links == 0
+    after = {t for t in asyncio.all_tasks() if t is not asyncio.current_task() and not t.done()}
+    assert len(after) < len(before)
+    assert not any("_on_client" in repr(t.get_coro()) for t in after)
+    for _, writer in conns:
+        writer.close()
+
+
+def test_invalid_mode_and_negative_latency_are_rejected() -> None:
+    p = FaultProxy("127.0.0.1", 1)
+    with pytest.raises(ValueError, match="drop"):
+        p.set_mode("drop")
+    with pytest.raises(ValueError, match="latency_s"):
+        p.set_mode(ProxyMode.LATENCY, latency_s=-1)
+
+
+def test_proxy_thread_serves_blocking_clients_and_switches_modes() -> None:
+    upstream = socket.create_server(("127.0.0.1", 0))
+    upstream.settimeout(5)
+    port = upstream.getsockname()[1]
+    with ProxyThread("127.0.0.1", port) as proxy:
+        client = socket.create_connection(("127.0.0.1", proxy.port), timeout=5)
+        conn, _ = upstream.accept()
+        conn.settimeout(5)
+        client.sendall(b"hi")
+        assert conn.recv(2) == b"hi"
+        conn.sendall(b"yo")
+        assert client.recv(2) == b"yo"
+        proxy.set_mode(ProxyMode.RESET)
+        with pytest.raises(ConnectionResetError):
+            client.recv(1)
+        client.close()
+        conn.close()
+    upstream.close()

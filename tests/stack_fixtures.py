@@ -1,0 +1,1 @@
+"""Local-stack pytest fixtures (filled in by the devstack work)."""
