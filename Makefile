@@ -11,7 +11,7 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export NO_PROXY := localhost,127.0.0.1
 export no_proxy := localhost,127.0.0.1
 
-.PHONY: venv demo test test-unit test-integration bench harden soak proto proto-check lint clean devstack-up devstack-down
+.PHONY: venv prometheus-bin demo test test-unit test-integration bench harden soak proto proto-check lint clean devstack-up devstack-down
 
 venv: $(STAMP)
 
@@ -24,10 +24,19 @@ $(STAMP): requirements/dev.txt pyproject.toml clients/python/pyproject.toml $(ID
 	cd $(IDP_DIR) && npm ci --no-audit --no-fund --loglevel=error
 	touch $(STAMP)
 
+# Prometheus + promtool from Debian's `prometheus` package, for tests/deploy (rule checks and the
+# scrape integration test). Skipped when promtool is already on PATH.
+prometheus-bin:
+	@command -v promtool >/dev/null 2>&1 || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus \
+	  || { $$SUDO apt-get update -qq && \
+	       $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; }; }
+
 demo: venv
 	$(PY) -m demo
 
-test: venv
+test: venv prometheus-bin
 	$(PY) proto/generate.py --check
 	$(PY) -m pytest -p no:cacheprovider tests clients/python/tests
 

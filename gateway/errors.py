@@ -71,6 +71,16 @@ class GatewayError(Exception):
         """The HTTP status to render (an upstream override wins for 4xx pass-through)."""
         return self._status if self._status is not None else self.http_status
 
+    def clone(self) -> GatewayError:
+        """A fresh instance with the same class and fields (re-raised from the negative cache,
+        so tracebacks of different requests never pile onto one shared object)."""
+        return type(self)(
+            self.message,
+            lakekeeper_type=self.lakekeeper_type,
+            retry_after_s=self.retry_after_s,
+            status=self._status,
+        )
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.message!r}, type={self.type_name!r})"
 

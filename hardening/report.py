@@ -85,6 +85,7 @@ class HardeningReport:
             all(f.expired_served == 0 and f.below_floor_served == 0 and not f.leaks and f.error is None for f in self.faults)
             and self.fuzz.server_errors == 0
             and self.fuzz.crashes == 0
+            and not self.fuzz.failures
             and self.isolation.leaks == 0
             and self.secrets_found == 0
             and not self.suites_skipped

@@ -19,6 +19,7 @@ from loadtest.spec import LoadResult, LoadSpec
 Call = Callable[[], Awaitable[None]]
 _CONNECT_BATCH = 200
 _CONNECT_ATTEMPTS = 20
+_CALL_TIMEOUT_S = 30.0
 
 
 class RequestFailedError(Exception):
@@ -128,7 +129,7 @@ async def run_closed(spec: LoadSpec, call: Call, start_s: float) -> LoadResult:
             if await _timed(call, sink) and sink is result:
                 result.hist.record_s(time.perf_counter() - t0)
 
-    await asyncio.gather(*(user() for _ in range(max(1, spec.concurrency))))
+    await asyncio.gather(*(user() for _ in range(spec.concurrency)))
     result.elapsed_s = max(1e-9, min(time.perf_counter(), stop_at) - record_from)
     return result
 
@@ -183,11 +184,12 @@ async def run_burst(spec: LoadSpec, call: Call, start_s: float) -> LoadResult:
 
 async def _timed(call: Call, result: LoadResult) -> bool:
     try:
-        await call()
-    except RequestFailedError as exc:
+        async with asyncio.timeout(_CALL_TIMEOUT_S):
+            await call()
+    except (RequestFailedError, TimeoutError) as exc:
         result.errors += 1
         if len(result.error_samples) < 5:
-            result.error_samples.append(str(exc))
+            result.error_samples.append(str(exc) or type(exc).__name__)
         return False
     result.requests += 1
     return True

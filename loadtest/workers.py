@@ -1,8 +1,9 @@
 """Runs one `LoadSpec` across several worker processes that start together.
 
 Workers are spawned (not forked: grpc and event loops do not survive fork), each opens its
-connections, then all of them and the parent meet at a `multiprocessing.Barrier`; only then does
-the load begin, so connection set-up is never part of a measurement. Workers pin themselves to
+connections and reports "ready"; once every worker is ready the parent opens the start gate (a
+`multiprocessing.Event`, i.e. a start barrier that also notices a worker dying during set-up),
+so connection set-up is never part of a measurement. Workers pin themselves to
 `spec.cpus` when given. Every worker is joined with a timeout and terminated (by its own
 Process handle) if it overstays.
 """
@@ -14,7 +15,8 @@ import multiprocessing as mp
 import os
 import queue as queue_mod
 import time
-from multiprocessing.synchronize import Barrier
+from collections.abc import Callable, Sequence
+from multiprocessing.synchronize import Event
 from typing import Any
 
 from loadtest.loadgen import GrpcCaller, HttpCaller, open_connections, run_burst, run_closed, run_open
@@ -34,20 +36,36 @@ def run_load(spec: LoadSpec) -> LoadResult:
     Raises:
         LoadRunError: if a worker fails before the start or does not report in time.
     """
+    merged = LoadResult()
+    shares = [spec.share(i) for i in range(spec.processes)]
+    for part in run_processes(worker_main, shares, spec.warmup_s + spec.bounds.max_duration_s):
+        merged.merge(part)
+    return merged
+
+
+def run_processes(target: Callable[[Any, Event, Any], None], shares: Sequence[Any],
+                  run_s: float) -> list[Any]:
+    """Start one spawned process per share, open the start gate once all report "ready",
+    and collect one result per process (bounded by `run_s` + 60 s).
+
+    `target(share, gate, results)` must put ("ready", None), wait on the gate, then put
+    ("ok", result) or ("error", message).
+
+    Raises:
+        LoadRunError: if a worker fails or overstays.
+    """
     ctx = mp.get_context("spawn")
-    barrier = ctx.Barrier(spec.processes + 1)
+    gate = ctx.Event()
     results: Any = ctx.Queue()
-    procs = [ctx.Process(target=worker_main, args=(spec.share(i), barrier, results), daemon=True)
-             for i in range(spec.processes)]
+    procs = [ctx.Process(target=target, args=(share, gate, results), daemon=True)
+             for share in shares]
     for proc in procs:
         proc.start()
-    merged = LoadResult()
+    collected: list[Any] = []
     try:
-        try:
-            barrier.wait(timeout=_SETUP_TIMEOUT_S)
-        except Exception as exc:  # BrokenBarrierError: a worker could not set up
-            raise LoadRunError(f"load workers failed to start: {_drain_errors(results)}") from exc
-        deadline = time.monotonic() + spec.warmup_s + spec.bounds.max_duration_s + 60.0
+        _await_ready(procs, results)
+        gate.set()
+        deadline = time.monotonic() + run_s + 60.0
         for _ in procs:
             try:
                 status, payload = results.get(timeout=max(1.0, deadline - time.monotonic()))
@@ -55,29 +73,35 @@ def run_load(spec: LoadSpec) -> LoadResult:
                 raise LoadRunError("a load worker did not report before its time cap") from exc
             if status != "ok":
                 raise LoadRunError(f"load worker failed: {payload}")
-            merged.merge(payload)
+            collected.append(payload)
     finally:
+        gate.set()  # never leave a worker waiting at the gate
         for proc in procs:
             proc.join(timeout=10)
             if proc.is_alive():
                 proc.terminate()
                 proc.join(timeout=5)
-    return merged
+    return collected
 
 
-def _drain_errors(results: Any) -> str:
-    errors = []
-    for _ in range(16):
+def _await_ready(procs: list[Any], results: Any) -> None:
+    ready = 0
+    deadline = time.monotonic() + _SETUP_TIMEOUT_S
+    while ready < len(procs):
+        if time.monotonic() > deadline:
+            raise LoadRunError("load workers did not get ready in time")
         try:
             status, payload = results.get(timeout=0.5)
         except queue_mod.Empty:
-            break
-        if status != "ok":
-            errors.append(str(payload))
-    return "; ".join(errors) or "unknown"
+            if any(not p.is_alive() for p in procs):
+                raise LoadRunError("a load worker died during set-up") from None
+            continue
+        if status != "ready":
+            raise LoadRunError(f"load worker failed during set-up: {payload}")
+        ready += 1
 
 
-def worker_main(spec: LoadSpec, barrier: Barrier, results: Any) -> None:
+def worker_main(spec: LoadSpec, gate: Event, results: Any) -> None:
     """Entry point of one worker process (module-level so that spawn can import it)."""
     if spec.cpus:
         os.sched_setaffinity(0, spec.cpus)
@@ -85,26 +109,28 @@ def worker_main(spec: LoadSpec, barrier: Barrier, results: Any) -> None:
         if spec.protocol == "http":
             import uvloop
 
-            result = uvloop.run(_work(spec, barrier))
+            result = uvloop.run(_work(spec, gate, results))
         else:
             # grpc.aio brings its own poller; uvloop makes no difference there (devstack notes).
-            result = asyncio.run(_work(spec, barrier))
+            result = asyncio.run(_work(spec, gate, results))
         results.put(("ok", result))
     except BaseException as exc:
-        barrier.abort()
         results.put(("error", f"{type(exc).__name__}: {str(exc)[:300]}"))
         raise
 
 
-async def _work(spec: LoadSpec, barrier: Barrier) -> LoadResult:
+async def _work(spec: LoadSpec, gate: Event, results: Any) -> LoadResult:
     caller: HttpCaller | GrpcCaller
     if spec.protocol == "http":
-        caller = HttpCaller(spec, await open_connections(spec.target, spec.concurrency))
+        n_conns = max(1, spec.concurrency) if spec.mode == "open" else spec.concurrency
+        caller = HttpCaller(spec, await open_connections(spec.target, n_conns))
     else:
         caller = await GrpcCaller.create(spec, _GRPC_CHANNELS_PER_WORKER)
     try:
+        results.put(("ready", None))
         # Blocking here is fine: nothing else runs on this loop before the start.
-        barrier.wait(timeout=_SETUP_TIMEOUT_S)
+        if not gate.wait(timeout=_SETUP_TIMEOUT_S):
+            raise LoadRunError("start gate never opened")
         start = time.perf_counter()
         if spec.mode == "closed":
             result = await run_closed(spec, caller.call, start)

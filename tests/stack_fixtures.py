@@ -1,1 +1,57 @@
-"""Local-stack pytest fixtures (filled in by the devstack work)."""
+"""Local-stack pytest fixtures.
+
+- `devstack` (session): the full stack of docs/contracts.md §2 in a temporary directory with free
+  ports; with the gateway once `gateway.app` is importable (a gateway that does not become
+  ready fails the fixture with the tail of its log).
+- `bare_stack` (session): the same stack without the gateway (IdP, SeaweedFS, emulator only).
+- `emulator` (function): `EmulatorHooks` for the `devstack` catalog; faults are cleared and
+  counters reset before and faults cleared after each test.
+- `idp_stats` (function): `IdpHooks` for the `devstack` IdP, counter reset before each test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from devstack.gateway_proc import gateway_available
+from devstack.hooks import EmulatorHooks, IdpHooks
+from devstack.launcher import Stack, start_stack, stop_stack
+
+
+def _started(run_dir: Path, *, with_gateway: bool) -> Iterator[Stack]:
+    stack = start_stack(run_dir, with_gateway=with_gateway)
+    try:
+        yield stack
+    finally:
+        stop_stack(run_dir)
+
+
+@pytest.fixture(scope="session")
+def devstack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """The running local stack (with the gateway when it exists)."""
+    yield from _started(tmp_path_factory.mktemp("devstack"), with_gateway=gateway_available())
+
+
+@pytest.fixture(scope="session")
+def bare_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """IdP + SeaweedFS + catalog emulator, no gateway."""
+    yield from _started(tmp_path_factory.mktemp("barestack"), with_gateway=False)
+
+
+@pytest.fixture
+def emulator(devstack: Stack) -> Iterator[EmulatorHooks]:
+    hooks = EmulatorHooks(devstack.info["catalog"]["url"])
+    hooks.clear_faults()
+    hooks.reset()
+    yield hooks
+    hooks.clear_faults()
+
+
+@pytest.fixture
+def idp_stats(devstack: Stack) -> IdpHooks:
+    hooks = IdpHooks(devstack.info["idp"]["issuer"])
+    hooks.reset()
+    return hooks

@@ -6,6 +6,7 @@ too, so the surfaces are tested without a cache or an upstream.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from gateway.models import (
@@ -63,7 +64,13 @@ class Operations(Protocol):
     async def catalog_config(self, warehouse_query: str, ctx: RequestContext) -> dict[str, Any]: ...
 
     async def forward(
-        self, method: str, path: str, query: str, body: bytes | None, ctx: RequestContext
+        self,
+        method: str,
+        path: str,
+        query: str,
+        body: bytes | None,
+        ctx: RequestContext,
+        headers: Mapping[str, str] | None = None,
     ) -> UpstreamResponse: ...
 
     def invalidate(self, ref: TableRef | None = None, *, all: bool = False) -> int: ...

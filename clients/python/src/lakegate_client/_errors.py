@@ -5,6 +5,7 @@ aiohttp, grpc, OSError) are translated once, at the transport boundary, with ``r
 
     LakegateError                      status, type, message, request_id
     ├── ConfigurationError             bad LAKEGATE_URL / missing warehouse (never reached the gateway)
+    ├── ClientClosedError              the client was used after close()
     ├── UnsupportedStorageError        an adapter that the credential's storage cannot serve
     ├── InvalidRequestError            400 / INVALID_ARGUMENT
     ├── UnauthenticatedError           401 / UNAUTHENTICATED
@@ -23,6 +24,7 @@ Messages carry the gateway's own message (which never contains secrets) and neve
 from __future__ import annotations
 
 __all__ = [
+    "ClientClosedError",
     "ConfigurationError",
     "ConflictError",
     "GatewayConnectionError",
@@ -79,6 +81,10 @@ class LakegateError(Exception):
 
 class ConfigurationError(LakegateError, ValueError):
     """The client was given a configuration it cannot use (nothing was sent)."""
+
+
+class ClientClosedError(LakegateError, RuntimeError):
+    """The client was used after ``close()`` / ``aclose()``."""
 
 
 class UnsupportedStorageError(LakegateError, ValueError):

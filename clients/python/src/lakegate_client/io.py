@@ -13,7 +13,8 @@ Formats:
 Directory-table commit protocol. Why: S3 has no atomic rename and Lakekeeper has no commit endpoint
 for generic tables, so a write can only become visible through one atomic object PUT:
 
-1. data files are written under ``<base>/data/<write-id>/`` (invisible to readers);
+1. data files are written under ``<base>/_data/<write-id>/``: the leading ``_`` hides them from
+   every directory scan (ours and other engines'), so they are invisible until committed;
 2. the commit writes ONE object, ``<base>/_lakegate_log/<version:020d>.json``, holding the complete
    list of live files (paths relative to the base location);
 3. readers use the highest version. A table with no log yet (files landed by another tool) is read
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
 FORMATS: tuple[str, ...] = ("parquet", "csv", "json", "lance", "delta")
 DIRECTORY_FORMATS: tuple[str, ...] = ("parquet", "csv", "json")
 LOG_DIR = "_lakegate_log"
-DATA_DIR = "data"
+DATA_DIR = "_data"
 _SUFFIXES: dict[str, tuple[str, ...]] = {
     "parquet": (".parquet",),
     "csv": (".csv",),
@@ -213,9 +214,20 @@ def commit_files(
         "timestamp_ms": int(time.time() * 1000),
         "files": list(files),
     }
-    with fs.open_output_stream(f"{root}/{LOG_DIR}/{version:020d}.json") as out:
+    path = f"{root}/{LOG_DIR}/{version:020d}.json"
+    _ensure_parent(fs, path)
+    with fs.open_output_stream(path) as out:
         out.write(json.dumps(entry, indent=1).encode())
     return Snapshot(version=version, files=files)
+
+
+def _ensure_parent(fs: pafs.FileSystem, path: str) -> None:
+    """Local filesystems need directories; object stores must not be asked (a credential scoped
+    to the table's prefix may not touch the bucket itself)."""
+    import pyarrow.fs as pafs
+
+    if isinstance(fs, pafs.LocalFileSystem):
+        fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
 
 
 def delete_files(fs: pafs.FileSystem, root: str, relative: Sequence[str]) -> None:
@@ -247,6 +259,7 @@ def read_file(fs: pafs.FileSystem, path: str, fmt: str) -> pa.Table:
 
 def write_file(fs: pafs.FileSystem, path: str, data: pa.Table, fmt: str) -> int:
     """Encode one data file of a directory table; returns its size in bytes."""
+    _ensure_parent(fs, path)
     if fmt == "parquet":
         import pyarrow.parquet as pq
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from lakegate_client.io import check_format, split_table_name
 
-_SECRET_OPTIONS = ("token", "access_key", "secret_key", "session_token", "credential", "password")
+_SECRET_WORDS = ("secret", "token", "access_key", "password", "credential")
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off", "")
 
@@ -41,7 +41,8 @@ class SourceOptions:
         """Accept ``table="ns.table"`` / ``"a.b.table"`` or ``namespace="a.b"`` + ``table``."""
         opts = {str(k).lower(): str(v) for k, v in options.items()}
         for key in opts:
-            if any(secret in key for secret in _SECRET_OPTIONS):
+            words = key.replace("-", "_").replace(".", "_")
+            if any(word in words for word in _SECRET_WORDS):
                 raise OptionsError(
                     f"option {key!r} is not accepted: tasks fetch credentials from the gateway"
                 )

@@ -33,6 +33,7 @@ from lakegate_client.io import (
     delete_files,
     fs_path,
     new_data_file,
+    write_file,
 )
 from lakegate_client.spark.connection import table_credentials
 
@@ -104,14 +105,11 @@ class LakekeeperWriter(DataSourceArrowWriter):  # type: ignore[misc]
         return self._write_parquet(creds, partition, data)
 
     def _write_parquet(self, creds: TableCredentials, partition: int, data: pa.Table) -> TaskResult:
-        import pyarrow.parquet as pq
-
         fs, root = creds.pyarrow_filesystem(), fs_path(creds.location)
         rel = new_data_file(self._plan.write_id, partition, "parquet")
         if self._plan.info.format == "delta":  # Delta files live at the table root
             rel = f"{self._plan.write_id}-{rel.rsplit('/', 1)[-1]}"
-        pq.write_table(data, f"{root}/{rel}", filesystem=fs)
-        size = int(fs.get_file_info(f"{root}/{rel}").size)
+        size = write_file(fs, f"{root}/{rel}", data, "parquet")
         written = WrittenFile(path=rel, size=size, rows=data.num_rows, modified_ms=_now_ms())
         return TaskResult(partition=partition, files=(written,), rows=data.num_rows)
 

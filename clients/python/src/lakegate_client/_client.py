@@ -1,0 +1,475 @@
+"""Client and AsyncClient: the public facades over one gateway.
+
+Both keep their per-process state (transport, memo, lock) in a ``_ProcessLocal`` tagged with the
+pid that built it. Every call compares that pid with ``os.getpid()``: after a fork the child builds
+fresh state, so it never sends on, closes, or locks anything its parent made (PySpark forks its
+Python workers from a daemon that may already have used the client). The parent's inherited
+objects are kept referenced and untouched, so their finalizers cannot run in the child either.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import os
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any, Generic, TypeVar
+
+from lakegate_client import _base
+from lakegate_client._base import CredentialMemo, TableRef
+from lakegate_client._clock import Clock, SystemClock
+from lakegate_client._config import ClientConfig
+from lakegate_client._errors import ClientClosedError, ConfigurationError, LakegateError
+from lakegate_client._models import (
+    Access,
+    LoadedTable,
+    Namespace,
+    TableIdentifier,
+    check_access,
+    normalize_namespace,
+)
+from lakegate_client._transport import AsyncTransport, SyncTransport
+from lakegate_client.credentials import TableCredentials
+
+__all__ = ["AsyncClient", "Client", "ClientState"]
+
+_MAX_PAGES = 10_000  # a misbehaving gateway that never ends a listing must not loop forever
+T = TypeVar("T")
+
+
+class ClientState(enum.Enum):
+    """Lifecycle: a client opens on first use (or ``with``) and cannot be used after close."""
+
+    UNOPENED = "unopened"
+    OPENED = "opened"
+    CLOSED = "closed"
+
+
+def _default_sync_transport(config: ClientConfig) -> SyncTransport:
+    if config.endpoint.protocol == "grpc":
+        from lakegate_client._grpc import SyncGrpcTransport
+
+        return SyncGrpcTransport(config)
+    from lakegate_client._http import SyncHttpTransport
+
+    return SyncHttpTransport(config)
+
+
+def _default_async_transport(config: ClientConfig) -> AsyncTransport:
+    if config.endpoint.protocol == "grpc":
+        from lakegate_client._grpc import AsyncGrpcTransport
+
+        return AsyncGrpcTransport(config)
+    from lakegate_client._http import AsyncHttpTransport
+
+    return AsyncHttpTransport(config)
+
+
+class _ProcessLocal(Generic[T]):
+    """Everything that must not cross a fork: the transport, the memo and the lock guarding them."""
+
+    def __init__(self, config: ClientConfig, clock: Clock) -> None:
+        self.pid = os.getpid()
+        self.lock = threading.Lock()
+        self.memo = CredentialMemo(clock, config.memo_floor_s, config.memo_max_entries)
+        self.transport: T | None = None
+
+
+class _Facade(Generic[T]):
+    """What Client and AsyncClient share: config, lifecycle, per-process state, argument checks."""
+
+    def __init__(
+        self,
+        url: str | None,
+        *,
+        token: str | None,
+        warehouse: str | None,
+        timeout_s: float | None,
+        memo: bool,
+        memo_floor_s: float | None,
+        clock: Clock | None,
+        config: ClientConfig | None,
+        transport_factory: Callable[[ClientConfig], T],
+    ) -> None:
+        self._config = config or ClientConfig.resolve(
+            url, token=token, warehouse=warehouse, timeout_s=timeout_s, memo_floor_s=memo_floor_s
+        )
+        self._clock: Clock = clock or SystemClock()
+        self._use_memo = memo
+        self._factory = transport_factory
+        self._state = ClientState.UNOPENED
+        self._local: _ProcessLocal[T] = _ProcessLocal(self._config, self._clock)
+        # Objects inherited from a parent process: kept alive, never used or closed here.
+        self._inherited: list[_ProcessLocal[T]] = []
+
+    @property
+    def config(self) -> ClientConfig:
+        """The resolved configuration."""
+        return self._config
+
+    @property
+    def state(self) -> ClientState:
+        """Where the client is in its lifecycle."""
+        return self._state
+
+    def _process_local(self) -> _ProcessLocal[T]:
+        local = self._local
+        if local.pid != os.getpid():
+            # First use in a forked child. Racing threads may each build one; the loser's
+            # state is merely dropped, which is safe because it was built in this process.
+            self._inherited.append(local)
+            local = _ProcessLocal(self._config, self._clock)
+            self._local = local
+        return local
+
+    def _transport(self) -> T:
+        if self._state is ClientState.CLOSED:
+            raise ClientClosedError("this lakegate client is closed", type="ClientClosed")
+        local = self._process_local()
+        transport = local.transport
+        if transport is None:
+            with local.lock:
+                if local.transport is None:
+                    local.transport = self._factory(self._config)
+                transport = local.transport
+        self._state = ClientState.OPENED
+        return transport
+
+    @property
+    def connection_id(self) -> str:
+        """``<pid>:<channel id>`` of this process's transport (opens it if needed)."""
+        return str(self._transport().connection_id)  # type: ignore[attr-defined]
+
+    def _ref(self, namespace: Namespace, table: str, warehouse: str | None) -> TableRef:
+        if not table:
+            raise ConfigurationError("table name must not be empty")
+        return TableRef(
+            warehouse=_base.resolve_warehouse(self._config, warehouse),
+            namespace=normalize_namespace(namespace),
+            name=table,
+        )
+
+    def _memo_get(self, ref: TableRef, access: Access) -> TableCredentials | None:
+        if not self._use_memo:
+            return None
+        local = self._process_local()
+        creds = local.memo.get(_base.memo_key(self._config.endpoint.url, ref, access))
+        return dataclasses.replace(creds, outcome="memo") if creds is not None else None
+
+    def _memo_put(self, ref: TableRef, access: Access, creds: TableCredentials) -> None:
+        if self._use_memo:
+            key = _base.memo_key(self._config.endpoint.url, ref, access)
+            self._process_local().memo.put(key, creds)
+
+    def _memo_forget(self, ref: TableRef) -> None:
+        self._process_local().memo.forget_table(self._config.endpoint.url, ref)
+
+    def clear_memo(self) -> None:
+        """Forget every memoised credential of this process."""
+        self._process_local().memo.clear()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(url={self._config.endpoint.url!r}, state={self._state.value})"
+
+
+class Client(_Facade[SyncTransport]):
+    """Blocking client for executors and drivers.
+
+    Args:
+        url: gateway URL (default ``$LAKEGATE_URL``, else ``http://127.0.0.1:8765``); the scheme
+            picks the transport: ``http://``, ``unix:/path``, ``grpc://``, ``grpc+unix:/path``.
+        token: caller token (default ``$LAKEGATE_TOKEN`` / ``$LAKEGATE_TOKEN_FILE``).
+        warehouse: default warehouse name or id (default ``$LAKEGATE_WAREHOUSE``).
+        timeout_s: bound on every call (default ``$LAKEGATE_TIMEOUT_S``, else 10 s).
+        memo: keep the per-process credential memo (on by default).
+        memo_floor_s: the memo serves a credential only while more than this is left (300 s).
+        clock, config, transport_factory: injection points for tests.
+
+    Raises:
+        ConfigurationError: the URL or another setting is malformed.
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        token: str | None = None,
+        warehouse: str | None = None,
+        timeout_s: float | None = None,
+        memo: bool = True,
+        memo_floor_s: float | None = None,
+        clock: Clock | None = None,
+        config: ClientConfig | None = None,
+        transport_factory: Callable[[ClientConfig], SyncTransport] = _default_sync_transport,
+    ) -> None:
+        super().__init__(
+            url,
+            token=token,
+            warehouse=warehouse,
+            timeout_s=timeout_s,
+            memo=memo,
+            memo_floor_s=memo_floor_s,
+            clock=clock,
+            config=config,
+            transport_factory=transport_factory,
+        )
+
+    def credentials(
+        self,
+        namespace: Namespace,
+        table: str,
+        warehouse: str | None = None,
+        access: Access = "read",
+    ) -> TableCredentials:
+        """Vended storage credentials for a table.
+
+        Answered from the per-process memo while the last answer has more than the floor left
+        (``outcome == "memo"``), else from the gateway (whose cache makes that cheap too).
+
+        Args:
+            namespace: ``"ns"``, ``"a.b"`` or ``["a", "b"]``.
+            table: table name.
+            warehouse: warehouse name or id (default: the client's).
+            access: ``"read"`` or ``"write"``.
+
+        Raises:
+            NotFoundError, PermissionDeniedError, UnavailableError, GatewayConnectionError,
+            GatewayTimeoutError: see the error tree in ``lakegate_client._errors``.
+        """
+        access = check_access(access)
+        ref = self._ref(namespace, table, warehouse)
+        memoised = self._memo_get(ref, access)
+        if memoised is not None:
+            return memoised
+        creds = self._transport().credentials(ref, access)
+        self._memo_put(ref, access, creds)
+        return creds
+
+    def load(
+        self,
+        namespace: Namespace,
+        table: str,
+        warehouse: str | None = None,
+        vended: bool = False,
+        access: Access = "read",
+    ) -> LoadedTable:
+        """A table's metadata (format, base location, properties); credentials when ``vended``."""
+        access = check_access(access)
+        return self._transport().load(self._ref(namespace, table, warehouse), vended, access)
+
+    def list(self, namespace: Namespace, warehouse: str | None = None) -> list[TableIdentifier]:
+        """Every table of a namespace (all pages)."""
+        ns = normalize_namespace(namespace)
+        wh = _base.resolve_warehouse(self._config, warehouse)
+        result: list[TableIdentifier] = []
+        token: str | None = None
+        for _ in range(_MAX_PAGES):
+            page, token = self._transport().list_page(wh, ns, token)
+            result.extend(page)
+            if not token:
+                return result
+        raise LakegateError("the gateway's table listing did not end", type="ProtocolError")
+
+    def create(
+        self,
+        namespace: Namespace,
+        table: str,
+        format: str,  # noqa: A002 - Lakekeeper's field name
+        base_location: str | None = None,
+        warehouse: str | None = None,
+        doc: str | None = None,
+        properties: Mapping[str, str] | None = None,
+    ) -> LoadedTable:
+        """Create a generic table (``format``: parquet, delta, lance, csv, json, ...).
+
+        Raises:
+            ConflictError: the table exists.
+        """
+        ref = self._ref(namespace, table, warehouse)
+        key = _base.new_idempotency_key()
+        return self._transport().create(ref, format, base_location, doc, properties, key)
+
+    def drop(
+        self,
+        namespace: Namespace,
+        table: str,
+        warehouse: str | None = None,
+        purge: bool = False,
+        force: bool = False,
+    ) -> None:
+        """Drop a table (``purge`` also deletes its data, as Lakekeeper's purgeRequested)."""
+        ref = self._ref(namespace, table, warehouse)
+        self._memo_forget(ref)
+        self._transport().drop(ref, purge, force)
+
+    def rename(
+        self,
+        namespace: Namespace,
+        table: str,
+        new_namespace: Namespace,
+        new_table: str,
+        warehouse: str | None = None,
+    ) -> None:
+        """Rename a table within its warehouse."""
+        source = self._ref(namespace, table, warehouse)
+        destination = self._ref(new_namespace, new_table, source.warehouse)
+        self._memo_forget(source)
+        self._transport().rename(source, destination)
+
+    def open(self) -> Client:
+        """Open now instead of on first use (fails fast on a bad configuration)."""
+        self._transport()
+        return self
+
+    def close(self) -> None:
+        """Release this process's channel; later calls raise :class:`ClientClosedError`."""
+        if self._state is ClientState.CLOSED:
+            return
+        self._state = ClientState.CLOSED
+        local = self._local
+        if local.pid == os.getpid() and local.transport is not None:
+            local.transport.close()
+            local.transport = None
+
+    def __enter__(self) -> Client:
+        return self.open()
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+
+class AsyncClient(_Facade[AsyncTransport]):
+    """Asyncio client; same arguments, methods and errors as :class:`Client`."""
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        token: str | None = None,
+        warehouse: str | None = None,
+        timeout_s: float | None = None,
+        memo: bool = True,
+        memo_floor_s: float | None = None,
+        clock: Clock | None = None,
+        config: ClientConfig | None = None,
+        transport_factory: Callable[[ClientConfig], AsyncTransport] = _default_async_transport,
+    ) -> None:
+        super().__init__(
+            url,
+            token=token,
+            warehouse=warehouse,
+            timeout_s=timeout_s,
+            memo=memo,
+            memo_floor_s=memo_floor_s,
+            clock=clock,
+            config=config,
+            transport_factory=transport_factory,
+        )
+
+    async def credentials(
+        self,
+        namespace: Namespace,
+        table: str,
+        warehouse: str | None = None,
+        access: Access = "read",
+    ) -> TableCredentials:
+        """Vended storage credentials for a table (see :meth:`Client.credentials`)."""
+        access = check_access(access)
+        ref = self._ref(namespace, table, warehouse)
+        memoised = self._memo_get(ref, access)
+        if memoised is not None:
+            return memoised
+        creds = await self._transport().credentials(ref, access)
+        self._memo_put(ref, access, creds)
+        return creds
+
+    async def load(
+        self,
+        namespace: Namespace,
+        table: str,
+        warehouse: str | None = None,
+        vended: bool = False,
+        access: Access = "read",
+    ) -> LoadedTable:
+        """A table's metadata; credentials when ``vended``."""
+        access = check_access(access)
+        return await self._transport().load(self._ref(namespace, table, warehouse), vended, access)
+
+    async def list(
+        self, namespace: Namespace, warehouse: str | None = None
+    ) -> list[TableIdentifier]:
+        """Every table of a namespace (all pages)."""
+        ns = normalize_namespace(namespace)
+        wh = _base.resolve_warehouse(self._config, warehouse)
+        result: list[TableIdentifier] = []
+        token: str | None = None
+        for _ in range(_MAX_PAGES):
+            page, token = await self._transport().list_page(wh, ns, token)
+            result.extend(page)
+            if not token:
+                return result
+        raise LakegateError("the gateway's table listing did not end", type="ProtocolError")
+
+    async def create(
+        self,
+        namespace: Namespace,
+        table: str,
+        format: str,  # noqa: A002
+        base_location: str | None = None,
+        warehouse: str | None = None,
+        doc: str | None = None,
+        properties: Mapping[str, str] | None = None,
+    ) -> LoadedTable:
+        """Create a generic table."""
+        ref = self._ref(namespace, table, warehouse)
+        key = _base.new_idempotency_key()
+        return await self._transport().create(ref, format, base_location, doc, properties, key)
+
+    async def drop(
+        self,
+        namespace: Namespace,
+        table: str,
+        warehouse: str | None = None,
+        purge: bool = False,
+        force: bool = False,
+    ) -> None:
+        """Drop a table."""
+        ref = self._ref(namespace, table, warehouse)
+        self._memo_forget(ref)
+        await self._transport().drop(ref, purge, force)
+
+    async def rename(
+        self,
+        namespace: Namespace,
+        table: str,
+        new_namespace: Namespace,
+        new_table: str,
+        warehouse: str | None = None,
+    ) -> None:
+        """Rename a table within its warehouse."""
+        source = self._ref(namespace, table, warehouse)
+        destination = self._ref(new_namespace, new_table, source.warehouse)
+        self._memo_forget(source)
+        await self._transport().rename(source, destination)
+
+    async def open(self) -> AsyncClient:
+        """Open now instead of on first use."""
+        self._transport()
+        return self
+
+    async def aclose(self) -> None:
+        """Release this process's channel; later calls raise :class:`ClientClosedError`."""
+        if self._state is ClientState.CLOSED:
+            return
+        self._state = ClientState.CLOSED
+        local = self._local
+        if local.pid == os.getpid() and local.transport is not None:
+            await local.transport.aclose()
+            local.transport = None
+
+    async def __aenter__(self) -> AsyncClient:
+        return await self.open()
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.aclose()

@@ -1,0 +1,226 @@
+"""gRPC transports (sync and grpc.aio) for ``lakegate.v1``.
+
+A channel is made by the client facade once per process: gRPC channels hold background threads
+and sockets that do not survive ``fork()``, so a child must never touch its parent's channel (not
+even to close it, which could shut down the parent's shared socket). Every call carries a
+deadline and the caller's authentication metadata.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import grpc
+import grpc.aio
+
+from lakegate.v1 import catalog_pb2, catalog_pb2_grpc, credentials_pb2_grpc
+from lakegate_client import _base
+from lakegate_client._base import TableRef
+from lakegate_client._config import ClientConfig
+from lakegate_client._models import Access, LoadedTable
+from lakegate_client._transport import Page
+from lakegate_client.credentials import TableCredentials
+
+__all__ = ["AsyncGrpcTransport", "SyncGrpcTransport"]
+
+# Proxies from the environment never apply to a node-local gateway (and would leak the token).
+_CHANNEL_OPTIONS = (("grpc.enable_http_proxy", 0),)
+
+
+def _create_request(
+    ref: TableRef,
+    format: str,  # noqa: A002
+    base_location: str | None,
+    doc: str | None,
+    properties: Mapping[str, str] | None,
+    idempotency_key: str,
+) -> catalog_pb2.CreateTableRequest:
+    return catalog_pb2.CreateTableRequest(
+        table=ref.proto(),
+        format=format,
+        base_location=base_location or "",
+        doc=doc or "",
+        properties=dict(properties or {}),
+        idempotency_key=idempotency_key,
+    )
+
+
+def _rename_request(source: TableRef, destination: TableRef) -> catalog_pb2.RenameTableRequest:
+    return catalog_pb2.RenameTableRequest(
+        warehouse=source.warehouse,
+        source_namespace=list(source.namespace),
+        source_name=source.name,
+        destination_namespace=list(destination.namespace),
+        destination_name=destination.name,
+    )
+
+
+class SyncGrpcTransport:
+    """Blocking gRPC transport on one ``grpc.Channel`` (thread-safe)."""
+
+    def __init__(self, config: ClientConfig) -> None:
+        self._target = config.endpoint.grpc_target
+        self._timeout_s = config.timeout_s
+        self._metadata = _base.grpc_metadata(config)
+        self._channel = grpc.insecure_channel(self._target, options=_CHANNEL_OPTIONS)
+        self._credentials = credentials_pb2_grpc.CredentialServiceStub(self._channel)
+        self._catalog = catalog_pb2_grpc.CatalogServiceStub(self._channel)
+        self._pid = os.getpid()
+
+    @property
+    def connection_id(self) -> str:
+        """``<pid>:<id of the channel>``."""
+        return f"{self._pid}:{id(self._channel):x}"
+
+    def _call(self, method: Callable[..., Any], request: Any) -> Any:
+        try:
+            return method(request, timeout=self._timeout_s, metadata=self._metadata)
+        except grpc.RpcError as exc:
+            raise _base.error_from_grpc(
+                exc.code(), exc.details(), exc.trailing_metadata(), self._target  # type: ignore[attr-defined]
+            ) from exc
+
+    def credentials(self, ref: TableRef, access: Access) -> TableCredentials:
+        """GetTableCredentials."""
+        msg = self._call(
+            self._credentials.GetTableCredentials, _base.grpc_credentials_request(ref, access)
+        )
+        return _base.credentials_from_proto(msg, ref, access)
+
+    def load(self, ref: TableRef, vended: bool, access: Access) -> LoadedTable:
+        """LoadTable."""
+        request = catalog_pb2.LoadTableRequest(
+            table=ref.proto(), vended=vended, access=_base.access_proto(access)
+        )
+        return _base.loaded_from_proto(self._call(self._catalog.LoadTable, request), ref, access, vended)
+
+    def list_page(self, warehouse: str, namespace: tuple[str, ...], page_token: str | None) -> Page:
+        """ListTables (one page)."""
+        request = catalog_pb2.ListTablesRequest(
+            warehouse=warehouse, namespace=list(namespace), page_token=page_token or ""
+        )
+        return _base.identifiers_from_proto(self._call(self._catalog.ListTables, request))
+
+    def create(
+        self,
+        ref: TableRef,
+        format: str,  # noqa: A002
+        base_location: str | None,
+        doc: str | None,
+        properties: Mapping[str, str] | None,
+        idempotency_key: str,
+    ) -> LoadedTable:
+        """CreateTable."""
+        request = _create_request(ref, format, base_location, doc, properties, idempotency_key)
+        return _base.loaded_from_proto(
+            self._call(self._catalog.CreateTable, request), ref, "read", False
+        )
+
+    def drop(self, ref: TableRef, purge: bool, force: bool) -> None:
+        """DropTable."""
+        request = catalog_pb2.DropTableRequest(table=ref.proto(), purge=purge, force=force)
+        self._call(self._catalog.DropTable, request)
+
+    def rename(self, source: TableRef, destination: TableRef) -> None:
+        """RenameTable."""
+        self._call(self._catalog.RenameTable, _rename_request(source, destination))
+
+    def close(self) -> None:
+        """Close the channel."""
+        self._channel.close()
+
+
+class AsyncGrpcTransport:
+    """grpc.aio transport: one channel per event loop (a grpc.aio channel is loop-bound)."""
+
+    def __init__(self, config: ClientConfig) -> None:
+        self._target = config.endpoint.grpc_target
+        self._timeout_s = config.timeout_s
+        self._metadata = _base.grpc_metadata(config)
+        self._pid = os.getpid()
+        self._channel: grpc.aio.Channel | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._credentials: Any = None
+        self._catalog: Any = None
+
+    @property
+    def connection_id(self) -> str:
+        """``<pid>:<id of the channel>`` (0 before the first call)."""
+        return f"{self._pid}:{id(self._channel) if self._channel else 0:x}"
+
+    def _ensure_channel(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self._channel is not None and self._loop is loop:
+            return
+        self._channel = grpc.aio.insecure_channel(self._target, options=_CHANNEL_OPTIONS)
+        self._credentials = credentials_pb2_grpc.CredentialServiceStub(self._channel)
+        self._catalog = catalog_pb2_grpc.CatalogServiceStub(self._channel)
+        self._loop = loop
+
+    async def _call(self, name: str, request: Any) -> Any:
+        self._ensure_channel()
+        service, method = name.split(".")
+        stub = self._credentials if service == "credentials" else self._catalog
+        try:
+            return await getattr(stub, method)(
+                request, timeout=self._timeout_s, metadata=self._metadata
+            )
+        except grpc.aio.AioRpcError as exc:
+            trailing = list(exc.trailing_metadata() or ())
+            raise _base.error_from_grpc(exc.code(), exc.details(), trailing, self._target) from exc
+
+    async def credentials(self, ref: TableRef, access: Access) -> TableCredentials:
+        """GetTableCredentials."""
+        msg = await self._call(
+            "credentials.GetTableCredentials", _base.grpc_credentials_request(ref, access)
+        )
+        return _base.credentials_from_proto(msg, ref, access)
+
+    async def load(self, ref: TableRef, vended: bool, access: Access) -> LoadedTable:
+        """LoadTable."""
+        request = catalog_pb2.LoadTableRequest(
+            table=ref.proto(), vended=vended, access=_base.access_proto(access)
+        )
+        msg = await self._call("catalog.LoadTable", request)
+        return _base.loaded_from_proto(msg, ref, access, vended)
+
+    async def list_page(
+        self, warehouse: str, namespace: tuple[str, ...], page_token: str | None
+    ) -> Page:
+        """ListTables (one page)."""
+        request = catalog_pb2.ListTablesRequest(
+            warehouse=warehouse, namespace=list(namespace), page_token=page_token or ""
+        )
+        return _base.identifiers_from_proto(await self._call("catalog.ListTables", request))
+
+    async def create(
+        self,
+        ref: TableRef,
+        format: str,  # noqa: A002
+        base_location: str | None,
+        doc: str | None,
+        properties: Mapping[str, str] | None,
+        idempotency_key: str,
+    ) -> LoadedTable:
+        """CreateTable."""
+        request = _create_request(ref, format, base_location, doc, properties, idempotency_key)
+        msg = await self._call("catalog.CreateTable", request)
+        return _base.loaded_from_proto(msg, ref, "read", False)
+
+    async def drop(self, ref: TableRef, purge: bool, force: bool) -> None:
+        """DropTable."""
+        request = catalog_pb2.DropTableRequest(table=ref.proto(), purge=purge, force=force)
+        await self._call("catalog.DropTable", request)
+
+    async def rename(self, source: TableRef, destination: TableRef) -> None:
+        """RenameTable."""
+        await self._call("catalog.RenameTable", _rename_request(source, destination))
+
+    async def aclose(self) -> None:
+        """Close the channel if it belongs to the running loop."""
+        channel, self._channel = self._channel, None
+        if channel is not None and asyncio.get_running_loop() is self._loop:
+            await channel.close()

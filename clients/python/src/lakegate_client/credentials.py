@@ -1,0 +1,331 @@
+"""TableCredentials: one table's vended storage credential, and the shapes engines want.
+
+A frozen snapshot: it never refreshes itself. Ask the client again (its memo makes that free while
+the credential is comfortably valid) and rebuild the engine's filesystem per task.
+
+>>> creds = client.credentials("demo_ns", "orders", access="write")
+>>> lance.write_dataset(tbl, creds.location, storage_options=creds.lance_storage_options())
+>>> deltalake.write_deltalake(creds.location, tbl, storage_options=creds.delta_storage_options())
+>>> pq.write_table(tbl, path, filesystem=creds.pyarrow_filesystem())
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlsplit
+
+from lakegate_client._azure import AdlsSettings
+from lakegate_client._clock import Clock, SystemClock
+from lakegate_client._errors import UnsupportedStorageError
+from lakegate_client._gcs import GcsSettings
+from lakegate_client._s3 import S3Settings
+
+if TYPE_CHECKING:
+    import pyarrow.fs
+
+__all__ = ["StorageCredential", "StorageKind", "TableCredentials", "expiry_from_config"]
+
+StorageKind = Literal["s3", "adls", "gcs", "unknown"]
+
+_SCHEMES: dict[str, StorageKind] = {
+    "s3": "s3",
+    "s3a": "s3",
+    "s3n": "s3",
+    "abfs": "adls",
+    "abfss": "adls",
+    "wasb": "adls",
+    "wasbs": "adls",
+    "gs": "gcs",
+    "gcs": "gcs",
+}
+# Any key naming key material; expiry and endpoint keys are not secret.
+_SECRET_KEY = re.compile(r"(key|secret|token|sas|password|credential)", re.IGNORECASE)
+_PUBLIC_KEY = re.compile(r"(expires|expiration|endpoint|key-id-name)", re.IGNORECASE)
+_EXPIRY_KEYS = ("expiration-time", "s3.session-token-expires-at-ms", "gcs.oauth2.token-expires-at")
+
+
+def _is_secret(key: str) -> bool:
+    return bool(_SECRET_KEY.search(key)) and not _PUBLIC_KEY.search(key)
+
+
+def redact(config: Mapping[str, str]) -> dict[str, str]:
+    """A copy of ``config`` with every secret value replaced by ``***``."""
+    return {k: ("***" if _is_secret(k) else v) for k, v in config.items()}
+
+
+def expiry_from_config(config: Mapping[str, str]) -> int | None:
+    """Earliest epoch-ms expiry named in a Lakekeeper credential config, or None.
+
+    Reads ``expiration-time``, ``s3.session-token-expires-at-ms``, ``gcs.oauth2.token-expires-at``
+    and every ``adls.sas-token-expires-at-ms.*`` (all epoch milliseconds as strings).
+    """
+    found: list[int] = []
+    for key, value in config.items():
+        if key in _EXPIRY_KEYS or key.startswith("adls.sas-token-expires-at-ms"):
+            try:
+                found.append(int(value))
+            except (TypeError, ValueError):
+                continue
+    positive = [v for v in found if v > 0]
+    return min(positive) if positive else None
+
+
+def _normalized_prefix(uri: str) -> str:
+    # s3a:// and s3n:// name the same objects as s3://; compare without a trailing slash.
+    scheme, sep, rest = uri.partition("://")
+    if _SCHEMES.get(scheme.lower()) == "s3":
+        scheme = "s3"
+    return f"{scheme.lower()}{sep}{rest}".rstrip("/")
+
+
+def _covers(prefix: str, location: str) -> bool:
+    p, loc = _normalized_prefix(prefix), _normalized_prefix(location)
+    return loc == p or loc.startswith(p + "/")
+
+
+@dataclass(frozen=True, repr=False)
+class StorageCredential:
+    """One vended credential as the gateway returned it: a location prefix and its config."""
+
+    prefix: str
+    config: Mapping[str, str] = field(repr=False)
+    expires_at_ms: int | None = None
+
+    def __repr__(self) -> str:
+        return f"StorageCredential(prefix={self.prefix!r}, config={redact(self.config)!r})"
+
+
+@dataclass(frozen=True, repr=False)
+class TableCredentials:
+    """A table's storage credential, merged and ready for engines.
+
+    Attributes:
+        location: the table's base location (``s3://bucket/...``).
+        config: merged configuration: the load ``config`` (if any) overlaid with the credential
+            whose prefix is the longest one covering ``location``.
+        expires_at: when the credential expires (UTC), None if it carries no expiry.
+        outcome: how the gateway answered: ``hit``, ``miss``, ``coalesced`` or ``stale``, or
+            ``memo`` when the client's per-process memo answered without calling the gateway
+            (empty when unknown, e.g. from a load).
+        access: ``read`` or ``write``.
+        warehouse_id, namespace, table: the table the credential is for.
+        storage_credentials: every credential the gateway returned.
+        served_remaining_s: remaining lifetime the gateway reported when it served this.
+    """
+
+    location: str
+    config: Mapping[str, str]
+    expires_at: datetime | None
+    outcome: str = ""
+    access: str = "read"
+    warehouse_id: str = ""
+    namespace: tuple[str, ...] = ()
+    table: str = ""
+    storage_credentials: tuple[StorageCredential, ...] = ()
+    served_remaining_s: float | None = None
+
+    @classmethod
+    def from_parts(
+        cls,
+        *,
+        location: str,
+        credentials: Sequence[StorageCredential],
+        base_config: Mapping[str, str] | None = None,
+        expires_at_ms: int | None = None,
+        **fields: Any,
+    ) -> TableCredentials:
+        """Merge a gateway answer into one snapshot.
+
+        The longest prefix covering ``location`` wins; with none covering it (a catalog that
+        answers with a different scheme spelling, say) the credentials are applied in order, later
+        ones winning, as pylakekeeper does.
+        """
+        covering = [c for c in credentials if _covers(c.prefix, location)]
+        chosen: Iterable[StorageCredential]
+        if covering:
+            chosen = [max(covering, key=lambda c: len(_normalized_prefix(c.prefix)))]
+        else:
+            chosen = credentials
+        merged: dict[str, str] = dict(base_config or {})
+        chosen_expiries: list[int] = []
+        for credential in chosen:
+            merged.update(credential.config)
+            if credential.expires_at_ms:
+                chosen_expiries.append(credential.expires_at_ms)
+        expiry = expires_at_ms or (min(chosen_expiries) if chosen_expiries else None)
+        expiry = expiry or expiry_from_config(merged)
+        return cls(
+            location=location,
+            config=merged,
+            expires_at=datetime.fromtimestamp(expiry / 1000, tz=UTC) if expiry else None,
+            storage_credentials=tuple(credentials),
+            **fields,
+        )
+
+    # -- time --------------------------------------------------------------------------------
+
+    @property
+    def expires_at_ms(self) -> int | None:
+        """Expiry as epoch milliseconds (the unit every vended key uses)."""
+        return round(self.expires_at.timestamp() * 1000) if self.expires_at else None
+
+    def remaining_at(self, now_s: float) -> float | None:
+        """Seconds left at wall-clock ``now_s`` (negative once expired); None without expiry."""
+        return self.expires_at.timestamp() - now_s if self.expires_at else None
+
+    @property
+    def remaining_s(self) -> float | None:
+        """Seconds left now (system clock); None when the credential carries no expiry."""
+        return self.remaining_at(SystemClock().now())
+
+    def is_valid(self, floor_s: float = 0.0, clock: Clock | None = None) -> bool:
+        """True while more than ``floor_s`` seconds remain (always True without an expiry)."""
+        remaining = self.remaining_at((clock or SystemClock()).now())
+        return remaining is None or remaining > floor_s
+
+    # -- storage facts ----------------------------------------------------------------------
+
+    @property
+    def storage(self) -> StorageKind:
+        """Which object store the location is on."""
+        kind = _SCHEMES.get(urlsplit(self.location).scheme.lower())
+        if kind:
+            return kind
+        if any(k.startswith("s3.") for k in self.config):
+            return "s3"
+        if any(k.startswith("adls.") for k in self.config):
+            return "adls"
+        if any(k.startswith("gcs.") for k in self.config):
+            return "gcs"
+        return "unknown"
+
+    @property
+    def uri(self) -> str:
+        """``location`` with ``s3a://``/``s3n://`` spelled ``s3://`` (what Arrow-native engines read)."""
+        scheme, sep, rest = self.location.partition("://")
+        if sep and _SCHEMES.get(scheme.lower()) == "s3":
+            return f"s3://{rest}"
+        return self.location
+
+    @property
+    def bucket(self) -> str:
+        """The bucket (or ADLS container, or GCS bucket) of ``location``."""
+        netloc = urlsplit(self.location).netloc
+        return netloc.split("@", 1)[0] if "@" in netloc else netloc
+
+    def s3(self) -> S3Settings:
+        """The normalised S3 facts.
+
+        Raises:
+            UnsupportedStorageError: the location is not on S3 or nothing was vended.
+        """
+        self._require("s3", "S3 settings")
+        return S3Settings.from_config(self.config, self.expires_at_ms)
+
+    def _adls(self) -> AdlsSettings:
+        return AdlsSettings.from_config(self.config, self.location, self.expires_at_ms)
+
+    def _gcs(self) -> GcsSettings:
+        return GcsSettings.from_config(self.config, self.expires_at_ms)
+
+    def _require(self, kind: StorageKind, target: str) -> None:
+        if self.storage != kind:
+            raise UnsupportedStorageError(f"{target} needs {kind}; this table is on {self.storage}")
+
+    def _unsupported(self, target: str) -> UnsupportedStorageError:
+        return UnsupportedStorageError(f"{target} does not support {self.storage} credentials")
+
+    # -- adapters ---------------------------------------------------------------------------
+
+    def lance_storage_options(self) -> dict[str, str]:
+        """``lance.dataset(uri, storage_options=...)`` / ``write_dataset`` / ``write_fragments``."""
+        if self.storage == "s3":
+            return self.s3().lance()
+        if self.storage == "adls":
+            return self._adls().lance()
+        if self.storage == "gcs":
+            return self._gcs().lance()
+        raise self._unsupported("Lance")
+
+    def delta_storage_options(self) -> dict[str, str]:
+        """``deltalake.DeltaTable(uri, storage_options=...)`` / ``write_deltalake``."""
+        if self.storage == "s3":
+            return self.s3().delta()
+        if self.storage == "adls":
+            return self._adls().delta()
+        if self.storage == "gcs":
+            raise GcsSettings.unsupported("deltalake")
+        raise self._unsupported("deltalake")
+
+    def fsspec_kwargs(self) -> dict[str, Any]:
+        """``s3fs.S3FileSystem(**kw)``, ``fsspec.open(url, **kw)``, pandas ``storage_options``
+        (adlfs and gcsfs arguments for ADLS and GCS)."""
+        if self.storage == "s3":
+            return self.s3().fsspec()
+        if self.storage == "adls":
+            return self._adls().fsspec()
+        if self.storage == "gcs":
+            return self._gcs().fsspec()
+        raise self._unsupported("fsspec")
+
+    def boto3_kwargs(self) -> dict[str, Any]:
+        """``boto3.client("s3", **kw)``: credentials, region, endpoint and addressing style."""
+        if self.storage != "s3":
+            raise self._unsupported("boto3")
+        return self.s3().boto3()
+
+    def pyarrow_filesystem(self) -> pyarrow.fs.FileSystem:
+        """A ``pyarrow.fs`` filesystem (S3, Azure or GCS) built from the credential.
+
+        Paths on it are ``bucket/key`` (no scheme): use ``creds.location.split("://", 1)[1]``.
+        """
+        import pyarrow.fs as pafs  # lazy: pyarrow is an optional extra
+
+        if self.storage == "s3":
+            return pafs.S3FileSystem(**self.s3().pyarrow_kwargs())
+        if self.storage == "adls":
+            return pafs.AzureFileSystem(**self._adls().pyarrow_kwargs())
+        if self.storage == "gcs":
+            return pafs.GcsFileSystem(**self._gcs().pyarrow_kwargs())
+        raise self._unsupported("pyarrow")
+
+    def hadoop_s3a_conf(self, *, per_bucket: bool = False, spark: bool = False) -> dict[str, str]:
+        """Hadoop configuration: S3A keys (ABFS fixed-SAS keys for ADLS).
+
+        Args:
+            per_bucket: scope the S3A keys to this table's bucket (``fs.s3a.bucket.<b>.*``).
+            spark: prefix every key with ``spark.hadoop.`` for a SparkConf.
+        """
+        if self.storage == "s3":
+            conf = self.s3().hadoop_s3a(self.bucket if per_bucket else None)
+        elif self.storage == "adls":
+            conf = self._adls().hadoop_abfs()
+        elif self.storage == "gcs":
+            raise GcsSettings.unsupported("the Hadoop GCS connector")
+        else:
+            raise self._unsupported("Hadoop")
+        return {f"spark.hadoop.{k}": v for k, v in conf.items()} if spark else conf
+
+    def env(self) -> dict[str, str]:
+        """Environment variables for a subprocess or SDK (``AWS_*``, ``AZURE_STORAGE_*``)."""
+        if self.storage == "s3":
+            return self.s3().env()
+        if self.storage == "adls":
+            return self._adls().env()
+        if self.storage == "gcs":
+            raise GcsSettings.unsupported("environment variables")
+        raise self._unsupported("env")
+
+    # -- safety -----------------------------------------------------------------------------
+
+    def __repr__(self) -> str:
+        return (
+            f"TableCredentials(location={self.location!r}, expires_at={self.expires_at!r}, "
+            f"outcome={self.outcome!r}, access={self.access!r}, config={redact(self.config)!r})"
+        )
+
+    __str__ = __repr__

@@ -1,0 +1,81 @@
+"""aiohttp application factory of the Lakekeeper emulator.
+
+Deliberate deviations from Lakekeeper (everything else follows lakekeeper-api.md):
+- An undecodable `pageToken` is a 400 `InvalidPageToken` envelope (Lakekeeper: probably 5xx);
+  the emulator never answers 5xx for bad input.
+- `x-assume-role` is honoured in no-auth mode too (Lakekeeper reads it only with authn on), so
+  read-only vending can be tested without an IdP; an unknown role UUID is 400 InvalidRoleIdError.
+- Only S3 storage profiles; no remote signing (a `remote-signing`-only request gets no
+  credentials); no Iceberg tables (Iceberg table routes answer 404); storage access is not
+  validated at warehouse creation; `allowall` authorization (every authenticated caller may do
+  everything); the `x-project-id` header selects a project but projects are not managed.
+- Soft-deleted tables past their expiration are hidden but not purged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from aiohttp import web
+
+from devstack.emulator import routes_catalog, routes_hooks, routes_management, routes_tables
+from devstack.emulator.auth import JwtAuthenticator
+from devstack.emulator.config import EmulatorConfig
+from devstack.emulator.faults import Faults
+from devstack.emulator.idempotency import IdempotencyStore
+from devstack.emulator.middleware import envelope_middleware, gate_middleware
+from devstack.emulator.purge import PURGE_TASKS
+from devstack.emulator.state import STATE, EmulatorState
+from devstack.emulator.stats import Stats
+from devstack.emulator.store import Store
+from devstack.emulator.vending import CredentialVendor, StsClient
+
+
+def build_state(config: EmulatorConfig) -> EmulatorState:
+    """The emulator's object graph; no I/O besides opening the SQLite file."""
+    stats = Stats()
+    faults = Faults()
+    vendor = CredentialVendor(
+        StsClient(),
+        on_sts_call=lambda: stats.incr("sts_assume_role"),
+        lifetime_override=lambda: faults.credential_lifetime_s,
+    )
+    authenticator = (
+        JwtAuthenticator(config.openid_provider_uri, config.audiences)
+        if config.openid_provider_uri
+        else None
+    )
+    return EmulatorState(
+        config=config,
+        store=Store(config.db_path),
+        stats=stats,
+        faults=faults,
+        vendor=vendor,
+        idempotency=IdempotencyStore(config.idempotency_lifetime_s),
+        authenticator=authenticator,
+    )
+
+
+async def _close(app: web.Application) -> None:
+    tasks = list(app[PURGE_TASKS])
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        await asyncio.gather(*tasks, return_exceptions=True)
+    app[STATE].store.close()
+
+
+def create_app(config: EmulatorConfig) -> web.Application:
+    """Build the emulator application (routes, middlewares, state)."""
+    app = web.Application(
+        middlewares=[envelope_middleware, gate_middleware],
+        client_max_size=config.max_body_bytes,
+    )
+    app[STATE] = build_state(config)
+    app[PURGE_TASKS] = set()
+    routes_hooks.add_routes(app)
+    routes_catalog.add_routes(app)
+    routes_management.add_routes(app)
+    routes_tables.add_routes(app)
+    app.on_cleanup.append(_close)
+    return app

@@ -1,0 +1,95 @@
+"""Fault injection for tests: latency, error status (next N calls or with probability),
+`Retry-After`, dropped connections, and a shorter advertised credential lifetime.
+
+`count > 0` fails the next N matching calls; else `probability > 0` fails each call with that
+probability; else a `status` (or `drop_connection`) alone fails every matching call.
+`operations` limits the fault to those operation names (default: every Lakekeeper route).
+
+One active `FaultSpec` at a time; `POST /_emulator/faults` replaces it, `{"clear": true}` clears.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class FaultSpec(BaseModel):
+    """Body of `POST /_emulator/faults` (all optional)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    latency_ms: float = Field(default=0.0, ge=0, le=120_000)
+    status: int | None = Field(default=None, ge=400, le=599)
+    probability: float = Field(default=0.0, ge=0.0, le=1.0)
+    count: int = Field(default=0, ge=0)
+    retry_after: int | None = Field(default=None, ge=0)
+    drop_connection: bool = False
+    operations: list[str] | None = None
+    credential_lifetime_s: int | None = Field(default=None, ge=1)
+    clear: bool = False
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What to do with one request."""
+
+    latency_s: float
+    status: int | None
+    drop: bool
+    retry_after: int | None
+
+    @property
+    def fails(self) -> bool:
+        return self.drop or self.status is not None
+
+
+NO_FAULT = Decision(latency_s=0.0, status=None, drop=False, retry_after=None)
+
+
+class Faults:
+    """The active fault spec and its remaining `count` budget."""
+
+    def __init__(self, rng: random.Random | None = None) -> None:
+        self._spec = FaultSpec()
+        self._remaining = 0
+        self._rng = rng or random.Random()  # noqa: S311 - test fault injection, not crypto
+
+    def set(self, spec: FaultSpec) -> None:
+        self._spec = FaultSpec() if spec.clear else spec
+        self._remaining = self._spec.count
+
+    def current(self) -> dict[str, object]:
+        out = self._spec.model_dump(exclude={"clear"})
+        out["remaining"] = self._remaining
+        return out
+
+    @property
+    def credential_lifetime_s(self) -> int | None:
+        return self._spec.credential_lifetime_s
+
+    def decide(self, operation: str) -> Decision:
+        """Decide the fault for one call of `operation` (consumes one `count` if it fires)."""
+        spec = self._spec
+        if spec.operations is not None and operation not in spec.operations:
+            return NO_FAULT
+        fire = False
+        if spec.status is not None or spec.drop_connection:
+            if self._remaining > 0:
+                self._remaining -= 1
+                fire = True
+            elif spec.count == 0 and spec.probability > 0:
+                fire = self._rng.random() < spec.probability
+            elif spec.count == 0:
+                fire = True  # a status with neither count nor probability fails every call
+        latency = spec.latency_ms / 1000.0
+        if not fire:
+            return Decision(latency_s=latency, status=None, drop=False, retry_after=None)
+        return Decision(
+            latency_s=latency,
+            status=spec.status if not spec.drop_connection else None,
+            drop=spec.drop_connection,
+            retry_after=spec.retry_after,
+        )

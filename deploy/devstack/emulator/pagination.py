@@ -1,0 +1,61 @@
+"""Lakekeeper's list page tokens: URL-safe base64 (no padding) of `1&<created_at micros>&<uuid>`.
+
+The emulator accepts only tokens of that shape; anything else is a 400 `InvalidPageToken`
+(real Lakekeeper answers an undecodable token with an unexpected-backend error, probably 5xx;
+the emulator deliberately never answers 5xx for bad input).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import uuid
+from dataclasses import dataclass
+
+from devstack.emulator.errors import ApiError
+
+PAGE_SIZE_DEFAULT = 100
+PAGE_SIZE_MAX = 1000
+
+
+@dataclass(frozen=True, order=True)
+class Cursor:
+    """Position after the last row of a page, in (created_at, id) order."""
+
+    created_at_us: int
+    id: str
+
+
+def encode_token(cursor: Cursor) -> str:
+    raw = f"1&{cursor.created_at_us}&{cursor.id}".encode()
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+
+def decode_token(token: str) -> Cursor:
+    """Parse a page token, raising 400 InvalidPageToken if it is not one of ours."""
+    bad = ApiError(400, "InvalidPageToken", "Invalid page token")
+    try:
+        padded = token + "=" * (-len(token) % 4)
+        raw = base64.urlsafe_b64decode(padded.encode("ascii")).decode("utf-8")
+    except (binascii.Error, UnicodeError, ValueError) as exc:
+        raise bad from exc
+    parts = raw.split("&")
+    if len(parts) != 3 or parts[0] != "1":
+        raise bad
+    try:
+        created = int(parts[1])
+        ident = str(uuid.UUID(parts[2]))
+    except ValueError as exc:
+        raise bad from exc
+    return Cursor(created_at_us=created, id=ident)
+
+
+def clamp_page_size(raw: str | None) -> int:
+    """`pageSize` clamped to [1, 1000], default 100 whether or not a token is given.
+
+    A non-integer value is an axum query rejection in Lakekeeper (plain-text 400); callers
+    check that before calling this.
+    """
+    if raw is None or raw == "":
+        return PAGE_SIZE_DEFAULT
+    return max(1, min(PAGE_SIZE_MAX, int(raw)))

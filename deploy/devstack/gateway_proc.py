@@ -1,0 +1,68 @@
+"""Start the Lakegate gateway against the stack (`<venv python> -m gateway serve`, env of
+docs/contracts.md §3): client-credentials login as the `gateway` client, read/write roles,
+free TCP ports plus UDS in the run directory, callers mode `none`, log in the run directory.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from devstack import processes
+from devstack.ports import free_ports
+from devstack.processes import ProcessRecord
+
+
+def gateway_available() -> bool:
+    """True once the gateway package has an app module (it is built in parallel)."""
+    try:
+        return importlib.util.find_spec("gateway.app") is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def gateway_env(run_dir: Path, info: dict[str, Any], http_port: int, grpc_port: int) -> dict[str, str]:
+    client = info["idp"]["clients"]["gateway"]
+    roles = info["catalog"]["roles"]
+    return {
+        "LAKEGATE__UPSTREAM__URL": info["catalog"]["url"],
+        "LAKEGATE__UPSTREAM__READ_ROLE_ID": roles["read"],
+        "LAKEGATE__UPSTREAM__WRITE_ROLE_ID": roles["write"],
+        "LAKEGATE__TOKEN__KIND": "client_credentials",
+        "LAKEGATE__TOKEN__TOKEN_URL": info["idp"]["token_url"],
+        "LAKEGATE__TOKEN__CLIENT_ID": client["id"],
+        "LAKEGATE__TOKEN__CLIENT_SECRET": client["secret"],
+        "LAKEGATE__LISTEN__HOST": "127.0.0.1",
+        "LAKEGATE__LISTEN__HTTP_PORT": str(http_port),
+        "LAKEGATE__LISTEN__GRPC_PORT": str(grpc_port),
+        "LAKEGATE__LISTEN__HTTP_UDS": str(run_dir / "lakegate-http.sock"),
+        "LAKEGATE__LISTEN__GRPC_UDS": str(run_dir / "lakegate-grpc.sock"),
+        "LAKEGATE__CALLERS__MODE": "none",
+    }
+
+
+def start_gateway(
+    run_dir: Path, info: dict[str, Any], *, timeout_s: float
+) -> tuple[ProcessRecord, dict[str, Any]]:
+    """Spawn the gateway; the caller waits for `/readyz`. Returns (record, stack.json `gateway`)."""
+    http_port, grpc_port = free_ports(2)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAKEGATE__")}
+    env.update(gateway_env(run_dir, info, http_port, grpc_port))
+    env["PYTHONUNBUFFERED"] = "1"
+    record = processes.spawn(
+        "gateway",
+        [sys.executable, "-m", "gateway", "serve"],
+        log_path=run_dir / "logs" / "gateway.log",
+        env=env,
+    )
+    gw_info = {
+        "http_url": f"http://127.0.0.1:{http_port}",
+        "grpc_target": f"127.0.0.1:{grpc_port}",
+        "uds": str(run_dir / "lakegate-http.sock"),
+        "grpc_uds": str(run_dir / "lakegate-grpc.sock"),
+        "caller_token": None,
+    }
+    return record, gw_info

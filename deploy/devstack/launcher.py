@@ -1,0 +1,364 @@
+"""Start and stop the local stack: IdP -> SeaweedFS -> catalog emulator -> (gateway).
+
+State lives in a run directory (default `.devstack/`): `pids.json` (what to stop),
+`stack.json` (what tools and tests read, see docs/contracts.md §2), logs, keys and data.
+A second `up` while recorded processes run is refused; `down` stops every recorded pid
+(SIGTERM, then SIGKILL) and verifies they are gone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from devstack import idp_config, processes, seaweed
+from devstack.bootstrap import WarehouseSpec, bootstrap_catalog, fetch_token
+from devstack.errors import DevstackError, StackRunningError
+from devstack.gateway_proc import gateway_available, start_gateway
+from devstack.ports import free_ports
+from devstack.processes import ProcessRecord
+
+BUCKET = "warehouse"
+KEY_PREFIX = "lakehouse"
+WAREHOUSE = "demo"
+NAMESPACE = "demo_ns"
+READY_TIMEOUT_S = 20.0
+STOP_ORDER = ("gateway", "catalog", "s3", "idp")
+# Files `up` recreates; anything else in the run directory is left alone.
+_STATE_FILES = ("catalog.db", "catalog.db-wal", "catalog.db-shm", "idp-key.json", "idp.json",
+                "iam.json", "emulator.json", "stack.json", "ports.json")
+_STATE_DIRS = ("s3-data", "s3-logs", "s3-admin")
+
+
+@dataclass
+class Stack:
+    """A running stack: `info` is the content of stack.json."""
+
+    run_dir: Path
+    info: dict[str, Any]
+    records: dict[str, ProcessRecord] = field(default_factory=dict)
+
+    def stop(self) -> None:
+        stop_stack(self.run_dir)
+
+
+def _pids_path(run_dir: Path) -> Path:
+    return run_dir / "pids.json"
+
+
+def _read_pids(run_dir: Path) -> tuple[dict[str, ProcessRecord], list[str]]:
+    path = _pids_path(run_dir)
+    if not path.exists():
+        return {}, []
+    data = json.loads(path.read_text())
+    records = {
+        name: ProcessRecord.from_json(name, rec) for name, rec in data.get("processes", {}).items()
+    }
+    return records, list(data.get("tmp_sockets", []))
+
+
+def _write_pids(run_dir: Path, records: dict[str, ProcessRecord], tmp_sockets: list[str]) -> None:
+    data = {
+        "processes": {name: rec.to_json() for name, rec in records.items()},
+        "tmp_sockets": tmp_sockets,
+    }
+    _pids_path(run_dir).write_text(json.dumps(data, indent=1))
+
+
+def running_processes(run_dir: Path) -> dict[str, ProcessRecord]:
+    """Recorded processes of the stack in `run_dir` that are still alive."""
+    records, _ = _read_pids(Path(run_dir))
+    return {n: r for n, r in records.items() if processes.is_alive(r)}
+
+
+def _http_ok(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=1.0).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def _s3_ready(endpoint: str, keys: seaweed.SeaweedKeys) -> bool:
+    import boto3
+    import botocore.config
+    import botocore.exceptions
+
+    client = boto3.session.Session().client(
+        "s3",
+        endpoint_url=endpoint,
+        region_name=seaweed.REGION,
+        aws_access_key_id=keys.admin_access_key,
+        aws_secret_access_key=keys.admin_secret_key,
+        config=botocore.config.Config(
+            s3={"addressing_style": "path"},
+            retries={"max_attempts": 1},
+            connect_timeout=1,
+            read_timeout=2,
+        ),
+    )
+    try:
+        client.head_bucket(Bucket=BUCKET)
+    except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError):
+        return False
+    return True
+
+
+def _clean_state(run_dir: Path) -> None:
+    for name in _STATE_FILES:
+        (run_dir / name).unlink(missing_ok=True)
+    for name in _STATE_DIRS:
+        shutil.rmtree(run_dir / name, ignore_errors=True)
+
+
+def start_stack(
+    run_dir: Path,
+    *,
+    with_gateway: bool = True,
+    token_ttl_s: int = 3600,
+    sts_validity_s: int = 3600,
+    catalog_auth: bool = True,
+    soft_delete: bool = False,
+) -> Stack:
+    """Start the stack in `run_dir` and return it once every part is ready.
+
+    Raises:
+        StackRunningError: processes recorded in `run_dir` still run.
+        StartupError: a part did not become ready (everything started is stopped again).
+    """
+    run_dir = Path(run_dir).resolve()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    alive = running_processes(run_dir)
+    if alive:
+        pids = ", ".join(f"{n}={r.pid}" for n, r in alive.items())
+        raise StackRunningError(
+            f"a stack is already running in {run_dir} ({pids}); "
+            f"run `lakegate devstack down --dir {run_dir}` first"
+        )
+    stop_stack(run_dir)  # clears leftovers of a crashed stack
+    _clean_state(run_dir)
+    records: dict[str, ProcessRecord] = {}
+    tmp_sockets: list[str] = []
+    try:
+        return _start(run_dir, records, tmp_sockets, with_gateway=with_gateway,
+                      token_ttl_s=token_ttl_s, sts_validity_s=sts_validity_s,
+                      catalog_auth=catalog_auth, soft_delete=soft_delete)
+    except BaseException:
+        _write_pids(run_dir, records, tmp_sockets)
+        stop_stack(run_dir)
+        raise
+
+
+def _start(
+    run_dir: Path,
+    records: dict[str, ProcessRecord],
+    tmp_sockets: list[str],
+    *,
+    with_gateway: bool,
+    token_ttl_s: int,
+    sts_validity_s: int,
+    catalog_auth: bool,
+    soft_delete: bool,
+) -> Stack:
+    t0 = time.monotonic()
+    ports = free_ports(2 + seaweed.SeaweedPorts.COUNT)
+    idp_port, catalog_port = ports[0], ports[1]
+    s3_ports = seaweed.SeaweedPorts.from_list(ports[2:])
+    logs = run_dir / "logs"
+
+    # IdP: key stable for the stack's life (reused if the IdP is restarted).
+    clients = idp_config.make_clients()
+    jwk = idp_config.load_or_create_key(run_dir / "idp-key.json")
+    issuer = idp_config.write_config(
+        run_dir / "idp.json", port=idp_port, token_ttl_s=token_ttl_s, clients=clients, jwk=jwk
+    )
+    records["idp"] = processes.spawn(
+        "idp", idp_config.node_argv(run_dir / "idp.json"), log_path=logs / "idp.log"
+    )
+
+    keys = seaweed.SeaweedKeys.generate()
+    iam = run_dir / "iam.json"
+    seaweed.write_iam(iam, keys, bucket=BUCKET, key_prefix=KEY_PREFIX)
+    records["s3"] = processes.spawn(
+        "s3", seaweed.weed_argv(run_dir, s3_ports, iam, bucket=BUCKET), log_path=logs / "s3.log"
+    )
+    s3_endpoint = f"http://127.0.0.1:{s3_ports.s3}"
+
+    roles = {"read": str(uuid.uuid4()), "write": str(uuid.uuid4())}
+    emulator_cfg = {
+        "host": "127.0.0.1",
+        "port": catalog_port,
+        "db_path": str(run_dir / "catalog.db"),
+        "openid_provider_uri": issuer if catalog_auth else None,
+        "audiences": [idp_config.AUDIENCE],
+        "read_role_id": roles["read"],
+        "write_role_id": roles["write"],
+    }
+    (run_dir / "emulator.json").write_text(json.dumps(emulator_cfg, indent=1))
+    records["catalog"] = processes.spawn(
+        "catalog",
+        [sys.executable, "-m", "devstack.emulator", "--config", str(run_dir / "emulator.json")],
+        log_path=logs / "catalog.log",
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    _write_pids(run_dir, records, tmp_sockets)
+    catalog_url = f"http://127.0.0.1:{catalog_port}"
+
+    processes.wait_until(
+        records["idp"],
+        lambda: _http_ok(f"{issuer}/.well-known/openid-configuration"),
+        timeout_s=READY_TIMEOUT_S,
+        what="IdP",
+    )
+    processes.wait_until(
+        records["s3"], lambda: _s3_ready(s3_endpoint, keys), timeout_s=READY_TIMEOUT_S,
+        what="SeaweedFS", interval_s=0.1,
+    )
+    tmp_sockets.extend(str(p) for p in seaweed.grpc_socket_paths(s3_ports))
+    processes.wait_until(
+        records["catalog"], lambda: _http_ok(f"{catalog_url}/health"), timeout_s=READY_TIMEOUT_S,
+        what="catalog emulator",
+    )
+
+    token_url = f"{issuer}/token"
+    admin = clients["admin"]
+    token = fetch_token(token_url, admin.client_id, admin.client_secret) if catalog_auth else None
+    spec = WarehouseSpec(
+        name=WAREHOUSE, bucket=BUCKET, key_prefix=KEY_PREFIX, endpoint=s3_endpoint,
+        region=seaweed.REGION, role_arn=seaweed.ROLE_ARN, access_key=keys.catalog_access_key,
+        secret_key=keys.catalog_secret_key, sts_validity_s=sts_validity_s, soft_delete=soft_delete,
+    )
+    warehouse_id = bootstrap_catalog(catalog_url, token, spec, NAMESPACE)
+
+    info: dict[str, Any] = {
+        "run_dir": str(run_dir),
+        "idp": {
+            "issuer": issuer,
+            "token_url": token_url,
+            "jwks_uri": f"{issuer}/jwks",
+            "audience": idp_config.AUDIENCE,
+            "token_ttl_s": token_ttl_s,
+            "clients": {
+                n: {"id": c.client_id, "secret": c.client_secret} for n, c in clients.items()
+            },
+        },
+        "s3": {
+            "endpoint": s3_endpoint,
+            "region": seaweed.REGION,
+            "bucket": BUCKET,
+            "key_prefix": KEY_PREFIX,
+            "admin_access_key": keys.admin_access_key,
+            "admin_secret_key": keys.admin_secret_key,
+            "role_arn": seaweed.ROLE_ARN,
+        },
+        "catalog": {"url": catalog_url, "auth": catalog_auth, "roles": roles},
+        "warehouse": {
+            "id": warehouse_id,
+            "name": WAREHOUSE,
+            "sts_validity_s": sts_validity_s,
+            "delete_profile": "soft" if soft_delete else "hard",
+        },
+        "namespace": NAMESPACE,
+        "gateway": None,
+        "pids": {},
+    }
+    if with_gateway:
+        gw_record, gw_info = start_gateway(run_dir, info, timeout_s=READY_TIMEOUT_S)
+        records["gateway"] = gw_record
+        _write_pids(run_dir, records, tmp_sockets)
+        processes.wait_until(
+            gw_record, lambda: _http_ok(f"{gw_info['http_url']}/readyz"),
+            timeout_s=READY_TIMEOUT_S, what="gateway",
+        )
+        info["gateway"] = gw_info
+    info["pids"] = {name: rec.pid for name, rec in records.items()}
+    info["startup_s"] = round(time.monotonic() - t0, 2)
+    _write_pids(run_dir, records, tmp_sockets)
+    stack_json = run_dir / "stack.json"
+    stack_json.write_text(json.dumps(info, indent=1))
+    stack_json.chmod(0o600)
+    return Stack(run_dir=run_dir, info=info, records=dict(records))
+
+
+def stop_stack(run_dir: Path) -> list[str]:
+    """Stop every recorded process (reverse start order); idempotent. Returns stopped names."""
+    run_dir = Path(run_dir)
+    records, tmp_sockets = _read_pids(run_dir)
+    stopped: list[str] = []
+    names = [n for n in STOP_ORDER if n in records] + [n for n in records if n not in STOP_ORDER]
+    for name in names:
+        rec = records[name]
+        if processes.is_alive(rec):
+            processes.stop(rec)
+            stopped.append(name)
+    for sock in tmp_sockets:
+        Path(sock).unlink(missing_ok=True)
+    _pids_path(run_dir).unlink(missing_ok=True)
+    (run_dir / "stack.json").unlink(missing_ok=True)
+    return stopped
+
+
+def _summary(stack: Stack) -> str:
+    i = stack.info
+    lines = [
+        f"local stack up in {i['startup_s']}s (state in {stack.run_dir})",
+        f"  IdP       {i['idp']['issuer']}  (clients: {', '.join(i['idp']['clients'])})",
+        f"  S3 + STS  {i['s3']['endpoint']}  bucket {i['s3']['bucket']}",
+        f"  catalog   {i['catalog']['url']}  auth={'on' if i['catalog']['auth'] else 'off'}",
+        f"  warehouse {i['warehouse']['name']} = {i['warehouse']['id']}, namespace {i['namespace']}",
+    ]
+    if i.get("gateway"):
+        lines.append(f"  gateway   {i['gateway']['http_url']}  grpc {i['gateway']['grpc_target']}")
+    lines.append(f"  details   {stack.run_dir / 'stack.json'}; stop with `lakegate devstack down`")
+    return "\n".join(lines)
+
+
+def cli(argv: Sequence[str]) -> int:
+    """`lakegate devstack up|down|status`; returns the exit code."""
+    parser = argparse.ArgumentParser(prog="lakegate devstack")
+    sub = parser.add_subparsers(dest="action", required=True)
+    up = sub.add_parser("up", help="start the local stack")
+    up.add_argument("--dir", type=Path, default=Path(".devstack"))
+    up.add_argument("--no-gateway", action="store_true", help="do not start the gateway")
+    up.add_argument("--token-ttl", type=int, default=3600, help="IdP access-token lifetime (s)")
+    up.add_argument("--sts-validity", type=int, default=3600, help="vended credential lifetime (s)")
+    up.add_argument("--no-auth", action="store_true", help="catalog emulator without authn")
+    up.add_argument("--soft-delete", action="store_true", help="soft delete profile")
+    down = sub.add_parser("down", help="stop the local stack")
+    down.add_argument("--dir", type=Path, default=Path(".devstack"))
+    status = sub.add_parser("status", help="show what runs")
+    status.add_argument("--dir", type=Path, default=Path(".devstack"))
+    args = parser.parse_args(list(argv))
+    try:
+        if args.action == "up":
+            with_gateway = not args.no_gateway
+            if with_gateway and not gateway_available():
+                print("gateway package not importable; starting without it", file=sys.stderr)
+                with_gateway = False
+            stack = start_stack(
+                args.dir, with_gateway=with_gateway, token_ttl_s=args.token_ttl,
+                sts_validity_s=args.sts_validity, catalog_auth=not args.no_auth,
+                soft_delete=args.soft_delete,
+            )
+            print(_summary(stack))
+            return 0
+        if args.action == "down":
+            stopped = stop_stack(args.dir)
+            print(f"stopped: {', '.join(stopped) if stopped else 'nothing was running'}")
+            return 0
+        alive = running_processes(args.dir)
+        print(json.dumps({n: r.pid for n, r in alive.items()}))
+        return 0 if alive else 1
+    except DevstackError as exc:
+        print(f"devstack: {exc}", file=sys.stderr)
+        return 1

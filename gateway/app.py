@@ -1,0 +1,356 @@
+"""App: builds the object graph from Settings, serves, drains, closes in reverse order.
+
+Phases (uvicorn-style): `start()` builds metrics, the task registry, the service and both
+surfaces, and binds every listener (TCP port 0 → a free port, logged and written to the ports
+file; UDS mode 0660, a stale socket file replaced only when nothing listens on it); `serve()`
+captures SIGTERM/SIGINT and waits on a stop Event; `shutdown()` stops accepting, drains in-flight
+requests within `shutdown_grace_s`, cancels the rest, closes the service and restores the signal
+handlers. `run(argv)` is the `lakegate serve` entry: settings errors → exit 2, startup errors → 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import signal
+import socket
+import stat
+import sys
+from collections.abc import Callable, Coroutine
+from enum import Enum
+from pathlib import Path
+from typing import Any, Protocol
+
+from aiohttp import web
+
+from gateway import __version__
+from gateway.clock import Clock, SystemClock
+from gateway.logging import Redactor, configure_logging
+from gateway.metrics import Metrics
+from gateway.settings import Settings, SettingsError
+from gateway.surfaces.accounting import Recorder
+from gateway.surfaces.callers import CallerConfigError, build_authenticator, caller_secrets
+from gateway.surfaces.grpc_server import GrpcSurface
+from gateway.surfaces.http_app import HttpDeps, build_http_app
+from gateway.surfaces.ingress import Gate, RateLimiter
+from gateway.surfaces.operations import Operations
+from gateway.surfaces.policy import CallerPolicy, PolicyFileError
+from gateway.tasks import TaskRegistry
+
+_log = logging.getLogger("lakegate.app")
+
+Spawn = Callable[[Coroutine[Any, Any, Any]], "asyncio.Task[Any]"]
+
+
+class ServiceLike(Operations, Protocol):
+    """What the App needs of the service beyond the surface operations: its lifecycle."""
+
+    async def start(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+ServiceFactory = Callable[[Settings, Metrics, Spawn], ServiceLike]
+
+
+class StartupError(Exception):
+    """The daemon cannot start (bind failure, unusable caller config); exit code 1."""
+
+
+class State(Enum):
+    NEW = "new"
+    STARTED = "started"
+    STOPPING = "stopping"
+    CLOSED = "closed"
+
+
+def _default_service(settings: Settings, metrics: Metrics, spawn: Spawn) -> ServiceLike:
+    from gateway.service import build_service
+
+    return build_service(settings, metrics, spawn)  # type: ignore[return-value]
+
+
+def _uds_socket(path: Path) -> socket.socket:
+    """Bind a UDS at `path` (mode 0660), replacing a stale socket file safely.
+
+    Raises:
+        StartupError: something else lives at `path`, or a live server already listens there.
+    """
+    _clear_stale_uds(path)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind(str(path))
+        os.chmod(path, 0o660)
+    except OSError as exc:
+        sock.close()
+        raise StartupError(f"cannot bind unix socket {path}: {exc.strerror}") from exc
+    return sock
+
+
+def _clear_stale_uds(path: Path) -> None:
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return
+    if not stat.S_ISSOCK(mode):
+        raise StartupError(f"{path} exists and is not a socket; refusing to replace it")
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(str(path))
+    except (ConnectionRefusedError, FileNotFoundError):
+        path.unlink(missing_ok=True)  # nobody listens: a leftover of a crashed daemon
+        return
+    finally:
+        probe.close()
+    raise StartupError(f"another server is listening on {path}")
+
+
+def _tcp_socket(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise StartupError(f"cannot bind HTTP on {host}:{port}: {exc.strerror}") from exc
+    return sock
+
+
+class App:
+    """The daemon: one per process (or per test).
+
+    Args:
+        settings: validated settings.
+        clock: time source (tests pass a fake for the surfaces' accounting).
+        service_factory: builds the service (tests inject a fake service).
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        clock: Clock | None = None,
+        service_factory: ServiceFactory | None = None,
+    ) -> None:
+        self.settings = settings
+        self.clock = clock or SystemClock()
+        self._service_factory = service_factory or _default_service
+        self.metrics = Metrics()
+        self.tasks = TaskRegistry()
+        self.state = State.NEW
+        self.http_port: int | None = None
+        self.grpc_port: int | None = None
+        self.service: ServiceLike | None = None
+        self._runner: web.AppRunner | None = None
+        self._grpc: GrpcSurface | None = None
+        self._stop = asyncio.Event()
+        self._uds_paths: list[Path] = []
+
+    # ------------------------------------------------------------------ start
+    async def start(self) -> None:
+        """Build everything and bind every listener.
+
+        Raises:
+            StartupError: a listener cannot be bound or the caller config is unusable.
+        """
+        if self.state is not State.NEW:
+            raise RuntimeError(f"App cannot start from state {self.state.value}")
+        s = self.settings
+        try:
+            policy = CallerPolicy.from_file(s.callers.policy_file)
+            auth = build_authenticator(s.callers, self.clock)
+        except (PolicyFileError, CallerConfigError) as exc:
+            raise StartupError(str(exc)) from exc
+        self.state = State.STARTED
+        service = self._service_factory(s, self.metrics, self.tasks.spawn)
+        self.service = service
+        limiter = (
+            RateLimiter(s.callers.rate_per_s, s.callers.burst, self.clock)
+            if s.callers.rate_per_s > 0
+            else None
+        )
+        gate = Gate(auth, policy, limiter, service, self.metrics)
+        recorder = Recorder(self.metrics, self.clock)
+        deps = HttpDeps(service, gate, recorder, self.metrics, self.clock, s.listen.max_body_bytes)
+        grpc_surface = GrpcSurface(
+            service, gate, recorder, max_message_bytes=s.listen.max_body_bytes
+        )
+        self._grpc = grpc_surface
+        await service.start()
+        await self._bind_http(build_http_app(deps))
+        await self._bind_grpc(grpc_surface)
+        self._write_ports_file()
+        self.tasks.spawn(self._health_loop(), name="grpc-health", loop=True)
+        _log.info(
+            "lakegate listening",
+            extra={
+                "version": __version__,
+                "http_port": self.http_port,
+                "grpc_port": self.grpc_port,
+                "http_uds": str(s.listen.http_uds) if s.listen.http_uds else None,
+                "grpc_uds": str(s.listen.grpc_uds) if s.listen.grpc_uds else None,
+                "callers_mode": s.callers.mode.value,
+            },
+        )
+
+    async def _bind_http(self, app: web.Application) -> None:
+        listen = self.settings.listen
+        runner = web.AppRunner(
+            app,
+            handle_signals=False,
+            access_log=None,
+            shutdown_timeout=self.settings.shutdown_grace_s,
+        )
+        await runner.setup()
+        self._runner = runner
+        sock = _tcp_socket(listen.host, listen.http_port)
+        self.http_port = sock.getsockname()[1]
+        await web.SockSite(runner, sock).start()
+        if listen.http_uds is not None:
+            uds = _uds_socket(listen.http_uds)
+            self._uds_paths.append(listen.http_uds)
+            await web.SockSite(runner, uds).start()
+
+    async def _bind_grpc(self, surface: GrpcSurface) -> None:
+        listen = self.settings.listen
+        try:
+            self.grpc_port = surface.bind_tcp(listen.host, listen.grpc_port)
+            if listen.grpc_uds is not None:
+                _clear_stale_uds(listen.grpc_uds)
+                surface.bind_uds(str(listen.grpc_uds))
+                self._uds_paths.append(listen.grpc_uds)
+        except (OSError, RuntimeError) as exc:
+            raise StartupError(f"cannot bind gRPC: {exc}") from exc
+        await surface.server.start()
+        if listen.grpc_uds is not None:
+            os.chmod(listen.grpc_uds, 0o660)
+
+    def _write_ports_file(self) -> None:
+        path = self.settings.listen.ports_file
+        if path is None:
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps({"http_port": self.http_port, "grpc_port": self.grpc_port}))
+        tmp.replace(path)  # atomic: a reader never sees a half-written file
+
+    async def _health_loop(self) -> None:
+        """Mirror readiness into the gRPC health service (SERVING once ready)."""
+        assert self.service is not None and self._grpc is not None
+        serving: bool | None = None
+        while True:
+            try:
+                ready, _ = await self.service.readiness()
+            except Exception:  # background loop top: log and keep going
+                _log.exception("readiness check failed")
+                ready = False
+            if ready != serving:
+                serving = ready
+                await self._grpc.set_serving(ready)
+            await self.clock.sleep(1.0 if not ready else 5.0)
+
+    # ------------------------------------------------------------------ serve / stop
+    def request_stop(self) -> None:
+        """Ask `serve()` to return (signal handlers and tests call this)."""
+        self._stop.set()
+
+    async def serve(self) -> None:
+        """Start (if needed), wait for SIGTERM/SIGINT or `request_stop()`, then shut down."""
+        if self.state is State.NEW:
+            try:
+                await self.start()
+            except BaseException:
+                await self.shutdown()
+                raise
+        loop = asyncio.get_running_loop()
+        previous: dict[int, Any] = {}
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):
+                previous[sig] = signal.getsignal(sig)
+                loop.add_signal_handler(sig, self.request_stop)
+        try:
+            await self._stop.wait()
+            _log.info("stop requested; draining")
+        finally:
+            for sig, handler in previous.items():
+                loop.remove_signal_handler(sig)
+                signal.signal(sig, handler)
+            await self.shutdown()
+
+    async def shutdown(self) -> None:
+        """Stop accepting, drain within the grace period, cancel the rest, close the service."""
+        if self.state in (State.STOPPING, State.CLOSED):
+            return
+        self.state = State.STOPPING
+        grace = self.settings.shutdown_grace_s
+        drains = []
+        if self._grpc is not None:
+            with contextlib.suppress(Exception):
+                await self._grpc.set_serving(False)
+            drains.append(self._grpc.server.stop(grace))
+        if self._runner is not None:
+            drains.append(self._runner.cleanup())
+        # Both surfaces drain concurrently, so the total stays within one grace period.
+        results = await asyncio.gather(*drains, return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                _log.warning("listener shutdown error", extra={"error": type(result).__name__})
+        if self.service is not None:
+            try:
+                await self.service.close()
+            except Exception:
+                _log.exception("service close failed")
+        left = await self.tasks.cancel_all(timeout_s=max(grace, 1.0))
+        for path in self._uds_paths:
+            with contextlib.suppress(OSError):
+                path.unlink()
+        self.state = State.CLOSED
+        _log.info("lakegate stopped", extra={"tasks_left": left})
+
+
+def _parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="lakegate serve", description="run the gateway daemon")
+    parser.add_argument("--config", type=Path, default=None, help="YAML settings file")
+    return parser.parse_args(argv)
+
+
+async def _serve(settings: Settings) -> int:
+    app = App(settings)
+    try:
+        await app.serve()
+    except StartupError as exc:
+        _log.error("cannot start: %s", exc)
+        return 1
+    return 0
+
+
+def run(argv: list[str]) -> int:
+    """`lakegate serve [--config FILE]`: returns the process exit code.
+
+    0 after a clean drain, 2 for invalid settings (field-named message on stderr), 1 when the
+    daemon cannot start.
+    """
+    args = _parse_args(argv)
+    try:
+        settings = Settings.load(args.config)
+    except SettingsError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    redactor = Redactor(tuple(settings.secret_values()) + tuple(caller_secrets(settings.callers)))
+    configure_logging(settings.log.level, settings.log.format, redactor)
+    for warning in settings.warnings():
+        _log.warning(warning)
+    try:
+        import uvloop
+
+        loop_factory: Callable[[], asyncio.AbstractEventLoop] | None = uvloop.new_event_loop
+    except ImportError:  # pragma: no cover - uvloop is pinned on Linux
+        loop_factory = None
+    with asyncio.Runner(loop_factory=loop_factory) as runner:
+        return runner.run(_serve(settings))

@@ -1,0 +1,331 @@
+"""CredentialCache: vended credentials per key, single-flight, serve floor, stale-if-error, LRU.
+
+Windows (see policy.py): in the soft window (remaining < jittered refresh_lead) the entry is
+still served and RefreshAhead refreshes it in the background; failures mark it stale (served
+with outcome `stale`) while it stays above the floor. At the floor (remaining <= min_remaining)
+the entry is dropped and callers wait for one shared fetch; a fetched credential that is
+already below the floor is an error, never served. Nothing here ever serves an expired value.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import uuid
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from gateway.cache import policy
+from gateway.cache.singleflight import SingleFlight, Spawn
+from gateway.clock import Clock
+from gateway.errors import CredentialExpiredError, GatewayError, UpstreamTimeoutError
+from gateway.metrics import Metrics
+from gateway.models import CacheKey, CredentialSet, Outcome, RequestContext
+from gateway.settings import CacheSettings
+
+log = logging.getLogger(__name__)
+
+Fetcher = Callable[[CacheKey, RequestContext], Awaitable[CredentialSet]]
+
+_REFRESH_RETRY_BASE_S = 1.0
+_REFRESH_RETRY_CAP_S = 60.0
+
+
+@dataclass
+class _Entry:
+    """One cached credential set; mutable bookkeeping, immutable value."""
+
+    value: CredentialSet
+    fetched_mono: float
+    last_used_mono: float
+    lead_s: float  # refresh_lead with this entry's jitter, drawn once per fetch
+    ttl_deadline_mono: float | None  # only for sets without an expiry
+    stale: bool = False  # the last background refresh failed
+    failures: int = 0
+    next_attempt_mono: float = 0.0
+
+
+class CredentialCache:
+    """The credential cache of DESIGN §3.1.
+
+    Args:
+        fetcher: the upstream call, `(key, ctx) -> CredentialSet`.
+        settings: cache windows and bounds.
+        clock: time (monotonic for scheduling, wall for vended expiries).
+        metrics: the one metrics object.
+        spawn: the App's TaskRegistry.spawn (owner of every fetch task).
+        deadline_s: how long one caller waits for a shared fetch.
+        rng: jitter source.
+    """
+
+    def __init__(
+        self,
+        fetcher: Fetcher,
+        settings: CacheSettings,
+        clock: Clock,
+        metrics: Metrics,
+        spawn: Spawn,
+        *,
+        deadline_s: float = 31.0,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._fetcher = fetcher
+        self._settings = settings
+        self._clock = clock
+        self._metrics = metrics
+        self._flight: SingleFlight[CacheKey, CredentialSet] = SingleFlight(spawn)
+        self._deadline_s = deadline_s
+        self._rng = rng or random.Random()  # noqa: S311 - jitter, not cryptography
+        self._entries: OrderedDict[CacheKey, _Entry] = OrderedDict()
+        self._negative: OrderedDict[CacheKey, tuple[GatewayError, float]] = OrderedDict()
+        self._generation = 0
+        self._stale_count = 0
+        self._wake: asyncio.Event | None = None
+
+    # ------------------------------------------------------------------ reading
+    @property
+    def generation(self) -> int:
+        """Bumped by every invalidation; a fetch started before one is not stored."""
+        return self._generation
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._entries
+
+    def keys(self) -> list[CacheKey]:
+        return list(self._entries)
+
+    def _servable(self, entry: _Entry, now_s: float, now_m: float) -> bool:
+        if entry.value.expires_at_ms is None:
+            return entry.ttl_deadline_mono is not None and now_m < entry.ttl_deadline_mono
+        return policy.is_servable(now_s, entry.value.expires_at_ms, self._settings.min_remaining_s)
+
+    def servable_entries(self) -> int:
+        """How many entries could be served now (readiness inside the stale budget)."""
+        now_s, now_m = self._clock.now(), self._clock.monotonic()
+        return sum(1 for e in self._entries.values() if self._servable(e, now_s, now_m))
+
+    async def get(self, key: CacheKey, ctx: RequestContext) -> tuple[CredentialSet, Outcome]:
+        """A credential set above the floor for `key`, and how it was obtained.
+
+        Raises:
+            GatewayError: the fetch failed (or a negative-cached 404/403, or the catalog
+                vended a credential below the floor: CredentialExpiredError).
+            UpstreamTimeoutError: this caller's own deadline passed (the fetch goes on).
+        """
+        now_m = self._clock.monotonic()
+        neg = self._negative.get(key)
+        if neg is not None:
+            if now_m < neg[1]:
+                raise neg[0].clone()
+            del self._negative[key]
+        entry = self._entries.get(key)
+        reason = "miss"
+        if entry is not None:
+            if self._servable(entry, self._clock.now(), now_m):
+                entry.last_used_mono = now_m
+                self._entries.move_to_end(key)
+                return entry.value, Outcome.STALE if entry.stale else Outcome.HIT
+            # Below the floor (or past its TTL): never served again.
+            self._drop(key, "expired")
+            reason = "lazy"
+        return await self._wait(key, ctx, reason)
+
+    async def _wait(self, key: CacheKey, ctx: RequestContext, reason: str) -> tuple[
+        CredentialSet, Outcome
+    ]:
+        gen = self._generation  # taken now: an invalidation before the task runs still counts
+        task, coalesced = self._flight.start(
+            key, lambda: self._fetch_and_store(key, ctx, reason, gen)
+        )
+        self._metrics.singleflight_waiters.inc()
+        try:
+            # Shielded: a waiter leaving (cancel or own deadline) never cancels the shared fetch.
+            async with asyncio.timeout(self._deadline_s):
+                value = await asyncio.shield(task)
+        except TimeoutError as exc:
+            if task.done() and not task.cancelled() and task.exception() is not None:
+                raise
+            raise UpstreamTimeoutError("timed out waiting for the credential fetch") from exc
+        finally:
+            self._metrics.singleflight_waiters.dec()
+        return value, Outcome.COALESCED if coalesced else Outcome.MISS
+
+    # ------------------------------------------------------------------ fetching
+    async def _fetch_and_store(self, key: CacheKey, ctx: RequestContext,
+                               reason: str, gen: int) -> CredentialSet:
+        try:
+            value = await self._fetcher(key, ctx)
+            left = policy.remaining_s(self._clock.now(), value.expires_at_ms)
+            if left is not None and left <= self._settings.min_remaining_s:
+                raise CredentialExpiredError(
+                    "the catalog vended a credential with less than the serve floor left"
+                )
+        except GatewayError as err:
+            self._on_failure(key, err, reason, gen)
+            raise
+        if gen == self._generation:
+            self._store(key, value)
+        if reason != "miss":
+            self._metrics.refresh.labels(reason=reason, status="ok").inc()
+        return value
+
+    def _on_failure(self, key: CacheKey, err: GatewayError, reason: str, gen: int) -> None:
+        """One place for failure bookkeeping: metric, negative cache, stale marking."""
+        if reason != "miss":
+            self._metrics.refresh.labels(reason=reason, status="error").inc()
+        if gen != self._generation:
+            return
+        ttl = policy.negative_ttl(err, self._settings.negative_ttl_s)
+        if ttl is not None:
+            # The table is gone or forbidden: the old credential must not be served either.
+            self._drop(key, "invalidated")
+            self._negative[key] = (err, self._clock.monotonic() + ttl)
+            self._negative.move_to_end(key)
+            while len(self._negative) > self._settings.max_entries:
+                self._negative.popitem(last=False)
+            return
+        entry = self._entries.get(key)
+        if entry is not None and reason == "ahead":
+            if not entry.stale:
+                entry.stale = True
+                self._stale_count += 1
+                self._metrics.stale_serving.set(self._stale_count)
+            entry.failures += 1
+            entry.next_attempt_mono = self._clock.monotonic() + policy.retry_backoff_s(
+                entry.failures, _REFRESH_RETRY_BASE_S, _REFRESH_RETRY_CAP_S,
+                0.5 + 0.5 * self._rng.random(),
+            )
+            log.warning("background credential refresh failed; serving the current one",
+                        extra={"error_type": err.type_name, "failures": entry.failures})
+
+    def _store(self, key: CacheKey, value: CredentialSet) -> None:
+        now_m = self._clock.monotonic()
+        old = self._entries.pop(key, None)
+        if old is not None and old.stale:
+            self._stale_count -= 1
+            self._metrics.stale_serving.set(self._stale_count)
+        # A background refresh must not make an idle key look used.
+        last_used = old.last_used_mono if old is not None else now_m
+        lead = policy.jittered_lead(self._settings.refresh_lead_s, self._settings.refresh_jitter,
+                                    self._rng.random())
+        ttl_deadline = (now_m + self._settings.no_expiry_ttl_s
+                        if value.expires_at_ms is None else None)
+        self._entries[key] = _Entry(value=value, fetched_mono=now_m, last_used_mono=last_used,
+                                    lead_s=lead, ttl_deadline_mono=ttl_deadline)
+        while len(self._entries) > self._settings.max_entries:
+            victim, _ = self._entries.popitem(last=False)
+            self._count_drop(victim, "lru", None)
+        self._metrics.cache_entries.set(len(self._entries))
+        if self._wake is not None:
+            self._wake.set()
+
+    # ------------------------------------------------------------------ removal
+    def _drop(self, key: CacheKey, reason: str) -> bool:
+        entry = self._entries.pop(key, None)
+        if entry is None:
+            return False
+        self._count_drop(key, reason, entry)
+        self._metrics.cache_entries.set(len(self._entries))
+        return True
+
+    def _count_drop(self, key: CacheKey, reason: str, entry: _Entry | None) -> None:
+        if entry is not None and entry.stale:
+            self._stale_count -= 1
+            self._metrics.stale_serving.set(self._stale_count)
+        self._metrics.evictions.labels(reason=reason).inc()
+
+    def invalidate_key(self, key: CacheKey) -> int:
+        """Drop one key (and any flight or negative entry for it)."""
+        self._generation += 1
+        self._flight.forget(key)
+        self._negative.pop(key, None)
+        return int(self._drop(key, "invalidated"))
+
+    def invalidate_table(self, warehouse_id: str, namespace: tuple[str, ...], table: str) -> int:
+        """Drop every key of one table (all access modes and delegations)."""
+        self._generation += 1
+        n = 0
+        for key in [k for k in self._entries if k.same_table(warehouse_id, namespace, table)]:
+            self._flight.forget(key)
+            n += int(self._drop(key, "invalidated"))
+        for key in [k for k in self._negative if k.same_table(warehouse_id, namespace, table)]:
+            del self._negative[key]
+        return n
+
+    def invalidate_all(self) -> int:
+        """Drop everything."""
+        self._generation += 1
+        n = len(self._entries)
+        for key in list(self._entries):
+            self._flight.forget(key)
+            self._drop(key, "invalidated")
+        self._negative.clear()
+        return n
+
+    # ------------------------------------------------------------------ refresh-ahead support
+    def attach_wakeup(self, event: asyncio.Event) -> None:
+        """The refresher's event, set when an entry may have become due."""
+        self._wake = event
+
+    def scan(self) -> tuple[list[CacheKey], float | None]:
+        """Evict idle and expired entries; list hot keys due for a background refresh.
+
+        Returns:
+            (due keys, oldest first; seconds until the next entry may become due, or None).
+        """
+        now_s, now_m = self._clock.now(), self._clock.monotonic()
+        due: list[CacheKey] = []
+        next_in: float | None = None
+        for key, entry in list(self._entries.items()):
+            if policy.is_idle(now_m, entry.last_used_mono, self._settings.idle_s):
+                self._drop(key, "idle")
+                continue
+            if not self._servable(entry, now_s, now_m):
+                if key not in self._flight:
+                    self._drop(key, "expired")
+                continue
+            candidates = [entry.last_used_mono + self._settings.idle_s - now_m]
+            if entry.value.expires_at_ms is None:
+                candidates.append((entry.ttl_deadline_mono or now_m) - now_m)
+            elif policy.should_refresh(now_s, entry.value.expires_at_ms, entry.lead_s):
+                if key in self._flight:
+                    pass
+                elif now_m >= entry.next_attempt_mono:
+                    due.append(key)
+                else:
+                    candidates.append(entry.next_attempt_mono - now_m)
+            else:
+                left = policy.remaining_s(now_s, entry.value.expires_at_ms)
+                assert left is not None
+                candidates.append(left - entry.lead_s)
+            soonest = min(candidates)
+            next_in = soonest if next_in is None else min(next_in, soonest)
+        return due, next_in
+
+    def is_due(self, key: CacheKey) -> bool:
+        """Still worth refreshing now (it may have been refreshed, dropped or gone idle)."""
+        entry = self._entries.get(key)
+        if entry is None or key in self._flight:
+            return False
+        now_s, now_m = self._clock.now(), self._clock.monotonic()
+        return (
+            self._servable(entry, now_s, now_m)
+            and not policy.is_idle(now_m, entry.last_used_mono, self._settings.idle_s)
+            and policy.should_refresh(now_s, entry.value.expires_at_ms, entry.lead_s)
+            and now_m >= entry.next_attempt_mono
+        )
+
+    def start_refresh(self, key: CacheKey) -> bool:
+        """Start a background refresh of `key` (joins a running flight). Returns True if one
+        was started."""
+        if key not in self._entries or key in self._flight:
+            return False
+        ctx = RequestContext(request_id=str(uuid.uuid4()), project_id=key.project or None)
+        gen = self._generation
+        self._flight.start(key, lambda: self._fetch_and_store(key, ctx, "ahead", gen))
+        return True

@@ -1,0 +1,154 @@
+"""RefreshAhead: the background loop that keeps hot keys from ever missing.
+
+It scans the cache for keys used within the idle window whose remaining lifetime fell below
+their jittered `refresh_lead`, queues them, and starts their refreshes through a token
+bucket (`refresh_rate_per_s`), so a thundering herd of keys fetched together cannot become a
+thundering herd of refreshes. Caller misses never queue: they fetch at once (they have
+priority). The same scan evicts idle and expired entries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+
+from gateway.cache.credential_cache import CredentialCache
+from gateway.cache.singleflight import Spawn
+from gateway.clock import Clock
+from gateway.metrics import Metrics
+from gateway.models import CacheKey
+from gateway.settings import CacheSettings
+
+log = logging.getLogger(__name__)
+
+_MAX_IDLE_WAIT_S = 5.0  # upper bound between scans, so idle eviction happens in time
+_MIN_WAIT_S = 0.01
+_ERROR_PAUSE_S = 1.0
+_MIN_SCAN_INTERVAL_S = 0.2  # wake-ups from a burst of stores coalesce into one scan
+
+
+class TokenBucket:
+    """A token bucket on an injected clock; `acquire()` waits for one token."""
+
+    def __init__(self, rate_per_s: float, clock: Clock, burst: float | None = None) -> None:
+        self._rate = rate_per_s
+        self._clock = clock
+        self._capacity = max(1.0, burst if burst is not None else rate_per_s)
+        self._tokens = self._capacity
+        self._last = clock.monotonic()
+
+    def _fill(self) -> None:
+        now = self._clock.monotonic()
+        self._tokens = min(self._capacity, self._tokens + (now - self._last) * self._rate)
+        self._last = now
+
+    def try_acquire(self) -> bool:
+        self._fill()
+        if self._tokens >= 1.0:
+            self._tokens -= 1.0
+            return True
+        return False
+
+    async def acquire(self) -> None:
+        while not self.try_acquire():
+            await self._clock.sleep(max(_MIN_WAIT_S, (1.0 - self._tokens) / self._rate))
+
+
+class RefreshAhead:
+    """Owns one long-running task (spawned via the App's registry) and a dedup queue."""
+
+    def __init__(
+        self,
+        cache: CredentialCache,
+        settings: CacheSettings,
+        clock: Clock,
+        metrics: Metrics,
+        spawn: Spawn,
+    ) -> None:
+        self._cache = cache
+        self._settings = settings
+        self._clock = clock
+        self._metrics = metrics
+        self._spawn = spawn
+        self._bucket = TokenBucket(settings.refresh_rate_per_s, clock)
+        self._queue: deque[CacheKey] = deque()
+        self._queued: set[CacheKey] = set()
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        cache.attach_wakeup(self._wake)
+
+    @property
+    def queue_depth(self) -> int:
+        return len(self._queue)
+
+    def start(self) -> None:
+        """Start the loop (idempotent)."""
+        if self._task is None:
+            self._task = self._spawn(self._run())
+
+    async def close(self) -> None:
+        """Cancel the loop and wait for it to finish."""
+        task, self._task = self._task, None
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.wait({task})
+
+    def enqueue(self, keys: list[CacheKey]) -> None:
+        for key in keys:
+            if key not in self._queued:
+                self._queued.add(key)
+                self._queue.append(key)
+        self._metrics.refresh_queue_depth.set(len(self._queue))
+
+    async def run_once(self) -> float | None:
+        """One scan plus draining the queue through the rate limiter (tests drive this).
+
+        Returns:
+            Seconds until the next entry may become due (None: nothing cached).
+        """
+        due, next_in = self._cache.scan()
+        self.enqueue(due)
+        while self._queue:
+            key = self._queue[0]
+            if not self._cache.is_due(key):
+                self._pop()
+                continue
+            await self._bucket.acquire()
+            self._pop()
+            if self._cache.is_due(key):  # the wait may have made it moot
+                self._cache.start_refresh(key)
+        return next_in
+
+    def _pop(self) -> None:
+        key = self._queue.popleft()
+        self._queued.discard(key)
+        self._metrics.refresh_queue_depth.set(len(self._queue))
+
+    async def _run(self) -> None:
+        last_scan = self._clock.monotonic() - _MIN_SCAN_INTERVAL_S
+        while True:
+            try:
+                since = self._clock.monotonic() - last_scan
+                if since < _MIN_SCAN_INTERVAL_S:
+                    await self._clock.sleep(_MIN_SCAN_INTERVAL_S - since)
+                self._wake.clear()
+                last_scan = self._clock.monotonic()
+                next_in = await self.run_once()
+                wait = _MAX_IDLE_WAIT_S if next_in is None else min(_MAX_IDLE_WAIT_S, next_in)
+                await self._sleep_or_wake(max(_MIN_WAIT_S, wait))
+            except Exception:
+                # The loop must outlive any single bad scan; it is the only refresher.
+                log.exception("refresh-ahead loop iteration failed")
+                await self._clock.sleep(_ERROR_PAUSE_S)
+
+    async def _sleep_or_wake(self, seconds: float) -> None:
+        sleeper = asyncio.ensure_future(self._clock.sleep(seconds))
+        waker = asyncio.ensure_future(self._wake.wait())
+        try:
+            await asyncio.wait({sleeper, waker}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            # Cancel, never await: awaiting here could swallow our own cancellation.
+            for t in (sleeper, waker):
+                if not t.done():
+                    t.cancel()

@@ -1,0 +1,484 @@
+"""GatewayService: the transport-neutral operations both surfaces call.
+
+Surfaces parse, authenticate and render; this module resolves warehouses, consults the
+credential cache, calls the catalog and invalidates the cache on mutations. It knows nothing
+about HTTP or gRPC, and the layers below it know nothing about callers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable, Coroutine, Mapping
+from typing import Any
+
+from cachetools import TTLCache
+
+from gateway.cache import CredentialCache, RefreshAhead, SingleFlight
+from gateway.cache.expiry import credential_set, is_expiry_key, storage_credential
+from gateway.clock import Clock, SystemClock
+from gateway.errors import GatewayError, InvalidRequestError, UpstreamTimeoutError
+from gateway.metrics import Metrics
+from gateway.models import (
+    AccessMode,
+    CacheKey,
+    CreateTableSpec,
+    CredentialLookup,
+    CredentialSet,
+    GenericTable,
+    ListResult,
+    LoadResult,
+    RequestContext,
+    StorageCredential,
+    TableRef,
+    UpstreamResponse,
+    Warehouse,
+)
+from gateway.settings import Settings
+from gateway.upstream.lakekeeper import CatalogClient
+from gateway.upstream.token_source import TokenSource, build_token_source
+from gateway.upstream.transport import AiohttpTransport, Transport
+
+Spawn = Callable[[Coroutine[Any, Any, Any]], "asyncio.Task[Any]"]
+
+_MAX_NAME_LEN = 1024
+_MAX_NAMESPACE_DEPTH = 16
+_KNOWN_WAREHOUSES_MAX = 1024
+_HEALTH_TTL_S = 2.0
+
+__all__ = ["GatewayService", "Spawn", "build_service"]
+
+
+def _is_uuid(value: str) -> bool:
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return len(value) == 36
+
+
+def _check_name(what: str, value: str) -> None:
+    if not value or len(value) > _MAX_NAME_LEN or "\x00" in value or "/" in value:
+        raise InvalidRequestError(f"invalid {what} name")
+
+
+def validate_ref(ref: TableRef) -> None:
+    """Reject names Lakekeeper could never hold, before any I/O (clear 400, not a 404)."""
+    _check_name("warehouse", ref.warehouse)
+    validate_namespace(ref.namespace)
+    _check_name("table", ref.name)
+
+
+def validate_namespace(namespace: tuple[str, ...]) -> None:
+    if not namespace or len(namespace) > _MAX_NAMESPACE_DEPTH:
+        raise InvalidRequestError("invalid namespace: between 1 and 16 levels are required")
+    for part in namespace:
+        if not part or len(part) > _MAX_NAME_LEN or "\x1f" in part or "\x00" in part:
+            raise InvalidRequestError("invalid namespace level")
+
+
+def _merge_config(credential: StorageCredential) -> dict[str, str]:
+    # Lakekeeper's load `config` is the credential's config minus the expiry keys; building it
+    # from the SAME credential means pylakekeeper's "config wins" merge never mixes two creds.
+    return {k: v for k, v in credential.config.items() if not is_expiry_key(k)}
+
+
+def _credential_for(location: str, creds: CredentialSet) -> StorageCredential | None:
+    best: StorageCredential | None = None
+    for cred in creds.credentials:
+        if location.startswith(cred.prefix.rstrip("/")) and (
+            best is None or len(cred.prefix) > len(best.prefix)
+        ):
+            best = cred
+    if best is None and creds.credentials:
+        best = creds.credentials[0]
+    return best
+
+
+class GatewayService:
+    """The operations of DESIGN §3.3, shared by the HTTP and gRPC surfaces.
+
+    Args:
+        catalog: the upstream Lakekeeper client.
+        cache: the credential cache (fetches through `catalog`).
+        clock: time source.
+        metrics: the one metrics object.
+        settings: validated settings.
+        spawn: the App's TaskRegistry.spawn, owner of every background task.
+        tokens: the session's token source (started and closed with the service).
+        refresher: the refresh-ahead loop (None disables it, as in some unit tests).
+        transport: closed on `close()` when given.
+    """
+
+    def __init__(
+        self,
+        catalog: CatalogClient,
+        cache: CredentialCache,
+        clock: Clock,
+        metrics: Metrics,
+        settings: Settings,
+        *,
+        spawn: Spawn,
+        tokens: TokenSource | None = None,
+        refresher: RefreshAhead | None = None,
+        transport: Transport | None = None,
+    ) -> None:
+        self._catalog = catalog
+        self._cache = cache
+        self._clock = clock
+        self._metrics = metrics
+        self._settings = settings
+        self._spawn = spawn
+        self._tokens = tokens
+        self._refresher = refresher
+        self._transport = transport
+        ttl = settings.cache.warehouse_ttl_s
+        self._warehouses: TTLCache[str, Warehouse] = TTLCache(
+            maxsize=_KNOWN_WAREHOUSES_MAX, ttl=max(ttl, 1e-9), timer=clock.monotonic
+        )
+        # Names seen ever (bounded), so a sync invalidate() can map a name to its id even
+        # after the 60 s resolution cache expired while credential entries live on.
+        self._known: OrderedDict[str, Warehouse] = OrderedDict()
+        self._wh_flight: SingleFlight[str, Warehouse] = SingleFlight(spawn)
+        self._meta_flight: SingleFlight[CacheKey, GenericTable] = SingleFlight(spawn)
+        self._metadata: TTLCache[CacheKey, GenericTable] = TTLCache(
+            maxsize=settings.cache.max_entries,
+            ttl=max(settings.cache.metadata_ttl_s, 1e-9),
+            timer=clock.monotonic,
+        )
+        self._health: tuple[float, bool, str] | None = None
+        self._started = False
+        self._closed = False
+
+    # ------------------------------------------------------------------ lifecycle
+    async def start(self) -> None:
+        """Start the token prefetch/refresh and the refresh-ahead loop (idempotent)."""
+        if self._started:
+            return
+        self._started = True
+        if self._tokens is not None:
+            self._tokens.start(self._spawn)
+        if self._refresher is not None:
+            self._refresher.start()
+
+    async def close(self) -> None:
+        """Stop background work and release the upstream connection pool."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._refresher is not None:
+            await self._refresher.close()
+        if self._tokens is not None:
+            await self._tokens.close()
+        if self._transport is not None:
+            await self._transport.close()
+
+    # ------------------------------------------------------------------ warehouses
+    def _project(self, ctx: RequestContext) -> str:
+        return ctx.project_id or self._settings.upstream.project_id or ""
+
+    def _remember(self, project: str, query: str, wh: Warehouse) -> None:
+        for k in {f"{project}|{query.casefold()}", f"{project}|{wh.name.casefold()}",
+                  f"{project}|{wh.id.lower()}"}:
+            self._warehouses[k] = wh
+            self._known[k] = wh
+            self._known.move_to_end(k)
+        while len(self._known) > _KNOWN_WAREHOUSES_MAX:
+            self._known.popitem(last=False)
+
+    async def resolve_warehouse(self, warehouse: str, ctx: RequestContext) -> Warehouse:
+        """Warehouse name or UUID → Warehouse (cached `warehouse_ttl_s`, single-flight).
+
+        A UUID is accepted as is (Lakekeeper's `{prefix}`); a name is resolved through
+        `GET /catalog/v1/config?warehouse=<name>` (`defaults.prefix`).
+
+        Raises:
+            InvalidRequestError: empty or malformed name.
+            NotFoundError: unknown warehouse.
+        """
+        _check_name("warehouse", warehouse)
+        project = self._project(ctx)
+        ck = f"{project}|{warehouse.casefold()}"
+        hit = self._warehouses.get(ck)
+        if hit is not None:
+            return hit
+        if _is_uuid(warehouse):
+            known = self._known.get(f"{project}|{warehouse.lower()}")
+            wh = known or Warehouse(id=warehouse.lower(), name=warehouse.lower())
+            self._remember(project, warehouse, wh)
+            return wh
+
+        async def fetch() -> Warehouse:
+            wid = await self._catalog.resolve_warehouse_id(warehouse, ctx)
+            wh = Warehouse(id=wid.lower(), name=warehouse)
+            self._remember(project, warehouse, wh)
+            return wh
+
+        result, _ = await self._wait(self._wh_flight.run(ck, fetch))
+        return result
+
+    async def _wait(self, aw: Coroutine[Any, Any, Any]) -> Any:
+        # Each waiter keeps its own deadline; the shared fetch keeps running for the others.
+        try:
+            async with asyncio.timeout(self._settings.upstream.deadline_s + 1.0):
+                return await aw
+        except TimeoutError as exc:
+            raise UpstreamTimeoutError("catalog did not answer within the deadline") from exc
+
+    def _key(self, wh: Warehouse, ref: TableRef, access: AccessMode,
+             ctx: RequestContext) -> CacheKey:
+        return CacheKey.of(
+            project=self._project(ctx), warehouse_id=wh.id, namespace=ref.namespace,
+            table=ref.name, access=access, delegation=ctx.delegation,
+        )
+
+    # ------------------------------------------------------------------ credentials
+    async def get_credentials(
+        self, ref: TableRef, access: AccessMode, ctx: RequestContext
+    ) -> CredentialLookup:
+        """Credentials for one table, from the cache or one shared upstream fetch.
+
+        Raises:
+            InvalidRequestError, NotFoundError, ForbiddenError, CredentialExpiredError,
+            UpstreamError: as the cache/catalog decide; never an expired credential.
+        """
+        validate_ref(ref)
+        wh = await self.resolve_warehouse(ref.warehouse, ctx)
+        key = self._key(wh, ref, access, ctx)
+        creds, outcome = await self._cache.get(key, ctx)
+        return CredentialLookup(
+            warehouse=wh, ref=ref, access=access, credentials=creds, outcome=outcome,
+            remaining_s=creds.remaining_s(self._clock.now()),
+        )
+
+    # ------------------------------------------------------------------ tables
+    async def _table_metadata(self, wh: Warehouse, ref: TableRef,
+                              ctx: RequestContext) -> GenericTable:
+        key = CacheKey.of(project=self._project(ctx), warehouse_id=wh.id,
+                          namespace=ref.namespace, table=ref.name, access=AccessMode.READ,
+                          delegation="client-managed")
+        if self._settings.cache.metadata_ttl_s > 0:
+            hit = self._metadata.get(key)
+            if hit is not None:
+                return hit
+        gen = self._cache.generation
+
+        async def fetch() -> GenericTable:
+            table = await self._catalog.load_table(wh.id, ref.namespace, ref.name, ctx)
+            # An invalidation during the fetch means the answer may describe the old table.
+            if self._settings.cache.metadata_ttl_s > 0 and self._cache.generation == gen:
+                self._metadata[key] = table
+            return table
+
+        result, _ = await self._wait(self._meta_flight.run(key, fetch))
+        return result
+
+    async def load_table(
+        self, ref: TableRef, ctx: RequestContext, *, vended: bool,
+        access: AccessMode = AccessMode.READ,
+    ) -> LoadResult:
+        """Load a generic table; with `vended`, attach the cached credential for it.
+
+        `config` and `credentials` come from ONE cached credential set, so pylakekeeper's
+        merge (config wins) never mixes keys of two different credentials.
+        """
+        validate_ref(ref)
+        wh = await self.resolve_warehouse(ref.warehouse, ctx)
+        table = await self._table_metadata(wh, ref, ctx)
+        if not vended:
+            return LoadResult(table=table, config=None, credentials=None, warehouse=wh)
+        creds, outcome = await self._cache.get(self._key(wh, ref, access, ctx), ctx)
+        chosen = _credential_for(table.base_location, creds)
+        config = _merge_config(chosen) if chosen is not None else {}
+        return LoadResult(table=table, config=config, credentials=creds.credentials,
+                          warehouse=wh, outcome=outcome)
+
+    async def list_tables(
+        self, warehouse: str, namespace: tuple[str, ...], ctx: RequestContext, *,
+        page_token: str | None = None, page_size: int | None = None,
+    ) -> ListResult:
+        """One page of generic tables (tokens are opaque and passed through)."""
+        validate_namespace(namespace)
+        if page_size is not None and not 1 <= page_size <= 10_000:
+            raise InvalidRequestError("page size must be between 1 and 10000")
+        wh = await self.resolve_warehouse(warehouse, ctx)
+        return await self._catalog.list_tables(
+            wh.id, namespace, ctx, page_token=page_token, page_size=page_size
+        )
+
+    async def create_table(
+        self, warehouse: str, namespace: tuple[str, ...], spec: CreateTableSpec,
+        ctx: RequestContext,
+    ) -> LoadResult:
+        """Create a generic table; clears any negative/metadata entry for that name."""
+        validate_namespace(namespace)
+        _check_name("table", spec.name)
+        wh = await self.resolve_warehouse(warehouse, ctx)
+        try:
+            table = await self._catalog.create_table(wh.id, namespace, spec, ctx)
+        finally:
+            self._invalidate_table(wh.id, namespace, spec.name)
+        return LoadResult(table=table, config=None, credentials=None, warehouse=wh)
+
+    async def drop_table(
+        self, ref: TableRef, ctx: RequestContext, *, purge: bool | None = None,
+        force: bool = False,
+    ) -> None:
+        """Drop a table and invalidate every cache entry for it (all access modes)."""
+        validate_ref(ref)
+        wh = await self.resolve_warehouse(ref.warehouse, ctx)
+        try:
+            await self._catalog.drop_table(wh.id, ref.namespace, ref.name, ctx,
+                                           purge=purge, force=force)
+        finally:
+            # Even on failure (e.g. timeout after the catalog acted) the entry may be wrong.
+            self._invalidate_table(wh.id, ref.namespace, ref.name)
+
+    async def rename_table(
+        self, warehouse: str, source: tuple[tuple[str, ...], str],
+        destination: tuple[tuple[str, ...], str], ctx: RequestContext,
+    ) -> None:
+        """Rename (or move) a table; invalidates both names."""
+        for ns, name in (source, destination):
+            validate_namespace(ns)
+            _check_name("table", name)
+        wh = await self.resolve_warehouse(warehouse, ctx)
+        try:
+            await self._catalog.rename_table(wh.id, source, destination, ctx)
+        finally:
+            self._invalidate_table(wh.id, *source)
+            self._invalidate_table(wh.id, *destination)
+
+    # ------------------------------------------------------------------ pass-through
+    async def catalog_config(self, warehouse_query: str, ctx: RequestContext) -> dict[str, Any]:
+        """The upstream `/catalog/v1/config?warehouse=` JSON (the surface rewrites `uri`)."""
+        _check_name("warehouse", warehouse_query)
+        if _is_uuid(warehouse_query):
+            wh = await self.resolve_warehouse(warehouse_query, ctx)
+            return {"defaults": {"prefix": wh.id}, "overrides": {"prefix": wh.id},
+                    "endpoints": []}
+        cfg = await self._catalog.config(warehouse_query, ctx)
+        prefix = (cfg.get("overrides") or {}).get("prefix") or (cfg.get("defaults") or {}).get(
+            "prefix"
+        )
+        if isinstance(prefix, str) and _is_uuid(prefix):
+            self._remember(self._project(ctx), warehouse_query,
+                           Warehouse(id=prefix.lower(), name=warehouse_query))
+        return cfg
+
+    async def forward(
+        self, method: str, path: str, query: str, body: bytes | None, ctx: RequestContext,
+        headers: Mapping[str, str] | None = None,
+    ) -> UpstreamResponse:
+        """Raw pass-through of an allow-listed Lakekeeper route with the gateway's token.
+
+        The surface owns the allow-list; this only refuses paths that try to escape it.
+        """
+        if not path.startswith("/") or ".." in path.split("/") or "//" in path:
+            raise InvalidRequestError("invalid path")
+        return await self._catalog.forward(method.upper(), path, query, body, ctx,
+                                           headers=headers)
+
+    # ------------------------------------------------------------------ admin
+    def _invalidate_table(self, warehouse_id: str, namespace: tuple[str, ...],
+                          table: str) -> int:
+        n = self._cache.invalidate_table(warehouse_id, namespace, table)
+        for key in [k for k in list(self._metadata.keys())
+                    if k.same_table(warehouse_id, namespace, table)]:
+            self._metadata.pop(key, None)
+            n += 1
+        return n
+
+    def invalidate(self, ref: TableRef | None = None, *, all: bool = False) -> int:  # noqa: A002
+        """Drop cache entries for one table (`ref`) or everything (`all=True`).
+
+        Returns:
+            How many entries were removed (credential and metadata entries).
+
+        Raises:
+            InvalidRequestError: neither a ref nor `all` given.
+        """
+        if all:
+            n = self._cache.invalidate_all() + len(self._metadata)
+            self._metadata.clear()
+            return n
+        if ref is None:
+            raise InvalidRequestError("give a table or all=true")
+        validate_ref(ref)
+        ids: set[str] = set()
+        if _is_uuid(ref.warehouse):
+            ids.add(ref.warehouse.lower())
+        for k, wh in self._known.items():
+            if k.split("|", 1)[1] == ref.warehouse.casefold():
+                ids.add(wh.id)
+        return sum(self._invalidate_table(wid, ref.namespace, ref.name) for wid in ids)
+
+    async def readiness(self) -> tuple[bool, str]:
+        """Ready when a session token is held (or none is needed) and the catalog answers
+        `/health`, or when the cache can still serve credentials above the floor."""
+        now = self._clock.monotonic()
+        if self._health is not None and now - self._health[0] < _HEALTH_TTL_S:
+            return self._health[1], self._health[2]
+        result = await self._check_ready()
+        self._health = (now, *result)
+        return result
+
+    async def _check_ready(self) -> tuple[bool, str]:
+        stale_ok = self._cache.servable_entries() > 0
+        if self._tokens is not None and not self._tokens.ready():
+            try:
+                async with asyncio.timeout(self._settings.token.timeout_s):
+                    await self._tokens.token()
+            except (GatewayError, TimeoutError):
+                if stale_ok:
+                    return True, "identity provider unavailable; serving cached credentials"
+                return False, "no upstream token yet"
+        try:
+            healthy = await self._catalog.health()
+        except GatewayError:
+            healthy = False
+        if healthy:
+            return True, "ok"
+        if stale_ok:
+            return True, "catalog unreachable; serving cached credentials"
+        return False, "catalog unreachable"
+
+
+def catalog_fetcher(
+    catalog: CatalogClient,
+) -> Callable[[CacheKey, RequestContext], Coroutine[Any, Any, CredentialSet]]:
+    """The cache's fetcher: one upstream credentials call, expiries parsed from the keys."""
+
+    async def fetch(key: CacheKey, ctx: RequestContext) -> CredentialSet:
+        creds = await catalog.load_credentials(key, ctx)
+        return credential_set(storage_credential(c.prefix, c.config) for c in creds)
+
+    return fetch
+
+
+def build_service(
+    settings: Settings, metrics: Metrics, spawn: Spawn, clock: Clock | None = None,
+    *, transport: Transport | None = None, rng: random.Random | None = None,
+) -> GatewayService:
+    """Wire the production object graph: transport → token source → catalog → cache.
+
+    Args:
+        settings: validated settings.
+        metrics: the App's metrics.
+        spawn: the App's TaskRegistry.spawn.
+        clock: defaults to SystemClock.
+        transport: defaults to an AiohttpTransport (tests may inject a fake).
+        rng: randomness for jitter (tests pass a seeded one).
+    """
+    clock = clock or SystemClock()
+    rng = rng or random.Random()  # noqa: S311 - jitter, not cryptography
+    transport = transport or AiohttpTransport(pool_size=settings.upstream.pool_size)
+    tokens = build_token_source(settings.token, transport, clock, metrics, rng=rng)
+    catalog = CatalogClient(transport, tokens, settings.upstream, metrics, clock, rng=rng)
+    cache = CredentialCache(catalog_fetcher(catalog), settings.cache, clock, metrics, spawn,
+                            deadline_s=settings.upstream.deadline_s + 1.0, rng=rng)
+    refresher = RefreshAhead(cache, settings.cache, clock, metrics, spawn)
+    return GatewayService(catalog, cache, clock, metrics, settings, spawn=spawn, tokens=tokens,
+                          refresher=refresher, transport=transport)

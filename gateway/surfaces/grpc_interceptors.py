@@ -1,0 +1,130 @@
+"""The per-call wrapper of every gRPC method: request id, malformed input, auth, errors, metrics.
+
+Why a wrapper and not `grpc.aio.ServerInterceptor`: an interceptor sees the call before the
+request is deserialized and cannot reach the servicer context to abort with our trailing
+metadata; wrapping the method behaviour does all of it in one place, exactly once per call.
+
+Bad protobuf bytes are deserialized into a `Malformed` marker (instead of grpc's own INTERNAL
+"Exception deserializing request") so the caller gets INVALID_ARGUMENT.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import grpc
+from google.protobuf.message import DecodeError, Message
+
+from gateway.errors import GatewayError, InvalidRequestError
+from gateway.logging import request_id_var
+from gateway.models import CallerIdentity, RequestContext
+from gateway.surfaces.accounting import Kind, Recorder, Tally
+from gateway.surfaces.ingress import Gate
+from lakegate.v1 import common_pb2
+
+_log = logging.getLogger("lakegate.grpc")
+ERROR_DETAIL_KEY = "lakegate-error-bin"
+
+Req = TypeVar("Req", bound=Message)
+
+
+class Malformed:
+    """Stands in for a request whose bytes were not a valid protobuf message."""
+
+    __slots__ = ()
+
+
+MALFORMED = Malformed()
+
+
+def safe_deserializer(message_type: type[Req]) -> Callable[[bytes], Req | Malformed]:
+    """A request deserializer that never raises (see module docstring)."""
+
+    def deserialize(data: bytes) -> Req | Malformed:
+        try:
+            return message_type.FromString(data)
+        except (DecodeError, ValueError, TypeError, RuntimeError):
+            return MALFORMED
+
+    return deserialize
+
+
+@dataclass(frozen=True)
+class GrpcCall:
+    """What a servicer method receives besides the request."""
+
+    caller: CallerIdentity
+    ctx: RequestContext
+    tally: Tally
+
+
+def _metadata(context: grpc.aio.ServicerContext) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for key, value in context.invocation_metadata() or ():
+        if isinstance(value, str):
+            out[key.lower()] = value
+    return out
+
+
+def error_detail(err: GatewayError, request_id: str) -> bytes:
+    return common_pb2.ErrorDetail(
+        type=err.type_name, message=err.message, http_status=err.status, request_id=request_id
+    ).SerializeToString()
+
+
+Behaviour = Callable[[Any, GrpcCall], Awaitable[Message]]
+
+
+def guarded(
+    method: Behaviour, *, gate: Gate, recorder: Recorder, kind: Kind
+) -> Callable[[Any, grpc.aio.ServicerContext], Awaitable[Message]]:
+    """Wrap a servicer method with request id, input check, caller admission, errors, metrics.
+
+    Args:
+        method: `async (request, GrpcCall) -> response`.
+        gate: admission (auth + rate limit) and policy.
+        recorder: request accounting (counts the call exactly once).
+        kind: the metrics `kind` label.
+    """
+
+    async def behaviour(request: Any, context: grpc.aio.ServicerContext) -> Message:
+        md = _metadata(context)
+        given = md.get("x-request-id", "")
+        request_id = given if 0 < len(given) <= 128 and given.isprintable() else str(uuid.uuid4())
+        token = request_id_var.set(request_id)
+        error: GatewayError | None = None
+        try:
+            with recorder.track("grpc", kind) as tally:
+                caller = await gate.admit(md.get("authorization"), None)
+                if isinstance(request, Malformed):
+                    raise InvalidRequestError("request is not a valid protobuf message")
+                ctx = RequestContext(
+                    request_id=request_id,
+                    idempotency_key=md.get("idempotency-key") or None,
+                    project_id=md.get("x-project-id") or None,
+                    caller=caller,
+                )
+                return await method(request, GrpcCall(caller, ctx, tally))
+        except GatewayError as err:
+            error = err
+        except Exception:
+            # The surface boundary: render INTERNAL without internals, log the traceback.
+            _log.exception("unhandled error in gRPC method")
+            error = GatewayError("internal error")
+        finally:
+            request_id_var.reset(token)
+        await context.abort(
+            error.grpc_code,
+            f"{error.type_name}: {error.message}",
+            trailing_metadata=(
+                (ERROR_DETAIL_KEY, error_detail(error, request_id)),
+                ("x-request-id", request_id),
+            ),
+        )
+        raise AssertionError("unreachable: context.abort raises")
+
+    return behaviour

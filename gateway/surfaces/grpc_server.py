@@ -1,0 +1,71 @@
+"""The grpc.aio server: both lakegate.v1 services, the standard health service, reflection.
+
+Bound on loopback TCP and on a UDS (mode 0660). The health service reports SERVING only once the
+gateway is ready (the App flips it), and NOT_SERVING when it drains.
+"""
+
+from __future__ import annotations
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1._async import HealthServicer
+from grpc_reflection.v1alpha import reflection
+
+from gateway.surfaces.accounting import Recorder
+from gateway.surfaces.grpc_servicers import generic_handlers
+from gateway.surfaces.ingress import Gate
+from gateway.surfaces.operations import Operations
+from lakegate.v1 import catalog_pb2, credentials_pb2
+
+SERVICE_NAMES = (
+    credentials_pb2.DESCRIPTOR.services_by_name["CredentialService"].full_name,
+    catalog_pb2.DESCRIPTOR.services_by_name["CatalogService"].full_name,
+)
+
+
+class GrpcSurface:
+    """The gRPC server and its health servicer (the App binds, starts and stops it)."""
+
+    def __init__(
+        self, ops: Operations, gate: Gate, recorder: Recorder, *, max_message_bytes: int
+    ) -> None:
+        self.server = grpc.aio.server(
+            options=[
+                ("grpc.max_receive_message_length", max_message_bytes),
+                ("grpc.max_send_message_length", 16 * max_message_bytes),
+                ("grpc.so_reuseport", 0),
+            ]
+        )
+        self.server.add_generic_rpc_handlers(generic_handlers(ops, gate, recorder))
+        self.health = HealthServicer()
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
+        reflection.enable_server_reflection(
+            (*SERVICE_NAMES, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+             reflection.SERVICE_NAME),
+            self.server,
+        )
+
+    def bind_tcp(self, host: str, port: int) -> int:
+        """Bind loopback TCP; returns the actual port (port 0 picks a free one).
+
+        Raises:
+            OSError: the address cannot be bound.
+        """
+        target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        bound = self.server.add_insecure_port(target)
+        if bound == 0:
+            raise OSError(f"cannot bind gRPC on {target}")
+        return bound
+
+    def bind_uds(self, path: str) -> None:
+        if self.server.add_insecure_port(f"unix:{path}") == 0:
+            raise OSError(f"cannot bind gRPC on unix:{path}")
+
+    async def set_serving(self, serving: bool) -> None:
+        status = (
+            health_pb2.HealthCheckResponse.SERVING
+            if serving
+            else health_pb2.HealthCheckResponse.NOT_SERVING
+        )
+        for name in ("", *SERVICE_NAMES):
+            await self.health.set(name, status)

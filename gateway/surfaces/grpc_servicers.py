@@ -1,0 +1,250 @@
+"""CredentialService and CatalogService (lakegate.v1): protobuf ↔ domain models, then the service.
+
+Conversion happens here and only here for gRPC; validation errors are InvalidRequestError, which
+the call wrapper turns into INVALID_ARGUMENT.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+
+import grpc
+
+from gateway.errors import InvalidRequestError
+from gateway.models import (
+    AccessMode,
+    CreateTableSpec,
+    LoadResult,
+    Outcome,
+    StorageCredential,
+    TableRef,
+)
+from gateway.surfaces.accounting import Kind, Recorder
+from gateway.surfaces.grpc_interceptors import Behaviour, GrpcCall, guarded, safe_deserializer
+from gateway.surfaces.http_codec import check_name, config_strings
+from gateway.surfaces.ingress import Gate
+from gateway.surfaces.operations import Operations
+from lakegate.v1 import catalog_pb2, common_pb2, credentials_pb2
+
+_OUTCOMES = {
+    Outcome.HIT: common_pb2.CACHE_OUTCOME_HIT,
+    Outcome.MISS: common_pb2.CACHE_OUTCOME_MISS,
+    Outcome.COALESCED: common_pb2.CACHE_OUTCOME_COALESCED,
+    Outcome.STALE: common_pb2.CACHE_OUTCOME_STALE,
+}
+
+
+def access_of(value: int) -> AccessMode:
+    if value in (common_pb2.ACCESS_MODE_UNSPECIFIED, common_pb2.ACCESS_MODE_READ):
+        return AccessMode.READ
+    if value == common_pb2.ACCESS_MODE_WRITE:
+        return AccessMode.WRITE
+    raise InvalidRequestError("access must be ACCESS_MODE_READ or ACCESS_MODE_WRITE")
+
+
+def access_pb(access: AccessMode) -> int:
+    return common_pb2.ACCESS_MODE_WRITE if access is AccessMode.WRITE else common_pb2.ACCESS_MODE_READ
+
+
+def namespace_of(levels: Iterable[str], what: str = "namespace") -> tuple[str, ...]:
+    parts = tuple(levels)
+    if not parts or len(parts) > 16:
+        raise InvalidRequestError(f"{what} must have between 1 and 16 levels")
+    return tuple(check_name(p, f"{what} level") for p in parts)
+
+
+def ref_of(table: common_pb2.TableRef) -> TableRef:
+    return TableRef(
+        warehouse=check_name(table.warehouse, "warehouse"),
+        namespace=namespace_of(table.namespace),
+        name=check_name(table.name, "table"),
+    )
+
+
+def credential_pb(cred: StorageCredential) -> common_pb2.StorageCredential:
+    return common_pb2.StorageCredential(
+        prefix=cred.prefix, config=config_strings(cred.config), expires_at_ms=cred.expires_at_ms or 0
+    )
+
+
+def load_pb(result: LoadResult) -> catalog_pb2.LoadTableResponse:
+    t = result.table
+    return catalog_pb2.LoadTableResponse(
+        table=common_pb2.GenericTable(
+            name=t.name, format=t.format, base_location=t.base_location,
+            protected=bool(t.protected), doc=t.doc or "", properties=config_strings(t.properties),
+        ),
+        config=config_strings(result.config or {}),
+        credentials=[credential_pb(c) for c in result.credentials or ()],
+        warehouse_id=result.warehouse.id,
+    )
+
+
+class CredentialServicer:
+    """lakegate.v1.CredentialService."""
+
+    def __init__(self, ops: Operations, gate: Gate) -> None:
+        self._ops = ops
+        self._gate = gate
+
+    async def GetTableCredentials(  # noqa: N802 - gRPC method name
+        self, request: credentials_pb2.GetTableCredentialsRequest, call: GrpcCall
+    ) -> credentials_pb2.GetTableCredentialsResponse:
+        ref = ref_of(request.table)
+        access = access_of(request.access)
+        await self._gate.authorize(call.caller, call.ctx, ref.warehouse, ref.namespace,
+                                   ref.name, access)
+        lookup = await self._ops.get_credentials(ref, access, call.ctx)
+        call.tally.served(lookup.outcome, lookup.remaining_s)
+        creds = lookup.credentials
+        return credentials_pb2.GetTableCredentialsResponse(
+            warehouse_id=lookup.warehouse.id,
+            location=creds.location,
+            credentials=[credential_pb(c) for c in creds.credentials],
+            expires_at_ms=creds.expires_at_ms or 0,
+            remaining_seconds=lookup.remaining_s or 0.0,
+            outcome=_OUTCOMES.get(lookup.outcome, common_pb2.CACHE_OUTCOME_UNSPECIFIED),
+            access=access_pb(access),
+        )
+
+    async def InvalidateCredentials(  # noqa: N802
+        self, request: credentials_pb2.InvalidateCredentialsRequest, call: GrpcCall
+    ) -> credentials_pb2.InvalidateCredentialsResponse:
+        if request.all:
+            self._gate.authorize_global(call.caller)
+            count = self._ops.invalidate(all=True)
+        else:
+            ref = ref_of(request.table)
+            await self._gate.authorize(call.caller, call.ctx, ref.warehouse, ref.namespace,
+                                       ref.name, AccessMode.WRITE)
+            count = self._ops.invalidate(ref)
+        call.tally.served("hit")
+        return credentials_pb2.InvalidateCredentialsResponse(invalidated=count)
+
+
+class CatalogServicer:
+    """lakegate.v1.CatalogService."""
+
+    def __init__(self, ops: Operations, gate: Gate) -> None:
+        self._ops = ops
+        self._gate = gate
+
+    async def LoadTable(  # noqa: N802
+        self, request: catalog_pb2.LoadTableRequest, call: GrpcCall
+    ) -> catalog_pb2.LoadTableResponse:
+        ref = ref_of(request.table)
+        access = access_of(request.access)
+        await self._gate.authorize(call.caller, call.ctx, ref.warehouse, ref.namespace,
+                                   ref.name, access)
+        result = await self._ops.load_table(ref, call.ctx, vended=request.vended, access=access)
+        call.tally.served(result.outcome or "miss")
+        return load_pb(result)
+
+    async def ListTables(  # noqa: N802
+        self, request: catalog_pb2.ListTablesRequest, call: GrpcCall
+    ) -> catalog_pb2.ListTablesResponse:
+        warehouse = check_name(request.warehouse, "warehouse")
+        namespace = namespace_of(request.namespace)
+        if request.page_size < 0 or request.page_size > 1000:
+            raise InvalidRequestError("page_size must be between 0 and 1000")
+        await self._gate.authorize(call.caller, call.ctx, warehouse, namespace, None,
+                                   AccessMode.READ)
+        result = await self._ops.list_tables(
+            warehouse, namespace, call.ctx,
+            page_token=request.page_token or None, page_size=request.page_size or None,
+        )
+        return catalog_pb2.ListTablesResponse(
+            identifiers=[
+                common_pb2.TableIdentifier(namespace=list(i.namespace), name=i.name,
+                                           format=i.format or "", id=i.id or "")
+                for i in result.identifiers
+            ],
+            next_page_token=result.next_page_token or "",
+        )
+
+    async def CreateTable(  # noqa: N802
+        self, request: catalog_pb2.CreateTableRequest, call: GrpcCall
+    ) -> catalog_pb2.LoadTableResponse:
+        ref = ref_of(request.table)
+        if not request.format:
+            raise InvalidRequestError("format is required")
+        await self._gate.authorize(call.caller, call.ctx, ref.warehouse, ref.namespace,
+                                   ref.name, AccessMode.WRITE)
+        spec = CreateTableSpec(
+            name=ref.name, format=request.format, base_location=request.base_location or None,
+            doc=request.doc or None, properties=dict(request.properties) or None,
+        )
+        ctx = call.ctx
+        if request.idempotency_key:
+            ctx = replace(ctx, idempotency_key=request.idempotency_key)
+        result = await self._ops.create_table(ref.warehouse, ref.namespace, spec, ctx)
+        return load_pb(result)
+
+    async def DropTable(  # noqa: N802
+        self, request: catalog_pb2.DropTableRequest, call: GrpcCall
+    ) -> catalog_pb2.DropTableResponse:
+        ref = ref_of(request.table)
+        await self._gate.authorize(call.caller, call.ctx, ref.warehouse, ref.namespace,
+                                   ref.name, AccessMode.WRITE)
+        await self._ops.drop_table(ref, call.ctx, purge=request.purge, force=request.force)
+        return catalog_pb2.DropTableResponse()
+
+    async def RenameTable(  # noqa: N802
+        self, request: catalog_pb2.RenameTableRequest, call: GrpcCall
+    ) -> catalog_pb2.RenameTableResponse:
+        warehouse = check_name(request.warehouse, "warehouse")
+        source = (namespace_of(request.source_namespace, "source_namespace"),
+                  check_name(request.source_name, "source_name"))
+        destination = (namespace_of(request.destination_namespace, "destination_namespace"),
+                       check_name(request.destination_name, "destination_name"))
+        for ns, name in (source, destination):
+            await self._gate.authorize(call.caller, call.ctx, warehouse, ns, name,
+                                       AccessMode.WRITE)
+        await self._ops.rename_table(warehouse, source, destination, call.ctx)
+        return catalog_pb2.RenameTableResponse()
+
+    async def ResolveWarehouse(  # noqa: N802
+        self, request: catalog_pb2.ResolveWarehouseRequest, call: GrpcCall
+    ) -> catalog_pb2.ResolveWarehouseResponse:
+        wh = await self._ops.resolve_warehouse(check_name(request.warehouse, "warehouse"),
+                                               call.ctx)
+        return catalog_pb2.ResolveWarehouseResponse(warehouse_id=wh.id, name=wh.name)
+
+
+_CREDENTIAL_METHODS: dict[str, tuple[type, type, Kind]] = {
+    "GetTableCredentials": (credentials_pb2.GetTableCredentialsRequest,
+                            credentials_pb2.GetTableCredentialsResponse, "credential"),
+    "InvalidateCredentials": (credentials_pb2.InvalidateCredentialsRequest,
+                              credentials_pb2.InvalidateCredentialsResponse, "admin"),
+}
+_CATALOG_METHODS: dict[str, tuple[type, type, Kind]] = {
+    "LoadTable": (catalog_pb2.LoadTableRequest, catalog_pb2.LoadTableResponse, "metadata"),
+    "ListTables": (catalog_pb2.ListTablesRequest, catalog_pb2.ListTablesResponse, "metadata"),
+    "CreateTable": (catalog_pb2.CreateTableRequest, catalog_pb2.LoadTableResponse, "metadata"),
+    "DropTable": (catalog_pb2.DropTableRequest, catalog_pb2.DropTableResponse, "metadata"),
+    "RenameTable": (catalog_pb2.RenameTableRequest, catalog_pb2.RenameTableResponse, "metadata"),
+    "ResolveWarehouse": (catalog_pb2.ResolveWarehouseRequest,
+                         catalog_pb2.ResolveWarehouseResponse, "metadata"),
+}
+
+
+def generic_handlers(
+    ops: Operations, gate: Gate, recorder: Recorder
+) -> list[grpc.GenericRpcHandler]:
+    """The method handlers of both services, each wrapped by `guarded`."""
+    out = []
+    for service_name, servicer, methods in (
+        ("lakegate.v1.CredentialService", CredentialServicer(ops, gate), _CREDENTIAL_METHODS),
+        ("lakegate.v1.CatalogService", CatalogServicer(ops, gate), _CATALOG_METHODS),
+    ):
+        handlers = {}
+        for name, (req_type, resp_type, kind) in methods.items():
+            method: Behaviour = getattr(servicer, name)
+            handlers[name] = grpc.unary_unary_rpc_method_handler(
+                guarded(method, gate=gate, recorder=recorder, kind=kind),
+                request_deserializer=safe_deserializer(req_type),
+                response_serializer=resp_type.SerializeToString,
+            )
+        out.append(grpc.method_handlers_generic_handler(service_name, handlers))
+    return out

@@ -1,0 +1,85 @@
+"""The AWS container-credentials endpoint, one URL per table (DESIGN §3.3.3).
+
+Unmodified AWS SDKs (botocore, pyarrow's C++ SDK) read `AWS_CONTAINER_CREDENTIALS_FULL_URI` and
+send `AWS_CONTAINER_AUTHORIZATION_TOKEN` as the raw Authorization header, then refresh by
+themselves before `Expiration`. botocore only accepts plain-http URIs on loopback hosts.
+In caller mode `none` the token may be any value: it only serves as the anti-SSRF marker.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from aiohttp import web
+
+from gateway.errors import ProtocolViolationError
+from gateway.models import CredentialLookup
+from gateway.surfaces.http_app import HttpDeps
+from gateway.surfaces.http_codec import (
+    context_of,
+    decode_segment,
+    json_response,
+    parse_access,
+    parse_namespace,
+)
+from gateway.surfaces.http_routing import Call, Route
+from gateway.models import TableRef
+
+_KEYS = ("s3.access-key-id", "s3.secret-access-key", "s3.session-token")
+
+
+def aws_doc(lookup: CredentialLookup) -> dict[str, Any]:
+    """The container-credentials JSON for the S3 credential covering the table's location.
+
+    Raises:
+        ProtocolViolationError: the catalog vended no S3 session credential for the table.
+    """
+    creds = lookup.credentials
+    best = None
+    for cred in creds.credentials:
+        if all(k in cred.config for k in _KEYS) and creds.location.startswith(
+            cred.prefix.rstrip("/")
+        ):
+            if best is None or len(cred.prefix) > len(best.prefix):
+                best = cred
+    if best is None:
+        best = next((c for c in creds.credentials if all(k in c.config for k in _KEYS)), None)
+    expires_at_ms = best.expires_at_ms if best is not None else None
+    expires_at_ms = expires_at_ms or creds.expires_at_ms
+    if best is None or expires_at_ms is None:
+        raise ProtocolViolationError("the catalog vended no expiring S3 credential for this table")
+    expiration = datetime.fromtimestamp(expires_at_ms / 1000.0, UTC)
+    return {
+        "AccessKeyId": best.config["s3.access-key-id"],
+        "SecretAccessKey": best.config["s3.secret-access-key"],
+        "Token": best.config["s3.session-token"],
+        "Expiration": expiration.strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+
+
+class AwsApi:
+    """`GET /v1/aws-credentials/{wh}/{ns}/{table}?access=read`."""
+
+    def __init__(self, deps: HttpDeps) -> None:
+        self._d = deps
+
+    def routes(self) -> list[Route]:
+        return [Route("GET", ("v1", "aws-credentials", "{wh}", "{ns}", "{table}"), self.get)]
+
+    async def get(self, request: web.Request, call: Call) -> web.StreamResponse:
+        d = self._d
+        with d.recorder.track("aws", "credential") as tally:
+            caller = await d.gate.admit(request.headers.get("Authorization"), request.headers)
+            ref = TableRef(
+                warehouse=decode_segment(call.params["wh"], "warehouse"),
+                namespace=parse_namespace(decode_segment(call.params["ns"], "namespace")),
+                name=decode_segment(call.params["table"], "table"),
+            )
+            access = parse_access(request.query.get("access"))
+            ctx = context_of(request, call.request_id, caller)
+            await d.gate.authorize(caller, ctx, ref.warehouse, ref.namespace, ref.name, access)
+            lookup = await d.ops.get_credentials(ref, access, ctx)
+            doc = aws_doc(lookup)
+            tally.served(lookup.outcome, lookup.remaining_s)
+            return json_response(doc)

@@ -1,0 +1,1 @@
+"""Upstream: the catalog client, the session token source, retries and the HTTP transport."""

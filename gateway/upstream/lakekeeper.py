@@ -1,0 +1,411 @@
+"""CatalogClient: the Lakekeeper REST calls the gateway makes, as typed methods.
+
+Every call goes through one runner (`_call`): session token, request headers
+(`x-request-id`, `x-project-id`, `Idempotency-Key`), per-attempt timeout under an overall
+deadline, full-jitter retries of retryable errors honouring `Retry-After`, one forced token
+refresh and one retry on a 401, and one table mapping status + envelope to typed errors.
+
+A `Retry-After` from the catalog is shared by every call of this client: until it has
+passed, no call is sent (one shared wait, no extra upstream calls during it).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import uuid
+from collections.abc import Mapping
+from email.utils import parsedate_to_datetime
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from pydantic import ValidationError
+
+from gateway.clock import Clock
+from gateway.errors import (
+    ConflictError,
+    ForbiddenError,
+    GatewayError,
+    NotFoundError,
+    ProtocolViolationError,
+    RateLimitedError,
+    UnavailableError,
+    UpstreamAuthError,
+    UpstreamBadRequestError,
+    UpstreamError,
+    UpstreamTimeoutError,
+)
+from gateway.metrics import Metrics
+from gateway.models import (
+    AccessMode,
+    CacheKey,
+    CreateTableSpec,
+    GenericTable,
+    ListResult,
+    RequestContext,
+    StorageCredential,
+    TableIdentifier,
+    UpstreamResponse,
+    join_namespace,
+)
+from gateway.secrets import Secret
+from gateway.settings import UpstreamSettings
+from gateway.upstream.retry import RetryPolicy, run_with_retry
+from gateway.upstream.token_source import TokenSource
+from gateway.upstream.transport import RawResponse, Transport
+from gateway.upstream.wire import (
+    CatalogConfig,
+    ErrorEnvelope,
+    ListGenericTablesResponse,
+    LoadCredentialsResponse,
+    LoadGenericTableResponse,
+    RenameRequest,
+    WireGenericTable,
+    WireIdent,
+)
+
+# status → error class; 5xx not listed map to UnavailableError (retryable).
+_STATUS_ERRORS: Mapping[int, type[UpstreamError]] = {
+    400: UpstreamBadRequestError,
+    401: UpstreamAuthError,
+    403: ForbiddenError,
+    404: NotFoundError,
+    409: ConflictError,
+    412: UnavailableError,  # ShortTermCredentialError: STS throttling/failure, retryable
+    429: RateLimitedError,
+    502: UnavailableError,
+    503: UnavailableError,
+    504: UpstreamTimeoutError,
+}
+_MAX_RETRY_AFTER_S = 300.0
+_MAX_MESSAGE = 500
+_HEALTH_TIMEOUT_S = 2.0
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+def _seg(value: str) -> str:
+    return quote(value, safe="")
+
+
+def ns_segment(namespace: tuple[str, ...]) -> str:
+    """Namespace levels → the `%1F`-joined, percent-encoded path segment."""
+    return _seg(join_namespace(namespace))
+
+
+def parse_retry_after(value: str | None, now_s: float) -> float | None:
+    """`Retry-After` as seconds (delta-seconds or HTTP-date), capped; None if absent/bad."""
+    if not value:
+        return None
+    text = value.strip()
+    try:
+        seconds = float(text)
+    except ValueError:
+        try:
+            seconds = parsedate_to_datetime(text).timestamp() - now_s
+        except (TypeError, ValueError, IndexError):
+            return None
+    if seconds != seconds:  # NaN
+        return None
+    return min(max(0.0, seconds), _MAX_RETRY_AFTER_S)
+
+
+def map_error(resp: RawResponse, op: str, now_s: float) -> UpstreamError:
+    """The one translation of a non-success catalog answer into a typed error."""
+    lk_type: str | None = None
+    message = f"the catalog answered {resp.status} to {op}"
+    try:
+        env = ErrorEnvelope.model_validate_json(resp.body)
+        lk_type = env.error.type or None
+        if env.error.message:
+            message = env.error.message[:_MAX_MESSAGE]
+    except ValidationError:
+        pass
+    cls = _STATUS_ERRORS.get(resp.status)
+    if cls is None:
+        cls = UnavailableError if resp.status >= 500 else UpstreamBadRequestError
+    retry_after = parse_retry_after(resp.headers.get("retry-after"), now_s)
+    # 4xx keep their status on the Lakekeeper surface (e.g. 412 ShortTermCredentialError).
+    status = resp.status if 400 <= resp.status < 500 and resp.status != 401 else None
+    return cls(message, lakekeeper_type=lk_type, retry_after_s=retry_after, status=status)
+
+
+def _parse(model: Any, resp: RawResponse, op: str) -> Any:
+    try:
+        return model.model_validate_json(resp.body)
+    except ValidationError:
+        raise ProtocolViolationError(f"the catalog sent an unreadable answer to {op}") from None
+
+
+def _table(wire: WireGenericTable) -> GenericTable:
+    return GenericTable(
+        name=wire.name, format=wire.format, base_location=wire.base_location,
+        protected=wire.protected, doc=wire.doc, properties=dict(wire.properties),
+        extra=dict(wire.model_extra or {}),
+    )
+
+
+class CatalogClient:
+    """Typed Lakekeeper calls over an injected Transport and TokenSource.
+
+    Args:
+        transport: sends the HTTP requests.
+        tokens: the session token.
+        settings: base URL, project, roles, timeouts, retries.
+        metrics: upstream request counters/latency (per attempt).
+        clock: time source.
+        rng: jitter source.
+    """
+
+    def __init__(
+        self,
+        transport: Transport,
+        tokens: TokenSource,
+        settings: UpstreamSettings,
+        metrics: Metrics,
+        clock: Clock,
+        *,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._transport = transport
+        self._tokens = tokens
+        self._settings = settings
+        self._metrics = metrics
+        self._clock = clock
+        self._rng = rng or random.Random()  # noqa: S311 - jitter, not cryptography
+        self._base = settings.base_url
+        self._policy = RetryPolicy(
+            max_retries=settings.max_retries, base_s=settings.backoff_base_s,
+            cap_s=settings.backoff_max_s, deadline_s=settings.deadline_s,
+        )
+        self._not_before_mono = 0.0
+
+    # ------------------------------------------------------------------ runner
+    def _headers(self, ctx: RequestContext, token: Secret | None,
+                 extra: Mapping[str, str] | None, idem: str | None) -> dict[str, str]:
+        headers = {"Accept": "application/json", "x-request-id": ctx.request_id}
+        project = ctx.project_id or self._settings.project_id
+        if project:
+            headers["x-project-id"] = project
+        if idem:
+            headers["Idempotency-Key"] = idem
+        if token is not None:
+            headers["Authorization"] = f"Bearer {token.reveal()}"
+        if extra:
+            headers.update(extra)
+        return headers
+
+    async def _send(self, op: str, method: str, url: str, headers: dict[str, str],
+                    body: bytes | None, timeout_s: float) -> RawResponse:
+        start = self._clock.monotonic()
+        status = "error"
+        try:
+            resp = await self._transport.request(method, url, headers=headers, body=body,
+                                                 timeout_s=timeout_s)
+            status = str(resp.status)
+            return resp
+        except UpstreamTimeoutError:
+            status = "timeout"
+            raise
+        finally:
+            self._metrics.upstream_requests.labels(target="catalog", op=op, status=status).inc()
+            self._metrics.upstream_duration.labels(target="catalog", op=op).observe(
+                max(0.0, self._clock.monotonic() - start)
+            )
+
+    async def _call(
+        self,
+        op: str,
+        method: str,
+        path: str,
+        ctx: RequestContext,
+        *,
+        query: Mapping[str, str] | None = None,
+        body: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
+        mutation: bool = False,
+        raw: bool = False,
+    ) -> RawResponse:
+        """Send one logical call with retries; return the success (or, if `raw`, any) answer."""
+        url = self._base + path + (("?" + urlencode(query)) if query else "")
+        # Retrying a mutation is only safe when Lakekeeper can de-duplicate it.
+        idem = ctx.idempotency_key or (str(uuid.uuid4()) if mutation else None)
+        extra = dict(headers or {})
+        if body is not None:
+            extra.setdefault("Content-Type", "application/json")
+
+        async def attempt(n: int, remaining_s: float) -> RawResponse:
+            gap = self._not_before_mono - self._clock.monotonic()
+            if gap > 0:
+                if gap >= remaining_s:
+                    raise RateLimitedError("the catalog asked to wait longer than the deadline",
+                                           retry_after_s=gap)
+                await self._clock.sleep(gap)
+                remaining_s -= gap
+            timeout = max(0.001, min(self._settings.timeout_s, remaining_s))
+            token = await self._tokens.token()
+            resp = await self._send(op, method, url, self._headers(ctx, token, extra, idem),
+                                    body, timeout)
+            if resp.status == 401 and token is not None:
+                fresh = await self._tokens.force_refresh(token)
+                if fresh is not None and fresh != token:
+                    resp = await self._send(op, method, url,
+                                            self._headers(ctx, fresh, extra, idem), body, timeout)
+            if resp.status < 400 or (raw and resp.status not in (429, 503, 412)
+                                     and resp.status < 500):
+                return resp
+            err = map_error(resp, op, self._clock.now())
+            if err.retry_after_s and isinstance(err, RateLimitedError | UnavailableError):
+                self._not_before_mono = max(self._not_before_mono,
+                                            self._clock.monotonic() + err.retry_after_s)
+            if raw and not err.retryable and not isinstance(err, UpstreamAuthError):
+                return resp
+            raise err
+
+        try:
+            return await run_with_retry(attempt, self._policy, self._clock, self._rng)
+        except UpstreamAuthError:
+            raise UpstreamAuthError("the catalog refused the gateway's session token") from None
+
+    # ------------------------------------------------------------------ calls
+    async def config(self, warehouse: str, ctx: RequestContext) -> dict[str, Any]:
+        """`GET /catalog/v1/config?warehouse=` as JSON."""
+        resp = await self._call("config", "GET", "/catalog/v1/config", ctx,
+                                query={"warehouse": warehouse})
+        try:
+            data = json.loads(resp.body)
+        except ValueError:
+            data = None
+        if not isinstance(data, dict):
+            raise ProtocolViolationError("the catalog sent an unreadable config")
+        return data
+
+    async def resolve_warehouse_id(self, warehouse: str, ctx: RequestContext) -> str:
+        """Warehouse name → UUID (the `{prefix}`), from `/catalog/v1/config`."""
+        cfg = CatalogConfig.model_validate(await self.config(warehouse, ctx))
+        prefix = cfg.prefix()
+        if prefix is None:
+            raise ProtocolViolationError("the catalog config has no prefix")
+        return prefix
+
+    async def load_credentials(self, key: CacheKey, ctx: RequestContext) -> tuple[
+        StorageCredential, ...
+    ]:
+        """`GET .../generic-tables/{t}/credentials` for the key's access mode.
+
+        The read/write role (when configured) goes in `x-assume-role`, so a read caller gets
+        a read-only credential. Expiries are parsed by the cache, not here.
+        """
+        ns = key.namespace_as_given or key.namespace
+        table = key.table_as_given or key.table
+        path = (f"/lakekeeper/v1/{_seg(key.warehouse_id)}/namespaces/{ns_segment(ns)}"
+                f"/generic-tables/{_seg(table)}/credentials")
+        headers = {"X-Iceberg-Access-Delegation":
+                   "vended-credentials" if key.delegation == "vended" else key.delegation}
+        role = (self._settings.write_role_id if key.access is AccessMode.WRITE
+                else self._settings.read_role_id)
+        if role:
+            headers["x-assume-role"] = role
+        ctx = RequestContext(request_id=ctx.request_id, project_id=key.project or None)
+        resp = await self._call("load_credentials", "GET", path, ctx, headers=headers)
+        parsed: LoadCredentialsResponse = _parse(LoadCredentialsResponse, resp,
+                                                 "load_credentials")
+        return tuple(StorageCredential(prefix=c.prefix, config=c.config)
+                     for c in parsed.storage_credentials)
+
+    async def load_table(self, warehouse_id: str, namespace: tuple[str, ...], table: str,
+                         ctx: RequestContext) -> GenericTable:
+        """Table metadata only (`client-managed`: no credentials are vended for it)."""
+        path = (f"/lakekeeper/v1/{_seg(warehouse_id)}/namespaces/{ns_segment(namespace)}"
+                f"/generic-tables/{_seg(table)}")
+        resp = await self._call("load_table", "GET", path, ctx,
+                                headers={"X-Iceberg-Access-Delegation": "client-managed"})
+        parsed: LoadGenericTableResponse = _parse(LoadGenericTableResponse, resp, "load_table")
+        return _table(parsed.table)
+
+    async def list_tables(self, warehouse_id: str, namespace: tuple[str, ...],
+                          ctx: RequestContext, *, page_token: str | None = None,
+                          page_size: int | None = None) -> ListResult:
+        """One page of generic tables (`pageToken`/`pageSize` camelCase, as Lakekeeper)."""
+        path = (f"/lakekeeper/v1/{_seg(warehouse_id)}/namespaces/{ns_segment(namespace)}"
+                "/generic-tables")
+        query: dict[str, str] = {}
+        if page_token:
+            query["pageToken"] = page_token
+        if page_size is not None:
+            query["pageSize"] = str(page_size)
+        resp = await self._call("list_tables", "GET", path, ctx, query=query or None)
+        parsed: ListGenericTablesResponse = _parse(ListGenericTablesResponse, resp,
+                                                   "list_tables")
+        return ListResult(
+            identifiers=tuple(TableIdentifier(namespace=tuple(i.namespace), name=i.name,
+                                              format=i.format, id=i.id)
+                              for i in parsed.identifiers),
+            next_page_token=parsed.next_page_token,
+        )
+
+    async def create_table(self, warehouse_id: str, namespace: tuple[str, ...],
+                           spec: CreateTableSpec, ctx: RequestContext) -> GenericTable:
+        """Create a generic table (Idempotency-Key generated when the caller sent none)."""
+        path = (f"/lakekeeper/v1/{_seg(warehouse_id)}/namespaces/{ns_segment(namespace)}"
+                "/generic-tables")
+        body: dict[str, Any] = {k: v for k, v in spec.extra.items()
+                                if k not in {"name", "format", "base-location", "doc",
+                                             "properties"}}
+        body.update({"name": spec.name, "format": spec.format})
+        if spec.base_location is not None:
+            body["base-location"] = spec.base_location
+        if spec.doc is not None:
+            body["doc"] = spec.doc
+        if spec.properties is not None:
+            body["properties"] = dict(spec.properties)
+        resp = await self._call("create_table", "POST", path, ctx,
+                                body=json.dumps(body).encode(), mutation=True)
+        parsed: LoadGenericTableResponse = _parse(LoadGenericTableResponse, resp,
+                                                  "create_table")
+        return _table(parsed.table)
+
+    async def drop_table(self, warehouse_id: str, namespace: tuple[str, ...], table: str,
+                         ctx: RequestContext, *, purge: bool | None = None,
+                         force: bool = False) -> None:
+        """Drop a generic table (`purgeRequested` defaults to true upstream: pass it)."""
+        path = (f"/lakekeeper/v1/{_seg(warehouse_id)}/namespaces/{ns_segment(namespace)}"
+                f"/generic-tables/{_seg(table)}")
+        query: dict[str, str] = {}
+        if purge is not None:
+            query["purgeRequested"] = "true" if purge else "false"
+        if force:
+            query["force"] = "true"
+        await self._call("drop_table", "DELETE", path, ctx, query=query or None,
+                         mutation=True)
+
+    async def rename_table(self, warehouse_id: str, source: tuple[tuple[str, ...], str],
+                           destination: tuple[tuple[str, ...], str],
+                           ctx: RequestContext) -> None:
+        """Rename/move a generic table."""
+        req = RenameRequest(
+            source=WireIdent(namespace=list(source[0]), name=source[1]),
+            destination=WireIdent(namespace=list(destination[0]), name=destination[1]),
+        )
+        await self._call("rename_table", "POST",
+                         f"/lakekeeper/v1/{_seg(warehouse_id)}/generic-tables/rename", ctx,
+                         body=json.dumps(req.dump()).encode(), mutation=True)
+
+    async def forward(self, method: str, path: str, query: str, body: bytes | None,
+                      ctx: RequestContext, *,
+                      headers: Mapping[str, str] | None = None) -> UpstreamResponse:
+        """Pass an allow-listed request through with the gateway's token; any final status
+        is returned as is (retryable ones are retried first)."""
+        url_path = path + (("?" + query) if query else "")
+        resp = await self._call("forward", method, url_path, ctx, body=body,
+                                headers=headers, mutation=method not in _SAFE_METHODS,
+                                raw=True)
+        return UpstreamResponse(status=resp.status, headers=dict(resp.headers), body=resp.body)
+
+    async def health(self) -> bool:
+        """`GET /health` answered 200 (one attempt, short timeout, no token)."""
+        try:
+            resp = await self._send("health", "GET", self._base + "/health", {},
+                                    None, min(_HEALTH_TIMEOUT_S, self._settings.timeout_s))
+        except GatewayError:
+            return False
+        return resp.status == 200

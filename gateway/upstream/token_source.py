@@ -1,0 +1,433 @@
+"""TokenSource: the gateway's ONE upstream session token (DESIGN §3.2).
+
+Kinds: none, static, file (re-read when it rotates, like a Kubernetes projected token) and
+OAuth2 client credentials (`client_secret_basic` / `client_secret_post`, `scope`,
+`audience`, `resource`). The client-credentials source refreshes in the background at about
+80% of the lifetime (±jitter), single-flight; while the IdP is down it backs off and keeps
+using the current token until it truly expires. A 401 from the catalog calls
+`force_refresh(rejected)`, which refreshes once even if many requests saw the same 401.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import logging
+import os
+import random
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+from urllib.parse import quote, urlencode, urlsplit
+
+import jwt
+from pydantic import ValidationError
+
+from gateway.clock import Clock
+from gateway.errors import GatewayError, IdentityProviderError
+from gateway.metrics import Metrics
+from gateway.secrets import Secret
+from gateway.settings import AuthMethod, TokenKind, TokenSettings
+from gateway.upstream.transport import Transport
+from gateway.upstream.wire import TokenResponse
+
+log = logging.getLogger(__name__)
+
+Spawn = Callable[[Coroutine[Any, Any, Any]], "asyncio.Task[Any]"]
+
+_DEFAULT_LIFETIME_S = 300.0  # when neither expires_in nor a JWT exp says otherwise
+_EXPIRY_MARGIN_S = 1.0  # a token this close to expiry would die in flight
+_MIN_FORCED_INTERVAL_S = 10.0  # a catalog that 401s everything must not hammer the IdP
+_REFRESH_JITTER = 0.05  # ± fraction of the lifetime around the refresh point
+
+
+class TokenSource(Protocol):
+    """The session token, behind one small interface."""
+
+    async def token(self) -> Secret | None:
+        """The current token (fetching one if none is usable); None when no auth is used.
+
+        Raises:
+            IdentityProviderError: no usable token and none can be obtained now.
+        """
+        ...
+
+    async def force_refresh(self, rejected: Secret | None) -> Secret | None:
+        """After a 401 with `rejected`: a different token if one can be had."""
+        ...
+
+    def ready(self) -> bool:
+        """A usable token is held (or none is needed)."""
+        ...
+
+    def start(self, spawn: Spawn) -> None:
+        """Start background prefetch/refresh through the App's task registry."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+def jwt_expiry_s(token: str) -> float | None:
+    """The `exp` of a JWT (unverified: only to schedule refresh, never to trust it)."""
+    try:
+        claims = jwt.decode(token, options={"verify_signature": False})
+    except jwt.PyJWTError:
+        return None
+    exp = claims.get("exp")
+    return float(exp) if isinstance(exp, int | float) else None
+
+
+class NoToken:
+    """The catalog runs without authentication."""
+
+    async def token(self) -> Secret | None:
+        return None
+
+    async def force_refresh(self, rejected: Secret | None) -> Secret | None:
+        return None
+
+    def ready(self) -> bool:
+        return True
+
+    def start(self, spawn: Spawn) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None
+
+
+class StaticToken:
+    """A fixed token from the settings (refresh cannot help: a 401 stays a 401)."""
+
+    def __init__(self, token: Secret, metrics: Metrics | None = None) -> None:
+        self._token = token
+        exp = jwt_expiry_s(token.reveal())
+        if metrics is not None and exp is not None:
+            metrics.idp_token_expiry.set(exp)
+
+    async def token(self) -> Secret | None:
+        return self._token
+
+    async def force_refresh(self, rejected: Secret | None) -> Secret | None:
+        return self._token
+
+    def ready(self) -> bool:
+        return True
+
+    def start(self, spawn: Spawn) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None
+
+
+@dataclass(frozen=True)
+class _FileState:
+    stamp: tuple[int, int, int]  # (inode, mtime_ns, size)
+    token: Secret
+
+
+class TokenFile:
+    """A token read from a file, re-read when its inode/mtime/size changes.
+
+    Kubernetes rotates projected tokens by swapping a symlink; `stat` follows it, so a new
+    inode shows the rotation. File I/O runs in a thread: never block the loop.
+    """
+
+    def __init__(self, path: Path, clock: Clock, metrics: Metrics, *,
+                 check_interval_s: float = 1.0) -> None:
+        self._path = path
+        self._clock = clock
+        self._metrics = metrics
+        self._check_interval_s = check_interval_s
+        self._state: _FileState | None = None
+        self._checked_mono: float | None = None
+
+    def _read(self) -> _FileState:
+        st = os.stat(self._path)
+        text = self._path.read_text(encoding="utf-8").strip()
+        return _FileState(stamp=(st.st_ino, st.st_mtime_ns, st.st_size), token=Secret(text))
+
+    def _stat(self) -> tuple[int, int, int]:
+        st = os.stat(self._path)
+        return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+    async def _reload(self, force: bool) -> Secret:
+        try:
+            if not force and self._state is not None:
+                stamp = await asyncio.to_thread(self._stat)
+                if stamp == self._state.stamp:
+                    return self._state.token
+            state = await asyncio.to_thread(self._read)
+        except OSError as exc:
+            if self._state is not None:  # mid-rotation: keep the last good token
+                return self._state.token
+            raise IdentityProviderError("the token file cannot be read") from exc
+        if not state.token:
+            if self._state is not None:
+                return self._state.token
+            raise IdentityProviderError("the token file is empty")
+        self._state = state
+        exp = jwt_expiry_s(state.token.reveal())
+        if exp is not None:
+            self._metrics.idp_token_expiry.set(exp)
+        return state.token
+
+    async def token(self) -> Secret | None:
+        now = self._clock.monotonic()
+        if (
+            self._state is not None
+            and self._checked_mono is not None
+            and now - self._checked_mono < self._check_interval_s
+        ):
+            return self._state.token
+        self._checked_mono = now
+        return await self._reload(force=False)
+
+    async def force_refresh(self, rejected: Secret | None) -> Secret | None:
+        self._checked_mono = self._clock.monotonic()
+        return await self._reload(force=True)
+
+    def ready(self) -> bool:
+        return self._state is not None
+
+    def start(self, spawn: Spawn) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None
+
+
+@dataclass(frozen=True)
+class _Grant:
+    token: Secret
+    expires_at_s: float  # wall clock, compared with clock.now()
+    issued_at_s: float
+    fetched_mono: float
+
+    @property
+    def lifetime_s(self) -> float:
+        return max(0.0, self.expires_at_s - self.issued_at_s)
+
+
+class ClientCredentialsTokenSource:
+    """OAuth2 client-credentials grant with background refresh (~80% of lifetime ± jitter)."""
+
+    def __init__(
+        self,
+        settings: TokenSettings,
+        transport: Transport,
+        clock: Clock,
+        metrics: Metrics,
+        *,
+        rng: random.Random | None = None,
+    ) -> None:
+        if not (settings.token_url and settings.client_id and settings.client_secret):
+            raise ValueError("client credentials need token_url, client_id and client_secret")
+        self._settings = settings
+        self._token_url = settings.token_url
+        self._client_id = settings.client_id
+        self._secret = Secret(settings.client_secret.get_secret_value())
+        self._transport = transport
+        self._clock = clock
+        self._metrics = metrics
+        self._rng = rng or random.Random()  # noqa: S311 - jitter, not cryptography
+        self._grant: _Grant | None = None
+        self._inflight: asyncio.Task[_Grant] | None = None
+        self._spawn: Spawn | None = None
+        self._loop_task: asyncio.Task[None] | None = None
+        self._failures = 0
+
+    # -- public -------------------------------------------------------------
+    def _usable(self, grant: _Grant | None) -> bool:
+        return grant is not None and self._clock.now() < grant.expires_at_s - _EXPIRY_MARGIN_S
+
+    def ready(self) -> bool:
+        return self._usable(self._grant)
+
+    async def token(self) -> Secret | None:
+        grant = self._grant
+        if self._usable(grant):
+            assert grant is not None
+            return grant.token
+        return (await self._refresh()).token
+
+    async def force_refresh(self, rejected: Secret | None) -> Secret | None:
+        grant = self._grant
+        if grant is not None and rejected is not None and grant.token != rejected:
+            return grant.token  # someone already replaced the rejected token
+        if (
+            grant is not None
+            and self._clock.monotonic() - grant.fetched_mono < _MIN_FORCED_INTERVAL_S
+            and self._usable(grant)
+        ):
+            return grant.token  # fetched moments ago: a new one would be refused the same way
+        return (await self._refresh()).token
+
+    def start(self, spawn: Spawn) -> None:
+        self._spawn = spawn
+        if self._loop_task is None:
+            self._loop_task = spawn(self._run())
+
+    async def close(self) -> None:
+        for task in (self._loop_task, self._inflight):
+            if task is not None and not task.done():
+                task.cancel()
+        pending = {t for t in (self._loop_task, self._inflight) if t is not None}
+        if pending:
+            await asyncio.wait(pending)
+        self._loop_task = None
+
+    # -- refresh ------------------------------------------------------------
+    async def _refresh(self) -> _Grant:
+        """Join or start the one token request; the waiter is shielded from its cancellation."""
+        task = self._inflight
+        if task is None or task.done():
+            coro = self._fetch()
+            task = self._spawn(coro) if self._spawn is not None else asyncio.ensure_future(coro)
+            self._inflight = task
+            task.add_done_callback(self._forget)
+        try:
+            async with asyncio.timeout(self._settings.timeout_s + 1.0):
+                return await asyncio.shield(task)
+        except TimeoutError as exc:
+            raise IdentityProviderError("the identity provider did not answer in time") from exc
+
+    def _forget(self, task: asyncio.Task[_Grant]) -> None:
+        if self._inflight is task:
+            self._inflight = None
+        if not task.cancelled():
+            task.exception()  # retrieved: the loop or a waiter reports it
+
+    def _request(self) -> tuple[dict[str, str], bytes]:
+        form = {"grant_type": "client_credentials"}
+        for name in ("scope", "audience", "resource"):
+            value = getattr(self._settings, name)
+            if value:
+                form[name] = value
+        headers = {
+            "Content-Type": "application/x-www-form-urlencoded",
+            "Accept": "application/json",
+        }
+        if self._settings.auth_method is AuthMethod.CLIENT_SECRET_BASIC:
+            # RFC 6749 §2.3.1: id and secret are form-urlencoded before base64.
+            raw = f"{quote(self._client_id, safe='')}:{quote(self._secret.reveal(), safe='')}"
+            headers["Authorization"] = "Basic " + base64.b64encode(raw.encode()).decode()
+        else:
+            form["client_id"] = self._client_id
+            form["client_secret"] = self._secret.reveal()
+        return headers, urlencode(form).encode()
+
+    async def _fetch(self) -> _Grant:
+        headers, body = self._request()
+        start = self._clock.monotonic()
+        status = "error"
+        host = urlsplit(self._token_url).netloc
+        try:
+            resp = await self._transport.request(
+                "POST", self._token_url, headers=headers, body=body,
+                timeout_s=self._settings.timeout_s,
+            )
+            status = str(resp.status)
+            if resp.status != 200:
+                raise IdentityProviderError(
+                    f"the identity provider {host} refused the token request "
+                    f"({resp.status}{_oauth_error(resp.body)})"
+                )
+            try:
+                parsed = TokenResponse.model_validate_json(resp.body)
+            except ValidationError:
+                raise IdentityProviderError(
+                    f"the identity provider {host} sent an unreadable token response"
+                ) from None
+        except IdentityProviderError:
+            raise
+        except GatewayError as exc:
+            raise IdentityProviderError(
+                f"the identity provider {host} is unreachable: {exc.message}"
+            ) from exc
+        finally:
+            self._metrics.upstream_requests.labels(target="idp", op="token", status=status).inc()
+            self._metrics.upstream_duration.labels(target="idp", op="token").observe(
+                max(0.0, self._clock.monotonic() - start)
+            )
+        now = self._clock.now()
+        lifetime = parsed.expires_in
+        if lifetime is None or lifetime <= 0:
+            exp = jwt_expiry_s(parsed.access_token)
+            lifetime = (exp - now) if exp is not None else _DEFAULT_LIFETIME_S
+        grant = _Grant(token=Secret(parsed.access_token), expires_at_s=now + lifetime,
+                       issued_at_s=now, fetched_mono=self._clock.monotonic())
+        self._grant = grant
+        self._failures = 0
+        self._metrics.idp_token_expiry.set(grant.expires_at_s)
+        return grant
+
+    def next_refresh_in_s(self) -> float:
+        """Seconds until the background refresh should run (pure given state and rand)."""
+        grant = self._grant
+        if grant is None:
+            return 0.0
+        frac = self._settings.refresh_fraction + _REFRESH_JITTER * (2 * self._rng.random() - 1)
+        at = grant.issued_at_s + grant.lifetime_s * frac
+        return max(0.0, at - self._clock.now())
+
+    def _backoff_s(self) -> float:
+        cap = min(self._settings.backoff_max_s, 1.0 * (2.0 ** min(self._failures, 16)))
+        delay = max(0.5, self._rng.random() * cap)
+        grant = self._grant
+        if grant is not None:
+            # Retry again before the current token dies if there is still time to.
+            left = grant.expires_at_s - self._clock.now()
+            if left > 1.0:
+                delay = min(delay, left / 2)
+        return delay
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                if self._grant is not None:
+                    await self._clock.sleep(self.next_refresh_in_s())
+                await self._refresh()
+            except GatewayError as err:
+                self._failures += 1
+                log.warning(
+                    "identity provider token refresh failed; keeping the current token",
+                    extra={"error_type": err.type_name, "failures": self._failures,
+                           "token_usable": self.ready()},
+                )
+                await self._clock.sleep(self._backoff_s())
+            except Exception:
+                self._failures += 1
+                log.exception("token refresh loop iteration failed")
+                await self._clock.sleep(self._backoff_s())
+
+
+def _oauth_error(body: bytes) -> str:
+    # The OAuth `error` code (e.g. invalid_client) is safe and helps; descriptions may not be.
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return ""
+    code = data.get("error") if isinstance(data, dict) else None
+    if isinstance(code, str) and code.replace("_", "").isalnum() and len(code) < 64:
+        return f" {code}"
+    return ""
+
+
+def build_token_source(
+    settings: TokenSettings, transport: Transport, clock: Clock, metrics: Metrics,
+    *, rng: random.Random | None = None,
+) -> TokenSource:
+    """The token source the settings ask for."""
+    if settings.kind is TokenKind.NONE:
+        return NoToken()
+    if settings.kind is TokenKind.STATIC:
+        assert settings.token is not None
+        return StaticToken(Secret(settings.token.get_secret_value()), metrics)
+    if settings.kind is TokenKind.FILE:
+        assert settings.path is not None
+        return TokenFile(settings.path, clock, metrics, check_interval_s=settings.file_check_s)
+    return ClientCredentialsTokenSource(settings, transport, clock, metrics, rng=rng)

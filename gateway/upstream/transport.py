@@ -1,0 +1,114 @@
+"""Transport: one small Protocol for "send one HTTP request", and its aiohttp implementation.
+
+This is the only module that touches `aiohttp.ClientSession`. It maps aiohttp, OSError and
+timeout failures to the daemon's errors once, here, with `raise ... from exc`; messages name
+the host only (never a URL query, header or body, which may carry secrets).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+from urllib.parse import urlsplit
+
+import aiohttp
+
+from gateway.errors import UnavailableError, UpstreamTimeoutError
+
+_MAX_RESPONSE_BYTES = 64 << 20
+
+
+@dataclass(frozen=True)
+class RawResponse:
+    """An HTTP answer: status, lower-cased headers, body bytes."""
+
+    status: int
+    headers: Mapping[str, str] = field(default_factory=dict)
+    body: bytes = b""
+
+
+class Transport(Protocol):
+    """Send one HTTP request; raise UnavailableError / UpstreamTimeoutError on failure."""
+
+    async def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        headers: Mapping[str, str],
+        body: bytes | None = None,
+        timeout_s: float,
+    ) -> RawResponse: ...
+
+    async def close(self) -> None: ...
+
+
+def _host(url: str) -> str:
+    return urlsplit(url).netloc or "upstream"
+
+
+class AiohttpTransport:
+    """A keep-alive connection pool shared by every upstream call of the process.
+
+    The session is created lazily on the running loop (aiohttp binds it to that loop).
+    """
+
+    def __init__(self, *, pool_size: int = 100, keepalive_s: float = 30.0) -> None:
+        self._pool_size = pool_size
+        self._keepalive_s = keepalive_s
+        self._session: aiohttp.ClientSession | None = None
+        self._closed = False
+
+    def _get_session(self) -> aiohttp.ClientSession:
+        if self._closed:
+            raise UnavailableError("the upstream transport is closed")
+        if self._session is None:
+            connector = aiohttp.TCPConnector(
+                limit=self._pool_size, keepalive_timeout=self._keepalive_s, ttl_dns_cache=60
+            )
+            self._session = aiohttp.ClientSession(
+                connector=connector, auto_decompress=True, trust_env=False,
+                skip_auto_headers=("User-Agent",),
+            )
+        return self._session
+
+    async def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        headers: Mapping[str, str],
+        body: bytes | None = None,
+        timeout_s: float,
+    ) -> RawResponse:
+        session = self._get_session()
+        try:
+            async with session.request(
+                method, url, headers=dict(headers), data=body, allow_redirects=False,
+                timeout=aiohttp.ClientTimeout(total=timeout_s),
+            ) as resp:
+                data = await resp.content.read(_MAX_RESPONSE_BYTES + 1)
+                if len(data) > _MAX_RESPONSE_BYTES:
+                    raise UnavailableError(f"response from {_host(url)} is too large")
+                return RawResponse(
+                    status=resp.status,
+                    headers={k.lower(): v for k, v in resp.headers.items()},
+                    body=data,
+                )
+        except TimeoutError as exc:
+            raise UpstreamTimeoutError(f"{_host(url)} did not answer in {timeout_s:g}s") from exc
+        except (aiohttp.ClientError, OSError) as exc:
+            raise UnavailableError(
+                f"cannot reach {_host(url)}: {type(exc).__name__}"
+            ) from exc
+
+    async def close(self) -> None:
+        """Close the pool; later requests raise UnavailableError."""
+        self._closed = True
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
+            # Give the connector a tick to close transports cleanly (aiohttp's advice).
+            await asyncio.sleep(0)

@@ -1,0 +1,106 @@
+"""A server child process the bench started: start, wait until listening, pin, measure, stop.
+
+Only processes started here are ever signalled, and only by their own pid.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+
+class ChildStartError(RuntimeError):
+    """The child exited or did not report its ports in time (its log tail is included)."""
+
+
+class ChildProcess:
+    """One child process with its log file and an optional JSON ports file.
+
+    Args:
+        name: short name for logs and errors.
+        argv: the command.
+        log_path: stdout+stderr go here.
+        env: full environment for the child.
+        ports_file: a JSON file the child writes once listening (None = do not wait for one).
+    """
+
+    def __init__(self, name: str, argv: Sequence[str], log_path: Path,
+                 env: Mapping[str, str] | None = None, ports_file: Path | None = None) -> None:
+        self.name = name
+        self._argv = list(argv)
+        self._env = dict(env) if env is not None else dict(os.environ)
+        self.log_path = log_path
+        self.ports_file = ports_file
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+
+    @property
+    def pid(self) -> int:
+        if self._proc is None:
+            raise ChildStartError(f"{self.name} is not started")
+        return self._proc.pid
+
+    def start(self, timeout_s: float = 60.0) -> dict[str, Any]:
+        """Start the child and wait (bounded) for its ports file; returns its JSON or {}."""
+        if self.ports_file is not None and self.ports_file.exists():
+            self.ports_file.unlink()
+        self._log = self.log_path.open("ab")
+        self._proc = subprocess.Popen(self._argv, env=self._env, stdout=self._log,
+                                      stderr=subprocess.STDOUT, start_new_session=True)
+        if self.ports_file is None:
+            return {}
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                raise ChildStartError(f"{self.name} exited with {self._proc.returncode}: "
+                                      f"{self.log_tail()}")
+            if self.ports_file.exists():
+                try:
+                    data: dict[str, Any] = json.loads(self.ports_file.read_text())
+                    return data
+                except json.JSONDecodeError:
+                    pass  # half-written; read again
+            time.sleep(0.05)
+        self.stop()
+        raise ChildStartError(f"{self.name} did not listen within {timeout_s} s: {self.log_tail()}")
+
+    def log_tail(self, n_chars: int = 1500) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-n_chars:]
+        except OSError:
+            return ""
+
+    def pin(self, cpus: set[int]) -> None:
+        """Pin every thread of the child (affinity is per thread on Linux)."""
+        for tid in os.listdir(f"/proc/{self.pid}/task"):
+            try:
+                os.sched_setaffinity(int(tid), cpus)
+            except OSError:
+                pass  # the thread exited meanwhile
+
+    def rss_bytes(self) -> int:
+        import psutil
+
+        return int(psutil.Process(self.pid).memory_info().rss)
+
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def stop(self, timeout_s: float = 15.0) -> None:
+        """SIGTERM, wait, then SIGKILL: always by this child's own pid. Idempotent."""
+        if self._proc is not None and self._proc.poll() is None:
+            os.kill(self._proc.pid, signal.SIGTERM)
+            try:
+                self._proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                os.kill(self._proc.pid, signal.SIGKILL)
+                self._proc.wait(timeout=5)
+        if self._log is not None:
+            self._log.close()
+            self._log = None

@@ -1,0 +1,64 @@
+"""The knobs of a bench run: `STANDARD` (what `make bench` runs, < ~10 min on 2 cores) and
+`QUICK` (a smoke run of every scenario in about two minutes)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Sizes and durations of every scenario (all bounded)."""
+
+    name: str
+    # 1. cold herd
+    herd_ks: tuple[int, ...] = (1, 10, 100, 1_000, 10_000)
+    herd_upstream_latency_ms: float = 50.0
+    herd_processes: int = 4
+    # 2. surfaces
+    surface_concurrencies: tuple[int, ...] = (1, 16, 64)
+    surface_duration_s: float = 2.5
+    surface_warmup_s: float = 0.5
+    surface_open_duration_s: float = 4.0
+    surface_processes: int = 2
+    # 3. executors
+    exec_processes: int = 4
+    exec_per_process: int = 100
+    exec_tables: int = 50
+    exec_duration_s: float = 10.0
+    exec_think_s: float = 0.005
+    # 4. refresh soak (time-compressed)
+    soak_duration_s: float = 75.0
+    soak_lifetime_s: int = 30
+    soak_min_remaining_s: float = 4.0
+    soak_refresh_lead_s: float = 10.0
+    soak_keys: int = 10
+    soak_executors: int = 40
+    soak_warmup_s: float = 5.0
+    # 5. outage
+    outage_lifetime_s: int = 60
+    outage_min_remaining_s: float = 3.0
+    outage_refresh_lead_s: float = 22.0
+    outage_catalog_start_s: float = 30.0  # after the warm-up fetch
+    outage_catalog_s: float = 15.0
+    outage_idp_s: float = 15.0
+    outage_keys: int = 10
+    outage_executors: int = 20
+    recovery_cap_s: float = 120.0
+    # 6. capacity
+    capacity_keys: int = 10_000
+    capacity_lifetime_s: int = 60
+    capacity_refresh_lead_s: float = 40.0
+    capacity_idle_s: float = 8.0
+    capacity_observe_s: float = 25.0
+
+
+STANDARD = Profile(name="standard")
+
+QUICK = Profile(
+    name="quick", herd_ks=(1, 10, 100, 1_000), surface_concurrencies=(1, 32),
+    surface_duration_s=1.5, surface_open_duration_s=2.0, exec_processes=2, exec_per_process=50,
+    exec_tables=20, exec_duration_s=4.0, soak_duration_s=35.0, soak_lifetime_s=20,
+    soak_refresh_lead_s=7.0, soak_min_remaining_s=3.0, outage_catalog_s=8.0, outage_idp_s=5.0,
+    outage_catalog_start_s=30.0, capacity_keys=1_000, capacity_observe_s=22.0,
+)

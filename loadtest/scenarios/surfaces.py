@@ -1,0 +1,141 @@
+"""Scenario 2, cached throughput and latency per surface, against trivial baselines.
+
+For one cached table: closed loops at each concurrency on HTTP (TCP, UDS), gRPC (TCP, UDS) and
+the AWS container-credentials endpoint, each run directly followed by the same run against the
+trivial aiohttp / grpc.aio server answering a prebuilt copy of the gateway's own answer (same
+size, same loop). Servers are pinned to the server CPUs and generators to the client CPUs, so
+both sides of every ratio were measured the same way, back to back. Then an open loop at half of
+the measured capacity gives the latency percentiles.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from loadtest.bounds import Bounds
+from loadtest.child import ChildProcess
+from loadtest.context import BenchContext
+from loadtest.rawhttp import build_request
+from loadtest.spec import LoadSpec
+from loadtest.workers import run_load
+
+GRPC_METHOD = "/lakegate.v1.CredentialService/GetTableCredentials"
+TABLE = "hot_surface"
+
+
+def run(ctx: BenchContext) -> dict[str, Any]:
+    stack = ctx.stack
+    stack.create_tables([TABLE])
+    gw = stack.start_gateway("surfaces")
+    baseline: ChildProcess | None = None
+    try:
+        http_req = build_request("GET", stack.native_path(TABLE), {"X-Lakegate-Request": "1"})
+        aws_req = build_request("GET", stack.aws_path(TABLE), {"X-Lakegate-Request": "1"})
+        grpc_req = _grpc_request(stack.warehouse, stack.namespace, TABLE)
+        http_body, grpc_body = _samples(gw.http_url + stack.native_path(TABLE), gw.grpc_tcp,
+                                        grpc_req)
+        baseline, bports = _start_baseline(ctx, http_body, grpc_body)
+        b_http_uds = f"unix:{ctx.work_dir / 'baseline-http.sock'}"
+        b_grpc_uds = f"unix:{ctx.work_dir / 'baseline-grpc.sock'}"
+        b_http_tcp = f"127.0.0.1:{bports['http_port']}"
+        b_grpc_tcp = f"127.0.0.1:{bports['grpc_port']}"
+        plan = {
+            "http_tcp": (("http", gw.http_tcp, http_req), ("http", b_http_tcp, http_req)),
+            "http_uds": (("http", gw.http_uds, http_req), ("http", b_http_uds, http_req)),
+            "grpc_tcp": (("grpc", gw.grpc_tcp, grpc_req), ("grpc", b_grpc_tcp, grpc_req)),
+            "grpc_uds": (("grpc", gw.grpc_uds, grpc_req), ("grpc", b_grpc_uds, grpc_req)),
+            "aws": (("http", gw.http_tcp, aws_req), ("http", b_http_tcp, aws_req)),
+        }
+        out: dict[str, Any] = {}
+        for surface, (target, base) in plan.items():
+            out[surface] = _measure(ctx, surface, target, base)
+        out["_meta"] = {"http_body_bytes": len(http_body), "grpc_body_bytes": len(grpc_body),
+                        "server_cpus": sorted(ctx.server_cpus or []),
+                        "client_cpus": list(ctx.client_cpus or [])}
+        return out
+    finally:
+        if baseline is not None:
+            baseline.stop()
+        stack.stop_gateway(gw)
+
+
+def _measure(ctx: BenchContext, surface: str, target: tuple[str, str, bytes],
+             base: tuple[str, str, bytes]) -> dict[str, Any]:
+    prof = ctx.profile
+    by_conc: dict[str, Any] = {}
+    best = best_base = 0.0
+    for conc in prof.surface_concurrencies:
+        g = run_load(_spec(ctx, target, "closed", conc))
+        b = run_load(_spec(ctx, base, "closed", conc))
+        by_conc[str(conc)] = {"rps": round(g.rps, 1), "baseline_rps": round(b.rps, 1),
+                              "latency_ms": g.hist.summary_ms(),
+                              "baseline_latency_ms": b.hist.summary_ms(),
+                              "errors": g.errors, "baseline_errors": b.errors,
+                              "error_samples": g.error_samples}
+        best, best_base = max(best, g.rps), max(best_base, b.rps)
+        ctx.say(f"{surface} c={conc}: {g.rps:,.0f} rps (baseline {b.rps:,.0f}) "
+                f"p99={g.hist.percentile_ms(99):.2f} ms errors={g.errors}")
+    half = max(1.0, best / 2.0)
+    open_run = run_load(_spec(ctx, target, "open", max(prof.surface_concurrencies),
+                              rate=half, duration=prof.surface_open_duration_s))
+    lat = open_run.hist.summary_ms()
+    ctx.say(f"{surface} open loop at {half:,.0f}/s: p50={lat['p50']} p99={lat['p99']} "
+            f"p99.9={lat['p999']} ms")
+    return {"rps": round(best, 1), "baseline_rps": round(best_base, 1),
+            "ratio": round(best / best_base, 3) if best_base > 0 else None,
+            "p99_ms_half_load": lat["p99"], "half_load": {"rate_per_s": round(half, 1),
+                                                          "achieved_rps": round(open_run.rps, 1),
+                                                          "latency_ms": lat,
+                                                          "errors": open_run.errors},
+            "by_concurrency": by_conc}
+
+
+def _spec(ctx: BenchContext, target: tuple[str, str, bytes], mode: str, conc: int,
+          rate: float = 0.0, duration: float | None = None) -> LoadSpec:
+    protocol, addr, payload = target
+    prof = ctx.profile
+    procs = max(1, min(prof.surface_processes, conc))
+    return LoadSpec(protocol, addr, payload, mode, conc,  # type: ignore[arg-type]
+                    Bounds(10_000_000, duration or prof.surface_duration_s),
+                    grpc_method=GRPC_METHOD, rate_per_s=rate, warmup_s=prof.surface_warmup_s,
+                    processes=procs, cpus=ctx.client_cpus)
+
+
+def _grpc_request(warehouse: str, namespace: str, table: str) -> bytes:
+    from lakegate.v1 import common_pb2, credentials_pb2
+
+    msg = credentials_pb2.GetTableCredentialsRequest(
+        table=common_pb2.TableRef(warehouse=warehouse, namespace=[namespace], name=table),
+        access=common_pb2.ACCESS_MODE_READ)
+    return bytes(msg.SerializeToString())
+
+
+def _samples(http_url: str, grpc_target: str, grpc_req: bytes) -> tuple[bytes, bytes]:
+    """One real answer per protocol (this also warms the cache for the table)."""
+    import grpc
+    import httpx
+
+    resp = httpx.get(http_url, headers={"X-Lakegate-Request": "1"}, timeout=30,
+                     trust_env=False)
+    resp.raise_for_status()
+    with grpc.insecure_channel(grpc_target) as channel:
+        raw = channel.unary_unary(GRPC_METHOD)(grpc_req, timeout=30)
+    return resp.content, bytes(raw)
+
+
+def _start_baseline(ctx: BenchContext, http_body: bytes,
+                    grpc_body: bytes) -> tuple[ChildProcess, dict[str, Any]]:
+    d = ctx.work_dir
+    (d / "baseline-http-body.json").write_bytes(http_body)
+    (d / "baseline-grpc-body.bin").write_bytes(grpc_body)
+    child = ChildProcess("baseline", [
+        sys.executable, "-m", "loadtest.baselines", "--ports-file", str(d / "baseline-ports.json"),
+        "--http-uds", str(d / "baseline-http.sock"), "--grpc-uds", str(d / "baseline-grpc.sock"),
+        "--http-body", str(d / "baseline-http-body.json"),
+        "--grpc-body", str(d / "baseline-grpc-body.bin")],
+        d / "baseline.log", ports_file=d / "baseline-ports.json")
+    ports = child.start(timeout_s=30)
+    if ctx.server_cpus:
+        child.pin(ctx.server_cpus)
+    return child, ports

@@ -1,0 +1,243 @@
+"""The bench's own local stack (IdP, SeaweedFS, catalog emulator) and its own gateways.
+
+The stack is started without a gateway; each scenario starts a gateway with the settings it
+needs (compressed refresh windows for the soak, a fresh process so that its IdP grant is counted,
+...) as a child process whose every thread is pinned to the server CPU set. Everything is
+stopped by its own pid when the bench ends, even on error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from loadtest.child import ChildProcess
+
+_SEP = "\x1f"
+
+
+@dataclass
+class Gateway:
+    """A gateway the bench started, with its listener addresses."""
+
+    child: ChildProcess
+    http_tcp: str  # "127.0.0.1:port"
+    http_uds: str  # "unix:/path"
+    grpc_tcp: str
+    grpc_uds: str  # "unix:/path" (gRPC target syntax)
+
+    @property
+    def http_url(self) -> str:
+        return f"http://{self.http_tcp}"
+
+    def metrics(self) -> dict[str, float]:
+        """Prometheus samples as {"name{label=...}": value} (labels sorted)."""
+        import httpx
+        from prometheus_client.parser import text_string_to_metric_families
+
+        text = httpx.get(self.http_url + "/metrics", timeout=10, trust_env=False).text
+        out: dict[str, float] = {}
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                labels = ",".join(f"{k}={v}" for k, v in sorted(sample.labels.items()))
+                out[f"{sample.name}{{{labels}}}"] = float(sample.value)
+        return out
+
+    def stop(self) -> None:
+        self.child.stop()
+
+
+def metric_sum(samples: Mapping[str, float], name: str, **labels: str) -> float:
+    """Sum of every sample of `name` whose labels include `labels`."""
+    total = 0.0
+    for key, value in samples.items():
+        base, _, rest = key.partition("{")
+        if base != name:
+            continue
+        have = dict(p.split("=", 1) for p in rest.rstrip("}").split(",") if p)
+        if all(have.get(k) == v for k, v in labels.items()):
+            total += value
+    return total
+
+
+class BenchStack:
+    """Starts/stops the stack in `run_dir` and the gateways of the scenarios."""
+
+    def __init__(self, run_dir: Path, server_cpus: set[int] | None) -> None:
+        self.run_dir = run_dir
+        self.server_cpus = server_cpus
+        self.info: dict[str, Any] = {}
+        self._stack: Any = None
+        self._gateways: list[Gateway] = []
+        self._extra_records: list[Any] = []
+        self._n = 0
+
+    # ----- lifecycle -------------------------------------------------------------------
+    def start(self, token_ttl_s: int = 3600) -> None:
+        from devstack.launcher import start_stack
+
+        self._stack = start_stack(self.run_dir, with_gateway=False, token_ttl_s=token_ttl_s)
+        self.info = self._stack.info
+        from devstack.hooks import EmulatorHooks, IdpHooks
+
+        self.emulator = EmulatorHooks(self.info["catalog"]["url"])
+        self.idp = IdpHooks(self.info["idp"]["issuer"])
+
+    def stop(self) -> None:
+        """Stop every gateway, any restarted process, then the stack (idempotent)."""
+        for gw in self._gateways:
+            gw.stop()
+        self._gateways.clear()
+        if self._extra_records:
+            from devstack import processes
+
+            for rec in self._extra_records:
+                processes.stop(rec)
+            self._extra_records.clear()
+        from devstack.launcher import stop_stack
+
+        stop_stack(self.run_dir)
+
+    # ----- names -----------------------------------------------------------------------
+    @property
+    def warehouse(self) -> str:
+        return str(self.info["warehouse"]["name"])
+
+    @property
+    def warehouse_id(self) -> str:
+        return str(self.info["warehouse"]["id"])
+
+    @property
+    def namespace(self) -> str:
+        return str(self.info["namespace"])
+
+    def native_path(self, table: str, access: str = "read") -> str:
+        return (f"/v1/warehouses/{quote(self.warehouse, safe='')}/namespaces/"
+                f"{quote(self.namespace, safe='')}/tables/{quote(table, safe='')}/credentials"
+                f"?access={access}")
+
+    def aws_path(self, table: str, access: str = "read") -> str:
+        return (f"/v1/aws-credentials/{quote(self.warehouse, safe='')}/"
+                f"{quote(self.namespace, safe='')}/{quote(table, safe='')}?access={access}")
+
+    def catalog_load_path(self, table: str) -> str:
+        return (f"/lakekeeper/v1/{self.warehouse_id}/namespaces/"
+                f"{quote(self.namespace, safe='')}/generic-tables/{quote(table, safe='')}")
+
+    # ----- gateways --------------------------------------------------------------------
+    def start_gateway(self, name: str, overrides: Mapping[str, str] | None = None) -> Gateway:
+        """Start `python -m gateway serve` with the stack's env plus `overrides`, pinned."""
+        from devstack.gateway_proc import gateway_env
+
+        self._n += 1
+        tag = f"{name}-{self._n}"
+        http_uds = self.run_dir / f"bench-{self._n}-http.sock"
+        grpc_uds = self.run_dir / f"bench-{self._n}-grpc.sock"
+        ports_file = self.run_dir / f"bench-{tag}-ports.json"
+        env = {k: v for k, v in os.environ.items() if not k.startswith("LAKEGATE__")}
+        env.update(gateway_env(self.run_dir, self.info, 0, 0))
+        env.update({
+            "LAKEGATE__LISTEN__HTTP_UDS": str(http_uds),
+            "LAKEGATE__LISTEN__GRPC_UDS": str(grpc_uds),
+            "LAKEGATE__LISTEN__PORTS_FILE": str(ports_file),
+            "LAKEGATE__LOG__LEVEL": "WARNING",
+            "PYTHONUNBUFFERED": "1",
+        })
+        env.update(overrides or {})
+        child = ChildProcess(tag, [sys.executable, "-m", "gateway", "serve"],
+                             self.run_dir / "logs" / f"bench-{tag}.log", env, ports_file)
+        ports = child.start(timeout_s=60)
+        gw = Gateway(child, f"127.0.0.1:{ports['http_port']}", f"unix:{http_uds}",
+                     f"127.0.0.1:{ports['grpc_port']}", f"unix:{grpc_uds}")
+        self._gateways.append(gw)
+        self._wait_ready(gw)
+        if self.server_cpus:
+            child.pin(self.server_cpus)
+        return gw
+
+    def stop_gateway(self, gw: Gateway) -> None:
+        gw.stop()
+        if gw in self._gateways:
+            self._gateways.remove(gw)
+
+    def _wait_ready(self, gw: Gateway, timeout_s: float = 60.0) -> None:
+        import httpx
+
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if not gw.child.alive():
+                raise RuntimeError(f"gateway exited: {gw.child.log_tail()}")
+            try:
+                if httpx.get(gw.http_url + "/readyz", timeout=2, trust_env=False).status_code \
+                        == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError(f"gateway not ready in {timeout_s} s: {gw.child.log_tail()}")
+
+    # ----- IdP outage ------------------------------------------------------------------
+    def stop_idp(self) -> None:
+        from devstack import processes
+
+        rec = self._stack.records.get("idp") if not self._extra_records else \
+            self._extra_records[-1]
+        processes.stop(rec)
+
+    def restart_idp(self) -> None:
+        """Start the IdP again on the same port and key (the stack keeps the key stable)."""
+        from devstack import idp_config, processes
+
+        rec = processes.spawn("idp", idp_config.node_argv(self.run_dir / "idp.json"),
+                              log_path=self.run_dir / "logs" / "idp-restarted.log")
+        self._extra_records.append(rec)
+
+    # ----- catalog helpers ---------------------------------------------------------------
+    def admin_token(self) -> str:
+        from devstack.bootstrap import fetch_token
+
+        client = self.info["idp"]["clients"]["admin"]
+        return str(fetch_token(self.info["idp"]["token_url"], client["id"], client["secret"]))
+
+    def create_tables(self, names: list[str], concurrency: int = 32) -> float:
+        """Create generic tables in the emulator (fast, concurrent); returns seconds taken."""
+        t0 = time.monotonic()
+        asyncio.run(self._create_tables(names, concurrency))
+        return time.monotonic() - t0
+
+    async def _create_tables(self, names: list[str], concurrency: int) -> None:
+        import aiohttp
+
+        token = self.admin_token()
+        url = (f"{self.info['catalog']['url']}/lakekeeper/v1/{self.warehouse_id}/namespaces/"
+               f"{quote(self.namespace, safe='')}/generic-tables")
+        sem = asyncio.Semaphore(concurrency)
+        async with aiohttp.ClientSession(trust_env=False,
+                                         headers={"Authorization": f"Bearer {token}"}) as sess:
+            async def create(name: str) -> None:
+                async with sem:
+                    async with sess.post(url, json={"name": name, "format": "parquet"},
+                                         timeout=aiohttp.ClientTimeout(total=60)) as resp:
+                        if resp.status not in (200, 201, 409):
+                            raise RuntimeError(f"create {name}: HTTP {resp.status} "
+                                               f"{(await resp.text())[:200]}")
+            await asyncio.gather(*(create(n) for n in names))
+
+
+def catalog_calls(before: Mapping[str, int], after: Mapping[str, int]) -> int:
+    """Upstream catalog calls between two emulator snapshots (every Lakekeeper operation,
+    not STS, faults, auth failures or purges)."""
+    skip = ("sts_", "faults_", "auth_", "purge", "health")
+    return sum(max(0, int(after.get(k, 0)) - int(before.get(k, 0))) for k in after
+               if not k.startswith(skip))
+
+
+def delta(before: Mapping[str, int], after: Mapping[str, int], key: str) -> int:
+    return int(after.get(key, 0)) - int(before.get(key, 0))

@@ -1,0 +1,108 @@
+"""End-to-end fixtures: one SparkSession for the whole e2e run, its tasks wired to the gateway.
+
+Why session-scoped: a SparkSession costs ~5-10 s to start on these machines, and every test here
+uses the same local stack (the session ``devstack`` fixture of tests/stack_fixtures.py).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import httpx
+import pytest
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from lakegate_client import Client
+
+_ENV = ("LAKEGATE_URL", "LAKEGATE_WAREHOUSE", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")
+
+
+@pytest.fixture(scope="session")
+def stack_info(devstack: Any) -> dict[str, Any]:
+    """The running stack's stack.json."""
+    return dict(devstack.info)
+
+
+@pytest.fixture(scope="session")
+def gateway_env(stack_info: dict[str, Any]) -> Iterator[str]:
+    """Point this process, and every Spark worker it forks, at the gateway's gRPC Unix socket."""
+    saved = {k: os.environ.get(k) for k in _ENV}
+    url = f"grpc+unix:{stack_info['gateway']['grpc_uds']}"
+    os.environ["LAKEGATE_URL"] = url
+    os.environ["LAKEGATE_WAREHOUSE"] = stack_info["warehouse"]["name"]
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    yield url
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+@pytest.fixture(scope="session")
+def spark(gateway_env: str) -> Iterator[SparkSession]:
+    """``local[2]`` with the ``lakekeeper`` data source registered (stopped at the end)."""
+    from demo.pipeline import spark_session
+
+    session = spark_session(2, app_name="lakegate-e2e")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def client(gateway_env: str) -> Iterator[Client]:
+    from lakegate_client import Client
+
+    with Client() as c:
+        yield c
+
+
+@pytest.fixture(scope="session")
+def namespace(stack_info: dict[str, Any]) -> str:
+    return str(stack_info["namespace"])
+
+
+@pytest.fixture
+def table_name() -> str:
+    """A fresh table name per test (the stack is shared by the whole session)."""
+    return f"t_{uuid.uuid4().hex[:10]}"
+
+
+class Upstream:
+    """Reads the catalog emulator's exact call counters and the gateway's cache controls."""
+
+    def __init__(self, info: dict[str, Any]) -> None:
+        self._catalog = info["catalog"]["url"]
+        self._gateway = info["gateway"]["http_url"]
+
+    def catalog_stats(self) -> dict[str, int]:
+        answer = httpx.get(f"{self._catalog}/_emulator/stats", timeout=5.0, trust_env=False)
+        answer.raise_for_status()
+        return {k: int(v) for k, v in answer.json().items() if isinstance(v, (int, float))}
+
+    def invalidate_gateway_cache(self) -> None:
+        answer = httpx.post(
+            f"{self._gateway}/v1/cache/invalidate",
+            json={"all": True},
+            headers={"X-Lakegate-Request": "1"},
+            timeout=5.0,
+            trust_env=False,
+        )
+        answer.raise_for_status()
+
+    def gateway_metrics(self) -> str:
+        answer = httpx.get(f"{self._gateway}/metrics", timeout=5.0, trust_env=False)
+        answer.raise_for_status()
+        return answer.text
+
+
+@pytest.fixture(scope="session")
+def upstream(stack_info: dict[str, Any]) -> Upstream:
+    return Upstream(stack_info)

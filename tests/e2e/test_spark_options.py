@@ -1,0 +1,48 @@
+"""Options of the ``lakekeeper`` data source (pure parsing, no Spark session)."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from lakegate_client.io import TableFormatError
+from lakegate_client.spark.options import OptionsError, SourceOptions
+
+pytestmark = pytest.mark.e2e
+
+
+def test_a_dotted_table_name_splits_into_namespace_and_table() -> None:
+    opts = SourceOptions.parse({"TABLE": "a.b.orders", "Warehouse": "demo", "create": "TRUE"})
+    assert (opts.namespace, opts.table, opts.warehouse, opts.create) == (
+        ("a", "b"), "orders", "demo", True
+    )
+    assert opts.url is None  # each task then uses its own node's LAKEGATE_URL
+    assert pickle.loads(pickle.dumps(opts)) == opts
+
+
+def test_namespace_and_table_may_be_given_separately() -> None:
+    opts = SourceOptions.parse({"namespace": "a.b", "table": "orders", "format": "Delta"})
+    assert (opts.namespace, opts.table, opts.format) == (("a", "b"), "orders", "delta")
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"table": "orders"},
+        {"table": "a..b"},
+        {"namespace": "a", "table": "b.c"},
+        {"table": "a.b", "create": "maybe"},
+        {"table": "a.b", "s3.secret-access-key": "x"},
+        {"table": "a.b", "token": "x"},
+    ],
+)
+def test_bad_or_secret_options_are_refused(options: dict[str, str]) -> None:
+    with pytest.raises(OptionsError):
+        SourceOptions.parse(options)
+
+
+def test_an_unknown_format_is_refused() -> None:
+    with pytest.raises(TableFormatError, match="unsupported table format"):
+        SourceOptions.parse({"table": "a.b", "format": "orc"})

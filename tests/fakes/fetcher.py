@@ -1,0 +1,40 @@
+"""FakeFetcher: the cache's upstream as a scripted coroutine (lifetime, gate, errors)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+
+from gateway.cache.expiry import credential_set, storage_credential
+from gateway.errors import GatewayError
+from gateway.models import CacheKey, CredentialSet, RequestContext
+from tests.fakes.clock import FakeClock
+
+
+class FakeFetcher:
+    """Vends a fresh credential per call, expiring `lifetime_s` after the FakeClock's now."""
+
+    def __init__(self, clock: FakeClock, lifetime_s: float | None = 3600.0) -> None:
+        self.clock = clock
+        self.lifetime_s = lifetime_s
+        self.calls = 0
+        self.keys: list[CacheKey] = []
+        self.errors: deque[GatewayError] = deque()
+        self.gate: asyncio.Event | None = None
+        self.fail_always: GatewayError | None = None
+
+    async def __call__(self, key: CacheKey, ctx: RequestContext) -> CredentialSet:
+        self.calls += 1
+        self.keys.append(key)
+        if self.gate is not None:
+            await self.gate.wait()
+        if self.fail_always is not None:
+            raise self.fail_always.clone()
+        if self.errors:
+            raise self.errors.popleft()
+        config = {"s3.access-key-id": f"AK{self.calls}", "s3.secret-access-key": "x",
+                  "s3.session-token": f"tok{self.calls}"}
+        if self.lifetime_s is not None:
+            ms = int((self.clock.now() + self.lifetime_s) * 1000)
+            config["s3.session-token-expires-at-ms"] = str(ms)
+        return credential_set([storage_credential(f"s3://b/{key.table}", config)])

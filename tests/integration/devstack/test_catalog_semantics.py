@@ -1,0 +1,197 @@
+"""Lakekeeper semantics of the emulator: namespaces, names, pagination, protection, soft delete,
+undrop, idempotency, purge."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import boto3
+import botocore.config
+import pytest
+
+pytestmark = pytest.mark.integration
+
+
+def _uid() -> str:
+    return uuid.uuid4().hex[:8]
+
+
+def _ns(catalog, *parts: str, wh: str | None = None):
+    return catalog.http.post(f"/catalog/v1/{wh or catalog.wh}/namespaces",
+                             json={"namespace": list(parts)})
+
+
+def test_multi_level_namespaces_use_unit_separator(catalog):
+    top = f"team_{_uid()}"
+    assert _ns(catalog, top).status_code == 200
+    assert _ns(catalog, top, "Sub").status_code == 200
+    assert _ns(catalog, top, "sub").status_code == 409  # case-insensitive duplicate
+    assert _ns(catalog, f"orphan_{_uid()}", "child").status_code == 404
+    got = catalog.http.get(f"/catalog/v1/{catalog.wh}/namespaces/{top}%1FSUB")
+    assert got.json()["namespace"] == [top, "Sub"]  # case preserved
+    assert catalog.http.head(f"/catalog/v1/{catalog.wh}/namespaces/{top}%1Fsub").status_code == 204
+    assert catalog.http.head(f"/catalog/v1/{catalog.wh}/namespaces/{top}%1Fx").status_code == 404
+    listed = catalog.http.get(f"/catalog/v1/{catalog.wh}/namespaces", params={"parent": top})
+    assert listed.json()["namespaces"] == [[top, "Sub"]]
+    assert catalog.create("t", ns=f"{top}%1Fsub").status_code == 200
+    drop = catalog.http.delete(f"/catalog/v1/{catalog.wh}/namespaces/{top}")
+    assert drop.status_code == 409
+    drop = catalog.http.delete(f"/catalog/v1/{catalog.wh}/namespaces/{top}",
+                               params={"recursive": "true"})
+    assert drop.status_code == 204
+    assert catalog.http.head(f"/catalog/v1/{catalog.wh}/namespaces/{top}%1Fsub").status_code == 404
+
+
+def test_reserved_namespace_is_refused(catalog):
+    assert _ns(catalog, "system").json()["error"]["type"] == "ReservedNamespace"
+
+
+def test_config_resolves_the_warehouse_name_to_the_prefix(catalog):
+    body = catalog.http.get("/catalog/v1/config", params={"warehouse": "DEMO"}).json()
+    assert body["defaults"]["prefix"] == catalog.wh
+    assert body["overrides"]["uri"].endswith("/catalog")
+
+
+def test_names_are_case_insensitive_and_case_preserving(catalog):
+    name = f"MiXed_{_uid()}"
+    assert catalog.create(name).status_code == 200
+    loaded = catalog.http.get(f"{catalog.tables_path()}/{name.lower()}")
+    assert loaded.json()["table"]["name"] == name
+    clash = catalog.create(name.upper())
+    assert clash.status_code == 409
+    assert clash.json()["error"]["type"] == "GenericTableAlreadyExists"
+
+
+def test_list_pages_carry_a_token_until_an_empty_page(catalog):
+    ns = f"pages_{_uid()}"
+    _ns(catalog, ns)
+    for i in range(3):
+        catalog.create(f"t{i}", ns=ns)
+    pages, token = [], None
+    for _ in range(10):
+        params = {"pageSize": "2", **({"pageToken": token} if token else {})}
+        body = catalog.http.get(catalog.tables_path(ns), params=params).json()
+        pages.append([i["name"] for i in body["identifiers"]])
+        token = body.get("next-page-token")
+        if token is None:
+            break
+    assert pages == [["t0", "t1"], ["t2"], []]
+
+
+def test_location_overlap_is_409(catalog):
+    first = catalog.create(f"loc_{_uid()}").json()["table"]["base-location"]
+    resp = catalog.create(f"loc_{_uid()}", **{"base-location": first + "/nested"})
+    assert resp.status_code == 409
+    assert resp.json()["error"]["type"] == "LocationAlreadyTaken"
+
+
+def test_rename_across_namespaces_and_into_a_taken_name(catalog):
+    other = f"dest_{_uid()}"
+    _ns(catalog, other)
+    a, b = f"a_{_uid()}", f"b_{_uid()}"
+    catalog.create(a)
+    catalog.create(b)
+    url = f"/lakekeeper/v1/{catalog.wh}/generic-tables/rename"
+
+    def rename(src, dst_ns, dst):
+        return catalog.http.post(url, json={"source": {"namespace": [catalog.ns], "name": src},
+                                            "destination": {"namespace": [dst_ns], "name": dst}})
+
+    assert rename(a, catalog.ns, b.upper()).status_code == 409
+    assert rename(a, catalog.ns, a).status_code == 204
+    assert rename("missing", catalog.ns, "x").status_code == 404
+    assert rename(a, other, a).status_code == 204
+    assert catalog.http.get(f"{catalog.tables_path(other)}/{a}").status_code == 200
+
+
+def test_idempotency_key_replays_the_first_result(catalog, hooks):
+    key = str(uuid.uuid4())
+    name = f"idem_{_uid()}"
+    first = catalog.http.post(catalog.tables_path(), json={"name": name, "format": "lance"},
+                              headers={"Idempotency-Key": key})
+    again = catalog.http.post(catalog.tables_path(), json={"name": name, "format": "lance"},
+                              headers={"Idempotency-Key": key})
+    assert (first.status_code, again.status_code) == (200, 200)
+    assert first.json() == again.json()
+    assert catalog.create(name).status_code == 409
+
+
+def _admin_warehouse(catalog, delete_profile: dict) -> str:
+    s3 = catalog.stack.info["s3"]
+    body = {
+        "warehouse-name": f"wh_{_uid()}",
+        "storage-profile": {"type": "s3", "bucket": s3["bucket"], "region": s3["region"],
+                            "endpoint": s3["endpoint"], "path-style-access": True,
+                            "key-prefix": "lakehouse", "sts-enabled": False},
+        "storage-credential": {"type": "s3", "credential-type": "access-key",
+                               "access-key-id": "unused", "secret-access-key": "unused"},
+        "delete-profile": delete_profile,
+    }
+    resp = catalog.http.post("/management/v1/warehouse", json=body)
+    assert resp.status_code == 201, resp.text
+    wid = resp.json()["warehouse-id"]
+    assert _ns(catalog, "ns", wh=wid).status_code == 200
+    return str(wid)
+
+
+def test_soft_delete_lists_deleted_and_undrop_restores_the_same_id(catalog):
+    wid = _admin_warehouse(catalog, {"type": "soft", "expiration-seconds": 3600})
+    base = f"/lakekeeper/v1/{wid}/namespaces/ns/generic-tables"
+    catalog.http.post(base, json={"name": "keep", "format": "delta"})
+    table_id = catalog.http.get(base).json()["identifiers"][0]["id"]
+    assert catalog.http.delete(f"{base}/keep").status_code == 204
+    assert catalog.http.get(f"{base}/keep").status_code == 404
+    deleted = catalog.http.get(f"/management/v1/warehouse/{wid}/deleted-tabulars").json()
+    (tab,) = deleted["tabulars"]
+    assert (tab["id"], tab["typ"], tab["namespace"]) == (table_id, "generic-table", ["ns"])
+    undrop = catalog.http.post(f"/management/v1/warehouse/{wid}/deleted-tabulars/undrop",
+                               json={"targets": [{"type": "generic-table", "id": table_id}]})
+    assert undrop.status_code == 204
+    assert catalog.http.get(base).json()["identifiers"][0]["id"] == table_id
+
+
+def test_protected_table_needs_force_to_drop(catalog):
+    wid = _admin_warehouse(catalog, {"type": "hard"})
+    base = f"/lakekeeper/v1/{wid}/namespaces/ns/generic-tables"
+    catalog.http.post(base, json={"name": "p", "format": "lance"})
+    table_id = catalog.http.get(base).json()["identifiers"][0]["id"]
+    prot = f"/management/v1/warehouse/{wid}/generic-table/{table_id}/protection"
+    assert catalog.http.get(prot).json()["protected"] is False
+    set_resp = catalog.http.post(prot, json={"protected": True}).json()
+    assert set_resp["protected"] is True
+    assert set_resp["updated_at"].endswith("Z")
+    assert catalog.http.get(f"{base}/p").json()["table"]["protected"] is True
+    refused = catalog.http.delete(f"{base}/p")
+    assert refused.json()["error"]["type"] == "ProtectedTabularDeletionWithoutForce"
+    assert catalog.http.delete(f"{base}/p", params={"force": "true"}).status_code == 204
+
+
+def test_drop_with_default_purge_deletes_the_files(catalog, hooks):
+    name = f"purge_{_uid()}"
+    catalog.create(name)
+    cfg = catalog.http.get(f"{catalog.tables_path()}/{name}/credentials").json()
+    config = cfg["storage-credentials"][0]["config"]
+    location = cfg["storage-credentials"][0]["prefix"]
+    bucket, _, key = location.removeprefix("s3://").partition("/")
+    s3 = boto3.session.Session().client(
+        "s3", endpoint_url=config["s3.endpoint"], region_name="us-east-1",
+        aws_access_key_id=config["s3.access-key-id"],
+        aws_secret_access_key=config["s3.secret-access-key"],
+        aws_session_token=config["s3.session-token"],
+        config=botocore.config.Config(s3={"addressing_style": "path"}),
+    )
+    s3.put_object(Bucket=bucket, Key=f"{key}/a", Body=b"1")
+    keep = f"keep_{_uid()}"
+    catalog.create(keep, **{"base-location": location + "_kept"})
+    s3_keep_key = key + "_kept"
+    assert catalog.http.delete(f"{catalog.tables_path()}/{name}").status_code == 204
+    assert catalog.http.delete(f"{catalog.tables_path()}/{keep}",
+                               params={"purgeRequested": "false"}).status_code == 204
+    for _ in range(100):  # purge delay is 2 s in the stack
+        if hooks.stats().get("purges", 0) >= 1:
+            break
+        time.sleep(0.1)
+    assert hooks.stats()["purged_objects"] == 1
+    assert s3.list_objects_v2(Bucket=bucket, Prefix=f"{key}/")["KeyCount"] == 0
+    del s3_keep_key

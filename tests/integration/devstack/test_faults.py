@@ -1,0 +1,67 @@
+"""The emulator's fault-injection and counter hooks."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import httpx
+import pytest
+
+pytestmark = pytest.mark.integration
+
+
+def test_next_n_calls_fail_with_retry_after_then_recover(catalog, hooks):
+    name = f"f_{uuid.uuid4().hex[:8]}"
+    assert catalog.create(name).status_code == 200
+    hooks.set_faults(status=503, count=2, retry_after=7,
+                     operations=["load_generic_table_credentials"])
+    url = f"{catalog.tables_path()}/{name}/credentials"
+    assert catalog.http.get(catalog.tables_path()).status_code == 200  # other ops unaffected
+    for _ in range(2):
+        resp = catalog.http.get(url)
+        assert resp.status_code == 503
+        assert resp.headers["Retry-After"] == "7"
+        assert resp.json()["error"]["code"] == 503
+    assert catalog.http.get(url).status_code == 200
+    stats = hooks.stats()
+    assert stats["load_generic_table_credentials"] == 3
+    assert stats["faults_injected"] == 2
+    assert stats["sts_assume_role"] == 1
+
+
+def test_dropped_connection_gives_no_response(catalog, hooks):
+    hooks.set_faults(drop_connection=True, count=1, operations=["list_generic_tables"])
+    with pytest.raises(httpx.TransportError):
+        catalog.http.get(catalog.tables_path())
+    assert catalog.http.get(catalog.tables_path()).status_code == 200
+
+
+def test_latency_is_added(catalog, hooks):
+    hooks.set_faults(latency_ms=300, operations=["list_generic_tables"])
+    start = time.monotonic()
+    assert catalog.http.get(catalog.tables_path()).status_code == 200
+    assert time.monotonic() - start >= 0.3
+
+
+def test_probability_one_fails_every_call_and_clear_restores(catalog, hooks):
+    hooks.set_faults(status=500, probability=1.0, operations=["list_generic_tables"])
+    assert catalog.http.get(catalog.tables_path()).status_code == 500
+    hooks.clear_faults()
+    assert catalog.http.get(catalog.tables_path()).status_code == 200
+
+
+def test_reset_zeroes_counters(catalog, hooks):
+    catalog.http.get(catalog.tables_path())
+    assert hooks.stats()["list_generic_tables"] == 1
+    hooks.reset()
+    stats = hooks.stats()
+    assert stats["list_generic_tables"] == 0
+    for key in ("load_generic_table", "load_generic_table_credentials", "create_generic_table",
+                "drop_generic_table", "rename_generic_table", "sts_assume_role"):
+        assert stats[key] == 0
+
+
+def test_invalid_fault_spec_is_refused(hooks):
+    resp = httpx.post(f"{hooks.url}/_emulator/faults", json={"status": 200})
+    assert resp.status_code == 400

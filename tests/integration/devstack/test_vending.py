@@ -1,0 +1,121 @@
+"""Vended credentials are real, scoped and cached like Lakekeeper's (SeaweedFS enforces them)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import boto3
+import botocore.config
+import pytest
+from botocore.exceptions import ClientError
+
+pytestmark = pytest.mark.integration
+
+
+def _s3(config: dict[str, str]):
+    return boto3.session.Session().client(
+        "s3",
+        endpoint_url=config["s3.endpoint"],
+        region_name=config["s3.region"],
+        aws_access_key_id=config["s3.access-key-id"],
+        aws_secret_access_key=config["s3.secret-access-key"],
+        aws_session_token=config["s3.session-token"],
+        config=botocore.config.Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}),
+    )
+
+
+def _vend(catalog, name: str, role: str | None = None) -> dict[str, str]:
+    headers = {"x-assume-role": role} if role else {}
+    resp = catalog.http.get(f"{catalog.tables_path()}/{name}/credentials", headers=headers)
+    assert resp.status_code == 200, resp.text
+    return resp.json()["storage-credentials"][0]["config"]
+
+
+def _table(catalog) -> tuple[str, str, str]:
+    name = f"scope_{uuid.uuid4().hex[:8]}"
+    body = catalog.create(name).json()
+    location = body["table"]["base-location"]
+    bucket, _, key = location.removeprefix("s3://").partition("/")
+    return name, bucket, key
+
+
+def test_write_credential_writes_inside_but_not_outside_its_prefix(catalog):
+    name, bucket, key = _table(catalog)
+    _, _, other_key = _table(catalog)
+    s3 = _s3(_vend(catalog, name))
+    s3.put_object(Bucket=bucket, Key=f"{key}/data/part-0", Body=b"ok")
+    assert s3.get_object(Bucket=bucket, Key=f"{key}/data/part-0")["Body"].read() == b"ok"
+    with pytest.raises(ClientError) as info:
+        s3.put_object(Bucket=bucket, Key=f"{other_key}/data/part-0", Body=b"no")
+    assert info.value.response["Error"]["Code"] == "AccessDenied"
+    with pytest.raises(ClientError) as info:
+        s3.list_objects_v2(Bucket=bucket, Prefix=f"{other_key}/")
+    assert info.value.response["Error"]["Code"] == "AccessDenied"
+
+
+def test_read_role_credential_reads_but_cannot_write(catalog):
+    name, bucket, key = _table(catalog)
+    _s3(_vend(catalog, name)).put_object(Bucket=bucket, Key=f"{key}/f", Body=b"x")
+    reader = _s3(_vend(catalog, name, catalog.stack.info["catalog"]["roles"]["read"]))
+    assert reader.get_object(Bucket=bucket, Key=f"{key}/f")["Body"].read() == b"x"
+    assert reader.list_objects_v2(Bucket=bucket, Prefix=f"{key}/")["KeyCount"] == 1
+    for call in (
+        lambda: reader.put_object(Bucket=bucket, Key=f"{key}/g", Body=b"y"),
+        lambda: reader.delete_object(Bucket=bucket, Key=f"{key}/f"),
+    ):
+        with pytest.raises(ClientError) as info:
+            call()
+        assert info.value.response["Error"]["Code"] == "AccessDenied"
+
+
+def test_unknown_role_is_400_invalid_role(catalog):
+    name, _, _ = _table(catalog)
+    resp = catalog.http.get(
+        f"{catalog.tables_path()}/{name}/credentials", headers={"x-assume-role": str(uuid.uuid4())}
+    )
+    assert resp.status_code == 400
+    assert resp.json()["error"]["type"] == "InvalidRoleIdError"
+
+
+def test_server_cache_reuses_one_sts_credential_per_permission_level(catalog, hooks):
+    name, _, _ = _table(catalog)
+    read_role = catalog.stack.info["catalog"]["roles"]["read"]
+    first = [_vend(catalog, name) for _ in range(5)]
+    reads = [_vend(catalog, name, read_role) for _ in range(3)]
+    stats = hooks.stats()
+    assert stats["load_generic_table_credentials"] == 8
+    assert stats["sts_assume_role"] == 2
+    assert len({c["s3.access-key-id"] for c in first}) == 1
+    assert reads[0]["s3.access-key-id"] != first[0]["s3.access-key-id"]
+    remaining_s = int(first[0]["expiration-time"]) / 1000 - time.time()
+    assert 1800 < remaining_s <= 3600
+
+
+def test_shorter_advertised_lifetime_fault(catalog, hooks):
+    name, bucket, key = _table(catalog)
+    hooks.set_faults(credential_lifetime_s=60)
+    config = _vend(catalog, name)
+    remaining_s = int(config["s3.session-token-expires-at-ms"]) / 1000 - time.time()
+    assert 50 < remaining_s <= 60
+    assert config["expiration-time"] == config["s3.session-token-expires-at-ms"]
+    _s3(config).put_object(Bucket=bucket, Key=f"{key}/x", Body=b"still a real credential")
+    hooks.clear_faults()
+    assert int(_vend(catalog, name)["expiration-time"]) / 1000 - time.time() > 1800
+
+
+def test_load_config_carries_keys_but_no_expiry(catalog):
+    name, _, _ = _table(catalog)
+    body = catalog.http.get(
+        f"{catalog.tables_path()}/{name}",
+        headers={"X-Iceberg-Access-Delegation": "vended-credentials"},
+    ).json()
+    assert body["config"]["region"] == "us-east-1"
+    assert "s3.session-token" in body["config"]
+    assert "expiration-time" not in body["config"]
+    assert body["storage-credentials"][0]["prefix"] == body["table"]["base-location"]
+    managed = catalog.http.get(
+        f"{catalog.tables_path()}/{name}", headers={"X-Iceberg-Access-Delegation": "client-managed"}
+    ).json()
+    assert "storage-credentials" not in managed
+    assert "s3.access-key-id" not in managed["config"]

@@ -1,0 +1,337 @@
+import asyncio
+import random
+from collections import Counter
+
+import pytest
+
+from gateway.cache.credential_cache import CredentialCache
+from gateway.errors import (
+    CredentialExpiredError,
+    NotFoundError,
+    UnavailableError,
+    UpstreamTimeoutError,
+)
+from gateway.metrics import Metrics
+from gateway.models import AccessMode, CacheKey, Outcome, RequestContext
+from gateway.settings import CacheSettings
+from tests.fakes.clock import FakeClock
+from tests.fakes.fetcher import FakeFetcher
+from tests.fakes.spawn import FakeTaskRegistry
+
+CTX = RequestContext(request_id="req-1")
+
+
+def key(table: str = "t", access: AccessMode = AccessMode.READ, ns: str = "ns") -> CacheKey:
+    return CacheKey.of(project=None, warehouse_id="wh", namespace=(ns,), table=table,
+                       access=access)
+
+
+@pytest.fixture
+def clock():
+    return FakeClock()
+
+
+@pytest.fixture
+def fetcher(clock):
+    return FakeFetcher(clock)
+
+
+@pytest.fixture
+async def registry():
+    reg = FakeTaskRegistry()
+    yield reg
+    await reg.cancel_all()
+
+
+@pytest.fixture
+def metrics():
+    return Metrics()
+
+
+def make_cache(fetcher, clock, metrics, registry, **settings):
+    cfg = CacheSettings(**{"min_remaining_s": 300, "refresh_lead_s": 900, **settings})
+    return CredentialCache(fetcher, cfg, clock, metrics, registry.spawn, deadline_s=30,
+                           rng=random.Random(7))
+
+
+def counter(metrics, name, **labels):
+    return metrics.registry.get_sample_value(name, labels) or 0.0
+
+
+async def test_1000_concurrent_misses_make_one_upstream_call_and_999_coalesced(
+    fetcher, clock, metrics, registry
+):
+    cache = make_cache(fetcher, clock, metrics, registry)
+    fetcher.gate = asyncio.Event()
+    waiters = [asyncio.ensure_future(cache.get(key(), CTX)) for _ in range(1000)]
+    await asyncio.sleep(0)
+    fetcher.gate.set()  # the "50 ms upstream" answers once everyone is waiting
+    async with asyncio.timeout(10):
+        results = await asyncio.gather(*waiters)
+    assert fetcher.calls == 1
+    assert Counter(outcome for _, outcome in results) == {Outcome.MISS: 1,
+                                                          Outcome.COALESCED: 999}
+    assert len({id(value) for value, _ in results}) == 1
+    assert metrics.singleflight_waiters._value.get() == 0
+
+
+async def test_cancelling_half_the_waiters_leaves_the_rest_served(
+    fetcher, clock, metrics, registry
+):
+    cache = make_cache(fetcher, clock, metrics, registry)
+    fetcher.gate = asyncio.Event()
+    waiters = [asyncio.ensure_future(cache.get(key(), CTX)) for _ in range(100)]
+    await asyncio.sleep(0)
+    for w in waiters[::2]:
+        w.cancel()
+    await asyncio.sleep(0)
+    fetcher.gate.set()
+    async with asyncio.timeout(10):
+        results = await asyncio.gather(*waiters, return_exceptions=True)
+    cancelled = [r for r in results if isinstance(r, asyncio.CancelledError)]
+    served = [r for r in results if isinstance(r, tuple)]
+    assert len(cancelled) == 50 and len(served) == 50
+    assert fetcher.calls == 1
+    assert key() in cache  # stored although the leader was cancelled
+    assert registry.live == 0
+
+
+async def test_waiter_deadline_raises_timeout_while_the_fetch_completes_for_others(
+    fetcher, clock, metrics, registry
+):
+    cfg = CacheSettings(min_remaining_s=300, refresh_lead_s=900)
+    cache = CredentialCache(fetcher, cfg, clock, metrics, registry.spawn, deadline_s=0.01)
+    fetcher.gate = asyncio.Event()
+    with pytest.raises(UpstreamTimeoutError):
+        await cache.get(key(), CTX)
+    fetcher.gate.set()
+    async with asyncio.timeout(5):
+        while registry.live:
+            await asyncio.sleep(0)
+    value, outcome = await cache.get(key(), CTX)
+    assert outcome is Outcome.HIT and fetcher.calls == 1
+
+
+async def test_errors_fan_out_to_all_waiters_and_are_not_cached(
+    fetcher, clock, metrics, registry
+):
+    cache = make_cache(fetcher, clock, metrics, registry)
+    fetcher.gate = asyncio.Event()
+    fetcher.errors.append(UnavailableError("catalog 503"))
+    waiters = [asyncio.ensure_future(cache.get(key(), CTX)) for _ in range(20)]
+    await asyncio.sleep(0)
+    fetcher.gate.set()
+    async with asyncio.timeout(5):
+        results = await asyncio.gather(*waiters, return_exceptions=True)
+    assert all(isinstance(r, UnavailableError) for r in results)
+    _, outcome = await cache.get(key(), CTX)
+    assert outcome is Outcome.MISS
+    assert fetcher.calls == 2
+
+
+async def test_not_found_is_negative_cached_only_for_negative_ttl(
+    fetcher, clock, metrics, registry
+):
+    cache = make_cache(fetcher, clock, metrics, registry, negative_ttl_s=5)
+    fetcher.errors.append(NotFoundError("gone", lakekeeper_type="NoSuchGenericTableException"))
+    with pytest.raises(NotFoundError):
+        await cache.get(key(), CTX)
+    with pytest.raises(NotFoundError) as again:
+        await cache.get(key(), CTX)
+    assert again.value.type_name == "NoSuchGenericTableException"
+    assert fetcher.calls == 1
+    clock.advance(5.1)
+    _, outcome = await cache.get(key(), CTX)
+    assert outcome is Outcome.MISS and fetcher.calls == 2
+
+
+async def test_hit_after_miss_serves_the_same_credential(fetcher, clock, metrics, registry):
+    cache = make_cache(fetcher, clock, metrics, registry)
+    first, o1 = await cache.get(key(), CTX)
+    clock.advance(60)
+    second, o2 = await cache.get(key(), CTX)
+    assert (o1, o2) == (Outcome.MISS, Outcome.HIT)
+    assert first is second and fetcher.calls == 1
+
+
+async def test_keys_differ_by_access_mode_and_fold_case(fetcher, clock, metrics, registry):
+    cache = make_cache(fetcher, clock, metrics, registry)
+    await cache.get(key("Orders"), CTX)
+    _, outcome = await cache.get(key("ORDERS"), CTX)
+    assert outcome is Outcome.HIT
+    _, outcome = await cache.get(key("orders", AccessMode.WRITE), CTX)
+    assert outcome is Outcome.MISS
+    assert fetcher.calls == 2
+
+
+# --- the four quadrants: soft/hard window x success/failure ---------------------------
+
+async def test_soft_window_success_keeps_serving_and_refresh_replaces_entry(
+    fetcher, clock, metrics, registry
+):
+    cache = make_cache(fetcher, clock, metrics, registry, idle_s=7200)
+    old, _ = await cache.get(key(), CTX)
+    clock.advance(3600 - 600)  # 600 s left: inside the lead (900 ± 10%), above the floor
+    due, _ = cache.scan()
+    assert due == [key()]
+    value, outcome = await cache.get(key(), CTX)
+    assert value is old and outcome is Outcome.HIT
+    assert cache.start_refresh(key())
+    async with asyncio.timeout(5):
+        while registry.live:
+            await asyncio.sleep(0)
+    new, outcome = await cache.get(key(), CTX)
+    assert new is not old and outcome is Outcome.HIT
+    assert counter(metrics, "lakegate_refresh_total", reason="ahead", status="ok") == 1
+
+
+async def test_soft_window_failure_serves_stale_above_the_floor(
+    fetcher, clock, metrics, registry
+):
+    cache = make_cache(fetcher, clock, metrics, registry)
+    old, _ = await cache.get(key(), CTX)
+    clock.advance(3600 - 600)
+    fetcher.errors.append(UnavailableError("catalog 503"))
+    cache.start_refresh(key())
+    async with asyncio.timeout(5):
+        while registry.live:
+            await asyncio.sleep(0)
+    value, outcome = await cache.get(key(), CTX)
+    assert value is old and outcome is Outcome.STALE
+    assert metrics.stale_serving._value.get() == 1
+    assert counter(metrics, "lakegate_refresh_total", reason="ahead", status="error") == 1
+
+
+async def test_hard_window_success_never_serves_below_floor(fetcher, clock, metrics, registry):
+    cache = make_cache(fetcher, clock, metrics, registry)
+    old, _ = await cache.get(key(), CTX)
+    clock.advance(3600 - 299)  # 299 s left: below the 300 s floor
+    value, outcome = await cache.get(key(), CTX)
+    assert value is not old and outcome is Outcome.MISS
+    assert value.remaining_s(clock.now()) > 300
+    assert counter(metrics, "lakegate_evictions_total", reason="expired") == 1
+
+
+async def test_hard_window_failure_propagates_instead_of_serving_stale(
+    fetcher, clock, metrics, registry
+):
+    cache = make_cache(fetcher, clock, metrics, registry)
+    await cache.get(key(), CTX)
+    clock.advance(3600 - 299)
+    fetcher.errors.append(UnavailableError("catalog 503"))
+    with pytest.raises(UnavailableError):
+        await cache.get(key(), CTX)
+
+
+async def test_fetched_credential_below_floor_is_an_error(fetcher, clock, metrics, registry):
+    fetcher.lifetime_s = 200  # the catalog vends less than the 300 s floor
+    cache = make_cache(fetcher, clock, metrics, registry)
+    with pytest.raises(CredentialExpiredError):
+        await cache.get(key(), CTX)
+    assert len(cache) == 0
+
+
+async def test_expired_credential_is_never_served_under_faults(fetcher, clock, metrics, registry):
+    cache = make_cache(fetcher, clock, metrics, registry)
+    await cache.get(key(), CTX)
+    fetcher.fail_always = UnavailableError("down")
+    served = []
+    for _ in range(80):  # walk across the whole lifetime and past it
+        clock.advance(60)
+        try:
+            value, _ = await cache.get(key(), CTX)
+            served.append(value.remaining_s(clock.now()))
+        except UnavailableError:
+            pass
+    assert served and min(served) > 300
+
+
+async def test_credential_without_expiry_is_served_only_for_the_short_ttl(
+    fetcher, clock, metrics, registry
+):
+    fetcher.lifetime_s = None
+    cache = make_cache(fetcher, clock, metrics, registry, no_expiry_ttl_s=60)
+    await cache.get(key(), CTX)
+    clock.advance(59)
+    assert (await cache.get(key(), CTX))[1] is Outcome.HIT
+    clock.advance(2)
+    assert (await cache.get(key(), CTX))[1] is Outcome.MISS
+
+
+# --- bounds and invalidation ------------------------------------------------------------
+
+async def test_lru_evicts_the_least_recently_used_entry(fetcher, clock, metrics, registry):
+    cache = make_cache(fetcher, clock, metrics, registry, max_entries=2)
+    await cache.get(key("a"), CTX)
+    await cache.get(key("b"), CTX)
+    await cache.get(key("a"), CTX)  # a is now most recent
+    await cache.get(key("c"), CTX)
+    assert key("a") in cache and key("c") in cache and key("b") not in cache
+    assert counter(metrics, "lakegate_evictions_total", reason="lru") == 1
+    assert metrics.cache_entries._value.get() == 2
+
+
+async def test_memory_stays_bounded_under_key_churn(fetcher, clock, metrics, registry):
+    cache = make_cache(fetcher, clock, metrics, registry, max_entries=50)
+    for i in range(1000):
+        await cache.get(key(f"t{i}"), CTX)
+    assert len(cache) == 50
+
+
+async def test_idle_entries_are_evicted_by_scan_and_not_refreshed(
+    fetcher, clock, metrics, registry
+):
+    cache = make_cache(fetcher, clock, metrics, registry, idle_s=600)
+    await cache.get(key(), CTX)
+    clock.advance(3600 - 600)
+    due, _ = cache.scan()
+    assert due == []
+    assert key() not in cache
+    assert counter(metrics, "lakegate_evictions_total", reason="idle") == 1
+
+
+async def test_invalidate_table_drops_every_access_mode(fetcher, clock, metrics, registry):
+    cache = make_cache(fetcher, clock, metrics, registry)
+    await cache.get(key("t", AccessMode.READ), CTX)
+    await cache.get(key("t", AccessMode.WRITE), CTX)
+    await cache.get(key("other"), CTX)
+    assert cache.invalidate_table("WH", ("NS",), "T") == 2
+    assert key("other") in cache and len(cache) == 1
+    assert counter(metrics, "lakegate_evictions_total", reason="invalidated") == 2
+
+
+async def test_invalidation_during_a_fetch_does_not_store_the_old_answer(
+    fetcher, clock, metrics, registry
+):
+    cache = make_cache(fetcher, clock, metrics, registry)
+    fetcher.gate = asyncio.Event()
+    waiter = asyncio.ensure_future(cache.get(key(), CTX))
+    await asyncio.sleep(0)
+    assert cache.invalidate_all() == 0
+    fetcher.gate.set()
+    async with asyncio.timeout(5):
+        await waiter  # the waiter still gets its answer
+    assert key() not in cache
+
+
+async def test_invalidate_clears_negative_entries(fetcher, clock, metrics, registry):
+    cache = make_cache(fetcher, clock, metrics, registry)
+    fetcher.errors.append(NotFoundError("gone"))
+    with pytest.raises(NotFoundError):
+        await cache.get(key(), CTX)
+    cache.invalidate_table("wh", ("ns",), "t")
+    _, outcome = await cache.get(key(), CTX)
+    assert outcome is Outcome.MISS
+
+
+async def test_deterministic_refresh_failure_drops_the_entry(fetcher, clock, metrics, registry):
+    cache = make_cache(fetcher, clock, metrics, registry)
+    await cache.get(key(), CTX)
+    clock.advance(3000)
+    fetcher.errors.append(NotFoundError("table dropped elsewhere"))
+    cache.start_refresh(key())
+    async with asyncio.timeout(5):
+        while registry.live:
+            await asyncio.sleep(0)
+    with pytest.raises(NotFoundError):
+        await cache.get(key(), CTX)

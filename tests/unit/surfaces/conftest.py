@@ -1,0 +1,88 @@
+"""Fixtures for the surface tests: a fake service, a manual clock, fresh metrics, an HTTP client."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from gateway.metrics import Metrics
+from gateway.surfaces.accounting import Recorder
+from gateway.surfaces.callers import CallerAuthenticator, NoCallerAuth
+from gateway.surfaces.http_app import HttpDeps, build_http_app
+from gateway.surfaces.ingress import Gate, RateLimiter
+from gateway.surfaces.policy import CallerPolicy
+from tests.unit.surfaces.fake_operations import FakeClock, FakeOperations
+
+MakeClient = Callable[..., Awaitable[TestClient]]
+
+
+@pytest.fixture
+def fake_clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def fake_ops() -> FakeOperations:
+    ops = FakeOperations()
+    ops.add_table(("demo_ns",), "orders")
+    ops.add_table(("team_a",), "sales")
+    ops.add_table(("team_b",), "payroll")
+    return ops
+
+
+@pytest.fixture
+def metrics() -> Metrics:
+    return Metrics()
+
+
+def build_gate(
+    ops: FakeOperations,
+    metrics: Metrics,
+    clock: FakeClock,
+    *,
+    auth: CallerAuthenticator | None = None,
+    policy: CallerPolicy | None = None,
+    rate: tuple[float, int] | None = None,
+) -> Gate:
+    limiter = RateLimiter(rate[0], rate[1], clock) if rate else None
+    return Gate(auth or NoCallerAuth(), policy or CallerPolicy(None), limiter, ops, metrics)
+
+
+@pytest.fixture
+async def make_client(
+    fake_ops: FakeOperations, metrics: Metrics, fake_clock: FakeClock
+) -> AsyncIterator[MakeClient]:
+    clients: list[TestClient] = []
+
+    async def make(*, max_body_bytes: int = 1 << 20, **gate_kwargs: object) -> TestClient:
+        gate = build_gate(fake_ops, metrics, fake_clock, **gate_kwargs)  # type: ignore[arg-type]
+        deps = HttpDeps(fake_ops, gate, Recorder(metrics, fake_clock), metrics, fake_clock,
+                        max_body_bytes)
+        client = TestClient(TestServer(build_http_app(deps)))
+        await client.start_server()
+        clients.append(client)
+        return client
+
+    yield make
+    for client in clients:
+        await client.close()
+
+
+def count(metrics: Metrics, surface: str, kind: str, result: str) -> float:
+    """The exact value of lakegate_requests_total for one label set."""
+    value = metrics.registry.get_sample_value(
+        "lakegate_requests_total", {"surface": surface, "kind": kind, "result": result}
+    )
+    return value or 0.0
+
+
+def total_requests(metrics: Metrics) -> float:
+    return sum(
+        s.value
+        for fam in metrics.registry.collect()
+        if fam.name == "lakegate_requests"
+        for s in fam.samples
+        if s.name == "lakegate_requests_total"
+    )

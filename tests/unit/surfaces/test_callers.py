@@ -1,0 +1,144 @@
+"""Caller authentication: static tokens and locally verified JWTs (real JWKS over HTTP)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+
+import jwt
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from gateway.errors import UnauthenticatedError
+from gateway.surfaces.callers import (
+    ANONYMOUS,
+    JwksKeys,
+    JwtCallerAuth,
+    NoCallerAuth,
+    StaticTokenCallerAuth,
+    bearer_value,
+)
+from tests.unit.surfaces.fake_operations import NOW_S, FakeClock
+
+AUD = "urn:lakegate"
+ISS = "http://idp.test"
+
+
+@pytest.mark.parametrize(
+    ("header", "value"),
+    [("Bearer abc", "abc"), ("bearer  abc ", "abc"), ("abc", "abc"), ("", None), (None, None),
+     ("Bearer ", "Bearer")],
+)
+def test_bearer_value(header, value) -> None:
+    assert bearer_value(header) == value
+
+
+async def test_none_mode_ignores_whatever_is_sent() -> None:
+    assert await NoCallerAuth().authenticate("Bearer junk") == ANONYMOUS
+
+
+async def test_static_tokens_map_to_callers_and_are_not_in_the_repr() -> None:
+    auth = StaticTokenCallerAuth({"s3cr3t-token-a": "alice"})
+    assert (await auth.authenticate("Bearer s3cr3t-token-a")).name == "alice"
+    for bad in (None, "Bearer nope"):
+        with pytest.raises(UnauthenticatedError):
+            await auth.authenticate(bad)
+    assert "s3cr3t" not in repr(auth)
+
+
+@pytest.fixture
+def rsa_key() -> rsa.RSAPrivateKey:
+    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+
+@pytest.fixture
+async def jwks_server(rsa_key) -> AsyncIterator[TestServer]:
+    jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(rsa_key.public_key()))
+    jwk.update({"kid": "k1", "use": "sig", "alg": "RS256"})
+    hits = {"n": 0}
+
+    async def jwks(request: web.Request) -> web.Response:
+        hits["n"] += 1
+        return web.json_response({"keys": [jwk]})
+
+    app = web.Application()
+    app.router.add_get("/jwks", jwks)
+    server = TestServer(app)
+    await server.start_server()
+    server.hits = hits  # type: ignore[attr-defined]
+    yield server
+    await server.close()
+
+
+def token(key, **claims) -> str:
+    base = {"sub": "spark-exec", "aud": AUD, "iss": ISS, "exp": int(NOW_S) + 600}
+    base.update(claims)
+    return jwt.encode(base, key, algorithm="RS256", headers={"kid": claims.pop("kid", "k1")})
+
+
+@pytest.fixture
+def jwt_auth(jwks_server: TestServer) -> JwtCallerAuth:
+    clock = FakeClock()
+    # PyJWT checks exp against the real time; use real "now" for the fake wall clock too.
+    import time
+
+    clock.wall = time.time()
+    keys = JwksKeys(str(jwks_server.make_url("/jwks")), clock)
+    return JwtCallerAuth(keys, clock, audience=AUD, issuer=ISS)
+
+
+async def test_valid_jwt_is_accepted_and_cached(jwt_auth, rsa_key, jwks_server) -> None:
+    import time
+
+    tok = token(rsa_key, exp=int(time.time()) + 600)
+    caller = await jwt_auth.authenticate(f"Bearer {tok}")
+    assert caller.name == "spark-exec" and caller.authenticated
+    await jwt_auth.authenticate(f"Bearer {tok}")
+    assert jwks_server.hits["n"] == 1
+
+
+@pytest.mark.parametrize(
+    "claims",
+    [{"aud": "urn:other"}, {"iss": "http://evil"}, {"exp": 1_000}, {"sub": None}],
+)
+async def test_bad_claims_are_refused(jwt_auth, rsa_key, claims) -> None:
+    import time
+
+    claims = {"exp": int(time.time()) + 600, **claims}
+    if claims.get("sub", "x") is None:
+        claims.pop("sub")
+        tok = jwt.encode({k: v for k, v in {"aud": AUD, "iss": ISS, **claims}.items()},
+                         rsa_key, algorithm="RS256", headers={"kid": "k1"})
+    else:
+        tok = token(rsa_key, **claims)
+    with pytest.raises(UnauthenticatedError):
+        await jwt_auth.authenticate(f"Bearer {tok}")
+
+
+async def test_token_signed_by_another_key_is_refused(jwt_auth) -> None:
+    import time
+
+    other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    with pytest.raises(UnauthenticatedError):
+        await jwt_auth.authenticate(f"Bearer {token(other, exp=int(time.time()) + 600)}")
+
+
+async def test_unknown_kid_refetches_at_most_once_per_interval(
+    jwt_auth, rsa_key, jwks_server
+) -> None:
+    import time
+
+    tok = token(rsa_key, exp=int(time.time()) + 600, kid="nope")
+    for _ in range(3):
+        with pytest.raises(UnauthenticatedError):
+            await jwt_auth.authenticate(f"Bearer {tok}")
+    assert jwks_server.hits["n"] == 1
+
+
+async def test_garbage_token_is_refused(jwt_auth) -> None:
+    with pytest.raises(UnauthenticatedError):
+        await jwt_auth.authenticate("Bearer not.a.jwt")
+    with pytest.raises(UnauthenticatedError):
+        await jwt_auth.authenticate(None)

@@ -1,0 +1,230 @@
+"""The gRPC surface on a real grpc.aio server over a temp UDS, with a fake service."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from gateway.errors import UnavailableError
+from gateway.metrics import Metrics
+from gateway.models import AccessMode, Outcome
+from gateway.surfaces.accounting import Recorder
+from gateway.surfaces.callers import StaticTokenCallerAuth
+from gateway.surfaces.grpc_interceptors import ERROR_DETAIL_KEY
+from gateway.surfaces.grpc_server import GrpcSurface
+from gateway.surfaces.policy import CallerPolicy, parse_rules
+from lakegate.v1 import (
+    catalog_pb2,
+    catalog_pb2_grpc,
+    common_pb2,
+    credentials_pb2,
+    credentials_pb2_grpc,
+)
+from tests.unit.surfaces.conftest import build_gate, count
+from tests.unit.surfaces.fake_operations import WAREHOUSE, FakeClock, FakeOperations
+
+ORDERS = common_pb2.TableRef(warehouse="demo", namespace=["demo_ns"], name="orders")
+
+
+class Server:
+    def __init__(self, surface: GrpcSurface, path: Path) -> None:
+        self.surface = surface
+        self.channel = grpc.aio.insecure_channel(f"unix:{path}")
+        self.creds = credentials_pb2_grpc.CredentialServiceStub(self.channel)
+        self.catalog = catalog_pb2_grpc.CatalogServiceStub(self.channel)
+
+
+@pytest.fixture
+async def server_factory(
+    tmp_path: Path, fake_ops: FakeOperations, metrics: Metrics, fake_clock: FakeClock
+) -> AsyncIterator:
+    started: list[Server] = []
+
+    async def make(**gate_kwargs: object) -> Server:
+        gate = build_gate(fake_ops, metrics, fake_clock, **gate_kwargs)  # type: ignore[arg-type]
+        surface = GrpcSurface(fake_ops, gate, Recorder(metrics, fake_clock),
+                              max_message_bytes=64 * 1024)
+        path = tmp_path / f"grpc{len(started)}.sock"
+        surface.bind_uds(str(path))
+        await surface.server.start()
+        server = Server(surface, path)
+        started.append(server)
+        return server
+
+    yield make
+    for s in started:
+        await s.channel.close()
+        await s.surface.server.stop(0)
+
+
+async def test_get_credentials_maps_outcome_and_counts_once(
+    server_factory, fake_ops: FakeOperations, metrics: Metrics
+) -> None:
+    fake_ops.outcome = Outcome.HIT
+    s = await server_factory()
+    resp = await s.creds.GetTableCredentials(
+        credentials_pb2.GetTableCredentialsRequest(table=ORDERS), timeout=5)
+    assert resp.warehouse_id == WAREHOUSE.id
+    assert resp.outcome == common_pb2.CACHE_OUTCOME_HIT
+    assert resp.access == common_pb2.ACCESS_MODE_READ
+    assert resp.remaining_seconds == 3600.0
+    assert resp.credentials[0].config["s3.access-key-id"].startswith("ASIA")
+    assert count(metrics, "grpc", "credential", "hit") == 1
+
+
+async def test_not_found_maps_to_status_and_error_detail(server_factory) -> None:
+    s = await server_factory()
+    missing = common_pb2.TableRef(warehouse="demo", namespace=["demo_ns"], name="nope")
+    with pytest.raises(grpc.aio.AioRpcError) as info:
+        await s.creds.GetTableCredentials(
+            credentials_pb2.GetTableCredentialsRequest(table=missing), timeout=5)
+    assert info.value.code() == grpc.StatusCode.NOT_FOUND
+    detail = dict(info.value.trailing_metadata())[ERROR_DETAIL_KEY]
+    parsed = common_pb2.ErrorDetail.FromString(detail)
+    assert parsed.type == "NoSuchGenericTableException"
+    assert parsed.http_status == 404
+
+
+async def test_unavailable_maps_to_unavailable(server_factory, fake_ops: FakeOperations) -> None:
+    fake_ops.errors["get_credentials"] = UnavailableError("catalog down")
+    s = await server_factory()
+    with pytest.raises(grpc.aio.AioRpcError) as info:
+        await s.creds.GetTableCredentials(
+            credentials_pb2.GetTableCredentialsRequest(table=ORDERS), timeout=5)
+    assert info.value.code() == grpc.StatusCode.UNAVAILABLE
+
+
+@pytest.mark.parametrize(
+    "table",
+    [
+        common_pb2.TableRef(warehouse="", namespace=["demo_ns"], name="orders"),
+        common_pb2.TableRef(warehouse="demo", namespace=[], name="orders"),
+        common_pb2.TableRef(warehouse="demo", namespace=["a\x00"], name="orders"),
+        common_pb2.TableRef(warehouse="demo", namespace=["demo_ns"], name=""),
+    ],
+)
+async def test_bad_fields_are_invalid_argument(
+    server_factory, fake_ops: FakeOperations, metrics: Metrics, table
+) -> None:
+    s = await server_factory()
+    with pytest.raises(grpc.aio.AioRpcError) as info:
+        await s.creds.GetTableCredentials(
+            credentials_pb2.GetTableCredentialsRequest(table=table), timeout=5)
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert fake_ops.calls["get_credentials"] == 0
+    assert count(metrics, "grpc", "credential", "error") == 1
+
+
+async def test_unknown_access_enum_is_invalid_argument(server_factory) -> None:
+    s = await server_factory()
+    with pytest.raises(grpc.aio.AioRpcError) as info:
+        await s.creds.GetTableCredentials(
+            credentials_pb2.GetTableCredentialsRequest(table=ORDERS, access=7), timeout=5)
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+async def test_bad_protobuf_bytes_are_invalid_argument(
+    server_factory, fake_ops: FakeOperations
+) -> None:
+    s = await server_factory()
+    raw = s.channel.unary_unary(
+        "/lakegate.v1.CredentialService/GetTableCredentials",
+        request_serializer=lambda b: b, response_deserializer=lambda b: b,
+    )
+    with pytest.raises(grpc.aio.AioRpcError) as info:
+        await raw(b"\xff\xff\xff\xff\x0f garbage", timeout=5)
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert fake_ops.calls["get_credentials"] == 0
+
+
+async def test_oversized_message_is_refused(server_factory) -> None:
+    s = await server_factory()
+    huge = common_pb2.TableRef(warehouse="demo", namespace=["demo_ns"], name="x" * 100_000)
+    with pytest.raises(grpc.aio.AioRpcError) as info:
+        await s.creds.GetTableCredentials(
+            credentials_pb2.GetTableCredentialsRequest(table=huge), timeout=5)
+    assert info.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
+async def test_token_mode_requires_and_checks_authorization(
+    server_factory, fake_ops: FakeOperations, metrics: Metrics
+) -> None:
+    s = await server_factory(auth=StaticTokenCallerAuth({"tok-alice-123": "alice"}))
+    req = credentials_pb2.GetTableCredentialsRequest(table=ORDERS)
+    with pytest.raises(grpc.aio.AioRpcError) as info:
+        await s.creds.GetTableCredentials(req, timeout=5)
+    assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    with pytest.raises(grpc.aio.AioRpcError) as info:
+        await s.creds.GetTableCredentials(
+            req, metadata=(("authorization", "Bearer wrong"),), timeout=5)
+    assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    resp = await s.creds.GetTableCredentials(
+        req, metadata=(("authorization", "Bearer tok-alice-123"),), timeout=5)
+    assert resp.warehouse_id == WAREHOUSE.id
+    assert count(metrics, "grpc", "credential", "denied") == 2
+    assert fake_ops.calls["get_credentials"] == 1
+
+
+async def test_policy_refuses_other_namespace(server_factory, fake_ops: FakeOperations) -> None:
+    policy = CallerPolicy(parse_rules(
+        {"callers": {"alice": [{"warehouse": "demo", "namespace": "team_a*", "table": "*",
+                                "access": ["read"]}]}}, "test"))
+    s = await server_factory(auth=StaticTokenCallerAuth({"tok-alice-123": "alice"}),
+                             policy=policy)
+    md = (("authorization", "Bearer tok-alice-123"),)
+    ok = common_pb2.TableRef(warehouse="demo", namespace=["team_a"], name="sales")
+    await s.creds.GetTableCredentials(
+        credentials_pb2.GetTableCredentialsRequest(table=ok), metadata=md, timeout=5)
+    other = common_pb2.TableRef(warehouse="demo", namespace=["team_b"], name="payroll")
+    with pytest.raises(grpc.aio.AioRpcError) as info:
+        await s.creds.GetTableCredentials(
+            credentials_pb2.GetTableCredentialsRequest(table=other), metadata=md, timeout=5)
+    assert info.value.code() == grpc.StatusCode.PERMISSION_DENIED
+    with pytest.raises(grpc.aio.AioRpcError) as info:
+        await s.creds.GetTableCredentials(
+            credentials_pb2.GetTableCredentialsRequest(
+                table=ok, access=common_pb2.ACCESS_MODE_WRITE), metadata=md, timeout=5)
+    assert info.value.code() == grpc.StatusCode.PERMISSION_DENIED
+    assert fake_ops.accesses == [AccessMode.READ]
+
+
+async def test_catalog_round_trip(server_factory, fake_ops: FakeOperations) -> None:
+    s = await server_factory()
+    t1 = common_pb2.TableRef(warehouse="demo", namespace=["demo_ns"], name="t1")
+    created = await s.catalog.CreateTable(
+        catalog_pb2.CreateTableRequest(table=t1, format="lance"), timeout=5)
+    assert created.table.name == "t1"
+    listed = await s.catalog.ListTables(
+        catalog_pb2.ListTablesRequest(warehouse="demo", namespace=["demo_ns"]), timeout=5)
+    assert {i.name for i in listed.identifiers} == {"orders", "t1"}
+    loaded = await s.catalog.LoadTable(catalog_pb2.LoadTableRequest(table=t1, vended=True),
+                                       timeout=5)
+    assert loaded.credentials and loaded.warehouse_id == WAREHOUSE.id
+    await s.catalog.RenameTable(catalog_pb2.RenameTableRequest(
+        warehouse="demo", source_namespace=["demo_ns"], source_name="t1",
+        destination_namespace=["demo_ns"], destination_name="t2"), timeout=5)
+    await s.catalog.DropTable(catalog_pb2.DropTableRequest(
+        table=common_pb2.TableRef(warehouse="demo", namespace=["demo_ns"], name="t2")),
+        timeout=5)
+    wh = await s.catalog.ResolveWarehouse(
+        catalog_pb2.ResolveWarehouseRequest(warehouse="demo"), timeout=5)
+    assert wh.warehouse_id == WAREHOUSE.id
+    inv = await s.creds.InvalidateCredentials(
+        credentials_pb2.InvalidateCredentialsRequest(all=True), timeout=5)
+    assert inv.invalidated == 3
+
+
+async def test_health_reports_serving_only_when_set(server_factory) -> None:
+    s = await server_factory()
+    health = health_pb2_grpc.HealthStub(s.channel)
+    await s.surface.set_serving(False)
+    resp = await health.Check(health_pb2.HealthCheckRequest(service=""), timeout=5)
+    assert resp.status == health_pb2.HealthCheckResponse.NOT_SERVING
+    await s.surface.set_serving(True)
+    resp = await health.Check(
+        health_pb2.HealthCheckRequest(service="lakegate.v1.CredentialService"), timeout=5)
+    assert resp.status == health_pb2.HealthCheckResponse.SERVING

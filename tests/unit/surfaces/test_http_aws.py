@@ -1,0 +1,53 @@
+"""The AWS container-credentials endpoint: the JSON shape botocore reads."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from gateway.models import CredentialSet, StorageCredential
+from gateway.surfaces.callers import StaticTokenCallerAuth
+from tests.unit.surfaces.conftest import MakeClient, count
+from tests.unit.surfaces.fake_operations import NOW_S, SECRET_KEY, SESSION_TOKEN, FakeOperations
+
+AWS = "/v1/aws-credentials/demo/demo_ns/orders"
+
+
+async def test_container_credentials_shape(make_client: MakeClient, metrics) -> None:
+    client = await make_client()
+    resp = await client.get(AWS, headers={"Authorization": "anything"})
+    assert resp.status == 200
+    doc = await resp.json()
+    assert doc["AccessKeyId"].startswith("ASIA")
+    assert doc["SecretAccessKey"] == SECRET_KEY
+    assert doc["Token"] == SESSION_TOKEN
+    expected = datetime.fromtimestamp(NOW_S + 3600, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert doc["Expiration"] == expected
+    assert count(metrics, "aws", "credential", "miss") == 1
+
+
+async def test_raw_token_authorization_as_botocore_sends_it(make_client: MakeClient) -> None:
+    client = await make_client(auth=StaticTokenCallerAuth({"tok-carol-99": "carol"}))
+    resp = await client.get(AWS, headers={"Authorization": "tok-carol-99"})
+    assert resp.status == 200
+    resp = await client.get(AWS, headers={"Authorization": "tok-wrong"})
+    assert resp.status == 401
+
+
+async def test_without_authorization_is_forgeable(make_client: MakeClient) -> None:
+    client = await make_client()
+    resp = await client.get(AWS)
+    assert resp.status == 403
+
+
+async def test_no_s3_credential_is_a_clear_502(
+    make_client: MakeClient, fake_ops: FakeOperations, monkeypatch
+) -> None:
+    def no_s3(table):  # noqa: ANN001, ANN202
+        cred = StorageCredential(prefix=table.base_location, config={"adls.sas-token.x": "y"})
+        return CredentialSet(credentials=(cred,), expires_at_ms=None, location=table.base_location)
+
+    monkeypatch.setattr(fake_ops, "credential_set", no_s3)
+    client = await make_client()
+    resp = await client.get(AWS, headers={"Authorization": "x"})
+    assert resp.status == 502
+    assert "S3" in (await resp.json())["error"]["message"]

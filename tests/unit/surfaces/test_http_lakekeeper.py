@@ -1,0 +1,196 @@
+"""The Lakekeeper-compatible surface: pylakekeeper's wire shapes (reference §4.1, §12)."""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+import pytest
+
+from gateway.models import AccessMode, Outcome
+from gateway.surfaces.callers import StaticTokenCallerAuth
+from gateway.surfaces.policy import CallerPolicy, parse_rules
+from tests.unit.surfaces.conftest import MakeClient, count
+from tests.unit.surfaces.fake_operations import WAREHOUSE, FakeOperations
+
+AUTH = {"Authorization": "Bearer whatever-pylakekeeper-sends"}
+VENDED = {**AUTH, "X-Iceberg-Access-Delegation": "vended-credentials"}
+GT = "/lakekeeper/v1/{wh}/namespaces/{ns}/generic-tables"
+
+
+def gt(wh: str = "demo", ns: str = "demo_ns") -> str:
+    return GT.format(wh=quote(wh, safe=""), ns=ns)
+
+
+async def test_load_vended_has_string_config_and_credentials(
+    make_client: MakeClient, fake_ops: FakeOperations, metrics
+) -> None:
+    fake_ops.outcome = Outcome.HIT
+    client = await make_client()
+    resp = await client.get(gt() + "/orders", headers=VENDED)
+    assert resp.status == 200
+    assert resp.headers["Cache-Control"] == "private"
+    assert "x-iceberg-access-delegation" in resp.headers["Vary"]
+    doc = await resp.json()
+    table = doc["table"]
+    assert table["base-location"].startswith("s3://")
+    assert table["protected"] is False
+    assert "properties" not in table or isinstance(table["properties"], dict)
+    assert all(isinstance(v, str) for v in doc["config"].values())
+    cred = doc["storage-credentials"][0]
+    assert set(cred) == {"prefix", "config"}
+    assert all(isinstance(v, str) for v in cred["config"].values())
+    assert "s3.session-token-expires-at-ms" in cred["config"]
+    assert fake_ops.contexts[-1].delegation == "vended-credentials"
+    assert count(metrics, "rest", "credential", "hit") == 1
+
+
+async def test_load_with_client_managed_delegation_vends_nothing(
+    make_client: MakeClient, fake_ops: FakeOperations
+) -> None:
+    client = await make_client()
+    resp = await client.get(gt() + "/orders",
+                            headers={**AUTH, "X-Iceberg-Access-Delegation": "client-managed"})
+    doc = await resp.json()
+    assert "storage-credentials" not in doc
+
+
+async def test_prefix_accepts_uuid_and_name(make_client: MakeClient) -> None:
+    client = await make_client()
+    for wh in ("demo", WAREHOUSE.id):
+        resp = await client.get(gt(wh) + "/orders", headers=VENDED)
+        assert resp.status == 200
+
+
+async def test_write_is_vended_when_the_policy_allows_it_else_read(
+    make_client: MakeClient, fake_ops: FakeOperations
+) -> None:
+    client = await make_client()
+    await client.get(gt() + "/orders/credentials", headers=AUTH)
+    assert fake_ops.accesses == [AccessMode.WRITE]
+    policy = CallerPolicy(parse_rules({"callers": {"*": [
+        {"warehouse": "demo", "namespace": "*", "table": "*", "access": "read"}]}}, "t"))
+    client = await make_client(policy=policy)
+    resp = await client.get(gt() + "/orders/credentials", headers=AUTH)
+    assert resp.status == 200
+    assert list(await resp.json()) == ["storage-credentials"]
+    assert fake_ops.accesses[-1] is AccessMode.READ
+
+
+async def test_missing_table_is_404_with_lakekeeper_type(make_client: MakeClient) -> None:
+    client = await make_client()
+    resp = await client.get(gt() + "/nope", headers=VENDED)
+    assert resp.status == 404
+    assert resp.headers["Cache-Control"] == "private"
+    err = (await resp.json())["error"]
+    assert err["type"] == "NoSuchGenericTableException"
+
+
+async def test_create_duplicate_is_409_and_create_passes_extra_keys(
+    make_client: MakeClient, fake_ops: FakeOperations
+) -> None:
+    client = await make_client()
+    body = {"name": "t1", "format": "lance", "base-location": "s3://warehouse/x",
+            "properties": {"a": "b"}, "schema": {"fields": []}}
+    resp = await client.post(gt(), json=body, headers=AUTH)
+    assert resp.status == 200
+    assert (await resp.json())["table"]["name"] == "t1"
+    resp = await client.post(gt(), json=body, headers=AUTH)
+    assert resp.status == 409
+
+
+async def test_list_passes_page_tokens_and_ends_with_null(
+    make_client: MakeClient, fake_ops: FakeOperations
+) -> None:
+    for i in range(3):
+        fake_ops.add_table(("demo_ns",), f"t{i}")
+    client = await make_client()
+    seen: list[str] = []
+    token = None
+    for _ in range(10):
+        params = {"pageSize": "2", **({"pageToken": token} if token else {})}
+        doc = await (await client.get(gt(), params=params, headers=AUTH)).json()
+        seen += [i["name"] for i in doc["identifiers"]]
+        assert all({"namespace", "name", "format", "id"} <= set(i) for i in doc["identifiers"])
+        token = doc["next-page-token"]
+        if token is None:
+            break
+    assert sorted(seen) == ["orders", "t0", "t1", "t2"]
+
+
+async def test_multilevel_namespace_and_encoded_names(
+    make_client: MakeClient, fake_ops: FakeOperations
+) -> None:
+    fake_ops.add_table(("ai", "test"), "my table/x")
+    client = await make_client()
+    resp = await client.get(
+        gt(ns="ai%1Ftest") + "/" + quote("my table/x", safe=""), headers=VENDED)
+    assert resp.status == 200
+    assert fake_ops.contexts[-1].delegation == "vended-credentials"
+
+
+async def test_drop_and_rename(make_client: MakeClient, fake_ops: FakeOperations) -> None:
+    client = await make_client()
+    resp = await client.post(
+        "/lakekeeper/v1/demo/generic-tables/rename",
+        json={"source": {"namespace": ["demo_ns"], "name": "orders"},
+              "destination": {"namespace": ["demo_ns"], "name": "orders2"}}, headers=AUTH)
+    assert resp.status == 204
+    resp = await client.delete(gt() + "/orders2", headers=AUTH)
+    assert resp.status == 204
+    resp = await client.delete(gt() + "/orders2", headers=AUTH)
+    assert resp.status == 404
+
+
+async def test_whoami_is_answered_locally(make_client: MakeClient, fake_ops: FakeOperations) -> None:
+    client = await make_client(auth=StaticTokenCallerAuth({"tok-bob-1234": "bob"}))
+    resp = await client.get("/management/v1/whoami", headers={"Authorization": "Bearer tok-bob-1234"})
+    doc = await resp.json()
+    assert doc["id"] == "bob"
+    assert sum(fake_ops.calls.values()) == 0
+
+
+async def test_config_points_iceberg_clients_at_the_gateway(make_client: MakeClient) -> None:
+    client = await make_client()
+    resp = await client.get("/catalog/v1/config", params={"warehouse": "demo"}, headers=AUTH)
+    doc = await resp.json()
+    assert doc["defaults"]["prefix"] == WAREHOUSE.id
+    assert doc["overrides"]["uri"] == f"http://{client.host}:{client.port}/catalog"
+    resp = await client.get("/catalog/v1/config", headers=AUTH)
+    assert resp.status == 400
+
+
+async def test_namespace_reads_are_forwarded_with_the_uuid_prefix(
+    make_client: MakeClient, fake_ops: FakeOperations
+) -> None:
+    client = await make_client()
+    resp = await client.get("/catalog/v1/demo/namespaces", params={"parent": "x"}, headers=AUTH)
+    assert resp.status == 200
+    assert fake_ops.forwarded == [("GET", f"/catalog/v1/{WAREHOUSE.id}/namespaces", "parent=x")]
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "/management/v1/warehouse"),
+        ("POST", "/management/v1/bootstrap"),
+        ("GET", "/catalog/v1/demo/namespaces/demo_ns/tables"),
+        ("DELETE", "/catalog/v1/demo/namespaces/demo_ns"),
+        ("GET", "/lakekeeper/v1/demo/something-else"),
+    ],
+)
+async def test_routes_outside_the_allow_list_are_not_forwarded(
+    make_client: MakeClient, fake_ops: FakeOperations, method: str, path: str
+) -> None:
+    client = await make_client()
+    resp = await client.request(method, path, headers=AUTH)
+    assert resp.status in (404, 405)
+    assert fake_ops.forwarded == []
+    if resp.status == 404:
+        assert (await resp.json())["error"]["type"] == "RouteNotAllowed"
+
+
+async def test_token_mode_refuses_unknown_tokens_with_401(make_client: MakeClient) -> None:
+    client = await make_client(auth=StaticTokenCallerAuth({"tok-bob-1234": "bob"}))
+    resp = await client.get(gt() + "/orders", headers=AUTH)
+    assert resp.status == 401
+    assert (await resp.json())["error"]["type"] == "Unauthenticated"

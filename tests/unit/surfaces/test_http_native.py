@@ -1,0 +1,256 @@
+"""The native /v1 HTTP API against a fake service."""
+
+from __future__ import annotations
+
+import pytest
+
+from gateway.errors import UnavailableError
+from gateway.models import AccessMode, Outcome
+from tests.unit.surfaces.conftest import MakeClient, count, total_requests
+from tests.unit.surfaces.fake_operations import WAREHOUSE, FakeOperations
+
+MARK = {"X-Lakegate-Request": "1"}
+CREDS = "/v1/warehouses/demo/namespaces/demo_ns/tables/orders/credentials"
+
+
+async def test_credentials_by_warehouse_name_carry_outcome_and_remaining(
+    make_client: MakeClient, fake_ops: FakeOperations, metrics
+) -> None:
+    fake_ops.outcome = Outcome.COALESCED
+    client = await make_client()
+    resp = await client.get(CREDS, headers=MARK)
+    assert resp.status == 200
+    doc = await resp.json()
+    assert doc["warehouse_id"] == WAREHOUSE.id
+    assert doc["namespace"] == ["demo_ns"]
+    assert doc["table"] == "orders"
+    assert doc["access"] == "read"
+    assert doc["outcome"] == "coalesced"
+    assert doc["remaining_s"] == 3600.0
+    assert doc["credentials"][0]["config"]["s3.access-key-id"].startswith("ASIA")
+    assert isinstance(doc["expires_at_ms"], int)
+    assert count(metrics, "http", "credential", "coalesced") == 1
+    assert total_requests(metrics) == 1
+
+
+async def test_credentials_by_warehouse_uuid_and_write_access(
+    make_client: MakeClient, fake_ops: FakeOperations
+) -> None:
+    client = await make_client()
+    resp = await client.get(
+        f"/v1/warehouses/{WAREHOUSE.id}/namespaces/demo_ns/tables/orders/credentials",
+        params={"access": "write"}, headers=MARK,
+    )
+    assert resp.status == 200
+    assert fake_ops.accesses == [AccessMode.WRITE]
+
+
+async def test_request_without_marker_or_auth_is_refused_as_forgeable(
+    make_client: MakeClient, fake_ops: FakeOperations, metrics
+) -> None:
+    client = await make_client()
+    resp = await client.get(CREDS)
+    assert resp.status == 403
+    assert (await resp.json())["error"]["type"] == "ForgeableRequest"
+    assert fake_ops.calls["get_credentials"] == 0
+    assert count(metrics, "http", "credential", "denied") == 1
+    assert metrics.registry.get_sample_value(
+        "lakegate_ingress_rejected_total", {"reason": "ssrf_header"}) == 1
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"X-Forwarded-For": "10.0.0.1", "X-Lakegate-Request": "1"},
+        {"Origin": "http://evil.example", "X-Lakegate-Request": "1"},
+        {"Sec-Fetch-Site": "cross-site", "Authorization": "Bearer x"},
+    ],
+)
+async def test_browser_or_proxied_requests_are_refused(
+    make_client: MakeClient, fake_ops: FakeOperations, headers: dict[str, str]
+) -> None:
+    client = await make_client()
+    resp = await client.get(CREDS, headers=headers)
+    assert resp.status == 403
+    assert (await resp.json())["error"]["type"] == "ForgeableRequest"
+    assert fake_ops.calls["get_credentials"] == 0
+
+
+async def test_authorization_header_alone_satisfies_the_marker_rule(
+    make_client: MakeClient,
+) -> None:
+    client = await make_client()
+    resp = await client.get(CREDS, headers={"Authorization": "Bearer anything"})
+    assert resp.status == 200
+
+
+async def test_unknown_table_is_404_envelope_with_upstream_type(
+    make_client: MakeClient, metrics
+) -> None:
+    client = await make_client()
+    resp = await client.get(
+        "/v1/warehouses/demo/namespaces/demo_ns/tables/nope/credentials", headers=MARK)
+    assert resp.status == 404
+    err = (await resp.json())["error"]
+    assert err["type"] == "NoSuchGenericTableException"
+    assert err["code"] == 404
+    assert err["stack"][0].startswith("Error ID: ")
+    assert count(metrics, "http", "credential", "error") == 1
+
+
+async def test_unknown_warehouse_is_404(make_client: MakeClient) -> None:
+    client = await make_client()
+    resp = await client.get(
+        "/v1/warehouses/nowhere/namespaces/demo_ns/tables/orders/credentials", headers=MARK)
+    assert resp.status == 404
+    assert (await resp.json())["error"]["type"] == "NoSuchWarehouseException"
+
+
+async def test_upstream_unavailable_renders_503_with_retry_after(
+    make_client: MakeClient, fake_ops: FakeOperations
+) -> None:
+    fake_ops.errors["get_credentials"] = UnavailableError("catalog down", retry_after_s=7)
+    client = await make_client()
+    resp = await client.get(CREDS, headers=MARK)
+    assert resp.status == 503
+    assert resp.headers["Retry-After"] == "7"
+
+
+@pytest.mark.parametrize(
+    ("path", "query"),
+    [
+        ("/v1/warehouses/demo/namespaces/%00bad/tables/orders/credentials", {}),
+        ("/v1/warehouses/demo/namespaces/demo_ns/tables/%FF%FE/credentials", {}),
+        ("/v1/warehouses/demo/namespaces/a%1F%1Fb/tables/orders/credentials", {}),
+        (CREDS, {"access": "admin"}),
+    ],
+)
+async def test_malformed_names_and_params_are_400(
+    make_client: MakeClient, fake_ops: FakeOperations, path: str, query: dict[str, str]
+) -> None:
+    client = await make_client()
+    resp = await client.get(path, params=query, headers=MARK)
+    assert resp.status == 400
+    assert (await resp.json())["error"]["code"] == 400
+    assert fake_ops.calls["get_credentials"] == 0
+
+
+async def test_percent_encoded_slash_stays_inside_the_table_name(
+    make_client: MakeClient, fake_ops: FakeOperations
+) -> None:
+    fake_ops.add_table(("a", "b"), "x/y")
+    client = await make_client()
+    resp = await client.get(
+        "/v1/warehouses/demo/namespaces/a%1Fb/tables/x%2Fy/credentials", headers=MARK)
+    assert resp.status == 200
+    doc = await resp.json()
+    assert doc["namespace"] == ["a", "b"]
+    assert doc["table"] == "x/y"
+
+
+async def test_create_list_load_rename_drop_round_trip(
+    make_client: MakeClient, fake_ops: FakeOperations
+) -> None:
+    client = await make_client()
+    base = "/v1/warehouses/demo/namespaces/demo_ns/tables"
+    resp = await client.post(base, json={"name": "t1", "format": "lance"}, headers=MARK)
+    assert resp.status == 200
+    assert (await resp.json())["table"]["name"] == "t1"
+    resp = await client.post(base, json={"name": "t1", "format": "lance"}, headers=MARK)
+    assert resp.status == 409
+    resp = await client.get(base, params={"page_size": "1"}, headers=MARK)
+    page = await resp.json()
+    assert len(page["identifiers"]) == 1
+    assert page["next_page_token"] == "1"
+    resp = await client.get(f"{base}/t1", params={"vended": "true"}, headers=MARK)
+    loaded = await resp.json()
+    assert loaded["credentials"] and loaded["warehouse_id"] == WAREHOUSE.id
+    resp = await client.post(
+        "/v1/warehouses/demo/tables/rename",
+        json={"source": {"namespace": ["demo_ns"], "name": "t1"},
+              "destination": {"namespace": ["demo_ns"], "name": "t2"}},
+        headers=MARK,
+    )
+    assert resp.status == 204
+    resp = await client.delete(f"{base}/t2", headers=MARK)
+    assert resp.status == 204
+    resp = await client.get(f"{base}/t2", headers=MARK)
+    assert resp.status == 404
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"{not json", b"[1,2]", b'{"name": 5, "format": "lance"}', b'{"format": "lance"}'],
+)
+async def test_malformed_create_bodies_are_400(
+    make_client: MakeClient, fake_ops: FakeOperations, body: bytes
+) -> None:
+    client = await make_client()
+    resp = await client.post(
+        "/v1/warehouses/demo/namespaces/demo_ns/tables", data=body,
+        headers={**MARK, "Content-Type": "application/json"},
+    )
+    assert resp.status == 400
+    assert fake_ops.calls["create_table"] == 0
+
+
+async def test_oversized_body_is_413_envelope(
+    make_client: MakeClient, fake_ops: FakeOperations
+) -> None:
+    client = await make_client(max_body_bytes=2048)
+    resp = await client.post(
+        "/v1/warehouses/demo/namespaces/demo_ns/tables", data=b"x" * 50_000,
+        headers={**MARK, "Content-Type": "application/json"},
+    )
+    assert resp.status == 413
+    assert (await resp.json())["error"]["code"] == 413
+    assert fake_ops.calls["create_table"] == 0
+
+
+async def test_invalidate_table_and_all(
+    make_client: MakeClient, fake_ops: FakeOperations, metrics
+) -> None:
+    client = await make_client()
+    resp = await client.post("/v1/cache/invalidate",
+                             json={"warehouse": "demo", "namespace": ["demo_ns"],
+                                   "table": "orders"}, headers=MARK)
+    assert (await resp.json()) == {"invalidated": 1}
+    resp = await client.post("/v1/cache/invalidate", json={"all": True}, headers=MARK)
+    assert (await resp.json()) == {"invalidated": 3}
+    assert count(metrics, "http", "admin", "hit") == 2
+
+
+async def test_resolve_warehouse(make_client: MakeClient) -> None:
+    client = await make_client()
+    resp = await client.get("/v1/warehouses/demo", headers=MARK)
+    assert (await resp.json()) == {"warehouse_id": WAREHOUSE.id, "name": "demo"}
+
+
+async def test_request_id_is_echoed_and_generated(make_client: MakeClient) -> None:
+    client = await make_client()
+    resp = await client.get(CREDS, headers={**MARK, "x-request-id": "abc-123"})
+    assert resp.headers["x-request-id"] == "abc-123"
+    resp = await client.get(CREDS, headers={**MARK, "x-request-id": "bad id\twith tab"})
+    assert resp.headers["x-request-id"] != "bad id\twith tab"
+    assert len(resp.headers["x-request-id"]) == 36
+
+
+async def test_unknown_route_and_wrong_method(make_client: MakeClient) -> None:
+    client = await make_client()
+    resp = await client.get("/v1/nothing", headers=MARK)
+    assert resp.status == 404
+    resp = await client.put(CREDS, headers=MARK)
+    assert resp.status == 405
+    assert (await resp.json())["error"]["code"] == 405
+
+
+async def test_unexpected_exception_is_500_without_internals(
+    make_client: MakeClient, fake_ops: FakeOperations
+) -> None:
+    fake_ops.errors["get_credentials"] = RuntimeError("db password=hunter2 leaked")  # type: ignore[assignment]
+    client = await make_client()
+    resp = await client.get(CREDS, headers=MARK)
+    assert resp.status == 500
+    text = await resp.text()
+    assert "hunter2" not in text
+    assert "RuntimeError" not in text

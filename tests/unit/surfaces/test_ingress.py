@@ -1,0 +1,65 @@
+"""The gate: anti-SSRF, rate limit per caller, policy refusals counted by reason."""
+
+from __future__ import annotations
+
+import pytest
+
+from gateway.errors import PermissionDeniedError, RateLimitedCallerError
+from gateway.metrics import Metrics
+from gateway.models import AccessMode, RequestContext
+from gateway.surfaces.callers import StaticTokenCallerAuth
+from gateway.surfaces.ingress import RateLimiter, check_not_forged
+from gateway.surfaces.policy import CallerPolicy, parse_rules
+from tests.unit.surfaces.conftest import MakeClient, build_gate
+from tests.unit.surfaces.fake_operations import WAREHOUSE, FakeClock, FakeOperations
+
+
+def test_marker_or_authorization_required_only_when_asked() -> None:
+    check_not_forged({}, require_marker=False)
+    check_not_forged({"X-Lakegate-Request": "1"}, require_marker=True)
+    with pytest.raises(PermissionDeniedError):
+        check_not_forged({}, require_marker=True)
+
+
+def test_rate_limiter_refills_with_time() -> None:
+    clock = FakeClock()
+    limiter = RateLimiter(2.0, 2, clock)
+    limiter.acquire("a")
+    limiter.acquire("a")
+    with pytest.raises(RateLimitedCallerError) as info:
+        limiter.acquire("a")
+    assert info.value.retry_after_s == pytest.approx(0.5)
+    limiter.acquire("b")  # buckets are per caller
+    clock.advance(0.5)
+    limiter.acquire("a")
+
+
+async def test_rate_limited_caller_gets_429_with_retry_after(
+    make_client: MakeClient, metrics: Metrics
+) -> None:
+    client = await make_client(rate=(1.0, 1))
+    path = "/v1/warehouses/demo/namespaces/demo_ns/tables/orders/credentials"
+    first = await client.get(path, headers={"X-Lakegate-Request": "1"})
+    second = await client.get(path, headers={"X-Lakegate-Request": "1"})
+    assert first.status == 200
+    assert second.status == 429
+    assert second.headers["Retry-After"] == "1"
+    assert metrics.registry.get_sample_value(
+        "lakegate_ingress_rejected_total", {"reason": "ratelimit"}) == 1
+
+
+async def test_policy_checked_against_warehouse_id_after_resolution(
+    fake_ops: FakeOperations, metrics: Metrics, fake_clock: FakeClock
+) -> None:
+    policy = CallerPolicy(parse_rules({"callers": {"alice": [
+        {"warehouse": WAREHOUSE.id, "namespace": "team_a", "table": "*"}]}}, "t"))
+    gate = build_gate(fake_ops, metrics, fake_clock, policy=policy,
+                      auth=StaticTokenCallerAuth({"tok-alice-123": "alice"}))
+    caller = await gate.admit("Bearer tok-alice-123")
+    ctx = RequestContext(request_id="r")
+    await gate.authorize(caller, ctx, "demo", ("team_a",), "t", AccessMode.READ)
+    assert fake_ops.calls["resolve_warehouse"] == 1
+    with pytest.raises(PermissionDeniedError):
+        await gate.authorize(caller, ctx, "demo", ("team_b",), "t", AccessMode.READ)
+    assert metrics.registry.get_sample_value(
+        "lakegate_ingress_rejected_total", {"reason": "policy"}) == 1

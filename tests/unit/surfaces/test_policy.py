@@ -1,0 +1,84 @@
+"""Caller policy: fnmatch patterns, name-or-id warehouses, read/write, file validation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gateway.models import AccessMode, CallerIdentity
+from gateway.surfaces.policy import CallerPolicy, PolicyFileError, parse_rules
+
+ALICE = CallerIdentity("alice", True)
+BOB = CallerIdentity("bob", True)
+DOC = {"callers": {
+    "alice": [{"warehouse": "demo", "namespace": "team_a*", "table": "*", "access": ["read"]},
+              {"warehouse": "0000-ID", "namespace": "shared", "table": "t?", "access": "write"}],
+    "admin": [{"warehouse": "*", "namespace": "*", "table": "*", "access": ["read", "write"]}],
+}}
+
+
+@pytest.fixture
+def policy() -> CallerPolicy:
+    return CallerPolicy(parse_rules(DOC, "test"))
+
+
+@pytest.mark.parametrize(
+    ("warehouses", "namespace", "table", "access", "allowed"),
+    [
+        (("demo",), ("team_a",), "x", AccessMode.READ, True),
+        (("DEMO",), ("Team_A1", "sub"), "X", AccessMode.READ, True),
+        (("demo",), ("team_a",), "x", AccessMode.WRITE, False),
+        (("demo",), ("team_b",), "x", AccessMode.READ, False),
+        (("other",), ("team_a",), "x", AccessMode.READ, False),
+        (("given", "0000-id"), ("shared",), "t1", AccessMode.WRITE, True),
+        (("given", "0000-id"), ("shared",), "t10", AccessMode.WRITE, False),
+        (("demo",), ("team_a",), None, AccessMode.READ, True),
+    ],
+)
+def test_rules(policy: CallerPolicy, warehouses, namespace, table, access, allowed) -> None:
+    assert policy.allows(ALICE, warehouses, namespace, table, access) is allowed
+
+
+def test_unknown_caller_gets_nothing(policy: CallerPolicy) -> None:
+    assert not policy.allows(BOB, ("demo",), ("team_a",), "x", AccessMode.READ)
+
+
+def test_no_policy_allows_everything() -> None:
+    assert CallerPolicy(None).allows(BOB, ("w",), ("n",), "t", AccessMode.WRITE)
+    assert CallerPolicy(None).allows_everything(BOB, AccessMode.WRITE)
+
+
+def test_global_grant_is_needed_to_invalidate_everything(policy: CallerPolicy) -> None:
+    assert policy.allows_everything(CallerIdentity("admin", True), AccessMode.WRITE)
+    assert not policy.allows_everything(ALICE, AccessMode.WRITE)
+
+
+def test_resolution_is_skipped_when_the_given_name_decides(policy: CallerPolicy) -> None:
+    assert policy.needs_warehouse_names(ALICE, "demo")  # the id rule cannot match "demo"
+    assert not CallerPolicy(None).needs_warehouse_names(ALICE, "demo")
+    assert not policy.needs_warehouse_names(CallerIdentity("admin", True), "anything")
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        [],
+        {"callers": []},
+        {"callers": {"a": {"warehouse": "x"}}},
+        {"callers": {"a": [{"access": ["admin"]}]}},
+        {"callers": {"a": [{"warehouse": "x", "tables": "typo"}]}},
+    ],
+)
+def test_malformed_documents_are_rejected(doc) -> None:
+    with pytest.raises(PolicyFileError):
+        parse_rules(doc, "test")
+
+
+def test_from_file_reads_yaml(tmp_path: Path) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text("callers:\n  alice:\n    - {warehouse: demo, namespace: a, table: '*'}\n")
+    policy = CallerPolicy.from_file(path)
+    assert policy.allows(ALICE, ("demo",), ("a",), "t", AccessMode.READ)
+    with pytest.raises(PolicyFileError):
+        CallerPolicy.from_file(tmp_path / "missing.yaml")

@@ -1,0 +1,183 @@
+"""App lifecycle: bind (TCP port 0, UDS 0660, ports file), serve, drain, close, signal restore."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import socket
+import stat
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from gateway.app import App, State, StartupError, run
+from gateway.settings import Settings
+from tests.unit.surfaces.fake_operations import FakeOperations
+
+MARK = {"X-Lakegate-Request": "1"}
+CREDS = "/v1/warehouses/demo/namespaces/demo_ns/tables/orders/credentials"
+
+
+def settings_for(tmp_path: Path, **extra: str) -> Settings:
+    env = {
+        "LAKEGATE__UPSTREAM__URL": "http://127.0.0.1:9",
+        "LAKEGATE__TOKEN__KIND": "none",
+        "LAKEGATE__LISTEN__HTTP_PORT": "0",
+        "LAKEGATE__LISTEN__GRPC_PORT": "0",
+        "LAKEGATE__LISTEN__HTTP_UDS": str(tmp_path / "http.sock"),
+        "LAKEGATE__LISTEN__GRPC_UDS": str(tmp_path / "grpc.sock"),
+        "LAKEGATE__LISTEN__PORTS_FILE": str(tmp_path / "ports.json"),
+        "LAKEGATE__SHUTDOWN_GRACE_S": "5",
+        **extra,
+    }
+    return Settings.load(environ=env)
+
+
+@pytest.fixture
+def fake_ops() -> FakeOperations:
+    ops = FakeOperations()
+    ops.add_table(("demo_ns",), "orders")
+    return ops
+
+
+def app_for(settings: Settings, ops: FakeOperations) -> App:
+    return App(settings, service_factory=lambda s, m, spawn: ops)  # type: ignore[arg-type,return-value]
+
+
+async def test_start_binds_free_ports_uds_and_writes_ports_file(
+    tmp_path: Path, fake_ops: FakeOperations
+) -> None:
+    app = app_for(settings_for(tmp_path), fake_ops)
+    await app.start()
+    try:
+        ports = json.loads((tmp_path / "ports.json").read_text())
+        assert ports == {"http_port": app.http_port, "grpc_port": app.grpc_port}
+        assert app.http_port and app.grpc_port
+        for name in ("http.sock", "grpc.sock"):
+            mode = (tmp_path / name).stat().st_mode
+            assert stat.S_ISSOCK(mode)
+            assert stat.S_IMODE(mode) == 0o660
+        assert fake_ops.started
+        conn = aiohttp.UnixConnector(path=str(tmp_path / "http.sock"))
+        async with aiohttp.ClientSession(connector=conn) as session:
+            async with session.get("http://gw" + CREDS, headers=MARK) as resp:
+                assert resp.status == 200
+        async with aiohttp.ClientSession() as session:
+            async with session.get(f"http://127.0.0.1:{app.http_port}/readyz") as resp:
+                assert resp.status == 200
+    finally:
+        await app.shutdown()
+    assert app.state is State.CLOSED
+    assert fake_ops.closed
+    assert not (tmp_path / "http.sock").exists()
+
+
+async def test_stale_socket_file_is_replaced(tmp_path: Path, fake_ops: FakeOperations) -> None:
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(str(tmp_path / "http.sock"))
+    stale.close()  # the file stays, nobody listens: a crashed daemon's leftover
+    app = app_for(settings_for(tmp_path), fake_ops)
+    await app.start()
+    await app.shutdown()
+    assert app.state is State.CLOSED
+
+
+async def test_regular_file_at_socket_path_is_refused(
+    tmp_path: Path, fake_ops: FakeOperations
+) -> None:
+    (tmp_path / "http.sock").write_text("not a socket")
+    app = app_for(settings_for(tmp_path), fake_ops)
+    with pytest.raises(StartupError, match="not a socket"):
+        await app.start()
+    await app.shutdown()
+    assert (tmp_path / "http.sock").read_text() == "not a socket"
+
+
+async def test_live_socket_is_not_stolen(tmp_path: Path, fake_ops: FakeOperations) -> None:
+    first = app_for(settings_for(tmp_path), fake_ops)
+    await first.start()
+    try:
+        second = app_for(settings_for(tmp_path / "x", LAKEGATE__LISTEN__HTTP_UDS=str(
+            tmp_path / "http.sock")), FakeOperations())
+        with pytest.raises(StartupError, match="another server"):
+            await second.start()
+        await second.shutdown()
+    finally:
+        await first.shutdown()
+
+
+async def test_drain_completes_in_flight_request_then_closes(
+    tmp_path: Path, fake_ops: FakeOperations
+) -> None:
+    fake_ops.hold = asyncio.Event()
+    app = app_for(settings_for(tmp_path), fake_ops)
+    serve = asyncio.create_task(app.serve())
+    async with asyncio.timeout(10):
+        while app.http_port is None or app.state is not State.STARTED:
+            await asyncio.sleep(0.01)
+        async with aiohttp.ClientSession() as session:
+            pending = asyncio.create_task(
+                session.get(f"http://127.0.0.1:{app.http_port}{CREDS}", headers=MARK))
+            while fake_ops.calls["get_credentials"] == 0:
+                await asyncio.sleep(0.01)
+            app.request_stop()
+            while app.state is State.STARTED:
+                await asyncio.sleep(0.01)
+            fake_ops.hold.set()  # the in-flight request may now finish, inside the grace
+            resp = await pending
+            assert resp.status == 200
+            resp.release()
+        await serve
+    assert app.state is State.CLOSED
+    assert fake_ops.closed
+
+
+async def test_drain_timeout_cancels_a_stuck_request(
+    tmp_path: Path, fake_ops: FakeOperations
+) -> None:
+    fake_ops.hold = asyncio.Event()  # never set: the request is stuck
+    app = app_for(settings_for(tmp_path, LAKEGATE__SHUTDOWN_GRACE_S="0.2"), fake_ops)
+    await app.start()
+    async with aiohttp.ClientSession() as session:
+        pending = asyncio.create_task(
+            session.get(f"http://127.0.0.1:{app.http_port}{CREDS}", headers=MARK))
+        async with asyncio.timeout(10):
+            while fake_ops.calls["get_credentials"] == 0:
+                await asyncio.sleep(0.01)
+            await app.shutdown()
+            with pytest.raises(aiohttp.ClientError):
+                await pending
+    assert app.state is State.CLOSED
+    assert len(app.tasks) == 0
+
+
+async def test_serve_restores_signal_handlers(tmp_path: Path, fake_ops: FakeOperations) -> None:
+    def marker(signum: int, frame: object) -> None:  # pragma: no cover - never delivered
+        pass
+
+    previous = signal.signal(signal.SIGTERM, marker)
+    try:
+        app = app_for(settings_for(tmp_path), fake_ops)
+        serve = asyncio.create_task(app.serve())
+        async with asyncio.timeout(10):
+            while app.state is not State.STARTED or app.grpc_port is None:
+                await asyncio.sleep(0.01)
+            app.request_stop()
+            await serve
+        assert signal.getsignal(signal.SIGTERM) is marker
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def test_invalid_settings_exit_2_naming_the_env_var(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    config = tmp_path / "bad.yaml"
+    config.write_text("upstream: {url: 'http://127.0.0.1:9'}\ntoken: {kind: none}\n"
+                      "cache: {min_remaining_s: 900, refresh_lead_s: 300}\n")
+    monkeypatch.delenv("LAKEGATE_CONFIG_FILE", raising=False)
+    assert run(["--config", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert "LAKEGATE__CACHE__REFRESH_LEAD_S" in err

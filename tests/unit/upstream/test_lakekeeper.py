@@ -1,0 +1,256 @@
+import asyncio
+import random
+
+import pytest
+
+from gateway.errors import (
+    ConflictError,
+    IdentityProviderError,
+    NotFoundError,
+    ProtocolViolationError,
+    RateLimitedError,
+    UnavailableError,
+    UpstreamAuthError,
+    UpstreamBadRequestError,
+)
+from gateway.metrics import Metrics
+from gateway.models import AccessMode, CacheKey, CreateTableSpec, RequestContext
+from gateway.upstream.lakekeeper import CatalogClient, map_error, ns_segment, parse_retry_after
+from gateway.upstream.transport import RawResponse
+from tests.fakes.catalog import FakeCatalog, Fault
+from tests.fakes.clock import FakeClock
+from tests.fakes.settings import make_settings
+from tests.fakes.tokens import FakeTokenSource
+
+CTX = RequestContext(request_id="0198f2a4-6c1e-7d32-9a51-3f0b2c7e9d10")
+
+
+@pytest.fixture
+def clock():
+    return FakeClock()
+
+
+@pytest.fixture
+def catalog(clock):
+    cat = FakeCatalog(clock)
+    cat.add_table(("ns",), "orders")
+    cat.add_table(("a", "b"), "nested")
+    return cat
+
+
+@pytest.fixture
+def tokens():
+    return FakeTokenSource()
+
+
+@pytest.fixture
+def metrics():
+    return Metrics()
+
+
+def client(catalog, tokens, metrics, clock, **env):
+    settings = make_settings(**env)
+    return CatalogClient(catalog.transport(), tokens, settings.upstream, metrics, clock,
+                         rng=random.Random(5))
+
+
+def key(table="orders", ns=("ns",), access=AccessMode.READ, wid=None, catalog=None):
+    return CacheKey.of(project=None, warehouse_id=wid or catalog.warehouse_id, namespace=ns,
+                       table=table, access=access)
+
+
+async def test_namespace_levels_are_joined_with_percent_1f():
+    assert ns_segment(("a", "b c", "d/e")) == "a%1Fb%20c%1Fd%2Fe"
+
+
+async def test_credentials_call_sends_the_lakekeeper_headers(catalog, tokens, metrics, clock):
+    c = client(catalog, tokens, metrics, clock, UPSTREAM__PROJECT_ID="proj-1",
+               UPSTREAM__READ_ROLE_ID="read-role", UPSTREAM__WRITE_ROLE_ID="write-role")
+    creds = await c.load_credentials(key(catalog=catalog), CTX)
+    assert creds[0].config["s3.session-token"].endswith("-read")
+    op, headers = catalog.requests[-1]
+    assert op == "load_generic_table_credentials"
+    assert headers["Authorization"] == "Bearer token-1"
+    assert headers["x-request-id"] == CTX.request_id
+    assert headers["x-project-id"] == "proj-1"
+    assert headers["x-assume-role"] == "read-role"
+    assert headers["X-Iceberg-Access-Delegation"] == "vended-credentials"
+    await c.load_credentials(key(catalog=catalog, access=AccessMode.WRITE), CTX)
+    assert catalog.requests[-1][1]["x-assume-role"] == "write-role"
+
+
+async def test_multi_level_namespace_reaches_the_catalog(catalog, tokens, metrics, clock):
+    c = client(catalog, tokens, metrics, clock)
+    table = await c.load_table(catalog.warehouse_id, ("a", "b"), "nested", CTX)
+    assert table.name == "nested"
+
+
+async def test_mutations_get_a_generated_idempotency_key(catalog, tokens, metrics, clock):
+    c = client(catalog, tokens, metrics, clock)
+    await c.create_table(catalog.warehouse_id, ("ns",), CreateTableSpec(
+        name="new", format="lance", extra={"schema": {"a": 1}}), CTX)
+    _, headers = catalog.requests[-1]
+    assert len(headers["Idempotency-Key"]) == 36
+    given = RequestContext(request_id="r", idempotency_key="0198f0c3-aaaa-7bbb-8ccc-dddddddddddd")
+    await c.drop_table(catalog.warehouse_id, ("ns",), "new", given, purge=False)
+    assert catalog.requests[-1][1]["Idempotency-Key"] == given.idempotency_key
+    await c.load_table(catalog.warehouse_id, ("ns",), "orders", CTX)
+    assert "Idempotency-Key" not in catalog.requests[-1][1]
+
+
+async def test_error_envelope_becomes_a_typed_error_keeping_the_lakekeeper_type(
+    catalog, tokens, metrics, clock
+):
+    c = client(catalog, tokens, metrics, clock)
+    with pytest.raises(NotFoundError) as info:
+        await c.load_table(catalog.warehouse_id, ("ns",), "missing", CTX)
+    assert info.value.type_name == "NoSuchGenericTableException"
+    assert info.value.status == 404
+    with pytest.raises(ConflictError):
+        await c.create_table(catalog.warehouse_id, ("ns",),
+                             CreateTableSpec(name="orders", format="lance"), CTX)
+
+
+@pytest.mark.parametrize(
+    ("status", "cls", "retryable"),
+    [(400, UpstreamBadRequestError, False), (404, NotFoundError, False),
+     (409, ConflictError, False), (412, UnavailableError, True),
+     (429, RateLimitedError, True), (500, UnavailableError, True),
+     (503, UnavailableError, True), (422, UpstreamBadRequestError, False)],
+)
+def test_status_table(status, cls, retryable):
+    err = map_error(RawResponse(status, {}, b"not json"), "op", 0.0)
+    assert type(err) is cls and err.retryable is retryable
+
+
+def test_short_term_credential_error_keeps_412_and_its_type():
+    body = b'{"error": {"message": "Rate exceeded", "type": "ShortTermCredentialError", "code": 412}}'
+    err = map_error(RawResponse(412, {}, body), "op", 0.0)
+    assert err.retryable and err.status == 412 and err.type_name == "ShortTermCredentialError"
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [("3", 3.0), (" 1.5 ", 1.5), ("-4", 0.0), ("junk", None), (None, None), ("99999", 300.0),
+     ("Thu, 01 Jan 2027 00:00:10 GMT", 10.0)],
+)
+def test_retry_after_parsing(value, seconds):
+    now = 1_798_761_600.0  # 2027-01-01T00:00:00Z
+    assert parse_retry_after(value, now) == seconds
+
+
+async def test_transient_errors_are_retried(catalog, tokens, metrics, clock):
+    c = client(catalog, tokens, metrics, clock)
+    catalog.fail("load_generic_table_credentials", Fault(status=503), times=1)
+    catalog.fail("load_generic_table_credentials", Fault(drop=True), times=1)
+    catalog.fail("load_generic_table_credentials",
+                 Fault(status=412, error_type="ShortTermCredentialError"), times=1)
+    run = asyncio.ensure_future(c.load_credentials(key(catalog=catalog), CTX))
+    await clock.run_for(5, step=0.05)
+    async with asyncio.timeout(5):
+        creds = await run
+    assert creds and catalog.calls["load_generic_table_credentials"] == 4
+    sample = metrics.registry.get_sample_value
+    assert sample("lakegate_upstream_requests_total",
+                  {"target": "catalog", "op": "load_credentials", "status": "503"}) == 1
+    assert sample("lakegate_upstream_requests_total",
+                  {"target": "catalog", "op": "load_credentials", "status": "error"}) == 1
+
+
+async def test_429_retry_after_is_one_shared_wait_for_concurrent_calls(
+    catalog, tokens, metrics, clock
+):
+    c = client(catalog, tokens, metrics, clock)
+    catalog.add_table(("ns",), "other")
+    catalog.fail("load_generic_table_credentials", Fault(status=429, retry_after="2"))
+    first = asyncio.ensure_future(c.load_credentials(key(catalog=catalog), CTX))
+    await clock.settle()
+    assert catalog.calls["load_generic_table_credentials"] == 1
+    # A second table asked during the wait does not reach the catalog before it ends.
+    second = asyncio.ensure_future(c.load_credentials(key("other", catalog=catalog), CTX))
+    await clock.run_for(1.9, step=0.1)
+    assert catalog.calls["load_generic_table_credentials"] == 1
+    await clock.run_for(0.2, step=0.1)
+    async with asyncio.timeout(5):
+        await asyncio.gather(first, second)
+    assert catalog.calls["load_generic_table_credentials"] == 3
+
+
+async def test_a_401_forces_one_token_refresh_and_one_retry(catalog, tokens, metrics, clock):
+    catalog.valid_tokens = {"token-2"}
+    c = client(catalog, tokens, metrics, clock)
+    await c.load_table(catalog.warehouse_id, ("ns",), "orders", CTX)
+    assert tokens.forced == 1
+    assert catalog.calls["load_generic_table"] == 2
+    await c.load_table(catalog.warehouse_id, ("ns",), "orders", CTX)
+    assert tokens.forced == 1  # the new token is kept
+
+
+async def test_a_401_after_refresh_is_an_upstream_auth_error(catalog, tokens, metrics, clock):
+    catalog.valid_tokens = {"nobody"}
+    c = client(catalog, tokens, metrics, clock)
+    with pytest.raises(UpstreamAuthError) as info:
+        await c.load_table(catalog.warehouse_id, ("ns",), "orders", CTX)
+    assert info.value.status == 502
+    assert catalog.calls["load_generic_table"] == 2
+    assert "token-" not in str(info.value)
+
+
+async def test_idp_failure_is_not_retried_by_the_catalog_runner(catalog, tokens, metrics, clock):
+    tokens.down = True
+    c = client(catalog, tokens, metrics, clock)
+    with pytest.raises(IdentityProviderError):
+        await c.load_table(catalog.warehouse_id, ("ns",), "orders", CTX)
+    assert catalog.calls["load_generic_table"] == 0
+
+
+async def test_unreadable_answer_is_a_protocol_violation(catalog, tokens, metrics, clock):
+    c = client(catalog, tokens, metrics, clock)
+
+    async def garbage(method, url, headers, body):
+        return RawResponse(200, {}, b"<html>")
+
+    catalog.handle = garbage
+    with pytest.raises(ProtocolViolationError):
+        await c.load_credentials(key(catalog=catalog), CTX)
+
+
+async def test_warehouse_name_resolves_through_config(catalog, tokens, metrics, clock):
+    c = client(catalog, tokens, metrics, clock)
+    assert await c.resolve_warehouse_id("demo", CTX) == catalog.warehouse_id
+    with pytest.raises(NotFoundError):
+        await c.resolve_warehouse_id("nope", CTX)
+
+
+async def test_list_passes_page_token_and_size(catalog, tokens, metrics, clock):
+    for i in range(5):
+        catalog.add_table(("p",), f"t{i}")
+    c = client(catalog, tokens, metrics, clock)
+    names, token, pages = [], None, 0
+    while pages < 10:
+        page = await c.list_tables(catalog.warehouse_id, ("p",), CTX, page_token=token,
+                                   page_size=2)
+        pages += 1
+        names += [i.name for i in page.identifiers]
+        token = page.next_page_token
+        if token is None:
+            break
+    assert names == [f"t{i}" for i in range(5)]
+    assert pages == 4
+
+
+async def test_forward_returns_client_errors_as_they_are(catalog, tokens, metrics, clock):
+    c = client(catalog, tokens, metrics, clock)
+    catalog.fail("other:GET:catalog/v1/x/namespaces", Fault(status=404, error_type="NoSuchX"))
+    resp = await c.forward("GET", "/catalog/v1/x/namespaces", "", None, CTX)
+    assert resp.status == 404 and b"NoSuchX" in resp.body
+    resp = await c.forward("GET", "/catalog/v1/x/namespaces", "pageSize=1", None, CTX)
+    assert resp.status == 200
+
+
+async def test_health_is_one_unauthenticated_attempt(catalog, tokens, metrics, clock):
+    c = client(catalog, tokens, metrics, clock)
+    assert await c.health() is True
+    catalog.fail("health", Fault(status=503))
+    assert await c.health() is False
+    assert tokens.token_calls == 0

@@ -1,0 +1,97 @@
+import asyncio
+import random
+
+import pytest
+
+from gateway.errors import (
+    IdentityProviderError,
+    NotFoundError,
+    RateLimitedError,
+    UnavailableError,
+    UpstreamTimeoutError,
+)
+from gateway.upstream.retry import RetryPolicy, run_with_retry
+from tests.fakes.clock import FakeClock
+
+POLICY = RetryPolicy(max_retries=4, base_s=0.1, cap_s=5.0, deadline_s=30.0)
+
+
+@pytest.mark.parametrize(
+    ("attempt", "rand", "expected"),
+    [(0, 1.0, 0.1), (3, 1.0, 0.8), (10, 1.0, 5.0), (10, 0.5, 2.5), (2, 0.0, 0.0)],
+)
+def test_full_jitter_backoff_schedule(attempt, rand, expected):
+    assert POLICY.backoff_s(attempt, rand) == pytest.approx(expected)
+
+
+def test_retry_after_overrides_backoff():
+    assert POLICY.delay_s(0, RateLimitedError("x", retry_after_s=7), 0.3, 30) == 7
+
+
+def test_retry_after_beyond_the_deadline_gives_up_at_once():
+    assert POLICY.delay_s(0, RateLimitedError("x", retry_after_s=40), 0.3, 30) is None
+
+
+@pytest.mark.parametrize("err", [NotFoundError("x"), IdentityProviderError("x")])
+def test_non_retryable_errors_are_not_retried(err):
+    assert POLICY.delay_s(0, err, 0.5, 30) is None
+
+
+def test_retries_stop_after_max_retries():
+    assert POLICY.delay_s(3, UnavailableError("x"), 0.5, 30) is not None
+    assert POLICY.delay_s(4, UnavailableError("x"), 0.5, 30) is None
+
+
+async def test_runner_retries_until_success_and_waits_retry_after():
+    clock = FakeClock()
+    attempts = []
+
+    async def attempt(n, remaining):
+        attempts.append((n, clock.monotonic()))
+        if n == 0:
+            raise RateLimitedError("slow down", retry_after_s=2.0)
+        return "ok"
+
+    run = asyncio.ensure_future(run_with_retry(attempt, POLICY, clock, random.Random(1)))
+    await clock.settle()
+    assert len(attempts) == 1
+    await clock.run_for(2.0, step=0.5)
+    async with asyncio.timeout(5):
+        assert await run == "ok"
+    assert attempts[1][1] - attempts[0][1] == pytest.approx(2.0)
+
+
+async def test_runner_raises_the_last_error_when_retries_run_out():
+    clock = FakeClock()
+    calls = 0
+
+    async def attempt(n, remaining):
+        nonlocal calls
+        calls += 1
+        raise UnavailableError("down")
+
+    run = asyncio.ensure_future(run_with_retry(attempt, POLICY, clock, random.Random(1)))
+    await clock.run_for(20, step=0.5)
+    with pytest.raises(UnavailableError):
+        async with asyncio.timeout(5):
+            await run
+    assert calls == 5
+
+
+async def test_runner_respects_the_overall_deadline():
+    clock = FakeClock()
+    policy = RetryPolicy(max_retries=100, base_s=1.0, cap_s=1.0, deadline_s=3.0)
+    calls = 0
+
+    async def attempt(n, remaining):
+        nonlocal calls
+        calls += 1
+        assert remaining <= 3.0
+        raise UpstreamTimeoutError("slow")
+
+    run = asyncio.ensure_future(run_with_retry(attempt, policy, clock, random.Random(0)))
+    await clock.run_for(10, step=0.25)
+    with pytest.raises(UpstreamTimeoutError):
+        async with asyncio.timeout(5):
+            await run
+    assert 2 <= calls <= 30

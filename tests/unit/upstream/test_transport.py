@@ -1,0 +1,88 @@
+import asyncio
+import socket
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+from gateway.errors import UnavailableError, UpstreamTimeoutError
+from gateway.upstream.transport import AiohttpTransport
+
+
+@pytest.fixture
+async def server():
+    release = asyncio.Event()
+
+    async def ok(request: web.Request) -> web.Response:
+        return web.json_response({"seen": request.headers.get("x-request-id")},
+                                 headers={"X-Thing": "1"})
+
+    async def slow(request: web.Request) -> web.Response:
+        await release.wait()
+        return web.Response(text="late")
+
+    async def redirect(request: web.Request) -> web.Response:
+        raise web.HTTPFound("/ok")
+
+    app = web.Application()
+    app.router.add_get("/ok", ok)
+    app.router.add_get("/slow", slow)
+    app.router.add_get("/redirect", redirect)
+    srv = TestServer(app, host="127.0.0.1")
+    await srv.start_server()
+    yield srv
+    release.set()
+    await srv.close()
+
+
+async def test_request_returns_status_lowercased_headers_and_body(server):
+    t = AiohttpTransport()
+    try:
+        resp = await t.request("GET", str(server.make_url("/ok")),
+                               headers={"x-request-id": "abc"}, timeout_s=5)
+    finally:
+        await t.close()
+    assert resp.status == 200
+    assert resp.headers["x-thing"] == "1"
+    assert b'"abc"' in resp.body
+
+
+async def test_redirects_are_not_followed(server):
+    t = AiohttpTransport()
+    try:
+        resp = await t.request("GET", str(server.make_url("/redirect")), headers={},
+                               timeout_s=5)
+    finally:
+        await t.close()
+    assert resp.status == 302
+
+
+async def test_timeout_becomes_upstream_timeout_error(server):
+    t = AiohttpTransport()
+    try:
+        with pytest.raises(UpstreamTimeoutError):
+            await t.request("GET", str(server.make_url("/slow")), headers={}, timeout_s=0.05)
+    finally:
+        await t.close()
+
+
+async def test_refused_connection_becomes_unavailable_without_leaking_the_query():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    t = AiohttpTransport()
+    try:
+        with pytest.raises(UnavailableError) as info:
+            await t.request("GET", f"http://127.0.0.1:{port}/x?secret=hunter2", headers={},
+                            timeout_s=2)
+    finally:
+        await t.close()
+    assert "hunter2" not in str(info.value)
+    assert f"127.0.0.1:{port}" in str(info.value)
+
+
+async def test_closed_transport_refuses_requests():
+    t = AiohttpTransport()
+    await t.close()
+    with pytest.raises(UnavailableError):
+        await t.request("GET", "http://127.0.0.1:1/", headers={}, timeout_s=1)
