@@ -150,6 +150,9 @@ class App:
         self._runner: web.AppRunner | None = None
         self._grpc: GrpcSurface | None = None
         self._stop = asyncio.Event()
+        # Events (not state polling) for whoever waits on the phases: tests, the CLI.
+        self.started = asyncio.Event()
+        self.stopping = asyncio.Event()
         self._uds_paths: list[Path] = []
 
     # ------------------------------------------------------------------ start
@@ -187,6 +190,7 @@ class App:
         await self._bind_grpc(grpc_surface)
         self._write_ports_file()
         self.tasks.spawn(self._health_loop(), name="grpc-health", loop=True)
+        self.started.set()
         _log.info(
             "lakegate listening",
             extra={
@@ -242,12 +246,13 @@ class App:
 
     async def _health_loop(self) -> None:
         """Mirror readiness into the gRPC health service (SERVING once ready)."""
-        assert self.service is not None and self._grpc is not None
+        assert self.service is not None
+        assert self._grpc is not None
         serving: bool | None = None
         while True:
             try:
                 ready, _ = await self.service.readiness()
-            except Exception:  # background loop top: log and keep going
+            except Exception:  # noqa: BLE001 - background loop top: log and keep going
                 _log.exception("readiness check failed")
                 ready = False
             if ready != serving:
@@ -288,6 +293,7 @@ class App:
         if self.state in (State.STOPPING, State.CLOSED):
             return
         self.state = State.STOPPING
+        self.stopping.set()
         grace = self.settings.shutdown_grace_s
         drains = []
         if self._grpc is not None:
@@ -304,7 +310,7 @@ class App:
         if self.service is not None:
             try:
                 await self.service.close()
-            except Exception:
+            except Exception:  # noqa: BLE001 - closing must go on to cancel the tasks
                 _log.exception("service close failed")
         left = await self.tasks.cancel_all(timeout_s=max(grace, 1.0))
         for path in self._uds_paths:

@@ -25,11 +25,19 @@ from hardening.gateway_process import GatewayProcess
 from hardening.leaks import LeakBudget, settle, snapshot
 from hardening.load import LoadFleet
 from hardening.loadclient import LoadConfig
+from hardening.metrics_scrape import scrape, summarize
 from hardening.processes import HarnessError, wait_until
 from hardening.report import FaultResult
 
 TABLES = ["hx_t0", "hx_t1", "hx_t2", "hx_t3"]
 PROBE_TABLE = "hx_probe"
+# Gateway-side evidence that a fault bit (counter growth over the scenario).
+EVIDENCE = {
+    "stale_serves": ("lakegate_requests_total", {"result": "stale"}),
+    "refresh_errors": ("lakegate_refresh_total", {"status": "error"}),
+    "refresh_ok": ("lakegate_refresh_total", {"status": "ok"}),
+    "request_errors": ("lakegate_requests_total", {"result": "error"}),
+}
 
 
 @dataclass(frozen=True)
@@ -166,6 +174,9 @@ def run_scenario(bench: FaultBench, sc: Scenario, out_dir: Path) -> FaultResult:
     baseline = snapshot(gw.pid)
     total = t.warmup_s + sc.hold_s + t.recovery_timeout_s + t.tail_s + 30
     fleet = LoadFleet(out_dir / sc.name, bench.fleet_configs(total), python=bench.ctx.python, repo_root=bench.ctx.repo_root)
+    eps = gw.endpoints
+    assert eps is not None
+    metrics_before = scrape(eps.http_url)
     fleet.start()
     restored_at: float | None = None
     probe_bad = 0
@@ -173,7 +184,12 @@ def run_scenario(bench: FaultBench, sc: Scenario, out_dir: Path) -> FaultResult:
     try:
         time.sleep(t.warmup_s)
         sc.inject()
-        time.sleep(sc.hold_s)
+        injected_at = time.monotonic()
+        time.sleep(1.0)
+        # A forced miss during the fault shows whether the fault really cut the path.
+        ok, _ = bench.probe()
+        result.notes.append(f"miss during fault {'succeeded' if ok else 'failed'}")
+        time.sleep(max(0.0, sc.hold_s - (time.monotonic() - injected_at)))
         sc.restore()
         restored_at = time.time()
 
@@ -191,6 +207,8 @@ def run_scenario(bench: FaultBench, sc: Scenario, out_dir: Path) -> FaultResult:
         result.error = f"{type(exc).__name__}: {exc}"
     finally:
         fleet_result = fleet.stop()
+    evidence = summarize(metrics_before, scrape(eps.http_url), EVIDENCE)
+    result.notes.append(", ".join(f"{k}={v:.0f}" for k, v in evidence.items()))
     result.requests = fleet_result.requests
     result.client_errors = fleet_result.errors
     result.expired_served = fleet_result.expired

@@ -248,6 +248,7 @@ class Prober:
             surface.split(":")[0],
             leaked,
             f"[{self.mode}] {who} on {t.namespace}.{t.table} via {surface}: {status}" + (" (owner's secret in body)" if leaked_secret else ""),
+            status,
         )
 
 

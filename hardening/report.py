@@ -54,10 +54,13 @@ class IsolationResult:
     leaks: int = 0
     failures: list[str] = field(default_factory=list)
     by_surface: dict[str, int] = field(default_factory=dict)
+    by_status: dict[str, int] = field(default_factory=dict)
 
-    def record(self, surface: str, leaked: bool, description: str) -> None:
+    def record(self, surface: str, leaked: bool, description: str, status: int | None = None) -> None:
         self.cases += 1
         self.by_surface[surface] = self.by_surface.get(surface, 0) + 1
+        if status is not None:
+            self.by_status[str(status)] = self.by_status.get(str(status), 0) + 1
         if leaked:
             self.leaks += 1
             self.failures.append(f"[{surface}] {description}")
@@ -87,6 +90,7 @@ class HardeningReport:
             and self.fuzz.crashes == 0
             and not self.fuzz.failures
             and self.isolation.leaks == 0
+            and not self.isolation.failures
             and self.secrets_found == 0
             and not self.suites_skipped
         )
@@ -153,7 +157,9 @@ def render_markdown(report: HardeningReport) -> str:
         "## Isolation",
         "",
         f"{report.isolation.cases} probes, {report.isolation.leaks} leaks. By surface: "
-        + ", ".join(f"{k}={v}" for k, v in sorted(report.isolation.by_surface.items())),
+        + ", ".join(f"{k}={v}" for k, v in sorted(report.isolation.by_surface.items()))
+        + ". Answers to forbidden requests by status: "
+        + ", ".join(f"{k}={v}" for k, v in sorted(report.isolation.by_status.items())),
     ]
     lines += _bullets("Isolation failures", report.isolation.failures)
     lines += [

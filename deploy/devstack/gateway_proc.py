@@ -6,8 +6,8 @@ free TCP ports plus UDS in the run directory, callers mode `none`, log in the ru
 from __future__ import annotations
 
 import importlib.util
-import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -45,18 +45,21 @@ def gateway_env(run_dir: Path, info: dict[str, Any], http_port: int, grpc_port: 
 
 
 def start_gateway(
-    run_dir: Path, info: dict[str, Any], *, timeout_s: float
+    run_dir: Path, info: dict[str, Any], *, extra_env: Mapping[str, str] | None = None
 ) -> tuple[ProcessRecord, dict[str, Any]]:
-    """Spawn the gateway; the caller waits for `/readyz`. Returns (record, stack.json `gateway`)."""
+    """Spawn the gateway; the caller waits for `/readyz`. Returns (record, stack.json `gateway`).
+
+    `extra_env` (e.g. `LAKEGATE__CACHE__REFRESH_LEAD_S`) overrides the stack's settings.
+    """
     http_port, grpc_port = free_ports(2)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LAKEGATE__")}
-    env.update(gateway_env(run_dir, info, http_port, grpc_port))
+    env = gateway_env(run_dir, info, http_port, grpc_port)
+    env.update(extra_env or {})
     env["PYTHONUNBUFFERED"] = "1"
     record = processes.spawn(
         "gateway",
         [sys.executable, "-m", "gateway", "serve"],
         log_path=run_dir / "logs" / "gateway.log",
-        env=env,
+        env_extra=env,
     )
     gw_info = {
         "http_url": f"http://127.0.0.1:{http_port}",

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import sys
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -129,8 +128,18 @@ def start_stack(
     sts_validity_s: int = 3600,
     catalog_auth: bool = True,
     soft_delete: bool = False,
+    gateway_env: Mapping[str, str] | None = None,
 ) -> Stack:
     """Start the stack in `run_dir` and return it once every part is ready.
+
+    Args:
+        run_dir: state directory (created; previous stack state in it is replaced).
+        with_gateway: also start `python -m gateway serve` against the stack.
+        token_ttl_s: IdP access-token lifetime.
+        sts_validity_s: the warehouse's `sts-token-validity-seconds` (>= 900 is what STS grants).
+        catalog_auth: the emulator validates bearer JWTs (False: header ignored).
+        soft_delete: warehouse delete profile soft (7 days) instead of hard.
+        gateway_env: extra `LAKEGATE__*` variables for the gateway.
 
     Raises:
         StackRunningError: processes recorded in `run_dir` still run.
@@ -152,7 +161,8 @@ def start_stack(
     try:
         return _start(run_dir, records, tmp_sockets, with_gateway=with_gateway,
                       token_ttl_s=token_ttl_s, sts_validity_s=sts_validity_s,
-                      catalog_auth=catalog_auth, soft_delete=soft_delete)
+                      catalog_auth=catalog_auth, soft_delete=soft_delete,
+                      gateway_env=gateway_env)
     except BaseException:
         _write_pids(run_dir, records, tmp_sockets)
         stop_stack(run_dir)
@@ -169,6 +179,7 @@ def _start(
     sts_validity_s: int,
     catalog_auth: bool,
     soft_delete: bool,
+    gateway_env: Mapping[str, str] | None,
 ) -> Stack:
     t0 = time.monotonic()
     ports = free_ports(2 + seaweed.SeaweedPorts.COUNT)
@@ -209,7 +220,7 @@ def _start(
         "catalog",
         [sys.executable, "-m", "devstack.emulator", "--config", str(run_dir / "emulator.json")],
         log_path=logs / "catalog.log",
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        env_extra={"PYTHONUNBUFFERED": "1"},
     )
     _write_pids(run_dir, records, tmp_sockets)
     catalog_url = f"http://127.0.0.1:{catalog_port}"
@@ -273,7 +284,7 @@ def _start(
         "pids": {},
     }
     if with_gateway:
-        gw_record, gw_info = start_gateway(run_dir, info, timeout_s=READY_TIMEOUT_S)
+        gw_record, gw_info = start_gateway(run_dir, info, extra_env=gateway_env)
         records["gateway"] = gw_record
         _write_pids(run_dir, records, tmp_sockets)
         processes.wait_until(
@@ -306,6 +317,52 @@ def stop_stack(run_dir: Path) -> list[str]:
     _pids_path(run_dir).unlink(missing_ok=True)
     (run_dir / "stack.json").unlink(missing_ok=True)
     return stopped
+
+
+def _ready_check(info: dict[str, Any], name: str) -> Callable[[], bool]:
+    if name == "idp":
+        return lambda: _http_ok(f"{info['idp']['issuer']}/.well-known/openid-configuration")
+    if name == "s3":
+        s3 = info["s3"]
+        keys = seaweed.SeaweedKeys(s3["admin_access_key"], s3["admin_secret_key"], "", "")
+        return lambda: _s3_ready(s3["endpoint"], keys)
+    if name == "catalog":
+        return lambda: _http_ok(f"{info['catalog']['url']}/health")
+    if name == "gateway":
+        return lambda: _http_ok(f"{info['gateway']['http_url']}/readyz")
+    raise DevstackError(f"unknown component {name!r}")
+
+
+def stop_component(run_dir: Path, name: str) -> None:
+    """Stop one part of a running stack (e.g. the catalog, to test an outage); keep its record."""
+    records, _ = _read_pids(Path(run_dir))
+    if name not in records:
+        raise DevstackError(f"no component {name!r} recorded in {run_dir}")
+    processes.stop(records[name])
+
+
+def start_component(run_dir: Path, name: str, *, timeout_s: float = READY_TIMEOUT_S) -> int:
+    """Start a stopped part again on the same ports and state; waits until ready; returns its pid.
+
+    The catalog keeps its SQLite state and the IdP its signing key, so existing tables and
+    tokens stay valid.
+    """
+    run_dir = Path(run_dir)
+    records, tmp_sockets = _read_pids(run_dir)
+    if name not in records:
+        raise DevstackError(f"no component {name!r} recorded in {run_dir}")
+    if processes.is_alive(records[name]):
+        raise StackRunningError(f"{name} is still running (pid {records[name].pid})")
+    stack_json = run_dir / "stack.json"
+    info: dict[str, Any] = json.loads(stack_json.read_text())
+    record = processes.respawn(records[name])
+    records[name] = record
+    _write_pids(run_dir, records, tmp_sockets)
+    processes.wait_until(record, _ready_check(info, name), timeout_s=timeout_s, what=name,
+                         interval_s=0.1)
+    info["pids"][name] = record.pid
+    stack_json.write_text(json.dumps(info, indent=1))
+    return record.pid
 
 
 def _summary(stack: Stack) -> str:

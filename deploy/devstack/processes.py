@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -29,18 +30,32 @@ class ProcessRecord:
     pid: int
     create_time: float
     log_path: str
+    # How to start it again (restart of one component); env holds only the extra variables.
+    argv: tuple[str, ...] = ()
+    env_extra: tuple[tuple[str, str], ...] = ()
 
     def to_json(self) -> dict[str, object]:
-        return {"pid": self.pid, "create_time": self.create_time, "log": self.log_path}
+        return {
+            "pid": self.pid,
+            "create_time": self.create_time,
+            "log": self.log_path,
+            "argv": list(self.argv),
+            "env": dict(self.env_extra),
+        }
 
     @classmethod
-    def from_json(cls, name: str, data: Mapping[str, object]) -> ProcessRecord:
+    def from_json(cls, name: str, data: Mapping[str, Any]) -> ProcessRecord:
         return cls(
             name=name,
-            pid=int(str(data["pid"])),
-            create_time=float(str(data["create_time"])),
+            pid=int(data["pid"]),
+            create_time=float(data["create_time"]),
             log_path=str(data.get("log", "")),
+            argv=tuple(str(a) for a in data.get("argv", [])),
+            env_extra=tuple((str(k), str(v)) for k, v in dict(data.get("env", {})).items()),
         )
+
+    def __repr__(self) -> str:
+        return f"ProcessRecord(name={self.name!r}, pid={self.pid})"
 
 
 def spawn(
@@ -48,18 +63,24 @@ def spawn(
     argv: Sequence[str],
     *,
     log_path: Path,
-    env: Mapping[str, str] | None = None,
+    env_extra: Mapping[str, str] | None = None,
     cwd: Path | None = None,
 ) -> ProcessRecord:
-    """Start `argv` in its own session with stdout+stderr appended to `log_path`."""
+    """Start `argv` in its own session with stdout+stderr appended to `log_path`.
+
+    The child inherits this environment (minus `LAKEGATE__*`, so a caller's gateway settings
+    never leak into the stack) plus `env_extra`.
+    """
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAKEGATE__")}
+    env.update(env_extra or {})
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(  # noqa: S603 - argv is built by the launcher, never from input
             list(argv),
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
-            env=dict(env) if env is not None else None,
+            env=env,
             cwd=str(cwd) if cwd else None,
             start_new_session=True,
             close_fds=True,
@@ -71,7 +92,23 @@ def spawn(
     # The Popen object is dropped on purpose: the CLI exits while children keep running.
     # Zombies of an in-process launcher (tests) are reaped in is_alive()/stop().
     proc.returncode = 0  # keeps Popen.__del__ from warning about a still-running child
-    return ProcessRecord(name=name, pid=proc.pid, create_time=create_time, log_path=str(log_path))
+    return ProcessRecord(
+        name=name,
+        pid=proc.pid,
+        create_time=create_time,
+        log_path=str(log_path),
+        argv=tuple(argv),
+        env_extra=tuple((env_extra or {}).items()),
+    )
+
+
+def respawn(record: ProcessRecord) -> ProcessRecord:
+    """Start a recorded process again with the same argv, extra env and log file."""
+    if not record.argv:
+        raise StartupError(f"{record.name} has no recorded command line")
+    return spawn(
+        record.name, record.argv, log_path=Path(record.log_path), env_extra=dict(record.env_extra)
+    )
 
 
 def _reap(pid: int) -> None:

@@ -169,7 +169,7 @@ class CredentialCache:
             self._on_failure(key, err, reason, gen)
             raise
         if gen == self._generation:
-            self._store(key, value)
+            self._store(key, value, reason)
         if reason != "miss":
             self._metrics.refresh.labels(reason=reason, status="ok").inc()
         return value
@@ -203,7 +203,7 @@ class CredentialCache:
             log.warning("background credential refresh failed; serving the current one",
                         extra={"error_type": err.type_name, "failures": entry.failures})
 
-    def _store(self, key: CacheKey, value: CredentialSet) -> None:
+    def _store(self, key: CacheKey, value: CredentialSet, reason: str = "miss") -> None:
         now_m = self._clock.monotonic()
         old = self._entries.pop(key, None)
         if old is not None and old.stale:
@@ -215,8 +215,19 @@ class CredentialCache:
                                     self._rng.random())
         ttl_deadline = (now_m + self._settings.no_expiry_ttl_s
                         if value.expires_at_ms is None else None)
-        self._entries[key] = _Entry(value=value, fetched_mono=now_m, last_used_mono=last_used,
-                                    lead_s=lead, ttl_deadline_mono=ttl_deadline)
+        entry = _Entry(value=value, fetched_mono=now_m, last_used_mono=last_used,
+                       lead_s=lead, ttl_deadline_mono=ttl_deadline)
+        if (reason == "ahead" and old is not None and value.expires_at_ms is not None
+                and old.value.expires_at_ms is not None
+                and value.expires_at_ms <= old.value.expires_at_ms):
+            # Lakekeeper reuses a credential for half its validity (STC cache): a refresh
+            # inside that window returns the same one. Back off instead of re-asking at once.
+            entry.failures = old.failures + 1
+            entry.next_attempt_mono = now_m + policy.retry_backoff_s(
+                entry.failures, _REFRESH_RETRY_BASE_S, _REFRESH_RETRY_CAP_S,
+                0.5 + 0.5 * self._rng.random(),
+            )
+        self._entries[key] = entry
         while len(self._entries) > self._settings.max_entries:
             victim, _ = self._entries.popitem(last=False)
             self._count_drop(victim, "lru", None)

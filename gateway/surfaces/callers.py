@@ -98,7 +98,9 @@ class StaticTokenCallerAuth:
         try:
             doc = yaml.safe_load(path.read_text(encoding="utf-8"))
         except (OSError, yaml.YAMLError) as exc:
-            raise CallerConfigError(f"cannot read tokens file {path}: {type(exc).__name__}") from exc
+            raise CallerConfigError(
+                f"cannot read tokens file {path}: {type(exc).__name__}"
+            ) from exc
         if not isinstance(doc, dict) or not doc:
             raise CallerConfigError(f"tokens file {path} must be a non-empty mapping token→name")
         return {str(k): str(v) for k, v in doc.items()}
@@ -219,7 +221,8 @@ def build_authenticator(settings: CallerSettings, clock: Clock) -> CallerAuthent
         assert settings.tokens_file is not None  # settings validated it
         return StaticTokenCallerAuth(StaticTokenCallerAuth.read_tokens(settings.tokens_file))
     if settings.mode is CallerMode.JWT:
-        assert settings.jwks_url is not None and settings.audience is not None
+        assert settings.jwks_url is not None
+        assert settings.audience is not None
         return JwtCallerAuth(
             JwksKeys(settings.jwks_url, clock),
             clock,

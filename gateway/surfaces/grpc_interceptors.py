@@ -18,13 +18,13 @@ from typing import Any, TypeVar
 
 import grpc
 from google.protobuf.message import DecodeError, Message
+from lakegate.v1 import common_pb2
 
 from gateway.errors import GatewayError, InvalidRequestError
 from gateway.logging import request_id_var
 from gateway.models import CallerIdentity, RequestContext
 from gateway.surfaces.accounting import Kind, Recorder, Tally
 from gateway.surfaces.ingress import Gate
-from lakegate.v1 import common_pb2
 
 _log = logging.getLogger("lakegate.grpc")
 ERROR_DETAIL_KEY = "lakegate-error-bin"
@@ -111,7 +111,7 @@ def guarded(
                 return await method(request, GrpcCall(caller, ctx, tally))
         except GatewayError as err:
             error = err
-        except Exception:
+        except Exception:  # noqa: BLE001 - the surface boundary
             # The surface boundary: render INTERNAL without internals, log the traceback.
             _log.exception("unhandled error in gRPC method")
             error = GatewayError("internal error")

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 import grpc
+from lakegate.v1 import catalog_pb2, common_pb2, credentials_pb2
 
 from gateway.errors import InvalidRequestError
 from gateway.models import (
@@ -25,7 +26,6 @@ from gateway.surfaces.grpc_interceptors import Behaviour, GrpcCall, guarded, saf
 from gateway.surfaces.http_codec import check_name, config_strings
 from gateway.surfaces.ingress import Gate
 from gateway.surfaces.operations import Operations
-from lakegate.v1 import catalog_pb2, common_pb2, credentials_pb2
 
 _OUTCOMES = {
     Outcome.HIT: common_pb2.CACHE_OUTCOME_HIT,
@@ -44,7 +44,9 @@ def access_of(value: int) -> AccessMode:
 
 
 def access_pb(access: AccessMode) -> int:
-    return common_pb2.ACCESS_MODE_WRITE if access is AccessMode.WRITE else common_pb2.ACCESS_MODE_READ
+    if access is AccessMode.WRITE:
+        return common_pb2.ACCESS_MODE_WRITE
+    return common_pb2.ACCESS_MODE_READ
 
 
 def namespace_of(levels: Iterable[str], what: str = "namespace") -> tuple[str, ...]:
@@ -64,7 +66,9 @@ def ref_of(table: common_pb2.TableRef) -> TableRef:
 
 def credential_pb(cred: StorageCredential) -> common_pb2.StorageCredential:
     return common_pb2.StorageCredential(
-        prefix=cred.prefix, config=config_strings(cred.config), expires_at_ms=cred.expires_at_ms or 0
+        prefix=cred.prefix,
+        config=config_strings(cred.config),
+        expires_at_ms=cred.expires_at_ms or 0,
     )
 
 
@@ -88,7 +92,7 @@ class CredentialServicer:
         self._ops = ops
         self._gate = gate
 
-    async def GetTableCredentials(  # noqa: N802 - gRPC method name
+    async def GetTableCredentials(
         self, request: credentials_pb2.GetTableCredentialsRequest, call: GrpcCall
     ) -> credentials_pb2.GetTableCredentialsResponse:
         ref = ref_of(request.table)
@@ -108,7 +112,7 @@ class CredentialServicer:
             access=access_pb(access),
         )
 
-    async def InvalidateCredentials(  # noqa: N802
+    async def InvalidateCredentials(
         self, request: credentials_pb2.InvalidateCredentialsRequest, call: GrpcCall
     ) -> credentials_pb2.InvalidateCredentialsResponse:
         if request.all:
@@ -130,7 +134,7 @@ class CatalogServicer:
         self._ops = ops
         self._gate = gate
 
-    async def LoadTable(  # noqa: N802
+    async def LoadTable(
         self, request: catalog_pb2.LoadTableRequest, call: GrpcCall
     ) -> catalog_pb2.LoadTableResponse:
         ref = ref_of(request.table)
@@ -141,7 +145,7 @@ class CatalogServicer:
         call.tally.served(result.outcome or "miss")
         return load_pb(result)
 
-    async def ListTables(  # noqa: N802
+    async def ListTables(
         self, request: catalog_pb2.ListTablesRequest, call: GrpcCall
     ) -> catalog_pb2.ListTablesResponse:
         warehouse = check_name(request.warehouse, "warehouse")
@@ -163,7 +167,7 @@ class CatalogServicer:
             next_page_token=result.next_page_token or "",
         )
 
-    async def CreateTable(  # noqa: N802
+    async def CreateTable(
         self, request: catalog_pb2.CreateTableRequest, call: GrpcCall
     ) -> catalog_pb2.LoadTableResponse:
         ref = ref_of(request.table)
@@ -181,7 +185,7 @@ class CatalogServicer:
         result = await self._ops.create_table(ref.warehouse, ref.namespace, spec, ctx)
         return load_pb(result)
 
-    async def DropTable(  # noqa: N802
+    async def DropTable(
         self, request: catalog_pb2.DropTableRequest, call: GrpcCall
     ) -> catalog_pb2.DropTableResponse:
         ref = ref_of(request.table)
@@ -190,7 +194,7 @@ class CatalogServicer:
         await self._ops.drop_table(ref, call.ctx, purge=request.purge, force=request.force)
         return catalog_pb2.DropTableResponse()
 
-    async def RenameTable(  # noqa: N802
+    async def RenameTable(
         self, request: catalog_pb2.RenameTableRequest, call: GrpcCall
     ) -> catalog_pb2.RenameTableResponse:
         warehouse = check_name(request.warehouse, "warehouse")
@@ -204,7 +208,7 @@ class CatalogServicer:
         await self._ops.rename_table(warehouse, source, destination, call.ctx)
         return catalog_pb2.RenameTableResponse()
 
-    async def ResolveWarehouse(  # noqa: N802
+    async def ResolveWarehouse(
         self, request: catalog_pb2.ResolveWarehouseRequest, call: GrpcCall
     ) -> catalog_pb2.ResolveWarehouseResponse:
         wh = await self._ops.resolve_warehouse(check_name(request.warehouse, "warehouse"),

@@ -95,7 +95,7 @@ def build_http_app(deps: HttpDeps) -> web.Application:
                 response = error_response(err, request_id)
             except web.HTTPException:
                 raise
-            except Exception:
+            except Exception:  # noqa: BLE001 - the surface boundary
                 # The surface boundary: one of the two places a broad catch is allowed.
                 _log.exception("unhandled error", extra={"path": request.path})
                 response = internal_error_response(request_id)

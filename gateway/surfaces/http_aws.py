@@ -14,7 +14,7 @@ from typing import Any
 from aiohttp import web
 
 from gateway.errors import ProtocolViolationError
-from gateway.models import CredentialLookup
+from gateway.models import CredentialLookup, TableRef
 from gateway.surfaces.http_app import HttpDeps
 from gateway.surfaces.http_codec import (
     context_of,
@@ -24,7 +24,6 @@ from gateway.surfaces.http_codec import (
     parse_namespace,
 )
 from gateway.surfaces.http_routing import Call, Route
-from gateway.models import TableRef
 
 _KEYS = ("s3.access-key-id", "s3.secret-access-key", "s3.session-token")
 

@@ -214,7 +214,8 @@ class NativeApi:
         with d.recorder.track("http", "metadata"):
             caller = await self._admit(request)
             warehouse = decode_segment(call.params["wh"], "warehouse")
-            wh = await d.ops.resolve_warehouse(warehouse, context_of(request, call.request_id, caller))
+            ctx = context_of(request, call.request_id, caller)
+            wh = await d.ops.resolve_warehouse(warehouse, ctx)
             return json_response({"warehouse_id": wh.id, "name": wh.name})
 
     async def invalidate(self, request: web.Request, call: Call) -> web.StreamResponse:

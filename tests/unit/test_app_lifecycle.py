@@ -12,7 +12,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from gateway.app import App, State, StartupError, run
+from gateway.app import App, StartupError, State, run
 from gateway.settings import Settings
 from tests.unit.surfaces.fake_operations import FakeOperations
 
@@ -54,7 +54,8 @@ async def test_start_binds_free_ports_uds_and_writes_ports_file(
     try:
         ports = json.loads((tmp_path / "ports.json").read_text())
         assert ports == {"http_port": app.http_port, "grpc_port": app.grpc_port}
-        assert app.http_port and app.grpc_port
+        assert app.http_port
+        assert app.grpc_port
         for name in ("http.sock", "grpc.sock"):
             mode = (tmp_path / name).stat().st_mode
             assert stat.S_ISSOCK(mode)
@@ -115,16 +116,13 @@ async def test_drain_completes_in_flight_request_then_closes(
     app = app_for(settings_for(tmp_path), fake_ops)
     serve = asyncio.create_task(app.serve())
     async with asyncio.timeout(10):
-        while app.http_port is None or app.state is not State.STARTED:
-            await asyncio.sleep(0.01)
+        await app.started.wait()
         async with aiohttp.ClientSession() as session:
             pending = asyncio.create_task(
                 session.get(f"http://127.0.0.1:{app.http_port}{CREDS}", headers=MARK))
-            while fake_ops.calls["get_credentials"] == 0:
-                await asyncio.sleep(0.01)
+            await fake_ops.entered.wait()
             app.request_stop()
-            while app.state is State.STARTED:
-                await asyncio.sleep(0.01)
+            await app.stopping.wait()
             fake_ops.hold.set()  # the in-flight request may now finish, inside the grace
             resp = await pending
             assert resp.status == 200
@@ -144,8 +142,7 @@ async def test_drain_timeout_cancels_a_stuck_request(
         pending = asyncio.create_task(
             session.get(f"http://127.0.0.1:{app.http_port}{CREDS}", headers=MARK))
         async with asyncio.timeout(10):
-            while fake_ops.calls["get_credentials"] == 0:
-                await asyncio.sleep(0.01)
+            await fake_ops.entered.wait()
             await app.shutdown()
             with pytest.raises(aiohttp.ClientError):
                 await pending
@@ -162,8 +159,7 @@ async def test_serve_restores_signal_handlers(tmp_path: Path, fake_ops: FakeOper
         app = app_for(settings_for(tmp_path), fake_ops)
         serve = asyncio.create_task(app.serve())
         async with asyncio.timeout(10):
-            while app.state is not State.STARTED or app.grpc_port is None:
-                await asyncio.sleep(0.01)
+            await app.started.wait()
             app.request_stop()
             await serve
         assert signal.getsignal(signal.SIGTERM) is marker

@@ -29,7 +29,7 @@ from tests.deploy.manifests import (
 pytestmark = pytest.mark.deploy
 
 Doc = dict[str, Any]
-SECRET_PLACEHOLDER = "placeholder-secret-value"
+SECRET_PLACEHOLDER = "placeholder-secret-value"  # noqa: S105 (a test value)
 
 
 @pytest.fixture(scope="module", params=OVERLAYS)
@@ -100,7 +100,8 @@ def test_settings_check_would_reject_an_open_listener_without_caller_auth(
 ) -> None:
     variant, docs = rendered
     env = _gateway_env(_gateway(_gateway_pod(variant, docs)), _by_kind(docs, "ConfigMap"))
-    env |= {"LAKEGATE__LISTEN__HOST": "0.0.0.0", "LAKEGATE__CALLERS__MODE": "none"}
+    open_bind = "0.0.0.0"  # noqa: S104 (the point: this must be refused)
+    env |= {"LAKEGATE__LISTEN__HOST": open_bind, "LAKEGATE__CALLERS__MODE": "none"}
     with pytest.raises(SettingsError, match="LAKEGATE__LISTEN__HOST"):
         Settings.load(environ=env)
 
@@ -120,12 +121,15 @@ def test_referenced_secrets_are_documented_by_an_example(rendered: tuple[str, li
     spec = _gateway_pod(variant, docs)
     refs = {
         (v["valueFrom"]["secretKeyRef"]["name"], v["valueFrom"]["secretKeyRef"]["key"])
-        for _, c in containers(spec) if is_gateway(c)
-        for v in c.get("env") or [] if "secretKeyRef" in v.get("valueFrom", {})
+        for _, c in containers(spec)
+        if is_gateway(c)
+        for v in c.get("env") or []
+        if "secretKeyRef" in v.get("valueFrom", {})
     }
     refs |= {
         (vol["secret"]["secretName"], key)
-        for vol in spec.get("volumes") or [] if "secret" in vol
+        for vol in spec.get("volumes") or []
+        if "secret" in vol
         for key in examples.get(vol["secret"]["secretName"], {"<missing example>"})
     }
     assert refs
@@ -152,7 +156,10 @@ def test_executors_connect_to_the_socket_the_gateway_binds(rendered: tuple[str, 
     assert gw_group in ex_spec["securityContext"]["supplementalGroups"]
     if variant == "daemonset":
         host_paths = {
-            v["hostPath"]["path"] for s in (gw_spec, ex_spec) for v in s["volumes"] if "hostPath" in v
+            v["hostPath"]["path"]
+            for s in (gw_spec, ex_spec)
+            for v in s["volumes"]
+            if "hostPath" in v
         }
         assert host_paths == {sock_dir}
 
@@ -160,11 +167,19 @@ def test_executors_connect_to_the_socket_the_gateway_binds(rendered: tuple[str, 
 def test_spark_examples_point_executors_at_the_socket() -> None:
     conf = (K8S / "spark/spark-defaults.conf").read_text(encoding="utf-8")
     settings = dict(
-        line.split(None, 1) for line in conf.splitlines() if line.strip() and not line.startswith("#")
+        line.split(None, 1)
+        for line in conf.splitlines()
+        if line.strip() and not line.startswith("#")
     )
     assert settings["spark.executorEnv.LAKEGATE_URL"].strip() == "unix:/var/run/lakegate/http.sock"
-    assert settings["spark.kubernetes.executor.podTemplateContainerName"].strip() == "spark-executor"
-    assert (K8S / "spark" / settings["spark.kubernetes.executor.podTemplateFile"].strip().rsplit("/", 1)[1]).is_file()
+    assert (
+        settings["spark.kubernetes.executor.podTemplateContainerName"].strip() == "spark-executor"
+    )
+    assert (
+        K8S
+        / "spark"
+        / settings["spark.kubernetes.executor.podTemplateFile"].strip().rsplit("/", 1)[1]
+    ).is_file()
     (app,) = load_docs(K8S / "spark/sparkapplication.yaml")
     assert app["kind"] == "SparkApplication"
     for role in ("driver", "executor"):

@@ -1,4 +1,4 @@
-"""Every pod we ship passes the restricted-style scan, and the scan catches each insecure setting."""
+"""Every pod we ship passes the restricted-style scan; the scan catches each insecure setting."""
 
 from __future__ import annotations
 
@@ -10,7 +10,14 @@ from typing import Any
 import pytest
 
 from tests.deploy.k8s.pod_security import Finding, scan_pod
-from tests.deploy.manifests import K8S, containers, is_gateway, k8s_manifest_files, load_docs, pod_spec
+from tests.deploy.manifests import (
+    K8S,
+    containers,
+    is_gateway,
+    k8s_manifest_files,
+    load_docs,
+    pod_spec,
+)
 
 pytestmark = pytest.mark.deploy
 
@@ -52,7 +59,8 @@ def test_gateway_container_present_and_probed_in_each_variant(path: str) -> None
     assert spec is not None
     gateways = [c for _, c in containers(spec) if is_gateway(c)]
     assert len(gateways) == 1
-    assert gateways[0]["livenessProbe"] and gateways[0]["readinessProbe"]
+    assert gateways[0]["livenessProbe"]
+    assert gateways[0]["readinessProbe"]
 
 
 # --- the scanner itself: a clean pod passes, and each insecure change is reported -------------
@@ -115,22 +123,50 @@ def _root_init(pod: Doc, caps: list[str]) -> None:
 MUTATIONS: list[tuple[str, Callable[[Doc], object], str]] = [
     ("host network", lambda p: p.update(hostNetwork=True), "hostNetwork"),
     ("host pid", lambda p: p.update(hostPID=True), "hostPID"),
-    ("token mounted", lambda p: p.pop("automountServiceAccountToken"), "automountServiceAccountToken"),
-    ("other hostPath", lambda p: p["volumes"].append({"name": "d", "hostPath": {"path": "/"}}), "hostPath"),
+    (
+        "token mounted",
+        lambda p: p.pop("automountServiceAccountToken"),
+        "automountServiceAccountToken",
+    ),
+    (
+        "other hostPath",
+        lambda p: p["volumes"].append({"name": "d", "hostPath": {"path": "/"}}),
+        "hostPath",
+    ),
     ("privileged", lambda p: _gw(p)["securityContext"].update(privileged=True), "privileged"),
-    ("escalation unset", lambda p: _gw(p)["securityContext"].pop("allowPrivilegeEscalation"), "allowPrivilegeEscalation"),
+    (
+        "escalation unset",
+        lambda p: _gw(p)["securityContext"].pop("allowPrivilegeEscalation"),
+        "allowPrivilegeEscalation",
+    ),
     ("caps kept", lambda p: _gw(p)["securityContext"].pop("capabilities"), "capabilities.drop"),
-    ("cap added", lambda p: _gw(p)["securityContext"]["capabilities"].update(add=["NET_ADMIN"]), "capabilities.add"),
+    (
+        "cap added",
+        lambda p: _gw(p)["securityContext"]["capabilities"].update(add=["NET_ADMIN"]),
+        "capabilities.add",
+    ),
     ("root user", lambda p: _gw(p)["securityContext"].update(runAsUser=0), "runAsNonRoot"),
     ("non-root unset", lambda p: p["securityContext"].pop("runAsNonRoot"), "runAsNonRoot"),
     ("no seccomp", lambda p: p["securityContext"].pop("seccompProfile"), "seccompProfile"),
-    ("writable root", lambda p: _gw(p)["securityContext"].update(readOnlyRootFilesystem=False), "readOnlyRootFilesystem"),
+    (
+        "writable root",
+        lambda p: _gw(p)["securityContext"].update(readOnlyRootFilesystem=False),
+        "readOnlyRootFilesystem",
+    ),
     ("no limits", lambda p: _gw(p)["resources"].pop("limits"), "resources"),
     ("latest image", lambda p: _gw(p).update(image="lakegate/lakegate:latest"), "image.tag"),
     ("untagged image", lambda p: _gw(p).update(image="lakegate/lakegate"), "image.tag"),
-    ("liveness elsewhere", lambda p: _gw(p)["livenessProbe"]["httpGet"].update(path="/"), "livenessProbe"),
+    (
+        "liveness elsewhere",
+        lambda p: _gw(p)["livenessProbe"]["httpGet"].update(path="/"),
+        "livenessProbe",
+    ),
     ("no readiness", lambda p: _gw(p).pop("readinessProbe"), "readinessProbe"),
-    ("root init with more caps", lambda p: _root_init(p, ["CHOWN", "SYS_ADMIN"]), "capabilities.add"),
+    (
+        "root init with more caps",
+        lambda p: _root_init(p, ["CHOWN", "SYS_ADMIN"]),
+        "capabilities.add",
+    ),
 ]
 
 
@@ -141,7 +177,9 @@ def test_scan_accepts_the_secure_pod_and_the_narrow_root_init() -> None:
     assert scan_pod(pod, "p") == []
 
 
-@pytest.mark.parametrize(("change", "rule"), [(m[1], m[2]) for m in MUTATIONS], ids=[m[0] for m in MUTATIONS])
+@pytest.mark.parametrize(
+    ("change", "rule"), [(m[1], m[2]) for m in MUTATIONS], ids=[m[0] for m in MUTATIONS]
+)
 def test_scan_reports_each_insecure_setting(change: Callable[[Doc], object], rule: str) -> None:
     pod = copy.deepcopy(_secure_pod())
     change(pod)

@@ -59,7 +59,9 @@ def test_the_manifests_include_every_expected_kind() -> None:
 
 @pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize(("name", "doc"), OBJECTS, ids=[n for n, _ in OBJECTS])
-def test_shipped_object_validates_against_kubernetes_schema(name: str, doc: Doc, version: str) -> None:
+def test_shipped_object_validates_against_kubernetes_schema(
+    name: str, doc: Doc, version: str
+) -> None:
     _validate(doc, version)
 
 

@@ -17,7 +17,6 @@ from typing import Any
 
 import httpx
 import yaml
-
 from devstack.ports import free_port
 
 
@@ -40,7 +39,9 @@ class RunningPrometheus:
 
 
 @contextmanager
-def prometheus(target: str, work_dir: Path, *, ready_timeout_s: float = 30.0) -> Iterator[RunningPrometheus]:
+def prometheus(
+    target: str, work_dir: Path, *, ready_timeout_s: float = 30.0
+) -> Iterator[RunningPrometheus]:
     """Run Prometheus scraping `target` (host:port) every second; stop it by pid on exit."""
     exe = shutil.which("prometheus")
     if exe is None:
@@ -49,17 +50,26 @@ def prometheus(target: str, work_dir: Path, *, ready_timeout_s: float = 30.0) ->
     config = {
         "global": {"scrape_interval": "1s", "scrape_timeout": "1s", "evaluation_interval": "1s"},
         "scrape_configs": [
-            {"job_name": "lakegate", "metrics_path": "/metrics",
-             "static_configs": [{"targets": [target]}]}
+            {
+                "job_name": "lakegate",
+                "metrics_path": "/metrics",
+                "static_configs": [{"targets": [target]}],
+            }
         ],
     }
     (work_dir / "prometheus.yml").write_text(yaml.safe_dump(config))
     log = (work_dir / "prometheus.log").open("wb")
     proc = subprocess.Popen(
-        [exe, f"--config.file={work_dir / 'prometheus.yml'}",
-         f"--storage.tsdb.path={work_dir / 'data'}", f"--web.listen-address=127.0.0.1:{port}",
-         "--storage.tsdb.retention.time=1h"],
-        stdout=log, stderr=subprocess.STDOUT, cwd=work_dir,
+        [
+            exe,
+            f"--config.file={work_dir / 'prometheus.yml'}",
+            f"--storage.tsdb.path={work_dir / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--storage.tsdb.retention.time=1h",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        cwd=work_dir,
     )
     url = f"http://127.0.0.1:{port}"
     try:

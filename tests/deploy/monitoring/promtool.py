@@ -1,4 +1,4 @@
-"""Finding and running Prometheus's `promtool` (Debian package `prometheus`, `make prometheus-bin`)."""
+"""Finding and running `promtool` (Debian package `prometheus`, via `make prometheus-bin`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""deploy/monitoring/alerts.yaml: valid rules that fire when they should (promtool), in both forms."""
+"""deploy/monitoring/alerts.yaml: valid rules that fire when they should, in both forms."""
 
 from __future__ import annotations
 
@@ -36,7 +36,10 @@ def test_promtool_accepts_the_rules() -> None:
 
 def test_promtool_rejects_a_broken_rule(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
-    bad.write_text("groups:\n  - name: x\n    rules:\n      - alert: X\n        expr: rate(lakegate_requests_total[5m]\n")
+    bad.write_text(
+        "groups:\n  - name: x\n    rules:\n      - alert: X\n"
+        "        expr: rate(lakegate_requests_total[5m]\n"  # unbalanced parenthesis
+    )
     assert promtool.run("check", "rules", str(bad)).returncode != 0
 
 
@@ -63,14 +66,19 @@ def test_each_required_concern_has_an_alert(concern: str, alert: str) -> None:
     rule = _alerts()[alert]
     labels = rule["labels"]
     annotations = rule["annotations"]
-    assert isinstance(labels, dict) and labels["severity"] in {"info", "warning", "critical"}
-    assert isinstance(annotations, dict) and annotations["summary"] and annotations["description"]
+    assert isinstance(labels, dict)
+    assert labels["severity"] in {"info", "warning", "critical"}
+    assert isinstance(annotations, dict)
+    assert annotations["summary"]
+    assert annotations["description"]
 
 
 def test_prometheus_rule_resource_carries_the_same_groups() -> None:
     (resource,) = load_docs(MONITORING / "prometheusrule.yaml")
     assert resource["kind"] == "PrometheusRule"
-    assert resource["spec"]["groups"] == yaml.safe_load(ALERTS.read_text(encoding="utf-8"))["groups"]
+    assert (
+        resource["spec"]["groups"] == yaml.safe_load(ALERTS.read_text(encoding="utf-8"))["groups"]
+    )
 
 
 def test_scrape_config_is_valid_prometheus_configuration(tmp_path: Path) -> None:
@@ -100,11 +108,13 @@ def test_scrape_targets_are_the_gateway_pods_http_port() -> None:
     assert monitor["spec"]["selector"]["matchLabels"].items() <= pod_labels.items()
     assert monitor["spec"]["namespaceSelector"]["matchNames"] == ["lakegate"]
     for endpoint in monitor["spec"]["podMetricsEndpoints"]:
-        assert endpoint["port"] in ports and endpoint["path"] == "/metrics"
+        assert endpoint["port"] in ports
+        assert endpoint["path"] == "/metrics"
     config = yaml.safe_load((MONITORING / "prometheus.yaml").read_text(encoding="utf-8"))
     keep = [r for r in config["scrape_configs"][0]["relabel_configs"] if r.get("action") == "keep"]
     label_rule, port_rule = keep
     assert label_rule["regex"] == ";".join(
         pod_labels[k] for k in ("app.kubernetes.io/name", "app.kubernetes.io/component")
     )
-    assert re.fullmatch(port_rule["regex"], "http") and "http" in ports
+    assert re.fullmatch(port_rule["regex"], "http")
+    assert "http" in ports

@@ -167,13 +167,10 @@ def test_protected_table_needs_force_to_drop(catalog):
     assert catalog.http.delete(f"{base}/p", params={"force": "true"}).status_code == 204
 
 
-def test_drop_with_default_purge_deletes_the_files(catalog, hooks):
-    name = f"purge_{_uid()}"
-    catalog.create(name)
-    cfg = catalog.http.get(f"{catalog.tables_path()}/{name}/credentials").json()
-    config = cfg["storage-credentials"][0]["config"]
-    location = cfg["storage-credentials"][0]["prefix"]
-    bucket, _, key = location.removeprefix("s3://").partition("/")
+def _writer(catalog, name: str):
+    cred = catalog.http.get(f"{catalog.tables_path()}/{name}/credentials").json()
+    config = cred["storage-credentials"][0]["config"]
+    bucket, _, key = cred["storage-credentials"][0]["prefix"].removeprefix("s3://").partition("/")
     s3 = boto3.session.Session().client(
         "s3", endpoint_url=config["s3.endpoint"], region_name="us-east-1",
         aws_access_key_id=config["s3.access-key-id"],
@@ -182,16 +179,22 @@ def test_drop_with_default_purge_deletes_the_files(catalog, hooks):
         config=botocore.config.Config(s3={"addressing_style": "path"}),
     )
     s3.put_object(Bucket=bucket, Key=f"{key}/a", Body=b"1")
-    keep = f"keep_{_uid()}"
-    catalog.create(keep, **{"base-location": location + "_kept"})
-    s3_keep_key = key + "_kept"
-    assert catalog.http.delete(f"{catalog.tables_path()}/{name}").status_code == 204
-    assert catalog.http.delete(f"{catalog.tables_path()}/{keep}",
+    return s3, bucket, key
+
+
+def test_drop_purges_files_by_default_but_not_with_purge_false(catalog, hooks):
+    purged, kept = f"purge_{_uid()}", f"keep_{_uid()}"
+    catalog.create(purged)
+    catalog.create(kept)
+    s3, bucket, purged_key = _writer(catalog, purged)
+    s3_kept, _, kept_key = _writer(catalog, kept)
+    assert catalog.http.delete(f"{catalog.tables_path()}/{kept}",
                                params={"purgeRequested": "false"}).status_code == 204
-    for _ in range(100):  # purge delay is 2 s in the stack
+    assert catalog.http.delete(f"{catalog.tables_path()}/{purged}").status_code == 204
+    for _ in range(100):  # the stack's purge delay is 2 s
         if hooks.stats().get("purges", 0) >= 1:
             break
         time.sleep(0.1)
     assert hooks.stats()["purged_objects"] == 1
-    assert s3.list_objects_v2(Bucket=bucket, Prefix=f"{key}/")["KeyCount"] == 0
-    del s3_keep_key
+    assert s3.list_objects_v2(Bucket=bucket, Prefix=f"{purged_key}/")["KeyCount"] == 0
+    assert s3_kept.list_objects_v2(Bucket=bucket, Prefix=f"{kept_key}/")["KeyCount"] == 1

@@ -335,3 +335,26 @@ async def test_deterministic_refresh_failure_drops_the_entry(fetcher, clock, met
             await asyncio.sleep(0)
     with pytest.raises(NotFoundError):
         await cache.get(key(), CTX)
+
+
+async def test_refresh_returning_the_same_credential_backs_off(clock, metrics, registry):
+    class SameExpiry(FakeFetcher):
+        async def __call__(self, key, ctx):
+            self.calls += 1
+            from gateway.cache.expiry import credential_set, storage_credential
+            return credential_set([storage_credential("s3://b/t", {
+                "s3.session-token-expires-at-ms": str(int((1_800_000_000 + 1200) * 1000))})])
+
+    fetcher = SameExpiry(clock)
+    cache = make_cache(fetcher, clock, metrics, registry, idle_s=7200)
+    await cache.get(key(), CTX)
+    clock.advance(400)  # 800 s left: due
+    assert cache.is_due(key())
+    cache.start_refresh(key())
+    async with asyncio.timeout(5):
+        while registry.live:
+            await asyncio.sleep(0)
+    await asyncio.sleep(0)  # let the flight's done-callback run
+    assert not cache.is_due(key())  # the same expiry came back: wait before asking again
+    clock.advance(61)
+    assert cache.is_due(key())

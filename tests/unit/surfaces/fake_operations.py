@@ -33,7 +33,7 @@ from gateway.models import (
 WAREHOUSE = Warehouse(id="0198f2a4-6c1e-7d32-9a51-3f0b2c7e9d10", name="demo")
 NOW_S = 1_800_000_000.0
 SECRET_KEY = "fakeSecretKey/0123456789abcdefghijklmnopqrstu"  # noqa: S105 - test secret
-SESSION_TOKEN = "FakeSessionToken" + "x" * 120  # noqa: S105
+SESSION_TOKEN = "FakeSessionToken" + "x" * 120
 
 
 @dataclass
@@ -65,6 +65,7 @@ class FakeOperations:
     lifetime_s: float = 3600.0
     errors: dict[str, GatewayError] = field(default_factory=dict)
     hold: asyncio.Event | None = None
+    entered: asyncio.Event = field(default_factory=asyncio.Event)  # set on the first call
     ready: tuple[bool, str] = (True, "ok")
     calls: Counter[str] = field(default_factory=Counter)
     contexts: list[RequestContext] = field(default_factory=list)
@@ -85,6 +86,7 @@ class FakeOperations:
         self.calls[op] += 1
         if ctx is not None:
             self.contexts.append(ctx)
+        self.entered.set()
         if self.hold is not None:
             await self.hold.wait()
         if op in self.errors:
@@ -205,7 +207,7 @@ class FakeOperations:
         return UpstreamResponse(status=200, headers={"Content-Type": "application/json"},
                                 body=b'{"namespaces": [["demo_ns"]]}')
 
-    def invalidate(self, ref: TableRef | None = None, *, all: bool = False) -> int:  # noqa: A002
+    def invalidate(self, ref: TableRef | None = None, *, all: bool = False) -> int:
         self.calls["invalidate"] += 1
         self.invalidated.append(ref)
         return 3 if all else 1

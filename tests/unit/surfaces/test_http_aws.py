@@ -42,7 +42,7 @@ async def test_without_authorization_is_forgeable(make_client: MakeClient) -> No
 async def test_no_s3_credential_is_a_clear_502(
     make_client: MakeClient, fake_ops: FakeOperations, monkeypatch
 ) -> None:
-    def no_s3(table):  # noqa: ANN001, ANN202
+    def no_s3(table):
         cred = StorageCredential(prefix=table.base_location, config={"adls.sas-token.x": "y"})
         return CredentialSet(credentials=(cred,), expires_at_ms=None, location=table.base_location)
 

@@ -27,7 +27,10 @@ from lakegate_client.credentials import TableCredentials
 __all__ = ["AsyncGrpcTransport", "SyncGrpcTransport"]
 
 # Proxies from the environment never apply to a node-local gateway (and would leak the token).
-_CHANNEL_OPTIONS = (("grpc.enable_http_proxy", 0),)
+# A local subchannel pool per channel: with gRPC's default global pool, a channel created in a
+# forked child picks up the parent's live subchannel (same target and args) and fails with
+# "Wrong file descriptor generation" -- exactly the cross-process reuse this client must avoid.
+_CHANNEL_OPTIONS = (("grpc.enable_http_proxy", 0), ("grpc.use_local_subchannel_pool", 1))
 
 
 def _create_request(

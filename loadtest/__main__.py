@@ -1,0 +1,126 @@
+"""`python -m loadtest --standard` (what `make bench` runs): start a private local stack, run
+the scenarios, write `loadtest/results/latest/{summary.json,report.md,*.png}` and print the
+summary. `--quick` runs a smaller profile; `--only a,b` runs some scenarios; `--report FILE`
+re-renders a report from an existing summary.json.
+
+Every server the bench starts is stopped by its pid on the way out, including on errors and
+Ctrl-C. A scenario that fails is recorded as `{"error": ...}` and the others still run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from loadtest.context import BenchContext
+from loadtest.profile import QUICK, STANDARD
+from loadtest.report import console_summary, write_report
+from loadtest.stack import BenchStack
+
+SCENARIOS = ("cold_herd", "surfaces", "executors", "soak", "outage", "capacity")
+DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "latest"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m loadtest", description=__doc__)
+    parser.add_argument("--standard", action="store_true", help="the make-bench profile")
+    parser.add_argument("--quick", action="store_true", help="a smaller smoke profile")
+    parser.add_argument("--only", default="", help="comma-separated scenarios to run")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--no-pin", action="store_true", help="do not pin servers/generators")
+    parser.add_argument("--report", type=Path, help="re-render from this summary.json")
+    args = parser.parse_args(argv)
+    if args.report:
+        checks = write_report(json.loads(args.report.read_text()), args.out)
+        print(console_summary(checks))
+        return 0
+    profile = QUICK if args.quick else STANDARD
+    names = [n for n in args.only.split(",") if n] or list(SCENARIOS)
+    unknown = set(names) - set(SCENARIOS)
+    if unknown:
+        parser.error(f"unknown scenarios: {sorted(unknown)}")
+    return run_bench(profile_name=profile.name, names=names, out_dir=args.out,
+                     pin=not args.no_pin)
+
+
+def cpu_plan(pin: bool) -> tuple[set[int] | None, tuple[int, ...] | None, str]:
+    """Servers on the first CPU, generators on the others (when there are >= 2)."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if not pin or len(cpus) < 2:
+        return None, None, "Servers and load generators were not pinned (they share all CPUs)."
+    server, clients = {cpus[0]}, tuple(cpus[1:])
+    return server, clients, (f"Servers (gateway, baselines) pinned to CPU {cpus[0]}, load "
+                             f"generators to CPU(s) {list(clients)} with sched_setaffinity; "
+                             "other processes on the machine were not controlled.")
+
+
+def run_bench(profile_name: str, names: list[str], out_dir: Path, pin: bool) -> int:
+    """Run the chosen scenarios on a private stack and write the report. Returns exit code."""
+    from loadtest.scenarios import capacity, cold_herd, executors, outage, soak, surfaces
+
+    runners: dict[str, Callable[[BenchContext], dict[str, Any]]] = {
+        "cold_herd": cold_herd.run, "surfaces": surfaces.run, "executors": executors.run,
+        "soak": soak.run, "outage": outage.run, "capacity": capacity.run}
+    profile = QUICK if profile_name == "quick" else STANDARD
+    _raise_fd_limit()
+    server_cpus, client_cpus, pinning = cpu_plan(pin)
+    work = Path(tempfile.mkdtemp(prefix="lakegate-bench-"))
+    stack = BenchStack(work / "stack", server_cpus)
+    ctx = BenchContext(stack=stack, profile=profile, work_dir=work, server_cpus=server_cpus,
+                       client_cpus=client_cpus)
+    started = time.monotonic()
+    summary: dict[str, Any] = {"meta": {
+        "profile": profile.name, "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "cpu_count": os.cpu_count(), "pinning": pinning, "scenarios": names,
+        "notes": ["All servers and generators share one 2-core machine with whatever else runs "
+                  "on it; throughput ratios compare runs made back to back in the same way.",
+                  "Latency is measured from when a request was due (open loop: its scheduled "
+                  "arrival), so queueing in the generator or server is included."]}}
+    ctx.say(f"bench: profile {profile.name}, scenarios {names}, work dir {work}")
+    try:
+        stack.start()
+        ctx.say(f"stack up (startup {stack.info.get('startup_s')} s)")
+        for name in names:
+            t0 = time.monotonic()
+            try:
+                summary[name] = runners[name](ctx)
+            except Exception as exc:  # one failed scenario must not lose the others' results
+                traceback.print_exc()
+                summary[name] = {"error": f"{type(exc).__name__}: {str(exc)[:500]}"}
+            if isinstance(summary[name], dict) and name == "surfaces":
+                summary["meta"]["surfaces"] = summary[name].pop("_meta", None)
+            summary["meta"].setdefault("scenario_s", {})[name] = round(time.monotonic() - t0, 1)
+            ctx.say(f"{name} done in {time.monotonic() - t0:.1f} s")
+    finally:
+        stack.stop()
+        summary["meta"]["duration_s"] = round(time.monotonic() - started, 1)
+        checks = write_report(summary, out_dir)
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"\nResults in {out_dir}/ (summary.json, report.md, plots)")
+    print(console_summary(checks))
+    failed = [n for n in names if isinstance(summary.get(n), dict) and "error" in summary[n]]
+    return 1 if failed else 0
+
+
+def _raise_fd_limit() -> None:
+    """10,000 concurrent connections need more than the usual 1,024 descriptors; children
+    (gateway, generators) inherit the raised soft limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = min(hard, 65536) if hard != resource.RLIM_INFINITY else 65536
+    if soft < want:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,80 @@
+"""Fixtures for whole-daemon tests against the real local stack (session `devstack` fixture)."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+MARK = {"X-Lakegate-Request": "1"}
+
+
+@pytest.fixture(scope="session")
+def info(devstack: Any) -> dict[str, Any]:
+    if "gateway" not in devstack.info or not devstack.info["gateway"].get("http_url"):
+        pytest.fail("the devstack started without a gateway")
+    return devstack.info
+
+
+@pytest.fixture(scope="session")
+def gw(info: dict[str, Any]) -> Iterator[httpx.Client]:
+    """A sync client for the devstack's gateway (loopback TCP)."""
+    with httpx.Client(base_url=info["gateway"]["http_url"], headers=MARK, timeout=30,
+                      trust_env=False) as client:
+        yield client
+
+
+@pytest.fixture
+def new_table(gw: httpx.Client, info: dict[str, Any]) -> Callable[..., dict[str, Any]]:
+    """Create a uniquely named table through the gateway; returns the native load answer."""
+
+    def create(namespace: str | None = None, prefix: str = "t",
+               client: httpx.Client | None = None) -> dict[str, Any]:
+        ns = namespace or info["namespace"]
+        name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+        resp = (client or gw).post(f"/v1/warehouses/demo/namespaces/{ns}/tables",
+                                   json={"name": name, "format": "lance"})
+        assert resp.status_code == 200, resp.text
+        doc: dict[str, Any] = resp.json()
+        doc["namespace"] = ns
+        return doc
+
+    return create
+
+
+def ensure_namespace(gw: httpx.Client, namespace: str) -> None:
+    """Create a namespace through the gateway's forwarded Iceberg route (409 = exists)."""
+    resp = gw.post("/catalog/v1/demo/namespaces", json={"namespace": [namespace]},
+                   headers={"Authorization": "Bearer x"})
+    assert resp.status_code in (200, 409), resp.text
+
+
+_SAMPLE = re.compile(r'^(lakegate_[a-z_]+)\{([^}]*)\} ([0-9.e+-]+)$')
+
+
+def scrape(client: httpx.Client) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    """Parse /metrics into {(name, labels): value}."""
+    out = {}
+    for line in client.get("/metrics").text.splitlines():
+        m = _SAMPLE.match(line)
+        if m:
+            labels = frozenset(
+                tuple(kv.split("=", 1)) for kv in re.findall(r'[a-z_]+="[^"]*"', m.group(2))
+            )
+            out[(m.group(1), frozenset((k, v.strip('"')) for k, v in labels))] = float(m.group(3))
+    return out
+
+
+def requests_delta(before: dict, after: dict, **labels: str) -> float:
+    """Change of lakegate_requests_total summed over samples matching `labels`."""
+    want = set(labels.items())
+
+    def total(snapshot: dict) -> float:
+        return sum(v for (name, lab), v in snapshot.items()
+                   if name == "lakegate_requests_total" and want <= set(lab))
+
+    return total(after) - total(before)

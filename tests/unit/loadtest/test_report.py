@@ -1,0 +1,67 @@
+"""Report generation from a fixture summary (loadtest/report.py and loadtest/targets.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from loadtest.report import console_summary, write_report
+from loadtest.targets import evaluate
+
+FIXTURE = Path(__file__).with_name("summary_fixture.json")
+
+
+def _summary() -> dict:
+    return json.loads(FIXTURE.read_text())
+
+
+def test_report_writes_summary_markdown_and_plots(tmp_path: Path) -> None:
+    write_report(_summary(), tmp_path)
+    written = json.loads((tmp_path / "summary.json").read_text())
+    assert written["cold_herd"]["10000"]["upstream_calls"] == 1
+    assert written["surfaces"]["http_uds"]["ratio"] == 0.857
+    assert written["executors"]["amplification"] == 2307.7
+    assert {"name", "target", "measured", "met"} <= set(written["targets"][0])
+    for png in ("throughput.png", "latency.png", "amplification.png", "cold_herd.png"):
+        assert (tmp_path / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    md = (tmp_path / "report.md").read_text()
+    assert "| http_uds | 12,000 | 14,000 | 0.857 |" in md
+    assert "![throughput.png](throughput.png)" in md
+
+
+def test_missed_targets_are_stated_plainly_with_the_measured_figure(tmp_path: Path) -> None:
+    write_report(_summary(), tmp_path)
+    md = (tmp_path / "report.md").read_text()
+    assert "Missed targets, plainly:" in md
+    assert "cold herd p99 extra latency measured K=1: 1.2 ms, K=10000: 812.5 ms" in md
+    assert "0.60 x (9,000 vs 15,000 req/s)" in md
+
+
+def test_failed_scenario_is_reported_as_not_measured(tmp_path: Path) -> None:
+    checks = write_report(_summary(), tmp_path)
+    outage = [c for c in checks if c.name == "outage"]
+    assert outage and outage[0].met is None
+    assert "Scenario failed: `RuntimeError: the IdP did not come back`" in \
+        (tmp_path / "report.md").read_text()
+    assert "N/A" in console_summary(checks)
+
+
+def test_targets_verdicts_follow_the_measured_figures() -> None:
+    verdicts = {c.name: c.met for c in evaluate(_summary())}
+    assert verdicts["cold herd upstream calls"] is True
+    assert verdicts["cold herd p99 extra latency"] is False
+    assert verdicts["http_tcp throughput vs trivial HTTP server"] is False
+    assert verdicts["http_uds throughput vs trivial HTTP server"] is True
+    assert verdicts["HTTP/UDS p99 at half capacity"] is True
+    assert verdicts["executors amplification"] is True
+    assert verdicts["IdP token requests"] is True
+    assert verdicts["soak serve floor"] is True
+    assert verdicts["memory for 10,000 keys"] is True
+    assert verdicts["no refreshes for idle keys"] is True
+
+
+def test_soak_floor_breach_is_a_miss() -> None:
+    summary = _summary()
+    summary["soak"]["min_remaining_s"] = 3.9
+    verdicts = {c.name: c.met for c in evaluate(summary)}
+    assert verdicts["soak serve floor"] is False

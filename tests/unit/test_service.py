@@ -1,0 +1,280 @@
+import asyncio
+import random
+from collections import Counter
+
+import pytest
+
+from gateway.errors import (
+    CredentialExpiredError,
+    InvalidRequestError,
+    NotFoundError,
+    UnavailableError,
+)
+from gateway.metrics import Metrics
+from gateway.models import AccessMode, CreateTableSpec, Outcome, RequestContext, TableRef
+from gateway.service import build_service
+from tests.fakes.catalog import FakeCatalog, FakeIdP, Fault
+from tests.fakes.clock import FakeClock
+from tests.fakes.settings import make_settings
+from tests.fakes.spawn import FakeTaskRegistry
+
+CTX = RequestContext(request_id="r-1")
+REF = TableRef("demo", ("ns",), "orders")
+
+
+@pytest.fixture
+def clock():
+    return FakeClock()
+
+
+async def drive(clock, coro, max_fake_s=120.0):
+    """Await `coro` while moving fake time, so retries sleeping on the FakeClock progress."""
+    task = asyncio.ensure_future(coro)
+    elapsed = 0.0
+    while not task.done() and elapsed < max_fake_s:
+        await clock.run_for(0.5, step=0.5, ticks=5)
+        elapsed += 0.5
+    async with asyncio.timeout(5):
+        return await task
+
+
+@pytest.fixture
+def idp():
+    return FakeIdP(expires_in=3600)
+
+
+@pytest.fixture
+def catalog(clock):
+    cat = FakeCatalog(clock)
+    cat.add_table(("ns",), "orders")
+    return cat
+
+
+@pytest.fixture
+async def registry():
+    reg = FakeTaskRegistry()
+    yield reg
+    await reg.cancel_all()
+
+
+@pytest.fixture
+async def make(clock, idp, catalog, registry):
+    made = []
+
+    async def factory(**env):
+        svc = build_service(make_settings(**env), Metrics(), registry.spawn, clock,
+                            transport=catalog.transport(idp), rng=random.Random(2))
+        await svc.start()
+        made.append(svc)
+        return svc
+
+    yield factory
+    for svc in made:
+        await svc.close()
+
+
+async def test_1000_concurrent_requests_for_a_cold_table_make_one_credential_call(
+    make, catalog, idp
+):
+    svc = await make()
+    gate = catalog.hold("load_generic_table_credentials")
+    waiters = [asyncio.ensure_future(svc.get_credentials(REF, AccessMode.READ, CTX))
+               for _ in range(1000)]
+    for _ in range(20):
+        await asyncio.sleep(0)
+    gate.set()
+    async with asyncio.timeout(10):
+        results = await asyncio.gather(*waiters)
+    assert catalog.calls["load_generic_table_credentials"] == 1
+    assert catalog.calls["config"] == 1
+    assert idp.grants == 1
+    assert Counter(r.outcome for r in results) == {Outcome.MISS: 1, Outcome.COALESCED: 999}
+
+
+async def test_200_callers_over_50_tables_make_50_calls_and_one_token_request(
+    make, catalog, idp
+):
+    for i in range(50):
+        catalog.add_table(("ns",), f"t{i}")
+    svc = await make()
+    refs = [TableRef("demo", ("ns",), f"t{i % 50}") for i in range(200)]
+    async with asyncio.timeout(10):
+        await asyncio.gather(*[svc.get_credentials(r, AccessMode.READ, CTX) for r in refs])
+    assert catalog.calls["load_generic_table_credentials"] == 50
+    assert idp.grants == 1
+
+
+async def test_vended_load_builds_config_from_the_same_cached_credential(make, catalog):
+    svc = await make()
+    lookup = await svc.get_credentials(REF, AccessMode.READ, CTX)
+    load = await svc.load_table(REF, CTX, vended=True)
+    cred = lookup.credentials.credentials[0]
+    assert load.credentials == lookup.credentials.credentials
+    assert load.config["s3.access-key-id"] == cred.config["s3.access-key-id"]
+    assert "s3.session-token-expires-at-ms" not in load.config
+    assert "expiration-time" not in load.config
+    assert load.outcome is Outcome.HIT
+    assert catalog.requests[-1][1]["X-Iceberg-Access-Delegation"] == "client-managed"
+    plain = await svc.load_table(REF, CTX, vended=False)
+    assert plain.config is None and plain.credentials is None
+
+
+async def test_metadata_is_cached_briefly(make, catalog, clock):
+    svc = await make()
+    await svc.load_table(REF, CTX, vended=False)
+    await svc.load_table(REF, CTX, vended=False)
+    assert catalog.calls["load_generic_table"] == 1
+    clock.advance(6)
+    await svc.load_table(REF, CTX, vended=False)
+    assert catalog.calls["load_generic_table"] == 2
+
+
+async def test_drop_invalidates_credentials_and_metadata(make, catalog):
+    svc = await make()
+    await svc.get_credentials(REF, AccessMode.READ, CTX)
+    await svc.get_credentials(REF, AccessMode.WRITE, CTX)
+    await svc.load_table(REF, CTX, vended=False)
+    await svc.drop_table(TableRef("demo", ("NS",), "ORDERS"), CTX, purge=False)
+    with pytest.raises(NotFoundError):
+        await svc.load_table(REF, CTX, vended=False)
+    with pytest.raises(NotFoundError):
+        await svc.get_credentials(REF, AccessMode.READ, CTX)
+
+
+async def test_rename_invalidates_both_names(make, catalog):
+    svc = await make()
+    await svc.get_credentials(REF, AccessMode.READ, CTX)
+    new = TableRef("demo", ("ns",), "orders2")
+    with pytest.raises(NotFoundError):
+        await svc.get_credentials(new, AccessMode.READ, CTX)  # negative-cached now
+    await svc.rename_table("demo", (("ns",), "orders"), (("ns",), "orders2"), CTX)
+    assert (await svc.get_credentials(new, AccessMode.READ, CTX)).outcome is Outcome.MISS
+    with pytest.raises(NotFoundError):
+        await svc.get_credentials(REF, AccessMode.READ, CTX)
+
+
+async def test_create_clears_a_negative_entry_for_the_name(make, catalog):
+    svc = await make()
+    ref = TableRef("demo", ("ns",), "fresh")
+    with pytest.raises(NotFoundError):
+        await svc.get_credentials(ref, AccessMode.READ, CTX)
+    created = await svc.create_table("demo", ("ns",), CreateTableSpec(name="fresh",
+                                                                      format="lance"), CTX)
+    assert created.table.name == "fresh" and created.credentials is None
+    assert (await svc.get_credentials(ref, AccessMode.READ, CTX)).outcome is Outcome.MISS
+
+
+async def test_admin_invalidation_by_warehouse_name_id_or_all(make, catalog):
+    svc = await make()
+    await svc.get_credentials(REF, AccessMode.READ, CTX)
+    assert svc.invalidate(REF) == 1
+    await svc.get_credentials(REF, AccessMode.READ, CTX)
+    assert svc.invalidate(TableRef(catalog.warehouse_id.upper(), ("ns",), "orders")) == 1
+    await svc.get_credentials(REF, AccessMode.READ, CTX)
+    assert svc.invalidate(all=True) == 1
+    assert svc.invalidate(TableRef("unknown-wh", ("ns",), "orders")) == 0
+    with pytest.raises(InvalidRequestError):
+        svc.invalidate()
+
+
+async def test_warehouse_uuid_is_accepted_without_a_lookup(make, catalog):
+    svc = await make()
+    ref = TableRef(catalog.warehouse_id, ("ns",), "orders")
+    lookup = await svc.get_credentials(ref, AccessMode.READ, CTX)
+    assert lookup.warehouse.id == catalog.warehouse_id
+    assert catalog.calls["config"] == 0
+
+
+async def test_unknown_warehouse_is_not_found(make):
+    svc = await make()
+    with pytest.raises(NotFoundError) as info:
+        await svc.get_credentials(TableRef("nope", ("ns",), "t"), AccessMode.READ, CTX)
+    assert info.value.type_name == "NoSuchWarehouseException"
+
+
+@pytest.mark.parametrize(
+    "ref",
+    [TableRef("", ("ns",), "t"), TableRef("demo", (), "t"), TableRef("demo", ("",), "t"),
+     TableRef("demo", ("ns",), ""), TableRef("demo", ("ns",), "a/b"),
+     TableRef("demo", ("a\x1fb",), "t"), TableRef("demo", ("ns",), "x" * 2000)],
+)
+async def test_malformed_names_are_rejected_before_any_io(make, catalog, ref):
+    svc = await make()
+    with pytest.raises(InvalidRequestError):
+        await svc.get_credentials(ref, AccessMode.READ, CTX)
+    assert sum(catalog.calls.values()) == 0
+
+
+async def test_idp_down_keeps_serving_cached_credentials(make, catalog, idp, clock):
+    svc = await make()
+    await svc.get_credentials(REF, AccessMode.READ, CTX)
+    idp.down = True
+    outcomes = Counter()
+    for _ in range(55):  # past the token's 80% refresh point, the IdP refusing
+        await clock.run_for(60, step=10)
+        lookup = await drive(clock, svc.get_credentials(REF, AccessMode.READ, CTX))
+        outcomes[lookup.outcome] += 1
+        assert lookup.remaining_s > 300
+    assert outcomes[Outcome.HIT] == 55
+    assert idp.grants == 1 and len(idp.requests) > 1
+
+
+async def test_catalog_503_serves_stale_above_floor_then_a_clear_error(make, catalog, clock):
+    svc = await make(CACHE__IDLE_S="7200")
+    await svc.get_credentials(REF, AccessMode.READ, CTX)
+    catalog.fail("load_generic_table_credentials", Fault(status=503), times=10_000)
+    outcomes = Counter()
+    errors = Counter()
+    for _ in range(70):  # one request a minute across the credential's life and beyond
+        await clock.run_for(60, step=10)
+        try:
+            lookup = await drive(clock, svc.get_credentials(REF, AccessMode.READ, CTX))
+        except (UnavailableError, CredentialExpiredError) as err:
+            errors[type(err).__name__] += 1
+            continue
+        outcomes[lookup.outcome] += 1
+        assert lookup.remaining_s > 300
+    assert outcomes[Outcome.STALE] > 0
+    assert errors["UnavailableError"] > 0
+
+
+async def test_readiness_reflects_token_and_catalog(make, catalog, idp, clock):
+    svc = await make()
+    assert await svc.readiness() == (True, "ok")
+    catalog.fail("health", Fault(status=503), times=5)
+    clock.advance(3)
+    ready, reason = await svc.readiness()
+    assert not ready and "catalog" in reason
+    await svc.get_credentials(REF, AccessMode.READ, CTX)
+    clock.advance(3)
+    ready, reason = await svc.readiness()
+    assert ready and "cached" in reason
+
+
+async def test_close_stops_every_background_task(clock, idp, catalog, registry):
+    svc = build_service(make_settings(), Metrics(), registry.spawn, clock,
+                        transport=catalog.transport(idp))
+    await svc.start()
+    await svc.get_credentials(REF, AccessMode.READ, CTX)
+    assert registry.live >= 2  # refresher + token refresher
+    await svc.close()
+    await clock.settle()
+    assert registry.live == 0
+
+
+async def test_list_and_catalog_config_pass_through(make, catalog):
+    svc = await make()
+    page = await svc.list_tables("demo", ("ns",), CTX, page_size=10)
+    assert [i.name for i in page.identifiers] == ["orders"]
+    cfg = await svc.catalog_config("demo", CTX)
+    assert cfg["defaults"]["prefix"] == catalog.warehouse_id
+    with pytest.raises(InvalidRequestError):
+        await svc.list_tables("demo", ("ns",), CTX, page_size=0)
+
+
+async def test_forward_refuses_paths_that_escape_the_allow_list(make):
+    svc = await make()
+    with pytest.raises(InvalidRequestError):
+        await svc.forward("GET", "/catalog/v1/../management/v1/x", "", None, CTX)
+    resp = await svc.forward("GET", "/catalog/v1/x/namespaces", "", None, CTX)
+    assert resp.status == 200
