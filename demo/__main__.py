@@ -76,6 +76,7 @@ def _gateway_env(info: dict[str, Any], transport: str) -> None:
     os.environ["LAKEGATE_URL"] = url
     os.environ["LAKEGATE_WAREHOUSE"] = info["warehouse"]["name"]
     os.environ.setdefault("NO_PROXY", "localhost,127.0.0.1")
+    os.environ.setdefault("LANCE_LOG", "error")  # Lance warns "will be created" per fragment
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
@@ -101,7 +102,10 @@ def _run(args: argparse.Namespace, say: Progress) -> None:
             finally:
                 spark.stop()
             counters = metrics.read_counters(info)
-            print(report.render(run, counters, info, say.elapsed_s), flush=True)
+            text = report.render(
+                run, counters, info, say.elapsed_s, kept_running=args.keep_running
+            )
+            print(text, flush=True)
             ok = True
     finally:
         if temp and ok and not args.keep_running:

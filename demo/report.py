@@ -8,7 +8,14 @@ from demo.metrics import Counters
 from demo.pipeline import PipelineRun
 
 
-def render(run: PipelineRun, counters: Counters, info: dict[str, Any], elapsed_s: float) -> str:
+def render(
+    run: PipelineRun,
+    counters: Counters,
+    info: dict[str, Any],
+    elapsed_s: float,
+    *,
+    kept_running: bool = False,
+) -> str:
     """A short plain-text report (fits one screen)."""
     lines = [
         "",
@@ -27,26 +34,35 @@ def render(run: PipelineRun, counters: Counters, info: dict[str, Any], elapsed_s
     upstream = counters.upstream_credential_calls
     loads = counters.catalog.get("load_generic_table", 0)
     sts = counters.catalog.get("sts_assume_role", 0)
+    tokens = counters.idp_token_requests
     tasks = run.tasks
     lines += [
         "",
         "Credentials (since the stack started)",
-        f"  Spark tasks that read or wrote storage      {tasks:>6}",
-        f"  credential requests served by the gateway   {counters.gateway_credential_total:>6}"
-        f"   ({detail or 'none'}; repeats in one worker are answered by the client's memo)",
-        f"  upstream catalog credential calls           {upstream:>6}"
-        f"   (+{loads} table loads, {sts} STS AssumeRole)",
-        f"  IdP token requests                          {counters.idp_token_requests:>6}",
-        f"  without a gateway: ~{tasks} token requests and ~{tasks} catalog credential calls"
-        f" (one of each per task); saved {_saving(tasks, upstream)} of the catalog calls",
+        f"  Spark tasks that read or wrote table data    {tasks:>5}",
+        f"  credential requests served by the gateway    {counters.gateway_credential_total:>5}"
+        f"   ({detail or 'none'})",
+        f"  upstream catalog credential calls            {upstream:>5}"
+        f"   (per table and access mode, not per task; +{loads} metadata loads)",
+        f"  STS AssumeRole calls made by the catalog     {sts:>5}",
+        f"  IdP token requests                           {tokens:>5}",
+        f"  Without a gateway each task logs in and asks the catalog itself: ~{tasks} token",
+        f"  requests and ~{tasks} credential calls. Saved here: {max(0, tasks - tokens)} IdP and"
+        f" {max(0, tasks - upstream)} catalog calls ({_saving(tasks, upstream)} of the catalog load).",
+        "  Tasks in one Python worker share the client's per-process memo, so repeats never even",
+        "  reach the gateway.",
         "",
-        "Metrics (live while the stack runs)",
+        "Metrics" + (
+            " (the stack is still running)" if kept_running
+            else " (live while the stack runs; `python -m demo --keep-running` to browse them)"
+        ),
         f"  gateway  {info['gateway']['http_url']}/metrics"
         "   lakegate_requests_total{kind=\"credential\"}, lakegate_upstream_requests_total",
         f"  catalog  {info['catalog']['url']}/_emulator/stats",
         f"  IdP      {info['idp']['issuer']}/_idp/stats",
-        f"  logs     {info['run_dir']}",
     ]
+    if kept_running:
+        lines.append(f"  logs     {info['run_dir']}")
     return "\n".join(lines)
 
 

@@ -71,7 +71,7 @@ class State(Enum):
 def _default_service(settings: Settings, metrics: Metrics, spawn: Spawn) -> ServiceLike:
     from gateway.service import build_service
 
-    return build_service(settings, metrics, spawn)  # type: ignore[return-value]
+    return build_service(settings, metrics, spawn)
 
 
 def _uds_socket(path: Path) -> socket.socket:
@@ -274,7 +274,7 @@ class App:
                 await self.shutdown()
                 raise
         loop = asyncio.get_running_loop()
-        previous: dict[int, Any] = {}
+        previous: dict[signal.Signals, Any] = {}
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):
                 previous[sig] = signal.getsignal(sig)

@@ -36,7 +36,7 @@ from __future__ import annotations
 import uuid
 from typing import Any, ClassVar
 
-import grpc
+import grpc  # type: ignore[import-untyped]
 
 
 class GatewayError(Exception):

@@ -45,9 +45,15 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
     # AWS access key ids (long-term AKIA and temporary ASIA).
     (re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{12,}\b"), MASK),
-    # Long opaque blobs: STS session tokens, SAS signatures, base64 secrets.
-    (re.compile(r"[A-Za-z0-9/+=_-]{80,}"), MASK),
 )
+# Long opaque blobs (STS session tokens, SAS signatures, base64 secrets) - but not lower-case
+# path-like runs such as table locations made of UUIDs, which logs need to stay useful.
+_BLOB = re.compile(r"[A-Za-z0-9/+=_-]{80,}")
+_PATHLIKE = re.compile(r"[a-z0-9/_.-]+")
+
+
+def _mask_blob(match: re.Match[str]) -> str:
+    return match.group(0) if _PATHLIKE.fullmatch(match.group(0)) else MASK
 
 
 class Redactor:
@@ -78,7 +84,7 @@ class Redactor:
                 text = text.replace(value, MASK)
         for pattern, repl in _PATTERNS:
             text = pattern.sub(repl, text)
-        return text
+        return _BLOB.sub(_mask_blob, text)
 
 
 class RedactingFilter(logging.Filter):
@@ -154,4 +160,6 @@ def configure_logging(
     root.setLevel(level.upper())
     # aiohttp's access log duplicates our request log and would print raw paths and headers.
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    # grpc's cython layer logs every loop lookup at DEBUG: noise, not signal.
+    logging.getLogger("grpc._cython").setLevel(max(logging.INFO, root.level))
     return handler

@@ -12,9 +12,9 @@ import random
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Coroutine, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
-from cachetools import TTLCache
+from cachetools import TTLCache  # type: ignore[import-untyped]
 
 from gateway.cache import CredentialCache, RefreshAhead, SingleFlight
 from gateway.cache.expiry import credential_set, is_expiry_key, storage_credential
@@ -40,6 +40,8 @@ from gateway.settings import Settings
 from gateway.upstream.lakekeeper import CatalogClient
 from gateway.upstream.token_source import TokenSource, build_token_source
 from gateway.upstream.transport import AiohttpTransport, Transport
+
+_T = TypeVar("_T")
 
 Spawn = Callable[[Coroutine[Any, Any, Any]], "asyncio.Task[Any]"]
 
@@ -82,7 +84,10 @@ def validate_namespace(namespace: tuple[str, ...]) -> None:
 def _merge_config(credential: StorageCredential) -> dict[str, str]:
     # Lakekeeper's load `config` is the credential's config minus the expiry keys; building it
     # from the SAME credential means pylakekeeper's "config wins" merge never mixes two creds.
-    return {k: v for k, v in credential.config.items() if not is_expiry_key(k)}
+    config = {k: v for k, v in credential.config.items() if not is_expiry_key(k)}
+    if "s3.region" in config:
+        config.setdefault("region", config["s3.region"])  # Lakekeeper's load config has it too
+    return config
 
 
 def _credential_for(location: str, creds: CredentialSet) -> StorageCredential | None:
@@ -201,7 +206,7 @@ class GatewayService:
         _check_name("warehouse", warehouse)
         project = self._project(ctx)
         ck = f"{project}|{warehouse.casefold()}"
-        hit = self._warehouses.get(ck)
+        hit: Warehouse | None = self._warehouses.get(ck)
         if hit is not None:
             return hit
         if _is_uuid(warehouse):
@@ -219,7 +224,7 @@ class GatewayService:
         result, _ = await self._wait(self._wh_flight.run(ck, fetch))
         return result
 
-    async def _wait(self, aw: Coroutine[Any, Any, Any]) -> Any:
+    async def _wait(self, aw: Coroutine[Any, Any, tuple[_T, bool]]) -> tuple[_T, bool]:
         # Each waiter keeps its own deadline; the shared fetch keeps running for the others.
         try:
             async with asyncio.timeout(self._settings.upstream.deadline_s + 1.0):
@@ -260,9 +265,9 @@ class GatewayService:
                           namespace=ref.namespace, table=ref.name, access=AccessMode.READ,
                           delegation="client-managed")
         if self._settings.cache.metadata_ttl_s > 0:
-            hit = self._metadata.get(key)
-            if hit is not None:
-                return hit
+            cached: GenericTable | None = self._metadata.get(key)
+            if cached is not None:
+                return cached
         gen = self._cache.generation
 
         async def fetch() -> GenericTable:
@@ -391,7 +396,7 @@ class GatewayService:
             n += 1
         return n
 
-    def invalidate(self, ref: TableRef | None = None, *, all: bool = False) -> int:  # noqa: A002
+    def invalidate(self, ref: TableRef | None = None, *, all: bool = False) -> int:
         """Drop cache entries for one table (`ref`) or everything (`all=True`).
 
         Returns:

@@ -13,7 +13,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, ClassVar
 
-import yaml
+import yaml  # type: ignore[import-untyped]
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import (
     BaseSettings,
@@ -47,12 +47,12 @@ class UpstreamSettings(_Section):
     project_id: str | None = None
     read_role_id: str | None = None
     write_role_id: str | None = None
-    timeout_s: float = Field(10.0, gt=0)
-    deadline_s: float = Field(30.0, gt=0)
-    max_retries: int = Field(4, ge=0, le=20)
-    backoff_base_s: float = Field(0.1, gt=0)
-    backoff_max_s: float = Field(5.0, gt=0)
-    pool_size: int = Field(100, ge=1)
+    timeout_s: float = Field(default=10.0, gt=0)
+    deadline_s: float = Field(default=30.0, gt=0)
+    max_retries: int = Field(default=4, ge=0, le=20)
+    backoff_base_s: float = Field(default=0.1, gt=0)
+    backoff_max_s: float = Field(default=5.0, gt=0)
+    pool_size: int = Field(default=100, ge=1)
 
     @model_validator(mode="after")
     def _check(self) -> UpstreamSettings:
@@ -73,8 +73,8 @@ class TokenKind(StrEnum):
 
 
 class AuthMethod(StrEnum):
-    CLIENT_SECRET_BASIC = "client_secret_basic"
-    CLIENT_SECRET_POST = "client_secret_post"
+    CLIENT_SECRET_BASIC = "client_secret_basic"  # noqa: S105 - a method name, not a secret
+    CLIENT_SECRET_POST = "client_secret_post"  # noqa: S105
 
 
 class TokenSettings(_Section):
@@ -90,10 +90,10 @@ class TokenSettings(_Section):
     resource: str | None = None
     token: SecretStr | None = None
     path: Path | None = None
-    refresh_fraction: float = Field(0.8, gt=0.1, lt=1.0)
-    timeout_s: float = Field(10.0, gt=0)
-    backoff_max_s: float = Field(30.0, gt=0)
-    file_check_s: float = Field(1.0, gt=0)
+    refresh_fraction: float = Field(default=0.8, gt=0.1, lt=1.0)
+    timeout_s: float = Field(default=10.0, gt=0)
+    backoff_max_s: float = Field(default=30.0, gt=0)
+    file_check_s: float = Field(default=1.0, gt=0)
 
     @model_validator(mode="after")
     def _check(self) -> TokenSettings:
@@ -117,12 +117,12 @@ class ListenSettings(_Section):
     """Where the HTTP and gRPC surfaces listen."""
 
     host: str = "127.0.0.1"
-    http_port: int = Field(8765, ge=0, le=65535)
-    grpc_port: int = Field(8766, ge=0, le=65535)
+    http_port: int = Field(default=8765, ge=0, le=65535)
+    grpc_port: int = Field(default=8766, ge=0, le=65535)
     http_uds: Path | None = None
     grpc_uds: Path | None = None
     ports_file: Path | None = None
-    max_body_bytes: int = Field(1 << 20, ge=1024)
+    max_body_bytes: int = Field(default=1 << 20, ge=1024)
 
     @property
     def is_loopback(self) -> bool:
@@ -138,21 +138,21 @@ class ListenSettings(_Section):
 class CacheSettings(_Section):
     """The credential cache windows and bounds (DESIGN §3.1)."""
 
-    min_remaining_s: float = Field(300.0, ge=0)
-    refresh_lead_s: float = Field(900.0, gt=0)
-    refresh_jitter: float = Field(0.1, ge=0, lt=0.5)
-    max_entries: int = Field(10_000, ge=1)
-    idle_s: float = Field(1800.0, gt=0)
-    negative_ttl_s: float = Field(5.0, ge=0)
-    no_expiry_ttl_s: float = Field(60.0, ge=0)
-    refresh_rate_per_s: float = Field(20.0, gt=0)
-    metadata_ttl_s: float = Field(5.0, ge=0, le=10)
-    warehouse_ttl_s: float = Field(60.0, ge=0)
+    min_remaining_s: float = Field(default=300.0, ge=0)
+    refresh_lead_s: float = Field(default=900.0, gt=0)
+    refresh_jitter: float = Field(default=0.1, ge=0, lt=0.5)
+    max_entries: int = Field(default=10_000, ge=1)
+    idle_s: float = Field(default=1800.0, gt=0)
+    negative_ttl_s: float = Field(default=5.0, ge=0)
+    no_expiry_ttl_s: float = Field(default=60.0, ge=0)
+    refresh_rate_per_s: float = Field(default=20.0, gt=0)
+    metadata_ttl_s: float = Field(default=5.0, ge=0, le=10)
+    warehouse_ttl_s: float = Field(default=60.0, ge=0)
 
 
 class CallerMode(StrEnum):
     NONE = "none"
-    TOKEN = "token"
+    TOKEN = "token"  # noqa: S105 - a mode name
     JWT = "jwt"
 
 
@@ -166,8 +166,8 @@ class CallerSettings(_Section):
     audience: str | None = None
     name_claim: str = "sub"
     policy_file: Path | None = None
-    rate_per_s: float = Field(0.0, ge=0)
-    burst: int = Field(100, ge=1)
+    rate_per_s: float = Field(default=0.0, ge=0)
+    burst: int = Field(default=100, ge=1)
 
     @model_validator(mode="after")
     def _check(self) -> CallerSettings:
@@ -233,7 +233,7 @@ class Settings(BaseSettings):
         env_prefix=ENV_PREFIX,
         env_nested_delimiter="__",
         case_sensitive=False,
-        extra="ignore",
+        extra="forbid",  # a typo in an env var name must fail loudly, not be ignored
         frozen=True,
     )
     _file_data: ClassVar[dict[str, Any]] = {}
@@ -241,11 +241,11 @@ class Settings(BaseSettings):
 
     upstream: UpstreamSettings
     token: TokenSettings
-    listen: ListenSettings = ListenSettings()
-    cache: CacheSettings = CacheSettings()
-    callers: CallerSettings = CallerSettings()
-    log: LogSettings = LogSettings()
-    shutdown_grace_s: float = Field(10.0, ge=0)
+    listen: ListenSettings = Field(default_factory=ListenSettings)
+    cache: CacheSettings = Field(default_factory=CacheSettings)
+    callers: CallerSettings = Field(default_factory=CallerSettings)
+    log: LogSettings = Field(default_factory=LogSettings)
+    shutdown_grace_s: float = Field(default=10.0, ge=0)
 
     @classmethod
     def settings_customise_sources(
@@ -343,6 +343,13 @@ class Settings(BaseSettings):
                 raise SettingsError(f"config file {config_file} must hold a mapping")
             data = loaded or {}
         values = {k: v for k, v in env.items() if k.upper().startswith(ENV_PREFIX)}
+        unknown = sorted(
+            k.upper() for k in values
+            if k[len(ENV_PREFIX):].split("__", 1)[0].lower() not in cls.model_fields
+        )
+        if unknown:
+            raise SettingsError("invalid settings:\n  " + "\n  ".join(
+                f"{k}: unknown setting" for k in unknown))
         # A throwaway subclass carries this load's file data and env without global state.
         bound = type(
             cls.__name__,

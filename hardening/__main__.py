@@ -25,12 +25,27 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m hardening", description=__doc__)
     p.add_argument("--soak", action="store_true", help="run the ~20 min soak instead of the suites")
     p.add_argument("--soak-minutes", type=float, default=20.0)
-    p.add_argument("--suites", default="faults,hostile,isolation", help="comma list of suites to run")
+    p.add_argument(
+        "--suites", default="faults,hostile,isolation", help="comma list of suites to run"
+    )
     p.add_argument("--faults", default="", help="comma list of fault names (default: all)")
-    p.add_argument("--quick", action="store_true", help="fewer fuzz examples and shorter holds (smoke)")
-    p.add_argument("--out", type=Path, default=None, help="report directory (default hardening/latest or hardening/soak)")
+    p.add_argument(
+        "--quick", action="store_true", help="fewer fuzz examples and shorter holds (smoke)"
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="report directory (default hardening/latest or hardening/soak)",
+    )
     p.add_argument("--keep", action="store_true", help="keep the temporary run directory")
-    p.add_argument("--scan", type=Path, action="append", default=[], help="only scan these log dirs for secrets and exit")
+    p.add_argument(
+        "--scan",
+        type=Path,
+        action="append",
+        default=[],
+        help="only scan these log dirs for secrets and exit",
+    )
     return p.parse_args(argv)
 
 
@@ -56,21 +71,23 @@ def run_suites(args: argparse.Namespace, run_dir: Path) -> HardeningReport:
     ctx = start_environment(run_dir, REPO_ROOT, token_ttl_s=120)
     try:
         if "faults" in suites:
-            timing = FaultTiming(hold_s=5.0, recovery_timeout_s=45.0) if args.quick else FaultTiming()
+            timing = (
+                FaultTiming(hold_s=8.0, recovery_timeout_s=45.0) if args.quick else FaultTiming()
+            )
             only = {f for f in args.faults.split(",") if f} or None
             try:
                 report.faults = run_fault_suite(ctx, timing, only)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - one broken suite must not hide the others
                 report.suites_skipped["faults"] = _describe(exc)
         if "isolation" in suites:
             try:
                 run_isolation_suite(ctx, report.isolation)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - one broken suite must not hide the others
                 report.suites_skipped["isolation"] = _describe(exc)
         if "hostile" in suites:
             try:
                 run_hostile_suite(ctx, report.fuzz, quick=args.quick)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - one broken suite must not hide the others
                 report.suites_skipped["hostile"] = _describe(exc)
     finally:
         stop_environment(ctx)
@@ -89,8 +106,14 @@ def _scan_logs(report: HardeningReport, scanner: object, run_dir: Path) -> None:
     report.log_files_scanned = files
     report.secrets_found = len(findings)
     report.secret_findings = [f.describe().replace(str(run_dir), "<run>") for f in findings[:100]]
-    stack_files, stack_findings = scanner.scan_paths([p for p in (run_dir / "stack", run_dir / "logs") if p.exists()])
-    report.extra["stack_logs"] = {"files": stack_files, "secrets_found": len(stack_findings), "note": "IdP/SeaweedFS/emulator logs, not Lakegate's"}
+    stack_files, stack_findings = scanner.scan_paths(
+        [p for p in (run_dir / "stack", run_dir / "logs") if p.exists()]
+    )
+    report.extra["stack_logs"] = {
+        "files": stack_files,
+        "secrets_found": len(stack_findings),
+        "note": "IdP/SeaweedFS/emulator logs, not Lakegate's",
+    }
 
 
 def _describe(exc: BaseException) -> str:

@@ -18,7 +18,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlparse
 
-from hardening.processes import HarnessError, ProcessSpec, ProcessTable, capture, kill9, port_open, wait_until
+from hardening.processes import (
+    HarnessError,
+    ProcessSpec,
+    ProcessTable,
+    capture,
+    kill9,
+    port_open,
+    wait_until,
+)
 from hardening.secret_scanner import SecretScanner
 
 COMPONENTS = ("idp", "s3", "catalog")
@@ -56,7 +64,11 @@ class HarnessContext:
         return str(self.info["catalog"]["url"]).rstrip("/")
 
     def component_port(self, name: str) -> tuple[str, int]:
-        url = {"idp": self.info["idp"]["issuer"], "s3": self.info["s3"]["endpoint"], "catalog": self.catalog_url}[name]
+        url = {
+            "idp": self.info["idp"]["issuer"],
+            "s3": self.info["s3"]["endpoint"],
+            "catalog": self.catalog_url,
+        }[name]
         parsed = urlparse(url)
         return parsed.hostname or "127.0.0.1", int(parsed.port or 80)
 
@@ -66,9 +78,12 @@ class HarnessContext:
         self.procs.forget(self.pids[name])
 
     def restart_component(self, name: str, timeout_s: float = 30.0) -> float:
-        """Start the component again from its captured argv/env; returns seconds until it listens."""
+        """Start the component again from its captured argv/env; returns seconds until it
+        listens."""
         self.restarts += 1
-        pid = self.procs.respawn(self.specs[name], self.run_dir / "logs" / f"{name}-restart-{self.restarts}.log")
+        pid = self.procs.respawn(
+            self.specs[name], self.run_dir / "logs" / f"{name}-restart-{self.restarts}.log"
+        )
         self.pids[name] = pid
         host, port = self.component_port(name)
         waited = wait_until(lambda: port_open(host, port), timeout_s=timeout_s, interval_s=0.05)
@@ -84,12 +99,19 @@ class HarnessContext:
         post_json(self.catalog_url + "/_emulator/faults", dict(body))
 
 
-def start_environment(run_dir: Path, repo_root: Path, *, token_ttl_s: int = 3600, sts_validity_s: int = 3600) -> HarnessContext:
+def start_environment(
+    run_dir: Path, repo_root: Path, *, token_ttl_s: int = 3600, sts_validity_s: int = 3600
+) -> HarnessContext:
     """Start the local stack without a gateway and capture how each component was started."""
     from devstack.launcher import start_stack
 
     run_dir.mkdir(parents=True, exist_ok=True)
-    stack = start_stack(run_dir / "stack", with_gateway=False, token_ttl_s=token_ttl_s, sts_validity_s=sts_validity_s)
+    stack = start_stack(
+        run_dir / "stack",
+        with_gateway=False,
+        token_ttl_s=token_ttl_s,
+        sts_validity_s=sts_validity_s,
+    )
     info = dict(stack.info)
     ctx = HarnessContext(repo_root=repo_root, run_dir=run_dir, info=info)
     for name in COMPONENTS:
@@ -118,8 +140,11 @@ def stop_environment(ctx: HarnessContext) -> None:
                 _ = name
 
 
-def gateway_settings(ctx: HarnessContext, *, upstream_url: str | None = None, **overrides: str) -> dict[str, str]:
-    """`LAKEGATE__*` settings for a gateway on this stack (OAuth2 client credentials, as in prod)."""
+def gateway_settings(
+    ctx: HarnessContext, *, upstream_url: str | None = None, **overrides: str
+) -> dict[str, str]:
+    """`LAKEGATE__*` settings for a gateway on this stack (OAuth2 client credentials, as in
+    production)."""
     idp = ctx.info["idp"]
     client = idp["clients"]["gateway"]
     env = {
@@ -136,11 +161,18 @@ def gateway_settings(ctx: HarnessContext, *, upstream_url: str | None = None, **
         env["LAKEGATE__UPSTREAM__READ_ROLE_ID"] = str(roles["read"])
     if roles.get("write"):
         env["LAKEGATE__UPSTREAM__WRITE_ROLE_ID"] = str(roles["write"])
-    env.update({k if k.startswith("LAKEGATE__") else "LAKEGATE__" + k.upper(): v for k, v in overrides.items()})
+    env.update(
+        {
+            k if k.startswith("LAKEGATE__") else "LAKEGATE__" + k.upper(): v
+            for k, v in overrides.items()
+        }
+    )
     return env
 
 
-def native_path(warehouse: str, namespace: list[str], table: str | None = None, suffix: str = "") -> str:
+def native_path(
+    warehouse: str, namespace: list[str], table: str | None = None, suffix: str = ""
+) -> str:
     """A native `/v1` path with every segment percent-encoded (namespace levels joined by %1F)."""
     ns = quote("\x1f".join(namespace), safe="")
     path = f"/v1/warehouses/{quote(warehouse, safe='')}/namespaces/{ns}/tables"
@@ -186,11 +218,16 @@ def post_json(url: str, body: Mapping[str, Any]) -> Any:
     return parsed
 
 
-def ensure_tables(http_url: str, warehouse: str, namespace: list[str], names: list[str], token: str | None = None) -> None:
+def ensure_tables(
+    http_url: str, warehouse: str, namespace: list[str], names: list[str], token: str | None = None
+) -> None:
     """Create generic tables through the gateway (409 = already there)."""
     for name in names:
         status, body = request_json(
-            "POST", http_url + native_path(warehouse, namespace), {"name": name, "format": "parquet"}, token=token
+            "POST",
+            http_url + native_path(warehouse, namespace),
+            {"name": name, "format": "parquet"},
+            token=token,
         )
         if status not in (200, 201, 409):
             raise HarnessError(f"creating table {name} -> {status}: {str(body)[:200]}")

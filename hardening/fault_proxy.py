@@ -29,7 +29,7 @@ _CHUNK = 65536
 class ProxyMode(enum.StrEnum):
     """What the proxy does with traffic."""
 
-    PASS = "pass"
+    PASS = "pass"  # noqa: S105 - a mode name, not a password
     LATENCY = "latency"
     RESET = "reset"
     BLACKHOLE = "blackhole"
@@ -238,7 +238,9 @@ class ProxyThread:
     def __init__(self, upstream_host: str, upstream_port: int) -> None:
         self._loop = asyncio.new_event_loop()
         self._proxy = FaultProxy(upstream_host, upstream_port)
-        self._thread = threading.Thread(target=self._loop.run_forever, name="fault-proxy", daemon=True)
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="fault-proxy", daemon=True
+        )
 
     def start(self) -> int:
         """Start the thread and the proxy; returns the listening port."""

@@ -19,7 +19,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from hardening.environment import HarnessContext, ensure_tables, gateway_settings, native_path, request_json
+from hardening.environment import (
+    HarnessContext,
+    ensure_tables,
+    gateway_settings,
+    native_path,
+    request_json,
+)
 from hardening.fault_proxy import ProxyMode, ProxyThread
 from hardening.gateway_process import GatewayProcess
 from hardening.leaks import LeakBudget, settle, snapshot
@@ -44,11 +50,14 @@ EVIDENCE = {
 class FaultTiming:
     """Knobs shared by all scenarios (the soak reuses them with other values)."""
 
-    lifetime_s: int = 60
+    # The emulator serves 50-100 % of the advertised lifetime (Lakekeeper's STC half-life), so
+    # 150 s gives 75-150 s credentials, refreshed below ~60 s: a refresh every 15-90 s per key,
+    # so a 20 s fault meets refreshes, while stale entries (>= ~50 s left) stay above the floor.
+    lifetime_s: int = 150
     min_remaining_s: int = 15
-    refresh_lead_s: int = 40
+    refresh_lead_s: int = 60
     warmup_s: float = 3.0
-    hold_s: float = 10.0
+    hold_s: float = 20.0
     tail_s: float = 3.0
     recovery_timeout_s: float = 90.0
 
@@ -67,7 +76,9 @@ class Scenario:
 class FaultBench:
     """A gateway behind the fault proxy, on the stack, with a probe and a client fleet."""
 
-    def __init__(self, ctx: HarnessContext, timing: FaultTiming, name: str = "faults", clients: int = 4) -> None:
+    def __init__(
+        self, ctx: HarnessContext, timing: FaultTiming, name: str = "faults", clients: int = 4
+    ) -> None:
         self.ctx = ctx
         self.timing = timing
         self.name = name
@@ -75,6 +86,8 @@ class FaultBench:
         host, port = ctx.component_port("catalog")
         self.proxy = ProxyThread(host, port)
         self.gw: GatewayProcess | None = None
+        # Wall-clock offset of the gateway process (see hardening/clockshim).
+        self.clock_file = ctx.run_dir / "gateways" / name / "clock-offset"
 
     @property
     def gateway(self) -> GatewayProcess:
@@ -93,11 +106,27 @@ class FaultBench:
             UPSTREAM__DEADLINE_S="8",
             SHUTDOWN_GRACE_S="3",
         )
-        self.gw = GatewayProcess(self.ctx.run_dir / "gateways" / self.name, env, repo_root=self.ctx.repo_root, python=self.ctx.python)
+        self.clock_file.parent.mkdir(parents=True, exist_ok=True)
+        self.set_clock_offset(0)
+        env["HARDEN_CLOCK_OFFSET_FILE"] = str(self.clock_file)
+        self.gw = GatewayProcess(
+            self.ctx.run_dir / "gateways" / self.name,
+            env,
+            repo_root=self.ctx.repo_root,
+            python=self.ctx.python,
+            extra_pythonpath=(str(Path(__file__).resolve().parent / "clockshim"),),
+        )
         eps = self.gw.start()
         if self.gw.wait_ready(60) is None:
             raise HarnessError("gateway never became ready")
         ensure_tables(eps.http_url, self.ctx.warehouse, self.ctx.namespace, [*TABLES, PROBE_TABLE])
+
+    def set_clock_offset(self, seconds: float) -> None:
+        """Step the gateway's wall clock (monotonic time is untouched)."""
+        tmp = self.clock_file.with_suffix(".tmp")
+        tmp.write_text(f"{seconds}\n")
+        tmp.replace(self.clock_file)  # atomic: the shim never reads a half-written number
+        time.sleep(0.3)  # the shim re-reads at most every 0.2 s
 
     def apply_lifetime(self) -> None:
         if self.timing.lifetime_s:
@@ -141,18 +170,29 @@ class FaultBench:
         ]
 
     def probe(self) -> tuple[bool, bool]:
-        """Force a real miss on the probe table. Returns (succeeded, served_expired_or_below_floor)."""
+        """Force a real miss on the probe table.
+
+        Returns:
+            (succeeded, served an expired or below-floor credential).
+        """
         eps = self.gateway.endpoints
         assert eps is not None
         try:
             request_json(
                 "POST",
                 eps.http_url + "/v1/cache/invalidate",
-                {"warehouse": self.ctx.warehouse, "namespace": self.ctx.namespace, "table": PROBE_TABLE},
+                {
+                    "warehouse": self.ctx.warehouse,
+                    "namespace": self.ctx.namespace,
+                    "table": PROBE_TABLE,
+                },
                 timeout_s=5,
             )
             status, body = request_json(
-                "GET", eps.http_url + native_path(self.ctx.warehouse, self.ctx.namespace, PROBE_TABLE, "/credentials"), timeout_s=10
+                "GET",
+                eps.http_url
+                + native_path(self.ctx.warehouse, self.ctx.namespace, PROBE_TABLE, "/credentials"),
+                timeout_s=10,
             )
         except OSError:
             return False, False
@@ -173,7 +213,12 @@ def run_scenario(bench: FaultBench, sc: Scenario, out_dir: Path) -> FaultResult:
     assert gw.pid is not None
     baseline = snapshot(gw.pid)
     total = t.warmup_s + sc.hold_s + t.recovery_timeout_s + t.tail_s + 30
-    fleet = LoadFleet(out_dir / sc.name, bench.fleet_configs(total), python=bench.ctx.python, repo_root=bench.ctx.repo_root)
+    fleet = LoadFleet(
+        out_dir / sc.name,
+        bench.fleet_configs(total),
+        python=bench.ctx.python,
+        repo_root=bench.ctx.repo_root,
+    )
     eps = gw.endpoints
     assert eps is not None
     metrics_before = scrape(eps.http_url)
@@ -203,7 +248,7 @@ def run_scenario(bench: FaultBench, sc: Scenario, out_dir: Path) -> FaultResult:
 
         wait_until(probe_once, timeout_s=t.recovery_timeout_s, interval_s=0.25)
         time.sleep(t.tail_s)
-    except Exception as exc:  # the harness must still stop clients and report
+    except Exception as exc:  # noqa: BLE001 - the harness must still stop clients and report
         result.error = f"{type(exc).__name__}: {exc}"
     finally:
         fleet_result = fleet.stop()
@@ -215,9 +260,16 @@ def run_scenario(bench: FaultBench, sc: Scenario, out_dir: Path) -> FaultResult:
     result.below_floor_served = fleet_result.below_floor + probe_bad
     bench.ctx.scanner.add_planted(fleet_result.planted)
     if fleet_result.errors_by_kind:
-        result.notes.append("errors: " + ", ".join(f"{k}={v}" for k, v in sorted(fleet_result.errors_by_kind.items())))
+        result.notes.append(
+            "errors: "
+            + ", ".join(f"{k}={v}" for k, v in sorted(fleet_result.errors_by_kind.items()))
+        )
     if fleet_result.min_remaining_s is not None:
-        result.notes.append(f"min remaining served {fleet_result.min_remaining_s:.1f}s")
+        claimed = fleet_result.min_remaining_claimed_s
+        result.notes.append(
+            f"min remaining served {fleet_result.min_remaining_s:.1f}s"
+            + (f" (gateway said {claimed:.1f}s)" if claimed is not None else "")
+        )
     if fleet_result.missing_results:
         result.error = result.error or f"{fleet_result.missing_results} client(s) wrote no result"
     if restored_at is not None:
@@ -258,7 +310,9 @@ def scenarios(bench: FaultBench) -> list[Scenario]:
         gw.start()
 
     return [
-        Scenario("baseline_no_fault", lambda: None, lambda: None, hold_s=hold / 2, note="control run"),
+        Scenario(
+            "baseline_no_fault", lambda: None, lambda: None, hold_s=hold / 2, note="control run"
+        ),
         Scenario("kill9_idp", kill("idp"), restart("idp"), hold_s=hold),
         Scenario("kill9_catalog", kill("catalog"), restart("catalog"), hold_s=hold),
         Scenario("kill9_seaweedfs", kill("s3"), restart("s3"), hold_s=hold),
@@ -275,12 +329,31 @@ def scenarios(bench: FaultBench) -> list[Scenario]:
             lambda: proxy.set_mode(ProxyMode.PASS),
             hold_s=hold,
         ),
-        Scenario("net_reset", lambda: proxy.set_mode(ProxyMode.RESET), lambda: proxy.set_mode(ProxyMode.PASS), hold_s=hold),
+        Scenario(
+            "net_reset",
+            lambda: proxy.set_mode(ProxyMode.RESET),
+            lambda: proxy.set_mode(ProxyMode.PASS),
+            hold_s=hold,
+        ),
         Scenario(
             "net_blackhole",
             lambda: proxy.set_mode(ProxyMode.BLACKHOLE),
             lambda: proxy.set_mode(ProxyMode.PASS),
             hold_s=hold + 2,
+        ),
+        Scenario(
+            "clock_jump_back_1h",
+            lambda: bench.set_clock_offset(-3600),
+            lambda: bench.set_clock_offset(0),
+            hold_s=hold,
+            note="gateway wall clock -1h, monotonic unchanged",
+        ),
+        Scenario(
+            "clock_jump_forward_1h",
+            lambda: bench.set_clock_offset(3600),
+            lambda: bench.set_clock_offset(0),
+            hold_s=hold,
+            note="gateway wall clock +1h: every credential looks expired to it",
         ),
     ]
 
@@ -293,8 +366,11 @@ def _try(fn: Callable[[], None]) -> bool:
     return True
 
 
-def run_fault_suite(ctx: HarnessContext, timing: FaultTiming = FaultTiming(), only: set[str] | None = None) -> list[FaultResult]:
-    """Run every scenario on one gateway; a scenario that breaks the harness is reported, not fatal."""
+def run_fault_suite(
+    ctx: HarnessContext, timing: FaultTiming = FaultTiming(), only: set[str] | None = None
+) -> list[FaultResult]:
+    """Run every scenario on one gateway; a scenario that breaks the harness is reported,
+    not fatal."""
     bench = FaultBench(ctx, timing)
     results: list[FaultResult] = []
     bench.start()

@@ -46,6 +46,7 @@ class GatewayProcess:
         name: str = "gateway",
         python: str = sys.executable,
         base_env: Mapping[str, str] | None = None,
+        extra_pythonpath: tuple[str, ...] = (),
     ) -> None:
         self._dir = run_dir
         self._dir.mkdir(parents=True, exist_ok=True)
@@ -57,6 +58,7 @@ class GatewayProcess:
         self._base_env = {k: v for k, v in inherited.items() if not k.startswith("LAKEGATE")}
         self._base_env["PYTHONUNBUFFERED"] = "1"
         self._env = dict(settings_env)
+        self._pythonpath = os.pathsep.join((str(repo_root), *extra_pythonpath))
         self._ports_file = self._dir / f"{name}-ports.json"
         self._env.setdefault("LAKEGATE__LISTEN__HTTP_PORT", "0")
         self._env.setdefault("LAKEGATE__LISTEN__GRPC_PORT", "0")
@@ -76,7 +78,7 @@ class GatewayProcess:
         """Start and wait until `/livez` answers (bounded)."""
         self._ports_file.unlink(missing_ok=True)
         self._starts += 1
-        env = {**self._base_env, **self._env, "PYTHONPATH": str(self._root)}
+        env = {**self._base_env, **self._env, "PYTHONPATH": self._pythonpath}
         self.pid = self._procs.spawn(
             self._name,
             [self._python, "-m", "gateway", "serve"],
@@ -85,18 +87,20 @@ class GatewayProcess:
             log_path=self.log_dir / f"{self._name}-{self._starts}.log",
         )
         if wait_until(self._ports_file.exists, timeout_s=timeout_s) is None:
-            raise HarnessError(f"{self._name} wrote no ports file in {timeout_s}s; see {self.log_dir}")
+            raise HarnessError(
+                f"{self._name} wrote no ports file in {timeout_s}s; see {self.log_dir}"
+            )
         ports = json.loads(self._ports_file.read_text())
         # Pin the ports so a restart comes back where clients expect it.
         self._env["LAKEGATE__LISTEN__HTTP_PORT"] = str(ports["http_port"])
         self._env["LAKEGATE__LISTEN__GRPC_PORT"] = str(ports["grpc_port"])
-        self.endpoints = GatewayEndpoints(
+        self.endpoints = eps = GatewayEndpoints(
             http_url=f"http://127.0.0.1:{ports['http_port']}",
             grpc_target=f"127.0.0.1:{ports['grpc_port']}",
             http_uds=self._env["LAKEGATE__LISTEN__HTTP_UDS"],
             grpc_uds=self._env["LAKEGATE__LISTEN__GRPC_UDS"],
         )
-        if wait_until(lambda: http_ok(self.endpoints.http_url + "/livez"), timeout_s=timeout_s) is None:  # type: ignore[union-attr]
+        if wait_until(lambda: http_ok(eps.http_url + "/livez"), timeout_s=timeout_s) is None:
             raise HarnessError(f"{self._name} /livez never answered; see {self.log_dir}")
         return self.endpoints
 

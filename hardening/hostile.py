@@ -35,7 +35,9 @@ class SuiteTally:
     examples: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
-    def saw(self, status: str, *, server_error: bool, upstream: bool = False, example: str = "") -> None:
+    def saw(
+        self, status: str, *, server_error: bool, upstream: bool = False, example: str = ""
+    ) -> None:
         self.cases += 1
         self.statuses[status] = self.statuses.get(status, 0) + 1
         if upstream:
@@ -46,14 +48,22 @@ class SuiteTally:
                 self.examples.append(example)
 
     def into(self, fuzz: FuzzResult, suite: str) -> None:
-        fuzz.add(suite, self.cases, self.server_errors, upstream_5xx=self.upstream_errors, statuses=self.statuses)
+        fuzz.add(
+            suite,
+            self.cases,
+            self.server_errors,
+            upstream_5xx=self.upstream_errors,
+            statuses=self.statuses,
+        )
         fuzz.failures.extend(f"{suite}: {e}" for e in [*self.examples, *self.problems])
 
 
 # ---- schemathesis ------------------------------------------------------------------------------
 
 
-def run_schemathesis(base_url: str, *, token: str | None, max_examples: int, seed: int = 1234) -> SuiteTally:
+def run_schemathesis(
+    base_url: str, *, token: str | None, max_examples: int, seed: int = 1234
+) -> SuiteTally:
     """Positive and negative cases for every operation of `/v1/openapi.json`."""
     import schemathesis
     from hypothesis import HealthCheck, Phase, given, settings
@@ -69,14 +79,16 @@ def run_schemathesis(base_url: str, *, token: str | None, max_examples: int, see
     for result in schema.get_all_operations():
         try:
             operation = result.ok()
-        except Exception as exc:  # a schema error is itself a finding worth reporting
+        except Exception as exc:  # noqa: BLE001 - a schema error is itself a finding
             tally.examples.append(f"unloadable operation: {type(exc).__name__}")
             continue
         for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
             try:
                 strategy = operation.as_strategy(generation_mode=mode)
-            except Exception as exc:
-                tally.examples.append(f"{operation.label} {mode.value}: no strategy ({type(exc).__name__})")
+            except Exception as exc:  # noqa: BLE001 - reported as a finding
+                tally.examples.append(
+                    f"{operation.label} {mode.value}: no strategy ({type(exc).__name__})"
+                )
                 continue
             test = settings(
                 max_examples=max_examples,
@@ -97,8 +109,12 @@ def _make_exercise(tally: SuiteTally, base_url: str, headers: dict[str, str]) ->
     def exercise(case: Any) -> None:
         try:
             response = case.call(base_url=base_url, headers=dict(headers), timeout=15)
-        except Exception as exc:  # connection refused/reset means the gateway fell over
-            tally.saw(f"conn:{type(exc).__name__}", server_error=True, example=f"{case.method} {case.formatted_path}: {exc!s:.120}")
+        except Exception as exc:  # noqa: BLE001 - refused/reset: the gateway fell over
+            tally.saw(
+                f"conn:{type(exc).__name__}",
+                server_error=True,
+                example=f"{case.method} {case.formatted_path}: {exc!s:.120}",
+            )
             return
         status = response.status_code
         tally.saw(
@@ -125,11 +141,37 @@ def _grpc_payloads(rng: random.Random, n: int) -> list[tuple[str, bytes]]:
     out: list[tuple[str, bytes]] = [
         ("empty", b""),
         ("valid", valid),
-        ("huge_name_1MiB", credentials_pb2.GetTableCredentialsRequest(table=common_pb2.TableRef(warehouse="demo", namespace=["demo_ns"], name="x" * (1 << 20))).SerializeToString()),
-        ("deep_namespace", credentials_pb2.GetTableCredentialsRequest(table=common_pb2.TableRef(warehouse="demo", namespace=["a"] * 5000, name="t")).SerializeToString()),
-        ("control_chars", credentials_pb2.GetTableCredentialsRequest(table=common_pb2.TableRef(warehouse="de\x00mo", namespace=["\x1f\x1f"], name="t\n")).SerializeToString()),
-        ("unknown_enum", credentials_pb2.GetTableCredentialsRequest(table=common_pb2.TableRef(warehouse="demo", namespace=["demo_ns"], name="t"), access=99).SerializeToString()),
-        ("oversized_5MiB", b"\x0a" + b"\xff\xff\xff\x02" + os.urandom(64)),  # length prefix claims ~5 MiB
+        (
+            "huge_name_1MiB",
+            credentials_pb2.GetTableCredentialsRequest(
+                table=common_pb2.TableRef(
+                    warehouse="demo", namespace=["demo_ns"], name="x" * (1 << 20)
+                )
+            ).SerializeToString(),
+        ),
+        (
+            "deep_namespace",
+            credentials_pb2.GetTableCredentialsRequest(
+                table=common_pb2.TableRef(warehouse="demo", namespace=["a"] * 5000, name="t")
+            ).SerializeToString(),
+        ),
+        (
+            "control_chars",
+            credentials_pb2.GetTableCredentialsRequest(
+                table=common_pb2.TableRef(warehouse="de\x00mo", namespace=["\x1f\x1f"], name="t\n")
+            ).SerializeToString(),
+        ),
+        (
+            "unknown_enum",
+            credentials_pb2.GetTableCredentialsRequest(
+                table=common_pb2.TableRef(warehouse="demo", namespace=["demo_ns"], name="t"),
+                access=99,
+            ).SerializeToString(),
+        ),
+        (
+            "oversized_5MiB",
+            b"\x0a" + b"\xff\xff\xff\x02" + os.urandom(64),
+        ),  # length prefix claims ~5 MiB
         ("over_limit_8MiB", valid + b"\x7a" + b"\x80\x80\x80\x04" + b"\x00" * (8 << 20)),
         ("invalid_utf8", b"\x0a\x06\x0a\x04\xff\xfe\xfd\xfc"),
         ("wrong_wire_type", b"\x0d\x01\x02\x03\x04"),
@@ -164,12 +206,22 @@ def run_grpc_fuzz(target: str, *, token: str | None, cases: int, seed: int = 99)
     ]
     metadata = (("authorization", f"Bearer {token}"),) if token else ()
     payloads = _grpc_payloads(rng, cases)
-    options = [("grpc.max_send_message_length", 64 << 20), ("grpc.max_receive_message_length", 64 << 20)]
+    options = [
+        ("grpc.max_send_message_length", 64 << 20),
+        ("grpc.max_receive_message_length", 64 << 20),
+    ]
     with grpc.insecure_channel(target, options=options) as channel:
-        callers = {m: channel.unary_unary(m, request_serializer=None, response_deserializer=None) for m in methods}
+        callers = {
+            m: channel.unary_unary(m, request_serializer=None, response_deserializer=None)
+            for m in methods
+        }
         for i, (name, payload) in enumerate(payloads):
-            # Mutating RPCs (Invalidate with all=true) are fine to fuzz: they only drop cache entries.
-            method = methods[i % len(methods)] if name.startswith(("random", "truncated", "bitflip")) else methods[0]
+            # Mutating RPCs (Invalidate all=true) are fine to fuzz: they only drop cache entries.
+            method = (
+                methods[i % len(methods)]
+                if name.startswith(("random", "truncated", "bitflip"))
+                else methods[0]
+            )
             try:
                 callers[method](payload, metadata=metadata, timeout=10)
                 tally.saw("OK", server_error=False)
@@ -194,7 +246,9 @@ def _gateway_gone(target: str) -> bool:
 # ---- slowloris and connection floods -------------------------------------------------------
 
 
-async def _open(address: str | tuple[str, int]) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+async def _open(
+    address: str | tuple[str, int],
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     if isinstance(address, str):
         return await asyncio.open_unix_connection(address)
     return await asyncio.open_connection(*address)
@@ -270,7 +324,9 @@ async def _flood(address: str | tuple[str, int], conns: int) -> tuple[int, int]:
     return opened, failed
 
 
-def run_socket_attacks(http_url: str, uds: str, *, slow_conns: int, hold_s: float, flood_conns: int) -> SuiteTally:
+def run_socket_attacks(
+    http_url: str, uds: str, *, slow_conns: int, hold_s: float, flood_conns: int
+) -> SuiteTally:
     """Slowloris and floods on TCP and UDS (bounded), checking the listener keeps serving."""
     host_port = http_url.removeprefix("http://").split(":")
     tcp = (host_port[0], int(host_port[1]))
@@ -279,19 +335,23 @@ def run_socket_attacks(http_url: str, uds: str, *, slow_conns: int, hold_s: floa
     async def attack(address: str | tuple[str, int], label: str) -> None:
         slow = asyncio.create_task(_slowloris(address, slow_conns, hold_s))
         await asyncio.sleep(0.5)
-        ok, attempts = await _served_while(address, attempts=5)
+        ok, _ = await _served_while(address, attempts=5)
         closed = await slow
         tally.statuses[f"{label}_slowloris_livez_ok"] = ok
         tally.statuses[f"{label}_slowloris_closed_by_server"] = closed
         if ok == 0:
-            tally.problems.append(f"{label}: /livez starved while {slow_conns} slowloris connections were open")
+            tally.problems.append(
+                f"{label}: /livez starved while {slow_conns} slowloris connections were open"
+            )
         opened, failed = await _flood(address, flood_conns)
-        ok2, attempts2 = await _served_while(address, attempts=5)
+        ok2, _ = await _served_while(address, attempts=5)
         tally.statuses[f"{label}_flood_livez_ok"] = ok2
         tally.statuses[f"{label}_flood_opened"] = opened
         tally.statuses[f"{label}_flood_refused"] = failed
         if ok2 == 0:
-            tally.problems.append(f"{label}: /livez not served after a {flood_conns}-connection flood")
+            tally.problems.append(
+                f"{label}: /livez not served after a {flood_conns}-connection flood"
+            )
         tally.cases += slow_conns + flood_conns  # every attacking connection is a case
 
     async def both() -> None:
@@ -306,12 +366,26 @@ def run_socket_attacks(http_url: str, uds: str, *, slow_conns: int, hold_s: floa
 # ---- per-caller rate limit ---------------------------------------------------------------------
 
 
-def run_rate_limit(http_url: str, path: str, *, noisy_token: str, quiet_token: str, burst: int, seconds: float = 3.0) -> tuple[SuiteTally, dict[str, Any]]:
+def run_rate_limit(
+    http_url: str,
+    path: str,
+    *,
+    noisy_token: str,
+    quiet_token: str,
+    burst: int,
+    seconds: float = 3.0,
+) -> tuple[SuiteTally, dict[str, Any]]:
     """A noisy caller hammers; it must get 429s, and the quiet caller must keep getting 200s."""
     import aiohttp
 
     tally = SuiteTally()
-    stats: dict[str, Any] = {"noisy_200": 0, "noisy_429": 0, "noisy_other": 0, "quiet_200": 0, "quiet_other": 0}
+    stats: dict[str, Any] = {
+        "noisy_200": 0,
+        "noisy_429": 0,
+        "noisy_other": 0,
+        "quiet_200": 0,
+        "quiet_other": 0,
+    }
 
     async def go() -> None:
         deadline = time.monotonic() + seconds
@@ -319,19 +393,37 @@ def run_rate_limit(http_url: str, path: str, *, noisy_token: str, quiet_token: s
 
             async def noisy() -> None:
                 while time.monotonic() < deadline:
-                    async with session.get(http_url + path, headers={"Authorization": f"Bearer {noisy_token}"}) as r:
+                    async with session.get(
+                        http_url + path, headers={"Authorization": f"Bearer {noisy_token}"}
+                    ) as r:
                         await r.read()
-                        stats["noisy_200" if r.status == 200 else "noisy_429" if r.status == 429 else "noisy_other"] += 1
-                        tally.saw(str(r.status), server_error=r.status >= 500, upstream=r.status in UPSTREAM_STATUSES)
+                        stats[
+                            "noisy_200"
+                            if r.status == 200
+                            else "noisy_429"
+                            if r.status == 429
+                            else "noisy_other"
+                        ] += 1
+                        tally.saw(
+                            str(r.status),
+                            server_error=r.status >= 500,
+                            upstream=r.status in UPSTREAM_STATUSES,
+                        )
                         if r.status == 429 and not r.headers.get("Retry-After"):
                             stats["missing_retry_after"] = stats.get("missing_retry_after", 0) + 1
 
             async def quiet() -> None:
                 while time.monotonic() < deadline:
-                    async with session.get(http_url + path, headers={"Authorization": f"Bearer {quiet_token}"}) as r:
+                    async with session.get(
+                        http_url + path, headers={"Authorization": f"Bearer {quiet_token}"}
+                    ) as r:
                         await r.read()
                         stats["quiet_200" if r.status == 200 else "quiet_other"] += 1
-                        tally.saw(str(r.status), server_error=r.status >= 500, upstream=r.status in UPSTREAM_STATUSES)
+                        tally.saw(
+                            str(r.status),
+                            server_error=r.status >= 500,
+                            upstream=r.status in UPSTREAM_STATUSES,
+                        )
                     await asyncio.sleep(0.1)
 
             await asyncio.gather(*(noisy() for _ in range(8)), quiet())

@@ -23,8 +23,12 @@ def run_hostile_suite(ctx: HarnessContext, fuzz: FuzzResult, *, quick: bool = Fa
         ensure_tables(eps.http_url, ctx.warehouse, ctx.namespace, ["hx_t0"])
         assert gw.pid is not None
         baseline = snapshot(gw.pid)
-        run_schemathesis(eps.http_url, token=None, max_examples=15 if quick else 60).into(fuzz, "schemathesis_openapi")
-        run_grpc_fuzz(eps.grpc_target, token=None, cases=100 if quick else 600).into(fuzz, "grpc_malformed")
+        run_schemathesis(eps.http_url, token=None, max_examples=15 if quick else 60).into(
+            fuzz, "schemathesis_openapi"
+        )
+        run_grpc_fuzz(eps.grpc_target, token=None, cases=100 if quick else 600).into(
+            fuzz, "grpc_malformed"
+        )
         run_socket_attacks(
             eps.http_url,
             eps.http_uds,
@@ -36,8 +40,14 @@ def run_hostile_suite(ctx: HarnessContext, fuzz: FuzzResult, *, quick: bool = Fa
             fuzz.crashes += 1
             fuzz.failures.append("hostile gateway died during fuzzing")
         else:
-            _, problems = settle(gw.pid, baseline, LeakBudget(fds=32, connections=16, threads=8), timeout_s=30)
-            fuzz.by_suite["leaks_after_fuzz"] = {"cases": 0, "server_errors": 0, "problems": problems}
+            _, problems = settle(
+                gw.pid, baseline, LeakBudget(fds=32, connections=16, threads=8), timeout_s=30
+            )
+            fuzz.by_suite["leaks_after_fuzz"] = {
+                "cases": 0,
+                "server_errors": 0,
+                "problems": problems,
+            }
             fuzz.failures.extend(f"leak after fuzzing: {p}" for p in problems)
     finally:
         gw.stop()
@@ -47,7 +57,13 @@ def run_hostile_suite(ctx: HarnessContext, fuzz: FuzzResult, *, quick: bool = Fa
     try:
         assert rl.endpoints is not None
         path = native_path(ctx.warehouse, [NS_A], TABLE_A, "/credentials")
-        tally, stats = run_rate_limit(rl.endpoints.http_url, path, noisy_token=tokens["carol"], quiet_token=tokens["dave"], burst=20)
+        tally, stats = run_rate_limit(
+            rl.endpoints.http_url,
+            path,
+            noisy_token=tokens["carol"],
+            quiet_token=tokens["dave"],
+            burst=20,
+        )
         tally.into(fuzz, "per_caller_rate_limit")
         fuzz.by_suite["per_caller_rate_limit"].update(stats)
     finally:

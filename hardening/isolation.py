@@ -52,7 +52,9 @@ TARGETS = (Target(NS_A, TABLE_A, "alice"), Target(NS_B, TABLE_B, "bob"))
 
 POLICY = {
     "callers": {
-        "alice": [{"warehouse": "*", "namespace": "team_a*", "table": "*", "access": ["read", "write"]}],
+        "alice": [
+            {"warehouse": "*", "namespace": "team_a*", "table": "*", "access": ["read", "write"]}
+        ],
         "bob": [{"warehouse": "*", "namespace": "team_b*", "table": "*", "access": ["read"]}],
         "carol": [{"warehouse": "*", "namespace": "team_a*", "table": "*", "access": ["read"]}],
         "dave": [{"warehouse": "*", "namespace": "team_a*", "table": "*", "access": ["read"]}],
@@ -71,7 +73,10 @@ def idp_token(ctx: HarnessContext, client: str = "gateway") -> str:
     req = urllib.request.Request(  # noqa: S310 - loopback IdP
         idp["token_url"],
         data=b"grant_type=client_credentials",
-        headers={"Authorization": f"Basic {basic}", "Content-Type": "application/x-www-form-urlencoded"},
+        headers={
+            "Authorization": f"Basic {basic}",
+            "Content-Type": "application/x-www-form-urlencoded",
+        },
     )
     with urllib.request.urlopen(req, timeout=10) as resp:  # noqa: S310
         return str(json.loads(resp.read())["access_token"])
@@ -84,7 +89,13 @@ def prepare_catalog(ctx: HarnessContext) -> None:
     wid = ctx.info["warehouse"]["id"]
     base = ctx.catalog_url
     for t in TARGETS:
-        status, _ = request_json("POST", f"{base}/catalog/v1/{wid}/namespaces", {"namespace": [t.namespace]}, token=token, marker=False)
+        status, _ = request_json(
+            "POST",
+            f"{base}/catalog/v1/{wid}/namespaces",
+            {"namespace": [t.namespace]},
+            token=token,
+            marker=False,
+        )
         if status not in (200, 409):
             raise HarnessError(f"create namespace {t.namespace} -> {status}")
         status, _ = request_json(
@@ -113,14 +124,14 @@ class JwksServer:
         body = json.dumps({"keys": [jwk]}).encode()
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - http.server API
+            def do_GET(self) -> None:
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            def log_message(self, format: str, *args: Any) -> None:
                 return
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -140,7 +151,13 @@ class JwksServer:
 
     def mint(self, sub: str, **overrides: Any) -> str:
         now = int(time.time())
-        claims: dict[str, Any] = {"sub": sub, "iss": ISSUER, "aud": AUDIENCE, "iat": now, "exp": now + 600}
+        claims: dict[str, Any] = {
+            "sub": sub,
+            "iss": ISSUER,
+            "aud": AUDIENCE,
+            "iat": now,
+            "exp": now + 600,
+        }
         key: Any = overrides.pop("key", self.key)
         alg = overrides.pop("alg", "RS256")
         headers = {"kid": overrides.pop("kid", self.kid)}
@@ -156,10 +173,20 @@ class JwksServer:
         now = int(time.time())
         good = self.mint("alice")
         header, payload, sig = good.split(".")
-        forged_payload = base64.urlsafe_b64encode(
-            json.dumps({"sub": "bob", "iss": ISSUER, "aud": AUDIENCE, "iat": now, "exp": now + 600}).encode()
-        ).rstrip(b"=").decode()
-        unsigned_header = base64.urlsafe_b64encode(json.dumps({"alg": "none", "typ": "JWT"}).encode()).rstrip(b"=").decode()
+        forged_payload = (
+            base64.urlsafe_b64encode(
+                json.dumps(
+                    {"sub": "bob", "iss": ISSUER, "aud": AUDIENCE, "iat": now, "exp": now + 600}
+                ).encode()
+            )
+            .rstrip(b"=")
+            .decode()
+        )
+        unsigned_header = (
+            base64.urlsafe_b64encode(json.dumps({"alg": "none", "typ": "JWT"}).encode())
+            .rstrip(b"=")
+            .decode()
+        )
         return {
             "wrong_audience": self.mint("alice", aud="urn:someone-else"),
             "wrong_issuer": self.mint("alice", iss="http://evil.example"),
@@ -170,7 +197,11 @@ class JwksServer:
             "unknown_kid": self.mint("alice", key=self.foreign, kid="attacker-1"),
             "tampered_payload": f"{header}.{forged_payload}.{sig}",
             "alg_none": f"{unsigned_header}.{payload}.",
-            "hs256_with_secret": jwt.encode({"sub": "alice", "iss": ISSUER, "aud": AUDIENCE, "exp": now + 600}, "k" * 32, algorithm="HS256"),
+            "hs256_with_secret": jwt.encode(
+                {"sub": "alice", "iss": ISSUER, "aud": AUDIENCE, "exp": now + 600},
+                "k" * 32,
+                algorithm="HS256",
+            ),
             "garbage": "not-a-jwt",
             "empty_bearer": "",
         }
@@ -189,14 +220,28 @@ class Prober:
     secrets_by_table: dict[str, set[str]]
     mode: str
 
-    def http(self, method: str, path: str, token: str | None, body: dict[str, Any] | None = None, *, headers: dict[str, str] | None = None, uds: bool = False) -> tuple[int, str]:
+    def http(
+        self,
+        method: str,
+        path: str,
+        token: str | None,
+        body: dict[str, Any] | None = None,
+        *,
+        headers: dict[str, str] | None = None,
+        uds: bool = False,
+    ) -> tuple[int, str]:
         if uds:
             return _uds_request(self.eps.http_uds, method, path, token, body)
         url = self.eps.http_url + path
         hdrs = {"X-Lakegate-Request": "1", "Content-Type": "application/json", **(headers or {})}
         if token is not None:
             hdrs["Authorization"] = f"Bearer {token}"
-        req = urllib.request.Request(url, method=method, data=json.dumps(body).encode() if body is not None else None, headers=hdrs)  # noqa: S310
+        req = urllib.request.Request(  # noqa: S310 - loopback gateway URL
+            url,
+            method=method,
+            data=json.dumps(body).encode() if body is not None else None,
+            headers=hdrs,
+        )
         try:
             with urllib.request.urlopen(req, timeout=15) as resp:  # noqa: S310
                 return resp.status, resp.read().decode(errors="replace")
@@ -213,41 +258,84 @@ class Prober:
         return {
             "http:credentials_read": lambda tok: self.http("GET", cred + "?access=read", tok),
             "http:credentials_write": lambda tok: self.http("GET", cred + "?access=write", tok),
-            "http:credentials_by_warehouse_id": lambda tok: self.http("GET", native_path(wid, [t.namespace], t.table, "/credentials"), tok),
-            "http:credentials_case_variant": lambda tok: self.http("GET", native_path(wh.upper(), [t.namespace.upper()], t.table.upper(), "/credentials"), tok),
+            "http:credentials_by_warehouse_id": lambda tok: self.http(
+                "GET", native_path(wid, [t.namespace], t.table, "/credentials"), tok
+            ),
+            "http:credentials_case_variant": lambda tok: self.http(
+                "GET",
+                native_path(wh.upper(), [t.namespace.upper()], t.table.upper(), "/credentials"),
+                tok,
+            ),
             "http_uds:credentials_read": lambda tok: self.http("GET", cred, tok, uds=True),
-            "http:load_vended": lambda tok: self.http("GET", native_path(wh, [t.namespace], t.table, "?vended=true"), tok),
-            "http:load_metadata": lambda tok: self.http("GET", native_path(wh, [t.namespace], t.table), tok),
+            "http:load_vended": lambda tok: self.http(
+                "GET", native_path(wh, [t.namespace], t.table, "?vended=true"), tok
+            ),
+            "http:load_metadata": lambda tok: self.http(
+                "GET", native_path(wh, [t.namespace], t.table), tok
+            ),
             "http:list": lambda tok: self.http("GET", native_path(wh, [t.namespace]), tok),
-            "aws:credentials": lambda tok: self.http("GET", f"/v1/aws-credentials/{quote(wh)}/{ns}/{tb}", tok),
-            "rest:generic_load_vended": lambda tok: self.http("GET", f"/lakekeeper/v1/{wid}/namespaces/{ns}/generic-tables/{tb}", tok, headers=delegation),
-            "rest:generic_credentials": lambda tok: self.http("GET", f"/lakekeeper/v1/{wid}/namespaces/{ns}/generic-tables/{tb}/credentials", tok),
-            "rest:generic_list": lambda tok: self.http("GET", f"/lakekeeper/v1/{wid}/namespaces/{ns}/generic-tables", tok),
-            "rest:by_warehouse_name": lambda tok: self.http("GET", f"/lakekeeper/v1/{quote(wh)}/namespaces/{ns}/generic-tables/{tb}/credentials", tok),
-            "rest:iceberg_credentials": lambda tok: self.http("GET", f"/catalog/v1/{wid}/namespaces/{ns}/tables/{tb}/credentials", tok),
-            "grpc:credentials": lambda tok: _grpc_call(self.eps.grpc_target, "credentials", wh, t, tok),
-            "grpc:credentials_uds": lambda tok: _grpc_call("unix:" + self.eps.grpc_uds, "credentials", wh, t, tok),
+            "aws:credentials": lambda tok: self.http(
+                "GET", f"/v1/aws-credentials/{quote(wh)}/{ns}/{tb}", tok
+            ),
+            "rest:generic_load_vended": lambda tok: self.http(
+                "GET",
+                f"/lakekeeper/v1/{wid}/namespaces/{ns}/generic-tables/{tb}",
+                tok,
+                headers=delegation,
+            ),
+            "rest:generic_credentials": lambda tok: self.http(
+                "GET", f"/lakekeeper/v1/{wid}/namespaces/{ns}/generic-tables/{tb}/credentials", tok
+            ),
+            "rest:generic_list": lambda tok: self.http(
+                "GET", f"/lakekeeper/v1/{wid}/namespaces/{ns}/generic-tables", tok
+            ),
+            "rest:by_warehouse_name": lambda tok: self.http(
+                "GET",
+                f"/lakekeeper/v1/{quote(wh)}/namespaces/{ns}/generic-tables/{tb}/credentials",
+                tok,
+            ),
+            "rest:iceberg_credentials": lambda tok: self.http(
+                "GET", f"/catalog/v1/{wid}/namespaces/{ns}/tables/{tb}/credentials", tok
+            ),
+            "grpc:credentials": lambda tok: _grpc_call(
+                self.eps.grpc_target, "credentials", wh, t, tok
+            ),
+            "grpc:credentials_uds": lambda tok: _grpc_call(
+                "unix:" + self.eps.grpc_uds, "credentials", wh, t, tok
+            ),
             "grpc:load_vended": lambda tok: _grpc_call(self.eps.grpc_target, "load", wh, t, tok),
             "grpc:list": lambda tok: _grpc_call(self.eps.grpc_target, "list", wh, t, tok),
         }
 
-    def expect_allowed(self, surface: str, call: Callable[[str | None], tuple[int, str]], token: str, t: Target) -> None:
-        """The owner's request: must succeed where it is a read the policy grants (records secrets)."""
+    def expect_allowed(
+        self, surface: str, call: Callable[[str | None], tuple[int, str]], token: str, t: Target
+    ) -> None:
+        """The owner's request: must succeed where the policy grants it (records its secrets)."""
         status, body = call(token)
         self.secrets_by_table.setdefault(t.table, set()).update(_secrets_in(body))
         ok = 200 <= status < 300
         # Owner probes are not isolation cases, but a refused owner makes the test vacuous.
         if not ok and not (t.owner == "bob" and "write" in surface) and "iceberg" not in surface:
-            self.result.failures.append(f"[{self.mode}] owner {t.owner} refused on {surface}: {status} (probe is vacuous)")
+            self.result.failures.append(
+                f"[{self.mode}] owner {t.owner} refused on {surface}: {status} (probe is vacuous)"
+            )
 
-    def expect_denied(self, surface: str, call: Callable[[str | None], tuple[int, str]], token: str | None, who: str, t: Target) -> None:
+    def expect_denied(
+        self,
+        surface: str,
+        call: Callable[[str | None], tuple[int, str]],
+        token: str | None,
+        who: str,
+        t: Target,
+    ) -> None:
         status, body = call(token)
         leaked_secret = any(s and s in body for s in self.secrets_by_table.get(t.table, set()))
         leaked = (200 <= status < 300) or leaked_secret or status >= 500
         self.result.record(
             surface.split(":")[0],
             leaked,
-            f"[{self.mode}] {who} on {t.namespace}.{t.table} via {surface}: {status}" + (" (owner's secret in body)" if leaked_secret else ""),
+            f"[{self.mode}] {who} on {t.namespace}.{t.table} via {surface}: {status}"
+            + (" (owner's secret in body)" if leaked_secret else ""),
             status,
         )
 
@@ -258,7 +346,11 @@ def _secrets_in(body: str) -> set[str]:
     try:
         doc = json.loads(body)
     except ValueError:
-        return {line.split("=", 1)[1] for line in body.splitlines() if "=" in line and len(line.split("=", 1)[1]) >= 16}
+        return {
+            line.split("=", 1)[1]
+            for line in body.splitlines()
+            if "=" in line and len(line.split("=", 1)[1]) >= 16
+        }
 
     def walk(node: Any) -> Iterator[tuple[str, Any]]:
         if isinstance(node, dict):
@@ -270,13 +362,17 @@ def _secrets_in(body: str) -> set[str]:
                 yield from walk(v)
 
     for key, value in walk(doc):
-        if isinstance(value, str) and any(m in key.lower() for m in ("access-key", "secret", "token", "accesskeyid")):
+        if isinstance(value, str) and any(
+            m in key.lower() for m in ("access-key", "secret", "token", "accesskeyid")
+        ):
             if len(value) >= 16:
                 out.add(value)
     return out
 
 
-def _uds_request(path: str, method: str, target: str, token: str | None, body: dict[str, Any] | None) -> tuple[int, str]:
+def _uds_request(
+    path: str, method: str, target: str, token: str | None, body: dict[str, Any] | None
+) -> tuple[int, str]:
     import http.client
     import socket
 
@@ -292,18 +388,27 @@ def _uds_request(path: str, method: str, target: str, token: str | None, body: d
     if token is not None:
         headers["Authorization"] = f"Bearer {token}"
     try:
-        conn.request(method, target, body=json.dumps(body) if body is not None else None, headers=headers)
+        conn.request(
+            method, target, body=json.dumps(body) if body is not None else None, headers=headers
+        )
         resp = conn.getresponse()
         return resp.status, resp.read().decode(errors="replace")
     finally:
         conn.close()
 
 
-def _grpc_call(target: str, kind: str, warehouse: str, t: Target, token: str | None) -> tuple[int, str]:
+def _grpc_call(
+    target: str, kind: str, warehouse: str, t: Target, token: str | None
+) -> tuple[int, str]:
     """One gRPC call mapped to an HTTP-like status (200 OK, 401/403/404 denials, 500 otherwise)."""
     import grpc
-
-    from lakegate.v1 import catalog_pb2, catalog_pb2_grpc, common_pb2, credentials_pb2, credentials_pb2_grpc
+    from lakegate.v1 import (
+        catalog_pb2,
+        catalog_pb2_grpc,
+        common_pb2,
+        credentials_pb2,
+        credentials_pb2_grpc,
+    )
 
     md = (("authorization", f"Bearer {token}"),) if token is not None else ()
     ref = common_pb2.TableRef(warehouse=warehouse, namespace=[t.namespace], name=t.table)
@@ -319,16 +424,30 @@ def _grpc_call(target: str, kind: str, warehouse: str, t: Target, token: str | N
         try:
             if kind == "credentials":
                 resp = credentials_pb2_grpc.CredentialServiceStub(ch).GetTableCredentials(
-                    credentials_pb2.GetTableCredentialsRequest(table=ref, access=common_pb2.ACCESS_MODE_READ), metadata=md, timeout=15
+                    credentials_pb2.GetTableCredentialsRequest(
+                        table=ref, access=common_pb2.ACCESS_MODE_READ
+                    ),
+                    metadata=md,
+                    timeout=15,
                 )
-                return 200, json.dumps({"credentials": [{"config": dict(c.config)} for c in resp.credentials]})
+                return 200, json.dumps(
+                    {"credentials": [{"config": dict(c.config)} for c in resp.credentials]}
+                )
             if kind == "load":
                 resp = catalog_pb2_grpc.CatalogServiceStub(ch).LoadTable(
-                    catalog_pb2.LoadTableRequest(table=ref, vended=True, access=common_pb2.ACCESS_MODE_READ), metadata=md, timeout=15
+                    catalog_pb2.LoadTableRequest(
+                        table=ref, vended=True, access=common_pb2.ACCESS_MODE_READ
+                    ),
+                    metadata=md,
+                    timeout=15,
                 )
-                return 200, json.dumps({"credentials": [{"config": dict(c.config)} for c in resp.credentials]})
+                return 200, json.dumps(
+                    {"credentials": [{"config": dict(c.config)} for c in resp.credentials]}
+                )
             resp = catalog_pb2_grpc.CatalogServiceStub(ch).ListTables(
-                catalog_pb2.ListTablesRequest(warehouse=warehouse, namespace=[t.namespace]), metadata=md, timeout=15
+                catalog_pb2.ListTablesRequest(warehouse=warehouse, namespace=[t.namespace]),
+                metadata=md,
+                timeout=15,
             )
             return 200, json.dumps({"identifiers": [i.name for i in resp.identifiers]})
         except grpc.RpcError as exc:
@@ -349,8 +468,16 @@ def _isolation_round(prober: Prober, tokens: dict[str, str]) -> None:
             prober.expect_denied(surface, call, None, "anonymous", t)
         # bob may only read his table: a write credential is refused even for the owner.
         if t.owner == "bob":
-            cred = native_path(prober.ctx.warehouse, [t.namespace], t.table, "/credentials?access=write")
-            prober.expect_denied("http:owner_write_without_grant", lambda tok, c=cred: prober.http("GET", c, tok), tokens["bob"], "bob", t)
+            cred = native_path(
+                prober.ctx.warehouse, [t.namespace], t.table, "/credentials?access=write"
+            )
+            prober.expect_denied(
+                "http:owner_write_without_grant",
+                lambda tok, c=cred: prober.http("GET", c, tok),
+                tokens["bob"],
+                "bob",
+                t,
+            )
     # Whole-cache invalidation needs a global grant; a tenant must not be able to flush everyone.
     prober.expect_denied(
         "http:invalidate_all",
@@ -397,21 +524,28 @@ def _gateway(ctx: HarnessContext, name: str, extra: dict[str, str]) -> Iterator[
 
 
 def run_isolation_suite(ctx: HarnessContext, result: IsolationResult) -> dict[str, Any]:
-    """Both caller-auth modes; returns the rate-limit gateway's endpoints data for the hostile suite."""
+    """Both caller-auth modes, every surface; probes are recorded in `result`."""
     prepare_catalog(ctx)
     extra_info: dict[str, Any] = {}
 
     # -- mode token --
-    tokens = {name: f"lg-{name}-{secrets.token_urlsafe(24)}" for name in ("alice", "bob", "carol", "dave")}
+    tokens = {
+        name: f"lg-{name}-{secrets.token_urlsafe(24)}" for name in ("alice", "bob", "carol", "dave")
+    }
     ctx.scanner.add_planted(tokens.values())
     tokens_file = ctx.run_dir / "gateways" / "iso-token" / "tokens.json"
     tokens_file.parent.mkdir(parents=True, exist_ok=True)
     tokens_file.write_text(json.dumps({tok: name for name, tok in tokens.items()}))
-    with _gateway(ctx, "iso-token", {"CALLERS__MODE": "token", "CALLERS__TOKENS_FILE": str(tokens_file)}) as gw:
+    with _gateway(
+        ctx, "iso-token", {"CALLERS__MODE": "token", "CALLERS__TOKENS_FILE": str(tokens_file)}
+    ) as gw:
         assert gw.endpoints is not None
         prober = Prober(ctx, gw.endpoints, result, {}, "token")
         _isolation_round(prober, tokens)
-        for name, bad in {"unknown_token": "lg-nobody-" + secrets.token_urlsafe(16), "truncated_token": tokens["alice"][:-1]}.items():
+        for name, bad in {
+            "unknown_token": "lg-nobody-" + secrets.token_urlsafe(16),
+            "truncated_token": tokens["alice"][:-1],
+        }.items():
             for surface, call in prober.surfaces(TARGETS[0]).items():
                 prober.expect_denied(f"{surface.split(':')[0]}:{name}", call, bad, name, TARGETS[0])
         ctx.scanner.add_planted(s for v in prober.secrets_by_table.values() for s in v)
@@ -436,7 +570,13 @@ def run_isolation_suite(ctx: HarnessContext, result: IsolationResult) -> dict[st
             for name, bad in jwks.bad_tokens().items():
                 ctx.scanner.add_planted([bad])
                 for surface, call in prober.surfaces(TARGETS[0]).items():
-                    prober.expect_denied(f"{surface.split(':')[0]}:jwt_{name}", call, bad or None, f"jwt {name}", TARGETS[0])
+                    prober.expect_denied(
+                        f"{surface.split(':')[0]}:jwt_{name}",
+                        call,
+                        bad or None,
+                        f"jwt {name}",
+                        TARGETS[0],
+                    )
             ctx.scanner.add_planted(s for v in prober.secrets_by_table.values() for s in v)
     finally:
         jwks.stop()
@@ -444,7 +584,9 @@ def run_isolation_suite(ctx: HarnessContext, result: IsolationResult) -> dict[st
     return extra_info
 
 
-def rate_limit_gateway(ctx: HarnessContext, rate_per_s: int, burst: int) -> tuple[GatewayProcess, dict[str, str], Path]:
+def rate_limit_gateway(
+    ctx: HarnessContext, rate_per_s: int, burst: int
+) -> tuple[GatewayProcess, dict[str, str], Path]:
     """A token-mode gateway with a per-caller ingress limit (caller must stop it)."""
     tokens = {name: f"lg-{name}-{secrets.token_urlsafe(24)}" for name in ("carol", "dave")}
     ctx.scanner.add_planted(tokens.values())

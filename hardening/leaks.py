@@ -57,7 +57,9 @@ def snapshot(pid: int) -> ResourceSnapshot:
         )
 
 
-def leak_problems(before: ResourceSnapshot, after: ResourceSnapshot, budget: LeakBudget = LeakBudget()) -> list[str]:
+def leak_problems(
+    before: ResourceSnapshot, after: ResourceSnapshot, budget: LeakBudget = LeakBudget()
+) -> list[str]:
     """Describe growth beyond the budget; an empty list means no leak."""
     problems: list[str] = []
     if after.num_fds - before.num_fds > budget.fds:

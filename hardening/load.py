@@ -28,6 +28,7 @@ class FleetResult:
     below_floor: int = 0
     no_expiry: int = 0
     min_remaining_s: float | None = None
+    min_remaining_claimed_s: float | None = None
     errors_by_kind: dict[str, int] = field(default_factory=dict)
     error_times: list[float] = field(default_factory=list)
     planted: set[str] = field(default_factory=set)
@@ -51,7 +52,14 @@ class LoadFleet:
         repo_root: working directory, so `hardening` is importable.
     """
 
-    def __init__(self, run_dir: Path, configs: list[LoadConfig], *, python: str = sys.executable, repo_root: Path) -> None:
+    def __init__(
+        self,
+        run_dir: Path,
+        configs: list[LoadConfig],
+        *,
+        python: str = sys.executable,
+        repo_root: Path,
+    ) -> None:
         self._dir = run_dir
         self._dir.mkdir(parents=True, exist_ok=True)
         self._stop_file = self._dir / "STOP"
@@ -104,6 +112,7 @@ class LoadFleet:
             mr = data.get("min_remaining_s")
             if mr is not None and (result.min_remaining_s is None or mr < result.min_remaining_s):
                 result.min_remaining_s = mr
+                result.min_remaining_claimed_s = data.get("min_remaining_claimed_s")
             for k, v in data["errors_by_kind"].items():
                 result.errors_by_kind[k] = result.errors_by_kind.get(k, 0) + v
             result.error_times.extend(data["error_times"])

@@ -64,6 +64,9 @@ class LoadStats:
     below_floor: int = 0
     no_expiry: int = 0
     min_remaining_s: float | None = None
+    # What the gateway itself claimed (`remaining_s`) on the answer with the least real remaining:
+    # tells serve-time floor breaches apart from time spent in transit.
+    min_remaining_claimed_s: float | None = None
     error_times: list[float] = field(default_factory=list)
     started: float = 0.0
     finished: float = 0.0
@@ -75,7 +78,14 @@ class LoadStats:
         if len(self.error_times) < _MAX_ERROR_TIMES:
             self.error_times.append(at)
 
-    def served(self, expires_at_ms: list[int], at: float, floor_s: float, tolerance_s: float) -> None:
+    def served(
+        self,
+        expires_at_ms: list[int],
+        at: float,
+        floor_s: float,
+        tolerance_s: float,
+        claimed_s: float | None = None,
+    ) -> None:
         self.ok += 1
         known = [e for e in expires_at_ms if e > 0]
         if not known:
@@ -84,6 +94,7 @@ class LoadStats:
         remaining_s = min(known) / 1000.0 - at
         if self.min_remaining_s is None or remaining_s < self.min_remaining_s:
             self.min_remaining_s = remaining_s
+            self.min_remaining_claimed_s = claimed_s
         if remaining_s <= 0:
             self.expired += 1
         elif remaining_s < floor_s - tolerance_s:
@@ -98,7 +109,9 @@ class LoadStats:
                 self.planted.append(value)
 
 
-def expiries_from_credentials(credentials: list[dict[str, Any]], top_level_ms: int | None) -> list[int]:
+def expiries_from_credentials(
+    credentials: list[dict[str, Any]], top_level_ms: int | None
+) -> list[int]:
     """All expiry instants (epoch ms) a response claims, from both summary and credential keys."""
     out: list[int] = []
     if top_level_ms:
@@ -142,7 +155,9 @@ class _Runner:
         tb = quote(table, safe="")
         if self.cfg.surface == "aws":
             return f"/v1/aws-credentials/{wh}/{ns}/{tb}?access={self.cfg.access}"
-        return f"/v1/warehouses/{wh}/namespaces/{ns}/tables/{tb}/credentials?access={self.cfg.access}"
+        return (
+            f"/v1/warehouses/{wh}/namespaces/{ns}/tables/{tb}/credentials?access={self.cfg.access}"
+        )
 
     async def run(self) -> LoadStats:
         self.stats.started = time.time()
@@ -160,7 +175,10 @@ class _Runner:
                 base = self.cfg.http_url.rstrip("/")
             timeout = aiohttp.ClientTimeout(total=self.cfg.timeout_s)
             async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
-                workers = [self._http_worker(session, base, i, deadline) for i in range(self.cfg.concurrency)]
+                workers = [
+                    self._http_worker(session, base, i, deadline)
+                    for i in range(self.cfg.concurrency)
+                ]
                 await asyncio.gather(*workers)
         self.stats.finished = time.time()
         return self.stats
@@ -177,7 +195,9 @@ class _Runner:
         except TimeoutError:
             pass
 
-    async def _http_worker(self, session: aiohttp.ClientSession, base: str, index: int, deadline: float) -> None:
+    async def _http_worker(
+        self, session: aiohttp.ClientSession, base: str, index: int, deadline: float
+    ) -> None:
         n = index
         while not self._should_stop(deadline):
             table = self.cfg.tables[n % len(self.cfg.tables)]
@@ -207,17 +227,26 @@ class _Runner:
             )
             return
         creds = body.get("credentials") or []
-        self.stats.served(expiries_from_credentials(creds, body.get("expires_at_ms")), now, self.cfg.floor_s, self.cfg.tolerance_s)
+        self.stats.served(
+            expiries_from_credentials(creds, body.get("expires_at_ms")),
+            now,
+            self.cfg.floor_s,
+            self.cfg.tolerance_s,
+            body.get("remaining_s"),
+        )
         for cred in creds:
             self.stats.remember(cred.get("config") or {})
 
     async def _grpc_worker(self, index: int, deadline: float) -> None:
         import grpc
-
         from lakegate.v1 import common_pb2, credentials_pb2, credentials_pb2_grpc
 
         metadata = (("authorization", f"Bearer {self.cfg.token}"),) if self.cfg.token else ()
-        access = common_pb2.ACCESS_MODE_WRITE if self.cfg.access == "write" else common_pb2.ACCESS_MODE_READ
+        access = (
+            common_pb2.ACCESS_MODE_WRITE
+            if self.cfg.access == "write"
+            else common_pb2.ACCESS_MODE_READ
+        )
         async with grpc.aio.insecure_channel(self.cfg.grpc_target) as channel:
             stub = credentials_pb2_grpc.CredentialServiceStub(channel)
             n = index
@@ -226,16 +255,27 @@ class _Runner:
                 n += 1
                 self.stats.requests += 1
                 request = credentials_pb2.GetTableCredentialsRequest(
-                    table=common_pb2.TableRef(warehouse=self.cfg.warehouse, namespace=self.cfg.namespace, name=table),
+                    table=common_pb2.TableRef(
+                        warehouse=self.cfg.warehouse, namespace=self.cfg.namespace, name=table
+                    ),
                     access=access,
                 )
                 try:
-                    resp = await stub.GetTableCredentials(request, metadata=metadata, timeout=self.cfg.timeout_s)
+                    resp = await stub.GetTableCredentials(
+                        request, metadata=metadata, timeout=self.cfg.timeout_s
+                    )
                     now = time.time()
                     creds = [
-                        {"expires_at_ms": c.expires_at_ms, "config": dict(c.config)} for c in resp.credentials
+                        {"expires_at_ms": c.expires_at_ms, "config": dict(c.config)}
+                        for c in resp.credentials
                     ]
-                    self.stats.served(expiries_from_credentials(creds, resp.expires_at_ms), now, self.cfg.floor_s, self.cfg.tolerance_s)
+                    self.stats.served(
+                        expiries_from_credentials(creds, resp.expires_at_ms),
+                        now,
+                        self.cfg.floor_s,
+                        self.cfg.tolerance_s,
+                        resp.remaining_seconds,
+                    )
                     for c in creds:
                         self.stats.remember(c["config"])
                 except grpc.aio.AioRpcError as exc:

@@ -7,7 +7,7 @@ import re
 import urllib.request
 from collections.abc import Mapping
 
-_SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)')
+_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)")
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
@@ -51,5 +51,7 @@ def delta(before: Samples, after: Samples, name: str, **labels: str) -> float:
     return max(0.0, total(after, name, **labels) - total(before, name, **labels))
 
 
-def summarize(before: Samples, after: Samples, counters: Mapping[str, tuple[str, dict[str, str]]]) -> dict[str, float]:
+def summarize(
+    before: Samples, after: Samples, counters: Mapping[str, tuple[str, dict[str, str]]]
+) -> dict[str, float]:
     return {label: delta(before, after, name, **lbls) for label, (name, lbls) in counters.items()}

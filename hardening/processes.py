@@ -40,7 +40,9 @@ class ProcessSpec:
 def capture(name: str, pid: int) -> ProcessSpec:
     """Record how `pid` was started, so it can be respawned after a kill -9."""
     proc = psutil.Process(pid)
-    return ProcessSpec(name=name, argv=tuple(proc.cmdline()), env=dict(proc.environ()), cwd=proc.cwd())
+    return ProcessSpec(
+        name=name, argv=tuple(proc.cmdline()), env=dict(proc.environ()), cwd=proc.cwd()
+    )
 
 
 def kill9(pid: int) -> None:
@@ -76,7 +78,9 @@ class ProcessTable:
 
     started: list[tuple[str, int]] = field(default_factory=list)
 
-    def spawn(self, name: str, argv: Sequence[str], *, env: Mapping[str, str], cwd: str, log_path: Path) -> int:
+    def spawn(
+        self, name: str, argv: Sequence[str], *, env: Mapping[str, str], cwd: str, log_path: Path
+    ) -> int:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "ab") as log:
             proc = subprocess.Popen(
@@ -114,7 +118,9 @@ def terminate(pid: int, timeout_s: float = 10.0) -> None:
         kill9(pid)
 
 
-def wait_until(check: Callable[[], bool], *, timeout_s: float, interval_s: float = 0.1) -> float | None:
+def wait_until(
+    check: Callable[[], bool], *, timeout_s: float, interval_s: float = 0.1
+) -> float | None:
     """Poll `check` (bounded); returns seconds waited, or None on timeout."""
     start = time.monotonic()
     for _ in range(int(timeout_s / interval_s) + 1):

@@ -56,7 +56,9 @@ class IsolationResult:
     by_surface: dict[str, int] = field(default_factory=dict)
     by_status: dict[str, int] = field(default_factory=dict)
 
-    def record(self, surface: str, leaked: bool, description: str, status: int | None = None) -> None:
+    def record(
+        self, surface: str, leaked: bool, description: str, status: int | None = None
+    ) -> None:
         self.cases += 1
         self.by_surface[surface] = self.by_surface.get(surface, 0) + 1
         if status is not None:
@@ -85,7 +87,13 @@ class HardeningReport:
     def passed(self) -> bool:
         """True when no fault served an expired credential and nothing leaked or crashed."""
         return (
-            all(f.expired_served == 0 and f.below_floor_served == 0 and not f.leaks and f.error is None for f in self.faults)
+            all(
+                f.expired_served == 0
+                and f.below_floor_served == 0
+                and not f.leaks
+                and f.error is None
+                for f in self.faults
+            )
             and self.fuzz.server_errors == 0
             and self.fuzz.crashes == 0
             and not self.fuzz.failures
@@ -128,15 +136,16 @@ def render_markdown(report: HardeningReport) -> str:
         "",
         "## Faults (steady load from several client processes)",
         "",
-        "| fault | requests | client errors | expired served | below floor | recovery (s) | leaks | notes |",
+        "| fault | requests | client errors | expired served | below floor | recovery (s) "
+        "| leaks | notes |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for f in report.faults:
         recovery = "-" if f.recovery_s is None else f"{f.recovery_s:.1f}"
         notes = "; ".join(f.notes + ([f"ERROR: {f.error}"] if f.error else []))
         lines.append(
-            f"| {f.name} | {f.requests} | {f.client_errors} | {f.expired_served} | {f.below_floor_served} "
-            f"| {recovery} | {', '.join(f.leaks) or 'none'} | {notes} |"
+            f"| {f.name} | {f.requests} | {f.client_errors} | {f.expired_served} "
+            f"| {f.below_floor_served} | {recovery} | {', '.join(f.leaks) or 'none'} | {notes} |"
         )
     lines += [
         "",
@@ -149,7 +158,9 @@ def render_markdown(report: HardeningReport) -> str:
         "|---|---|---|---|",
     ]
     for suite, row in report.fuzz.by_suite.items():
-        details = ", ".join(f"{k}={v}" for k, v in row.items() if k not in ("cases", "server_errors"))
+        details = ", ".join(
+            f"{k}={v}" for k, v in row.items() if k not in ("cases", "server_errors")
+        )
         lines.append(f"| {suite} | {row['cases']} | {row['server_errors']} | {details} |")
     lines += _bullets("Hostile-input failures", report.fuzz.failures)
     lines += [

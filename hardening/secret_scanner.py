@@ -38,7 +38,9 @@ SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "session_token",
         re.compile(
-            r"(?i)(?:session[_-]?token|security[_-]?token|\"token\")" + _KEY_SEP + r"([A-Za-z0-9/+=._-]{20,})"
+            r"(?i)(?:session[_-]?token|security[_-]?token|\"token\")"
+            + _KEY_SEP
+            + r"([A-Za-z0-9/+=._-]{20,})"
         ),
     ),
     (
@@ -114,7 +116,11 @@ class SecretScanner:
             data = fh.read(max_bytes)
         return self.scan_text(data.decode("utf-8", errors="replace"), str(path))
 
-    def scan_paths(self, paths: Iterable[Path], suffixes: tuple[str, ...] = (".log", ".jsonl", ".txt", ".out", ".err")) -> tuple[int, list[Finding]]:
+    def scan_paths(
+        self,
+        paths: Iterable[Path],
+        suffixes: tuple[str, ...] = (".log", ".jsonl", ".txt", ".out", ".err"),
+    ) -> tuple[int, list[Finding]]:
         """Scan files and directories (recursively, files with a log-like suffix).
 
         Returns:
@@ -123,7 +129,11 @@ class SecretScanner:
         files = 0
         findings: list[Finding] = []
         for root in paths:
-            candidates = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in suffixes)
+            candidates = (
+                [root]
+                if root.is_file()
+                else sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in suffixes)
+            )
             for file in candidates:
                 files += 1
                 findings.extend(self.scan_file(file))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -72,15 +73,21 @@ def run_soak(run_dir: Path, repo_root: Path, *, minutes: float = 20.0) -> Harden
     samples: list[Sample] = []
     injected: list[str] = []
     try:
-        bench = FaultBench(ctx, FaultTiming(lifetime_s=60, min_remaining_s=15, refresh_lead_s=40), name="soak")
+        bench = FaultBench(ctx, FaultTiming(), name="soak")
         bench.start()
         try:
             duration = minutes * 60.0
             gw = bench.gateway
             eps = gw.endpoints
-            assert eps is not None and gw.pid is not None
+            assert eps is not None
+            assert gw.pid is not None
             before = scrape(eps.http_url)
-            fleet = LoadFleet(run_dir / "load" / "soak", bench.fleet_configs(duration + 60), python=ctx.python, repo_root=repo_root)
+            fleet = LoadFleet(
+                run_dir / "load" / "soak",
+                bench.fleet_configs(duration + 60),
+                python=ctx.python,
+                repo_root=repo_root,
+            )
             fleet.start()
             faults = _fault_cycle(bench)
             t0 = time.monotonic()
@@ -92,7 +99,15 @@ def run_soak(run_dir: Path, repo_root: Path, *, minutes: float = 20.0) -> Harden
                     if now - t0 >= duration:
                         break
                     snap = snapshot(gw.pid)
-                    samples.append(Sample(round(now - t0, 1), snap.rss_bytes, snap.num_fds, snap.num_connections, snap.num_threads))
+                    samples.append(
+                        Sample(
+                            round(now - t0, 1),
+                            snap.rss_bytes,
+                            snap.num_fds,
+                            snap.num_connections,
+                            snap.num_threads,
+                        )
+                    )
                     if now >= next_fault:
                         name, inject, restore = faults[n % len(faults)]
                         n += 1
@@ -119,10 +134,19 @@ def run_soak(run_dir: Path, repo_root: Path, *, minutes: float = 20.0) -> Harden
     result.notes.append("faults: " + ", ".join(injected))
     result.notes.append(", ".join(f"{k}={v:.0f}" for k, v in evidence.items()))
     if fleet_result.errors_by_kind:
-        result.notes.append("errors: " + ", ".join(f"{k}={v}" for k, v in sorted(fleet_result.errors_by_kind.items())))
+        result.notes.append(
+            "errors: "
+            + ", ".join(f"{k}={v}" for k, v in sorted(fleet_result.errors_by_kind.items()))
+        )
     report.faults = [result]
-    report.extra["soak"] = {"flatness": flat, "samples": [s.__dict__ for s in samples], "min_remaining_served_s": fleet_result.min_remaining_s}
-    files, findings = ctx.scanner.scan_paths([p for p in (run_dir / "gateways", run_dir / "load") if p.exists()])
+    report.extra["soak"] = {
+        "flatness": flat,
+        "samples": [s.__dict__ for s in samples],
+        "min_remaining_served_s": fleet_result.min_remaining_s,
+    }
+    files, findings = ctx.scanner.scan_paths(
+        [p for p in (run_dir / "gateways", run_dir / "load") if p.exists()]
+    )
     report.log_files_scanned = files
     report.secrets_found = len(findings)
     report.secret_findings = [f.describe() for f in findings[:100]]
@@ -130,10 +154,13 @@ def run_soak(run_dir: Path, repo_root: Path, *, minutes: float = 20.0) -> Harden
     return report
 
 
-def _fault_cycle(bench: FaultBench) -> list[tuple[str, object, object]]:
+FaultStep = tuple[str, Callable[[], None], Callable[[], None]]
+
+
+def _fault_cycle(bench: FaultBench) -> list[FaultStep]:
     ctx, proxy = bench.ctx, bench.proxy
 
-    def restart(name: str):  # type: ignore[no-untyped-def]
+    def restart(name: str) -> Callable[[], None]:
         def _r() -> None:
             ctx.restart_component(name)
             if name == "catalog":
@@ -141,10 +168,10 @@ def _fault_cycle(bench: FaultBench) -> list[tuple[str, object, object]]:
 
         return _r
 
-    def kill(name: str):  # type: ignore[no-untyped-def]
+    def kill(name: str) -> Callable[[], None]:
         return lambda: ctx.kill_component(name)
 
-    def mode(m: ProxyMode, latency_s: float = 0.0):  # type: ignore[no-untyped-def]
+    def mode(m: ProxyMode, latency_s: float = 0.0) -> Callable[[], None]:
         return lambda: proxy.set_mode(m, latency_s)
 
     return [

@@ -50,8 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = set(names) - set(SCENARIOS)
     if unknown:
         parser.error(f"unknown scenarios: {sorted(unknown)}")
-    return run_bench(profile_name=profile.name, names=names, out_dir=args.out,
-                     pin=not args.no_pin)
+    return run_bench(profile_name=profile.name, names=names, out_dir=args.out, pin=not args.no_pin)
 
 
 def cpu_plan(pin: bool) -> tuple[set[int] | None, tuple[int, ...] | None, str]:
@@ -60,9 +59,15 @@ def cpu_plan(pin: bool) -> tuple[set[int] | None, tuple[int, ...] | None, str]:
     if not pin or len(cpus) < 2:
         return None, None, "Servers and load generators were not pinned (they share all CPUs)."
     server, clients = {cpus[0]}, tuple(cpus[1:])
-    return server, clients, (f"Servers (gateway, baselines) pinned to CPU {cpus[0]}, load "
-                             f"generators to CPU(s) {list(clients)} with sched_setaffinity; "
-                             "other processes on the machine were not controlled.")
+    return (
+        server,
+        clients,
+        (
+            f"Servers (gateway, baselines) pinned to CPU {cpus[0]}, load "
+            f"generators to CPU(s) {list(clients)} with sched_setaffinity; "
+            "other processes on the machine were not controlled."
+        ),
+    )
 
 
 def run_bench(profile_name: str, names: list[str], out_dir: Path, pin: bool) -> int:
@@ -70,37 +75,57 @@ def run_bench(profile_name: str, names: list[str], out_dir: Path, pin: bool) -> 
     from loadtest.scenarios import capacity, cold_herd, executors, outage, soak, surfaces
 
     runners: dict[str, Callable[[BenchContext], dict[str, Any]]] = {
-        "cold_herd": cold_herd.run, "surfaces": surfaces.run, "executors": executors.run,
-        "soak": soak.run, "outage": outage.run, "capacity": capacity.run}
+        "cold_herd": cold_herd.run,
+        "surfaces": surfaces.run,
+        "executors": executors.run,
+        "soak": soak.run,
+        "outage": outage.run,
+        "capacity": capacity.run,
+    }
     profile = QUICK if profile_name == "quick" else STANDARD
     _raise_fd_limit()
     server_cpus, client_cpus, pinning = cpu_plan(pin)
     work = Path(tempfile.mkdtemp(prefix="lakegate-bench-"))
     stack = BenchStack(work / "stack", server_cpus)
-    ctx = BenchContext(stack=stack, profile=profile, work_dir=work, server_cpus=server_cpus,
-                       client_cpus=client_cpus)
+    ctx = BenchContext(
+        stack=stack,
+        profile=profile,
+        work_dir=work,
+        server_cpus=server_cpus,
+        client_cpus=client_cpus,
+    )
     started = time.monotonic()
-    summary: dict[str, Any] = {"meta": {
-        "profile": profile.name, "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "cpu_count": os.cpu_count(), "pinning": pinning, "scenarios": names,
-        "notes": ["All servers and generators share one 2-core machine with whatever else runs "
-                  "on it; throughput ratios compare runs made back to back in the same way.",
-                  "Latency is measured from when a request was due (open loop: its scheduled "
-                  "arrival), so queueing in the generator or server is included."]}}
+    summary: dict[str, Any] = {
+        "meta": {
+            "profile": profile.name,
+            "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "cpu_count": os.cpu_count(),
+            "pinning": pinning,
+            "scenarios": names,
+            "notes": [
+                "All servers and generators share one 2-core machine with whatever else runs "
+                "on it; throughput ratios compare runs made back to back in the same way.",
+                "Latency is measured from when a request was due (open loop: its scheduled "
+                "arrival), so queueing in the generator or server is included.",
+            ],
+        }
+    }
     ctx.say(f"bench: profile {profile.name}, scenarios {names}, work dir {work}")
     try:
-        stack.start()
+        stack.start(token_ttl_s=profile.token_ttl_s)
         ctx.say(f"stack up (startup {stack.info.get('startup_s')} s)")
         for name in names:
             t0 = time.monotonic()
             try:
                 summary[name] = runners[name](ctx)
-            except Exception as exc:  # one failed scenario must not lose the others' results
+            except Exception as exc:  # noqa: BLE001 - one failed scenario must not lose the others
                 traceback.print_exc()
                 summary[name] = {"error": f"{type(exc).__name__}: {str(exc)[:500]}"}
             if isinstance(summary[name], dict) and name == "surfaces":
                 summary["meta"]["surfaces"] = summary[name].pop("_meta", None)
             summary["meta"].setdefault("scenario_s", {})[name] = round(time.monotonic() - t0, 1)
+            # other work on the shared machine skews every figure: record how busy it was
+            summary["meta"].setdefault("loadavg_1m_after", {})[name] = round(os.getloadavg()[0], 2)
             ctx.say(f"{name} done in {time.monotonic() - t0:.1f} s")
     finally:
         stack.stop()

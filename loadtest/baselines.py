@@ -24,16 +24,30 @@ _FAKE_TOKEN = "x" * 920  # a SeaweedFS STS session token is ~920 characters
 def synthetic_http_body() -> bytes:
     """A JSON document shaped and sized like the gateway's `CredentialsResponse`."""
     expires = int(time.time() * 1000) + 3_600_000
-    config = {"s3.access-key-id": "ASIA" + "X" * 16, "s3.secret-access-key": "s" * 40,
-              "s3.session-token": _FAKE_TOKEN, "s3.session-token-expires-at-ms": str(expires),
-              "expiration-time": str(expires), "s3.region": "us-east-1",
-              "client.region": "us-east-1", "s3.endpoint": "http://127.0.0.1:8333/",
-              "s3.path-style-access": "true"}
-    doc = {"warehouse_id": "0198f0c2-1f2e-7b0a-9c4d-5e6f7a8b9c0d", "namespace": ["demo_ns"],
-           "table": "orders", "access": "read", "location": "s3://warehouse/tables/orders",
-           "expires_at_ms": expires, "remaining_s": 3599.0, "outcome": "hit",
-           "credentials": [{"prefix": "s3://warehouse/tables/orders", "config": config,
-                            "expires_at_ms": expires}]}
+    config = {
+        "s3.access-key-id": "ASIA" + "X" * 16,
+        "s3.secret-access-key": "s" * 40,
+        "s3.session-token": _FAKE_TOKEN,
+        "s3.session-token-expires-at-ms": str(expires),
+        "expiration-time": str(expires),
+        "s3.region": "us-east-1",
+        "client.region": "us-east-1",
+        "s3.endpoint": "http://127.0.0.1:8333/",
+        "s3.path-style-access": "true",
+    }
+    doc = {
+        "warehouse_id": "0198f0c2-1f2e-7b0a-9c4d-5e6f7a8b9c0d",
+        "namespace": ["demo_ns"],
+        "table": "orders",
+        "access": "read",
+        "location": "s3://warehouse/tables/orders",
+        "expires_at_ms": expires,
+        "remaining_s": 3599.0,
+        "outcome": "hit",
+        "credentials": [
+            {"prefix": "s3://warehouse/tables/orders", "config": config, "expires_at_ms": expires}
+        ],
+    }
     return json.dumps(doc).encode()
 
 
@@ -44,20 +58,27 @@ def synthetic_grpc_body() -> bytes:
     doc = json.loads(synthetic_http_body())
     cred = doc["credentials"][0]
     msg = credentials_pb2.GetTableCredentialsResponse(
-        warehouse_id=doc["warehouse_id"], location=doc["location"],
-        credentials=[common_pb2.StorageCredential(prefix=cred["prefix"], config=cred["config"],
-                                                  expires_at_ms=cred["expires_at_ms"])],
-        expires_at_ms=doc["expires_at_ms"], remaining_seconds=doc["remaining_s"],
-        outcome=common_pb2.CACHE_OUTCOME_HIT, access=common_pb2.ACCESS_MODE_READ)
+        warehouse_id=doc["warehouse_id"],
+        location=doc["location"],
+        credentials=[
+            common_pb2.StorageCredential(
+                prefix=cred["prefix"], config=cred["config"], expires_at_ms=cred["expires_at_ms"]
+            )
+        ],
+        expires_at_ms=doc["expires_at_ms"],
+        remaining_seconds=doc["remaining_s"],
+        outcome=common_pb2.CACHE_OUTCOME_HIT,
+        access=common_pb2.ACCESS_MODE_READ,
+    )
     return bytes(msg.SerializeToString())
 
 
-async def serve(ports_file: Path, http_uds: Path, grpc_uds: Path, http_body: bytes,
-                grpc_body: bytes) -> None:
+async def serve(
+    ports_file: Path, http_uds: Path, grpc_uds: Path, http_body: bytes, grpc_body: bytes
+) -> None:
     """Serve both baselines until SIGTERM/SIGINT."""
     import grpc
     from aiohttp import web
-
     from lakegate.v1 import credentials_pb2, credentials_pb2_grpc
 
     async def creds(_request: web.Request) -> web.Response:
@@ -75,7 +96,7 @@ async def serve(ports_file: Path, http_uds: Path, grpc_uds: Path, http_body: byt
     prebuilt = credentials_pb2.GetTableCredentialsResponse.FromString(grpc_body)
 
     class Servicer(credentials_pb2_grpc.CredentialServiceServicer):
-        async def GetTableCredentials(self, request: object, context: object) -> object:  # noqa: N802
+        async def GetTableCredentials(self, request: object, context: object) -> object:
             return prebuilt
 
     server = grpc.aio.server()
@@ -88,7 +109,8 @@ async def serve(ports_file: Path, http_uds: Path, grpc_uds: Path, http_body: byt
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    ports_file.write_text(json.dumps({"http_port": http_port, "grpc_port": grpc_port}))
+    ports = json.dumps({"http_port": http_port, "grpc_port": grpc_port})
+    await asyncio.to_thread(ports_file.write_text, ports)
     await stop.wait()
     await server.stop(1)
     await runner.cleanup()

@@ -35,7 +35,8 @@ class Bounds:
             raise BoundsError(f"max_requests must be a positive int, got {self.max_requests!r}")
         if not (self.max_duration_s > 0 and math.isfinite(self.max_duration_s)):
             raise BoundsError(
-                f"max_duration_s must be positive and finite, got {self.max_duration_s!r}")
+                f"max_duration_s must be positive and finite, got {self.max_duration_s!r}"
+            )
 
     def exhausted(self, done: int, elapsed_s: float) -> bool:
         """True once either cap is reached."""

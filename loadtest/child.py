@@ -30,8 +30,14 @@ class ChildProcess:
         ports_file: a JSON file the child writes once listening (None = do not wait for one).
     """
 
-    def __init__(self, name: str, argv: Sequence[str], log_path: Path,
-                 env: Mapping[str, str] | None = None, ports_file: Path | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        argv: Sequence[str],
+        log_path: Path,
+        env: Mapping[str, str] | None = None,
+        ports_file: Path | None = None,
+    ) -> None:
         self.name = name
         self._argv = list(argv)
         self._env = dict(env) if env is not None else dict(os.environ)
@@ -51,15 +57,21 @@ class ChildProcess:
         if self.ports_file is not None and self.ports_file.exists():
             self.ports_file.unlink()
         self._log = self.log_path.open("ab")
-        self._proc = subprocess.Popen(self._argv, env=self._env, stdout=self._log,
-                                      stderr=subprocess.STDOUT, start_new_session=True)
+        self._proc = subprocess.Popen(
+            self._argv,
+            env=self._env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         if self.ports_file is None:
             return {}
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
-                raise ChildStartError(f"{self.name} exited with {self._proc.returncode}: "
-                                      f"{self.log_tail()}")
+                raise ChildStartError(
+                    f"{self.name} exited with {self._proc.returncode}: {self.log_tail()}"
+                )
             if self.ports_file.exists():
                 try:
                     data: dict[str, Any] = json.loads(self.ports_file.read_text())
@@ -88,6 +100,13 @@ class ChildProcess:
         import psutil
 
         return int(psutil.Process(self.pid).memory_info().rss)
+
+    def cpu_s(self) -> float:
+        """User + system CPU seconds the child has used so far."""
+        import psutil
+
+        times = psutil.Process(self.pid).cpu_times()
+        return float(times.user + times.system)
 
     def alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field, replace
 from multiprocessing.synchronize import Event
 from typing import Any, Literal
 
+import aiohttp
+
 from loadtest.latency import LatencyHistogram
 from loadtest.loadgen import open_connections
 from loadtest.rawhttp import RawHttpConnection, RawHttpError
@@ -30,7 +32,7 @@ _CALL_TIMEOUT_S = 30.0
 
 def zipf_weights(n: int, s: float = 1.1) -> list[float]:
     """Popularity of n tables: weight of rank k is 1 / k**s (rank 1 is the hottest)."""
-    return [1.0 / (k ** s) for k in range(1, n + 1)]
+    return [1.0 / (k**s) for k in range(1, n + 1)]
 
 
 @dataclass(frozen=True)
@@ -56,10 +58,13 @@ class ExecutorSpec:
 
     def share(self, index: int) -> ExecutorSpec:
         n = self.processes
-        return replace(self, executors=self.executors // n + (1 if index < self.executors % n
-                                                              else 0),
-                       max_requests=max(1, self.max_requests // n), processes=1,
-                       seed=self.seed * 1000 + index)
+        return replace(
+            self,
+            executors=self.executors // n + (1 if index < self.executors % n else 0),
+            max_requests=max(1, self.max_requests // n),
+            processes=1,
+            seed=self.seed * 1000 + index,
+        )
 
 
 @dataclass
@@ -118,19 +123,18 @@ def executor_worker(spec: ExecutorSpec, gate: Event, results: Any) -> None:
 
 async def _simulate(spec: ExecutorSpec, gate: Event, results: Any) -> ExecutorResult:
     result = ExecutorResult()
-    rng = random.Random(spec.seed)
+    rng = random.Random(spec.seed)  # noqa: S311 - workload simulation, not cryptography
     if spec.mode == "gateway":
         conns = await open_connections(spec.target, spec.executors)
-        requests = [(f"GET {p} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Lakegate-Request: 1\r\n"
-                     "\r\n").encode() for p in spec.paths]
+        requests = [
+            (f"GET {p} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Lakegate-Request: 1\r\n\r\n").encode()
+            for p in spec.paths
+        ]
         session = None
     else:
-        import aiohttp
-
         conns = []
         requests = []
-        session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0),
-                                        trust_env=False)
+        session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), trust_env=False)
     results.put(("ready", None))
     if not gate.wait(timeout=90):
         raise RuntimeError("start gate never opened")
@@ -139,9 +143,8 @@ async def _simulate(spec: ExecutorSpec, gate: Event, results: Any) -> ExecutorRe
     warm_until = start + spec.warmup_s
 
     async def gateway_executor(conn: RawHttpConnection, seed: int) -> None:
-        local = random.Random(seed)
-        while time.perf_counter() < stop_at and result.requests + result.errors < \
-                spec.max_requests:
+        local = random.Random(seed)  # noqa: S311 - workload simulation
+        while time.perf_counter() < stop_at and result.requests + result.errors < spec.max_requests:
             idx = local.choices(range(len(requests)), weights=spec.weights)[0]
             t0 = time.perf_counter()
             try:
@@ -165,11 +168,10 @@ async def _simulate(spec: ExecutorSpec, gate: Event, results: Any) -> ExecutorRe
 
     async def direct_executor(seed: int) -> None:
         assert session is not None
-        local = random.Random(seed)
+        local = random.Random(seed)  # noqa: S311 - workload simulation
         token = ""
         token_valid_until = 0.0
-        while time.perf_counter() < stop_at and result.requests + result.errors < \
-                spec.max_requests:
+        while time.perf_counter() < stop_at and result.requests + result.errors < spec.max_requests:
             idx = local.choices(range(len(spec.paths)), weights=spec.weights)[0]
             t0 = time.perf_counter()
             try:
@@ -180,15 +182,14 @@ async def _simulate(spec: ExecutorSpec, gate: Event, results: Any) -> ExecutorRe
                         token_valid_until = time.monotonic() + expires_in - 60.0
                     async with session.get(
                         spec.target + spec.paths[idx],
-                        headers={"Authorization": f"Bearer {token}",
-                                 "X-Iceberg-Access-Delegation": "vended-credentials"},
+                        headers={
+                            "Authorization": f"Bearer {token}",
+                            "X-Iceberg-Access-Delegation": "vended-credentials",
+                        },
                     ) as resp:
                         body = await resp.read()
                         status = resp.status
-            except (OSError, TimeoutError, RuntimeError) as exc:
-                result.note_error(f"{type(exc).__name__}: {exc}")
-                continue
-            except Exception as exc:  # aiohttp.ClientError and friends: count, keep going
+            except (aiohttp.ClientError, OSError, TimeoutError, RuntimeError, ValueError) as exc:
                 result.note_error(f"{type(exc).__name__}: {exc}")
                 continue
             if status == 401:
@@ -205,8 +206,9 @@ async def _simulate(spec: ExecutorSpec, gate: Event, results: Any) -> ExecutorRe
         if spec.mode == "gateway":
             await asyncio.gather(*(gateway_executor(c, rng.randrange(1 << 30)) for c in conns))
         else:
-            await asyncio.gather(*(direct_executor(rng.randrange(1 << 30))
-                                   for _ in range(spec.executors)))
+            await asyncio.gather(
+                *(direct_executor(rng.randrange(1 << 30)) for _ in range(spec.executors))
+            )
     finally:
         for conn in conns:
             conn.close()
@@ -217,8 +219,11 @@ async def _simulate(spec: ExecutorSpec, gate: Event, results: Any) -> ExecutorRe
 
 
 async def _grant(session: Any, spec: ExecutorSpec) -> tuple[str, float]:
-    form = {"grant_type": "client_credentials", "client_id": spec.client_id,
-            "client_secret": spec.client_secret}
+    form = {
+        "grant_type": "client_credentials",
+        "client_id": spec.client_id,
+        "client_secret": spec.client_secret,
+    }
     async with session.post(spec.token_url, data=form) as resp:
         if resp.status != 200:
             raise RuntimeError(f"token endpoint returned HTTP {resp.status}")

@@ -16,7 +16,7 @@ PRECISION = 0.01
 MIN_US = 1.0
 MAX_US = 600_000_000.0  # 10 minutes: anything longer is clamped into the last bucket
 _LOG_BASE = math.log1p(PRECISION)
-N_BUCKETS = int(math.ceil(math.log(MAX_US / MIN_US) / _LOG_BASE)) + 2
+N_BUCKETS = math.ceil(math.log(MAX_US / MIN_US) / _LOG_BASE) + 2
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -120,8 +120,11 @@ class LatencyHistogram:
         return out
 
     def to_json(self) -> dict[str, object]:
-        return {"counts": {str(k): v for k, v in self.counts.items()}, "total": self.total,
-                "max_us": self.max_us}
+        return {
+            "counts": {str(k): v for k, v in self.counts.items()},
+            "total": self.total,
+            "max_us": self.max_us,
+        }
 
 
 def _label(q: float) -> str:

@@ -34,8 +34,9 @@ async def open_connections(target: str, n: int) -> list[RawHttpConnection]:
         if missing <= 0:
             break
         batch = min(missing, _CONNECT_BATCH)
-        results = await asyncio.gather(*(RawHttpConnection.open(target) for _ in range(batch)),
-                                       return_exceptions=True)
+        results = await asyncio.gather(
+            *(RawHttpConnection.open(target) for _ in range(batch)), return_exceptions=True
+        )
         conns.extend(r for r in results if isinstance(r, RawHttpConnection))
         if len(conns) < n and any(isinstance(r, BaseException) for r in results):
             await asyncio.sleep(0.05)  # let the server drain its accept queue
@@ -120,12 +121,16 @@ async def run_closed(spec: LoadSpec, call: Call, start_s: float) -> LoadResult:
 
     warm = LoadResult()  # answers during warm-up are counted apart and dropped
 
+    issued = 0  # measured requests started; counted before the await so the cap is exact
+
     async def user() -> None:
+        nonlocal issued
         while True:
             t0 = time.perf_counter()
-            if t0 >= stop_at or result.requests + result.errors >= spec.bounds.max_requests:
+            if t0 >= stop_at or issued >= spec.bounds.max_requests:
                 return
             sink = result if t0 >= record_from else warm
+            issued += 1 if sink is result else 0
             if await _timed(call, sink) and sink is result:
                 result.hist.record_s(time.perf_counter() - t0)
 
@@ -138,8 +143,10 @@ async def run_open(spec: LoadSpec, call: Call, start_s: float) -> LoadResult:
     """Arrivals at a fixed rate, whatever the server's speed, up to the caps."""
     result = LoadResult()
     interval = 1.0 / spec.rate_per_s
-    total = min(spec.bounds.max_requests,
-                int((spec.warmup_s + spec.bounds.max_duration_s) * spec.rate_per_s))
+    total = min(
+        spec.bounds.max_requests,
+        int((spec.warmup_s + spec.bounds.max_duration_s) * spec.rate_per_s),
+    )
     warm = int(spec.warmup_s * spec.rate_per_s)
     tasks: set[asyncio.Task[None]] = set()
     in_flight = asyncio.Semaphore(max(1, spec.concurrency) * 16)
@@ -176,8 +183,9 @@ async def run_burst(spec: LoadSpec, call: Call, start_s: float) -> LoadResult:
             result.hist.record_s(time.perf_counter() - t0)
 
     n = min(spec.concurrency, spec.bounds.max_requests)
-    await asyncio.wait_for(asyncio.gather(*(one() for _ in range(n))),
-                           timeout=spec.bounds.max_duration_s)
+    await asyncio.wait_for(
+        asyncio.gather(*(one() for _ in range(n))), timeout=spec.bounds.max_duration_s
+    )
     result.elapsed_s = time.perf_counter() - start_s
     return result
 

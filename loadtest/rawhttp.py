@@ -18,8 +18,9 @@ class RawHttpError(Exception):
     """The server answered something this minimal client cannot parse, or hung up."""
 
 
-def build_request(method: str, path: str, headers: Mapping[str, str] | None = None,
-                  body: bytes = b"") -> bytes:
+def build_request(
+    method: str, path: str, headers: Mapping[str, str] | None = None, body: bytes = b""
+) -> bytes:
     """Serialise one HTTP/1.1 request with keep-alive."""
     lines = [f"{method} {path} HTTP/1.1", "Host: 127.0.0.1", "Connection: keep-alive"]
     for name, value in (headers or {}).items():
@@ -91,7 +92,7 @@ class RawHttpConnection(asyncio.Protocol):
         loop = asyncio.get_running_loop()
         conn = cls()
         if target.startswith("unix:"):
-            await loop.create_unix_connection(lambda: conn, target[len("unix:"):])
+            await loop.create_unix_connection(lambda: conn, target[len("unix:") :])
         else:
             host, _, port = target.rpartition(":")
             await loop.create_connection(lambda: conn, host, int(port))

@@ -40,22 +40,32 @@ def console_summary(checks: list[TargetCheck]) -> str:
     return "\n".join(lines)
 
 
-def render_markdown(summary: Mapping[str, Any], checks: list[TargetCheck],
-                    plots: list[str]) -> str:
+def render_markdown(summary: Mapping[str, Any], checks: list[TargetCheck], plots: list[str]) -> str:
     """The Markdown report: targets first, then one section per scenario."""
     meta = summary.get("meta", {})
-    out = ["# Lakegate load test report", "",
-           f"Profile `{meta.get('profile', '?')}`, {meta.get('started_at', '?')}, "
-           f"total {meta.get('duration_s', '?')} s on {meta.get('cpu_count', '?')} CPUs. "
-           f"{meta.get('pinning', '')}", "", "## Targets", "",
-           "| target | wanted | measured | verdict |", "|---|---|---|---|"]
+    out = [
+        "# Lakegate load test report",
+        "",
+        f"Profile `{meta.get('profile', '?')}`, {meta.get('started_at', '?')}, "
+        f"total {meta.get('duration_s', '?')} s on {meta.get('cpu_count', '?')} CPUs. "
+        f"{meta.get('pinning', '')}",
+        "",
+        "## Targets",
+        "",
+        "| target | wanted | measured | verdict |",
+        "|---|---|---|---|",
+    ]
     for c in checks:
         verdict = {True: "met", False: "**MISSED**", None: "not measured"}[c.met]
         out.append(f"| {c.name} | {c.target} | {c.measured} | {verdict} |")
     missed = [c for c in checks if c.met is False]
     if missed:
-        out += ["", "Missed targets, plainly: " + "; ".join(
-            f"{c.name} measured {c.measured} against {c.target}" for c in missed) + "."]
+        out += [
+            "",
+            "Missed targets, plainly: "
+            + "; ".join(f"{c.name} measured {c.measured} against {c.target}" for c in missed)
+            + ".",
+        ]
     out += _herd_section(summary.get("cold_herd"))
     out += _surface_section(summary.get("surfaces"))
     out += _executor_section(summary.get("executors"))
@@ -80,15 +90,19 @@ def _herd_section(herd: Any) -> list[str]:
     out = ["", "## 1. Cold herd", ""]
     if not herd or _error(herd):
         return out + (_error(herd) or ["Not run."])
-    out += ["| K | upstream calls | upstream call ms | p50 ms | p99 ms | p99 extra ms | errors |",
-            "|---|---|---|---|---|---|---|"]
+    out += [
+        "| K | upstream calls | upstream call ms | p50 ms | p99 ms | p99 extra ms | errors |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for k, r in herd.items():
         if not k.isdigit():
             continue
         lat = r.get("latency_ms", {})
-        out.append(f"| {int(k):,} | {r['upstream_calls']} | {r.get('upstream_ms')} | "
-                   f"{lat.get('p50')} | {lat.get('p99')} | {r['p99_extra_ms']} | "
-                   f"{r.get('errors', 0)} |")
+        out.append(
+            f"| {int(k):,} | {r['upstream_calls']} | {r.get('upstream_ms')} | "
+            f"{lat.get('p50')} | {lat.get('p99')} | {r['p99_extra_ms']} | "
+            f"{r.get('errors', 0)} |"
+        )
     return out
 
 
@@ -96,23 +110,34 @@ def _surface_section(surfaces: Any) -> list[str]:
     out = ["", "## 2. Cached throughput and latency per surface", ""]
     if not surfaces or _error(surfaces):
         return out + (_error(surfaces) or ["Not run."])
-    out += ["| surface | req/s (best) | baseline req/s | ratio | p50 / p90 / p99 / p99.9 ms at "
-            "half load |", "|---|---|---|---|---|"]
+    out += [
+        "| surface | req/s (best) | baseline req/s | ratio | p50 / p90 / p99 / p99.9 ms at "
+        "half load |",
+        "|---|---|---|---|---|",
+    ]
     for name in SURFACES:
         s = surfaces.get(name)
         if not s:
             continue
         lat = s.get("half_load", {}).get("latency_ms", {})
-        out.append(f"| {name} | {s['rps']:,.0f} | {s['baseline_rps']:,.0f} | {s['ratio']} | "
-                   f"{lat.get('p50')} / {lat.get('p90')} / {lat.get('p99')} / "
-                   f"{lat.get('p999')} |")
-    out += ["", "Per concurrency (closed loop):", "",
-            "| surface | concurrency | req/s | baseline req/s | p99 ms | baseline p99 ms |",
-            "|---|---|---|---|---|---|"]
+        out.append(
+            f"| {name} | {s['rps']:,.0f} | {s['baseline_rps']:,.0f} | {s['ratio']} | "
+            f"{lat.get('p50')} / {lat.get('p90')} / {lat.get('p99')} / "
+            f"{lat.get('p999')} |"
+        )
+    out += [
+        "",
+        "Per concurrency (closed loop):",
+        "",
+        "| surface | concurrency | req/s | baseline req/s | p99 ms | baseline p99 ms |",
+        "|---|---|---|---|---|---|",
+    ]
     for name in SURFACES:
         for conc, r in (surfaces.get(name) or {}).get("by_concurrency", {}).items():
-            out.append(f"| {name} | {conc} | {r['rps']:,.0f} | {r['baseline_rps']:,.0f} | "
-                       f"{r['latency_ms'].get('p99')} | {r['baseline_latency_ms'].get('p99')} |")
+            out.append(
+                f"| {name} | {conc} | {r['rps']:,.0f} | {r['baseline_rps']:,.0f} | "
+                f"{r['latency_ms'].get('p99')} | {r['baseline_latency_ms'].get('p99')} |"
+            )
     return out
 
 
@@ -120,16 +145,25 @@ def _executor_section(ex: Any) -> list[str]:
     out = ["", "## 3. Executors: gateway vs direct", ""]
     if not ex or _error(ex):
         return out + (_error(ex) or ["Not run."])
-    out += [f"Setup: {json.dumps(ex.get('setup', {}))}", "",
-            "| mode | client requests | upstream catalog calls | IdP token requests | STS calls "
-            "| errors | req/s | p99 ms |", "|---|---|---|---|---|---|---|---|"]
+    out += [
+        f"Setup: {json.dumps(ex.get('setup', {}))}",
+        "",
+        "| mode | client requests | upstream catalog calls | IdP token requests | STS calls "
+        "| errors | req/s | p99 ms |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for mode in ("gateway", "direct"):
         r = ex[mode]
-        out.append(f"| {mode} | {r['client_requests']:,} | {r['upstream_calls']:,} | "
-                   f"{r['idp_requests']:,} | {r.get('sts_calls')} | {r.get('errors')} | "
-                   f"{r.get('rps')} | {r.get('latency_ms', {}).get('p99')} |")
-    out += ["", f"Amplification (client requests / upstream calls): gateway "
-                f"**{ex['amplification']:,} x**, direct {ex.get('direct_amplification')} x."]
+        out.append(
+            f"| {mode} | {r['client_requests']:,} | {r['upstream_calls']:,} | "
+            f"{r['idp_requests']:,} | {r.get('sts_calls')} | {r.get('errors')} | "
+            f"{r.get('rps')} | {r.get('latency_ms', {}).get('p99')} |"
+        )
+    out += [
+        "",
+        f"Amplification (client requests / upstream calls): gateway "
+        f"**{ex['amplification']:,} x**, direct {ex.get('direct_amplification')} x.",
+    ]
     return out
 
 
@@ -158,10 +192,19 @@ def _plots(summary: Mapping[str, Any], out_dir: Path) -> list[str]:
         for name in names:
             by = surfaces[name].get("by_concurrency", {})
             concs = sorted(by, key=int)
-            ax.plot([int(c) for c in concs], [by[c]["rps"] for c in concs], marker="o",
-                    label=f"gateway {name}")
-            ax.plot([int(c) for c in concs], [by[c]["baseline_rps"] for c in concs],
-                    linestyle="--", marker="x", label=f"baseline {name}")
+            ax.plot(
+                [int(c) for c in concs],
+                [by[c]["rps"] for c in concs],
+                marker="o",
+                label=f"gateway {name}",
+            )
+            ax.plot(
+                [int(c) for c in concs],
+                [by[c]["baseline_rps"] for c in concs],
+                linestyle="--",
+                marker="x",
+                label=f"baseline {name}",
+            )
         ax.set_xscale("log", base=2)
         ax.set_xlabel("concurrency (closed loop)")
         ax.set_ylabel("requests/s")
@@ -173,8 +216,12 @@ def _plots(summary: Mapping[str, Any], out_dir: Path) -> list[str]:
         width = 0.8 / len(names)
         for i, name in enumerate(names):
             lat = surfaces[name].get("half_load", {}).get("latency_ms", {})
-            ax.bar([j + i * width for j in range(len(qs))], [lat.get(q) or 0 for q in qs],
-                   width=width, label=name)
+            ax.bar(
+                [j + i * width for j in range(len(qs))],
+                [lat.get(q) or 0 for q in qs],
+                width=width,
+                label=name,
+            )
         ax.set_xticks([j + 0.4 - width / 2 for j in range(len(qs))], list(qs))
         ax.set_ylabel("ms")
         ax.set_title("Latency percentiles at half capacity (open loop)")
@@ -185,22 +232,36 @@ def _plots(summary: Mapping[str, Any], out_dir: Path) -> list[str]:
         fig, ax = plt.subplots(figsize=(8, 4.5))
         fields = ("client_requests", "upstream_calls", "idp_requests", "sts_calls")
         for i, mode in enumerate(("gateway", "direct")):
-            ax.bar([j + i * 0.4 for j in range(len(fields))],
-                   [max(1, ex[mode].get(f) or 0) for f in fields], width=0.4, label=mode)
+            ax.bar(
+                [j + i * 0.4 for j in range(len(fields))],
+                [max(1, ex[mode].get(f) or 0) for f in fields],
+                width=0.4,
+                label=mode,
+            )
         ax.set_yscale("log")
         ax.set_xticks([j + 0.2 for j in range(len(fields))], list(fields))
-        ax.set_title(f"Executors: amplification gateway {ex['amplification']:,} x vs direct "
-                     f"{ex.get('direct_amplification')} x")
+        ax.set_title(
+            f"Executors: amplification gateway {ex['amplification']:,} x vs direct "
+            f"{ex.get('direct_amplification')} x"
+        )
         ax.legend()
         _save(fig, out_dir / "amplification.png", made)
     herd = summary.get("cold_herd") or {}
     ks = [k for k in herd if k.isdigit()]
     if ks:
         fig, ax = plt.subplots(figsize=(8, 4.5))
-        ax.plot([int(k) for k in ks], [herd[k]["latency_ms"]["p99"] for k in ks], marker="o",
-                label="p99 latency")
-        ax.plot([int(k) for k in ks], [herd[k]["p99_extra_ms"] for k in ks], marker="x",
-                label="p99 extra over the upstream call")
+        ax.plot(
+            [int(k) for k in ks],
+            [herd[k]["latency_ms"]["p99"] for k in ks],
+            marker="o",
+            label="p99 latency",
+        )
+        ax.plot(
+            [int(k) for k in ks],
+            [herd[k]["p99_extra_ms"] for k in ks],
+            marker="x",
+            label="p99 extra over the upstream call",
+        )
         ax.set_xscale("log")
         ax.set_xlabel("K concurrent requests for one uncached table")
         ax.set_ylabel("ms")

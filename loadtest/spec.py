@@ -55,8 +55,13 @@ class LoadSpec:
         """The part of this run that worker `index` of `processes` executes."""
         n = self.processes
         conc = self.concurrency // n + (1 if index < self.concurrency % n else 0)
-        return replace(self, concurrency=max(conc, 0), rate_per_s=self.rate_per_s / n,
-                       bounds=self.bounds.split(n), processes=1)
+        return replace(
+            self,
+            concurrency=max(conc, 0),
+            rate_per_s=self.rate_per_s / n,
+            bounds=self.bounds.split(n),
+            processes=1,
+        )
 
 
 @dataclass
@@ -69,7 +74,7 @@ class LoadResult:
     hist: LatencyHistogram = field(default_factory=LatencyHistogram.empty)
     outcomes: dict[str, int] = field(default_factory=dict)
     error_samples: list[str] = field(default_factory=list)
-    late_start_s: float = 0.0
+    client_cpu_s: float = 0.0  # CPU the generator processes used while loading
 
     @property
     def rps(self) -> float:
@@ -84,10 +89,21 @@ class LoadResult:
         for key, n in other.outcomes.items():
             self.outcomes[key] = self.outcomes.get(key, 0) + n
         self.error_samples.extend(other.error_samples[: max(0, 5 - len(self.error_samples))])
-        self.late_start_s = max(self.late_start_s, other.late_start_s)
+        self.client_cpu_s += other.client_cpu_s
+
+    @property
+    def client_cores(self) -> float:
+        """Generator CPU use in cores over the window (near the pinned CPU count = the
+        generator may be the bottleneck)."""
+        return self.client_cpu_s / self.elapsed_s if self.elapsed_s > 0 else 0.0
 
     def to_json(self) -> dict[str, object]:
-        return {"requests": self.requests, "errors": self.errors,
-                "elapsed_s": round(self.elapsed_s, 3), "rps": round(self.rps, 1),
-                "latency_ms": self.hist.summary_ms(), "outcomes": dict(self.outcomes),
-                "error_samples": list(self.error_samples)}
+        return {
+            "requests": self.requests,
+            "errors": self.errors,
+            "elapsed_s": round(self.elapsed_s, 3),
+            "rps": round(self.rps, 1),
+            "latency_ms": self.hist.summary_ms(),
+            "outcomes": dict(self.outcomes),
+            "error_samples": list(self.error_samples),
+        }

@@ -119,17 +119,23 @@ class BenchStack:
         return str(self.info["namespace"])
 
     def native_path(self, table: str, access: str = "read") -> str:
-        return (f"/v1/warehouses/{quote(self.warehouse, safe='')}/namespaces/"
-                f"{quote(self.namespace, safe='')}/tables/{quote(table, safe='')}/credentials"
-                f"?access={access}")
+        return (
+            f"/v1/warehouses/{quote(self.warehouse, safe='')}/namespaces/"
+            f"{quote(self.namespace, safe='')}/tables/{quote(table, safe='')}/credentials"
+            f"?access={access}"
+        )
 
     def aws_path(self, table: str, access: str = "read") -> str:
-        return (f"/v1/aws-credentials/{quote(self.warehouse, safe='')}/"
-                f"{quote(self.namespace, safe='')}/{quote(table, safe='')}?access={access}")
+        return (
+            f"/v1/aws-credentials/{quote(self.warehouse, safe='')}/"
+            f"{quote(self.namespace, safe='')}/{quote(table, safe='')}?access={access}"
+        )
 
     def catalog_load_path(self, table: str) -> str:
-        return (f"/lakekeeper/v1/{self.warehouse_id}/namespaces/"
-                f"{quote(self.namespace, safe='')}/generic-tables/{quote(table, safe='')}")
+        return (
+            f"/lakekeeper/v1/{self.warehouse_id}/namespaces/"
+            f"{quote(self.namespace, safe='')}/generic-tables/{quote(table, safe='')}"
+        )
 
     # ----- gateways --------------------------------------------------------------------
     def start_gateway(self, name: str, overrides: Mapping[str, str] | None = None) -> Gateway:
@@ -143,19 +149,31 @@ class BenchStack:
         ports_file = self.run_dir / f"bench-{tag}-ports.json"
         env = {k: v for k, v in os.environ.items() if not k.startswith("LAKEGATE__")}
         env.update(gateway_env(self.run_dir, self.info, 0, 0))
-        env.update({
-            "LAKEGATE__LISTEN__HTTP_UDS": str(http_uds),
-            "LAKEGATE__LISTEN__GRPC_UDS": str(grpc_uds),
-            "LAKEGATE__LISTEN__PORTS_FILE": str(ports_file),
-            "LAKEGATE__LOG__LEVEL": "WARNING",
-            "PYTHONUNBUFFERED": "1",
-        })
+        env.update(
+            {
+                "LAKEGATE__LISTEN__HTTP_UDS": str(http_uds),
+                "LAKEGATE__LISTEN__GRPC_UDS": str(grpc_uds),
+                "LAKEGATE__LISTEN__PORTS_FILE": str(ports_file),
+                "LAKEGATE__LOG__LEVEL": "WARNING",
+                "PYTHONUNBUFFERED": "1",
+            }
+        )
         env.update(overrides or {})
-        child = ChildProcess(tag, [sys.executable, "-m", "gateway", "serve"],
-                             self.run_dir / "logs" / f"bench-{tag}.log", env, ports_file)
+        child = ChildProcess(
+            tag,
+            [sys.executable, "-m", "gateway", "serve"],
+            self.run_dir / "logs" / f"bench-{tag}.log",
+            env,
+            ports_file,
+        )
         ports = child.start(timeout_s=60)
-        gw = Gateway(child, f"127.0.0.1:{ports['http_port']}", f"unix:{http_uds}",
-                     f"127.0.0.1:{ports['grpc_port']}", f"unix:{grpc_uds}")
+        gw = Gateway(
+            child,
+            f"127.0.0.1:{ports['http_port']}",
+            f"unix:{http_uds}",
+            f"127.0.0.1:{ports['grpc_port']}",
+            f"unix:{grpc_uds}",
+        )
         self._gateways.append(gw)
         self._wait_ready(gw)
         if self.server_cpus:
@@ -175,8 +193,10 @@ class BenchStack:
             if not gw.child.alive():
                 raise RuntimeError(f"gateway exited: {gw.child.log_tail()}")
             try:
-                if httpx.get(gw.http_url + "/readyz", timeout=2, trust_env=False).status_code \
-                        == 200:
+                if (
+                    httpx.get(gw.http_url + "/readyz", timeout=2, trust_env=False).status_code
+                    == 200
+                ):
                     return
             except httpx.HTTPError:
                 pass
@@ -187,16 +207,18 @@ class BenchStack:
     def stop_idp(self) -> None:
         from devstack import processes
 
-        rec = self._stack.records.get("idp") if not self._extra_records else \
-            self._extra_records[-1]
+        rec = self._stack.records.get("idp") if not self._extra_records else self._extra_records[-1]
         processes.stop(rec)
 
     def restart_idp(self) -> None:
         """Start the IdP again on the same port and key (the stack keeps the key stable)."""
         from devstack import idp_config, processes
 
-        rec = processes.spawn("idp", idp_config.node_argv(self.run_dir / "idp.json"),
-                              log_path=self.run_dir / "logs" / "idp-restarted.log")
+        rec = processes.spawn(
+            "idp",
+            idp_config.node_argv(self.run_dir / "idp.json"),
+            log_path=self.run_dir / "logs" / "idp-restarted.log",
+        )
         self._extra_records.append(rec)
 
     # ----- catalog helpers ---------------------------------------------------------------
@@ -216,18 +238,27 @@ class BenchStack:
         import aiohttp
 
         token = self.admin_token()
-        url = (f"{self.info['catalog']['url']}/lakekeeper/v1/{self.warehouse_id}/namespaces/"
-               f"{quote(self.namespace, safe='')}/generic-tables")
+        url = (
+            f"{self.info['catalog']['url']}/lakekeeper/v1/{self.warehouse_id}/namespaces/"
+            f"{quote(self.namespace, safe='')}/generic-tables"
+        )
         sem = asyncio.Semaphore(concurrency)
-        async with aiohttp.ClientSession(trust_env=False,
-                                         headers={"Authorization": f"Bearer {token}"}) as sess:
+        async with aiohttp.ClientSession(
+            trust_env=False, headers={"Authorization": f"Bearer {token}"}
+        ) as sess:
+
             async def create(name: str) -> None:
                 async with sem:
-                    async with sess.post(url, json={"name": name, "format": "parquet"},
-                                         timeout=aiohttp.ClientTimeout(total=60)) as resp:
+                    async with sess.post(
+                        url,
+                        json={"name": name, "format": "parquet"},
+                        timeout=aiohttp.ClientTimeout(total=60),
+                    ) as resp:
                         if resp.status not in (200, 201, 409):
-                            raise RuntimeError(f"create {name}: HTTP {resp.status} "
-                                               f"{(await resp.text())[:200]}")
+                            raise RuntimeError(
+                                f"create {name}: HTTP {resp.status} {(await resp.text())[:200]}"
+                            )
+
             await asyncio.gather(*(create(n) for n in names))
 
 
@@ -235,8 +266,11 @@ def catalog_calls(before: Mapping[str, int], after: Mapping[str, int]) -> int:
     """Upstream catalog calls between two emulator snapshots (every Lakekeeper operation,
     not STS, faults, auth failures or purges)."""
     skip = ("sts_", "faults_", "auth_", "purge", "health")
-    return sum(max(0, int(after.get(k, 0)) - int(before.get(k, 0))) for k in after
-               if not k.startswith(skip))
+    return sum(
+        max(0, int(after.get(k, 0)) - int(before.get(k, 0)))
+        for k in after
+        if not k.startswith(skip)
+    )
 
 
 def delta(before: Mapping[str, int], after: Mapping[str, int], key: str) -> int:

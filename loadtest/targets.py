@@ -25,74 +25,137 @@ def evaluate(summary: Mapping[str, Any]) -> list[TargetCheck]:
     ks = [k for k in herd if k.isdigit()]
     if ks:
         calls = {k: herd[k].get("upstream_calls") for k in ks}
-        checks.append(TargetCheck("cold herd upstream calls", "exactly 1 for every K",
-                                  ", ".join(f"K={k}: {v}" for k, v in calls.items()),
-                                  all(v == 1 for v in calls.values())))
+        checks.append(
+            TargetCheck(
+                "cold herd upstream calls",
+                "exactly 1 for every K",
+                ", ".join(f"K={k}: {v}" for k, v in calls.items()),
+                all(v == 1 for v in calls.values()),
+            )
+        )
         extra = {k: herd[k].get("p99_extra_ms") for k in ks}
-        checks.append(TargetCheck("cold herd p99 extra latency", "<= 5 ms for every K",
-                                  ", ".join(f"K={k}: {v} ms" for k, v in extra.items()),
-                                  all(v is not None and v <= 5.0 for v in extra.values())))
+        checks.append(
+            TargetCheck(
+                "cold herd p99 extra latency",
+                "<= 5 ms for every K",
+                ", ".join(f"K={k}: {v} ms" for k, v in extra.items()),
+                all(v is not None and v <= 5.0 for v in extra.values()),
+            )
+        )
     else:
         checks.append(_missing("cold herd", "exactly 1 upstream call; p99 extra <= 5 ms"))
     surfaces = summary.get("surfaces") or {}
-    for name, protocol in (("http_tcp", "HTTP"), ("http_uds", "HTTP"), ("grpc_tcp", "gRPC"),
-                           ("grpc_uds", "gRPC")):
+    for name, protocol in (
+        ("http_tcp", "HTTP"),
+        ("http_uds", "HTTP"),
+        ("grpc_tcp", "gRPC"),
+        ("grpc_uds", "gRPC"),
+    ):
         s = surfaces.get(name)
         if not s or s.get("ratio") is None:
             checks.append(_missing(f"{name} throughput", f">= 0.7 x trivial {protocol} server"))
             continue
-        checks.append(TargetCheck(f"{name} throughput vs trivial {protocol} server", ">= 0.7 x",
-                                  f"{s['ratio']:.2f} x ({s['rps']:,.0f} vs "
-                                  f"{s['baseline_rps']:,.0f} req/s)", s["ratio"] >= 0.7))
+        checks.append(
+            TargetCheck(
+                f"{name} throughput vs trivial {protocol} server",
+                ">= 0.7 x",
+                f"{s['ratio']:.2f} x ({s['rps']:,.0f} vs {s['baseline_rps']:,.0f} req/s)",
+                s["ratio"] >= 0.7,
+            )
+        )
     uds = surfaces.get("http_uds")
     if uds and uds.get("p99_ms_half_load") is not None:
-        checks.append(TargetCheck("HTTP/UDS p99 at half capacity", "<= 5 ms",
-                                  f"{uds['p99_ms_half_load']} ms",
-                                  uds["p99_ms_half_load"] <= 5.0))
+        checks.append(
+            TargetCheck(
+                "HTTP/UDS p99 at half capacity",
+                "<= 5 ms",
+                f"{uds['p99_ms_half_load']} ms",
+                uds["p99_ms_half_load"] <= 5.0,
+            )
+        )
     ex = summary.get("executors") or {}
     if "gateway" in ex and "direct" in ex:
         setup = ex.get("setup", {})
-        checks.append(TargetCheck(
-            "executors amplification", ">= 1,000 x (>= 400 executors, >= 4 processes, 50 tables)",
-            f"{ex['amplification']:,.0f} x with {setup.get('executors')} executors in "
-            f"{setup.get('processes')} processes, {setup.get('tables')} tables",
-            ex["amplification"] >= 1000))
+        checks.append(
+            TargetCheck(
+                "executors amplification",
+                ">= 1,000 x (>= 400 executors, >= 4 processes, 50 tables)",
+                f"{ex['amplification']:,.0f} x with {setup.get('executors')} executors in "
+                f"{setup.get('processes')} processes, {setup.get('tables')} tables",
+                ex["amplification"] >= 1000,
+            )
+        )
         gw_idp, direct_idp = ex["gateway"]["idp_requests"], ex["direct"]["idp_requests"]
-        checks.append(TargetCheck(
-            "IdP token requests", "1 per token lifetime (gateway) vs 1 per executor (direct)",
-            f"gateway {gw_idp}, direct {direct_idp} ({setup.get('executors')} executors)",
-            gw_idp == 1 and direct_idp >= int(setup.get("executors") or 0)))
+        checks.append(
+            TargetCheck(
+                "IdP token requests",
+                "1 per token lifetime (gateway) vs 1 per executor (direct)",
+                f"gateway {gw_idp}, direct {direct_idp} ({setup.get('executors')} executors)",
+                gw_idp == 1 and direct_idp >= int(setup.get("executors") or 0),
+            )
+        )
     else:
         checks.append(_missing("executors", "amplification >= 1,000 x"))
     soak = summary.get("soak") or {}
     if "errors" in soak:
         checks.append(TargetCheck("soak errors", "0", str(soak["errors"]), soak["errors"] == 0))
-        checks.append(TargetCheck(
-            "soak serve floor", f">= floor ({soak.get('floor_s')} s) for every served credential",
-            f"min remaining {soak['min_remaining_s']} s",
-            soak["min_remaining_s"] >= float(soak.get("floor_s", 0))))
-        checks.append(TargetCheck("soak misses on hot keys after warm-up", "0",
-                                  str(soak.get("misses_after_warmup")),
-                                  soak.get("misses_after_warmup") == 0))
+        checks.append(
+            TargetCheck(
+                "soak serve floor",
+                f">= floor ({soak.get('floor_s')} s) for every served credential",
+                f"min remaining {soak['min_remaining_s']} s",
+                soak["min_remaining_s"] >= float(soak.get("floor_s", 0)),
+            )
+        )
+        checks.append(
+            TargetCheck(
+                "soak misses on hot keys after warm-up",
+                "0",
+                str(soak.get("misses_after_warmup")),
+                soak.get("misses_after_warmup") == 0,
+            )
+        )
     else:
         checks.append(_missing("soak", "0 errors; no credential under the floor"))
     outage = summary.get("outage") or {}
     if "client_errors" in outage:
-        checks.append(TargetCheck("outage client errors", "0", str(outage["client_errors"]),
-                                  outage["client_errors"] == 0))
-        checks.append(TargetCheck("outage recovery", "hot keys fresh within 120 s",
-                                  f"{outage['recovery_s']} s", outage["recovery_s"] <= 120))
+        checks.append(
+            TargetCheck(
+                "outage client errors",
+                "0",
+                str(outage["client_errors"]),
+                outage["client_errors"] == 0,
+            )
+        )
+        checks.append(
+            TargetCheck(
+                "outage recovery",
+                "hot keys fresh within 120 s",
+                f"{outage['recovery_s']} s",
+                outage["recovery_s"] <= 120,
+            )
+        )
     else:
         checks.append(_missing("outage", "0 client errors; recovery <= 120 s"))
     cap = summary.get("capacity") or {}
     if "rss_delta_mib" in cap:
-        checks.append(TargetCheck(f"memory for {cap['keys']:,} keys", "<= 64 MiB over idle",
-                                  f"{cap['rss_delta_mib']} MiB", cap["rss_delta_mib"] <= 64))
-        checks.append(TargetCheck("no refreshes for idle keys", "0",
-                                  f"{cap.get('idle_refreshes')} refreshes, "
-                                  f"{cap.get('idle_upstream_credential_calls')} upstream calls",
-                                  cap.get("idle_refreshes") == 0
-                                  and cap.get("idle_upstream_credential_calls") == 0))
+        checks.append(
+            TargetCheck(
+                f"memory for {cap['keys']:,} keys",
+                "<= 64 MiB over idle",
+                f"{cap['rss_delta_mib']} MiB",
+                cap["rss_delta_mib"] <= 64,
+            )
+        )
+        checks.append(
+            TargetCheck(
+                "no refreshes for idle keys",
+                "0",
+                f"{cap.get('idle_refreshes')} refreshes, "
+                f"{cap.get('idle_upstream_credential_calls')} upstream calls",
+                cap.get("idle_refreshes") == 0 and cap.get("idle_upstream_credential_calls") == 0,
+            )
+        )
     else:
         checks.append(_missing("capacity", "<= 64 MiB for 10,000 keys"))
     return checks

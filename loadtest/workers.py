@@ -19,7 +19,14 @@ from collections.abc import Callable, Sequence
 from multiprocessing.synchronize import Event
 from typing import Any
 
-from loadtest.loadgen import GrpcCaller, HttpCaller, open_connections, run_burst, run_closed, run_open
+from loadtest.loadgen import (
+    GrpcCaller,
+    HttpCaller,
+    open_connections,
+    run_burst,
+    run_closed,
+    run_open,
+)
 from loadtest.spec import LoadResult, LoadSpec
 
 _SETUP_TIMEOUT_S = 90.0
@@ -43,8 +50,9 @@ def run_load(spec: LoadSpec) -> LoadResult:
     return merged
 
 
-def run_processes(target: Callable[[Any, Event, Any], None], shares: Sequence[Any],
-                  run_s: float) -> list[Any]:
+def run_processes(
+    target: Callable[[Any, Event, Any], None], shares: Sequence[Any], run_s: float
+) -> list[Any]:
     """Start one spawned process per share, open the start gate once all report "ready",
     and collect one result per process (bounded by `run_s` + 60 s).
 
@@ -57,8 +65,9 @@ def run_processes(target: Callable[[Any, Event, Any], None], shares: Sequence[An
     ctx = mp.get_context("spawn")
     gate = ctx.Event()
     results: Any = ctx.Queue()
-    procs = [ctx.Process(target=target, args=(share, gate, results), daemon=True)
-             for share in shares]
+    procs = [
+        ctx.Process(target=target, args=(share, gate, results), daemon=True) for share in shares
+    ]
     for proc in procs:
         proc.start()
     collected: list[Any] = []
@@ -132,12 +141,14 @@ async def _work(spec: LoadSpec, gate: Event, results: Any) -> LoadResult:
         if not gate.wait(timeout=_SETUP_TIMEOUT_S):
             raise LoadRunError("start gate never opened")
         start = time.perf_counter()
+        cpu0 = time.process_time()
         if spec.mode == "closed":
             result = await run_closed(spec, caller.call, start)
         elif spec.mode == "open":
             result = await run_open(spec, caller.call, start)
         else:
             result = await run_burst(spec, caller.call, start)
+        result.client_cpu_s = time.process_time() - cpu0
         result.outcomes = dict(caller.outcomes)
         return result
     finally:

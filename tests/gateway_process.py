@@ -4,9 +4,10 @@ Used by integration tests that need a gateway with settings other than the devst
 (token-mode callers, policies, short lifetimes, ...):
 
     env = stack_env(devstack.info) | {"LAKEGATE__CALLERS__MODE": "token", ...}
-    gw = start_gateway(tmp_path, env)
-    try: ... gw.http_url ... gw.grpc_target ... gw.http_uds ...
-    finally: gw.stop()
+    with running_gateway(tmp_path, env) as gw:
+        ... gw.http_url ... gw.grpc_target ... gw.http_uds ... gw.log_text() ...
+
+(or `gw = start_gateway(tmp_path, env)` ... `gw.stop()`, which returns the exit code).
 
 Every wait is bounded; the process is stopped by its pid (SIGTERM, then SIGKILL after a timeout).
 Its stdout/stderr go to `<run_dir>/gateway.log` (JSON lines), for log scans.
@@ -22,7 +23,8 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -192,6 +194,18 @@ def start_gateway(
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=10)
     raise GatewayStartError(f"gateway not ready after {ready_timeout_s} s:\n{gw_tail}")
+
+
+@contextmanager
+def running_gateway(
+    run_dir: Path, env: Mapping[str, str], **kwargs: Any
+) -> Iterator[GatewayProcess]:
+    """`start_gateway` as a context manager; stops the process by pid on exit."""
+    proc = start_gateway(run_dir, env, **kwargs)
+    try:
+        yield proc
+    finally:
+        proc.stop()
 
 
 def _tail(path: Path, lines: int = 30) -> str:

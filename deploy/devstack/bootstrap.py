@@ -85,14 +85,16 @@ def bootstrap_catalog(
         resp = http.post("/management/v1/warehouse", json=spec.body())
         if resp.status_code == 409:
             listing = http.get("/management/v1/warehouse").json()["warehouses"]
-            warehouse_id = next(w["warehouse-id"] for w in listing if w["name"] == spec.name)
+            warehouse_id = str(next(w["warehouse-id"] for w in listing if w["name"] == spec.name))
         elif resp.status_code == 201:
             warehouse_id = str(resp.json()["warehouse-id"])
         else:
-            raise StartupError(f"warehouse create failed: HTTP {resp.status_code} {resp.text[:200]}")
-        resp = http.post(
-            f"/catalog/v1/{warehouse_id}/namespaces", json={"namespace": [namespace]}
-        )
+            raise StartupError(
+                f"warehouse create failed: HTTP {resp.status_code} {resp.text[:200]}"
+            )
+        resp = http.post(f"/catalog/v1/{warehouse_id}/namespaces", json={"namespace": [namespace]})
         if resp.status_code not in (200, 409):
-            raise StartupError(f"namespace create failed: HTTP {resp.status_code} {resp.text[:200]}")
+            raise StartupError(
+                f"namespace create failed: HTTP {resp.status_code} {resp.text[:200]}"
+            )
     return warehouse_id

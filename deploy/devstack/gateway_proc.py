@@ -24,7 +24,9 @@ def gateway_available() -> bool:
         return False
 
 
-def gateway_env(run_dir: Path, info: dict[str, Any], http_port: int, grpc_port: int) -> dict[str, str]:
+def gateway_env(
+    run_dir: Path, info: dict[str, Any], http_port: int, grpc_port: int
+) -> dict[str, str]:
     client = info["idp"]["clients"]["gateway"]
     roles = info["catalog"]["roles"]
     return {

@@ -9,6 +9,7 @@ A second `up` while recorded processes run is refused; `down` stops every record
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import shutil
 import sys
@@ -35,8 +36,17 @@ NAMESPACE = "demo_ns"
 READY_TIMEOUT_S = 20.0
 STOP_ORDER = ("gateway", "catalog", "s3", "idp")
 # Files `up` recreates; anything else in the run directory is left alone.
-_STATE_FILES = ("catalog.db", "catalog.db-wal", "catalog.db-shm", "idp-key.json", "idp.json",
-                "iam.json", "emulator.json", "stack.json", "ports.json")
+_STATE_FILES = (
+    "catalog.db",
+    "catalog.db-wal",
+    "catalog.db-shm",
+    "idp-key.json",
+    "idp.json",
+    "iam.json",
+    "emulator.json",
+    "stack.json",
+    "ports.json",
+)
 _STATE_DIRS = ("s3-data", "s3-logs", "s3-admin")
 
 
@@ -72,7 +82,9 @@ def _write_pids(run_dir: Path, records: dict[str, ProcessRecord], tmp_sockets: l
         "processes": {name: rec.to_json() for name, rec in records.items()},
         "tmp_sockets": tmp_sockets,
     }
-    _pids_path(run_dir).write_text(json.dumps(data, indent=1))
+    path = _pids_path(run_dir)
+    path.write_text(json.dumps(data, indent=1))
+    path.chmod(0o600)  # holds the gateway's environment (client secret)
 
 
 def running_processes(run_dir: Path) -> dict[str, ProcessRecord]:
@@ -159,10 +171,17 @@ def start_stack(
     records: dict[str, ProcessRecord] = {}
     tmp_sockets: list[str] = []
     try:
-        return _start(run_dir, records, tmp_sockets, with_gateway=with_gateway,
-                      token_ttl_s=token_ttl_s, sts_validity_s=sts_validity_s,
-                      catalog_auth=catalog_auth, soft_delete=soft_delete,
-                      gateway_env=gateway_env)
+        return _start(
+            run_dir,
+            records,
+            tmp_sockets,
+            with_gateway=with_gateway,
+            token_ttl_s=token_ttl_s,
+            sts_validity_s=sts_validity_s,
+            catalog_auth=catalog_auth,
+            soft_delete=soft_delete,
+            gateway_env=gateway_env,
+        )
     except BaseException:
         _write_pids(run_dir, records, tmp_sockets)
         stop_stack(run_dir)
@@ -203,6 +222,7 @@ def _start(
     records["s3"] = processes.spawn(
         "s3", seaweed.weed_argv(run_dir, s3_ports, iam, bucket=BUCKET), log_path=logs / "s3.log"
     )
+    tmp_sockets.extend(seaweed.tmp_socket_patterns(s3_ports))
     s3_endpoint = f"http://127.0.0.1:{s3_ports.s3}"
 
     roles = {"read": str(uuid.uuid4()), "write": str(uuid.uuid4())}
@@ -232,12 +252,16 @@ def _start(
         what="IdP",
     )
     processes.wait_until(
-        records["s3"], lambda: _s3_ready(s3_endpoint, keys), timeout_s=READY_TIMEOUT_S,
-        what="SeaweedFS", interval_s=0.1,
+        records["s3"],
+        lambda: _s3_ready(s3_endpoint, keys),
+        timeout_s=READY_TIMEOUT_S,
+        what="SeaweedFS",
+        interval_s=0.1,
     )
-    tmp_sockets.extend(str(p) for p in seaweed.grpc_socket_paths(s3_ports))
     processes.wait_until(
-        records["catalog"], lambda: _http_ok(f"{catalog_url}/health"), timeout_s=READY_TIMEOUT_S,
+        records["catalog"],
+        lambda: _http_ok(f"{catalog_url}/health"),
+        timeout_s=READY_TIMEOUT_S,
         what="catalog emulator",
     )
 
@@ -245,9 +269,16 @@ def _start(
     admin = clients["admin"]
     token = fetch_token(token_url, admin.client_id, admin.client_secret) if catalog_auth else None
     spec = WarehouseSpec(
-        name=WAREHOUSE, bucket=BUCKET, key_prefix=KEY_PREFIX, endpoint=s3_endpoint,
-        region=seaweed.REGION, role_arn=seaweed.ROLE_ARN, access_key=keys.catalog_access_key,
-        secret_key=keys.catalog_secret_key, sts_validity_s=sts_validity_s, soft_delete=soft_delete,
+        name=WAREHOUSE,
+        bucket=BUCKET,
+        key_prefix=KEY_PREFIX,
+        endpoint=s3_endpoint,
+        region=seaweed.REGION,
+        role_arn=seaweed.ROLE_ARN,
+        access_key=keys.catalog_access_key,
+        secret_key=keys.catalog_secret_key,
+        sts_validity_s=sts_validity_s,
+        soft_delete=soft_delete,
     )
     warehouse_id = bootstrap_catalog(catalog_url, token, spec, NAMESPACE)
 
@@ -288,8 +319,10 @@ def _start(
         records["gateway"] = gw_record
         _write_pids(run_dir, records, tmp_sockets)
         processes.wait_until(
-            gw_record, lambda: _http_ok(f"{gw_info['http_url']}/readyz"),
-            timeout_s=READY_TIMEOUT_S, what="gateway",
+            gw_record,
+            lambda: _http_ok(f"{gw_info['http_url']}/readyz"),
+            timeout_s=READY_TIMEOUT_S,
+            what="gateway",
         )
         info["gateway"] = gw_info
     info["pids"] = {name: rec.pid for name, rec in records.items()}
@@ -312,8 +345,9 @@ def stop_stack(run_dir: Path) -> list[str]:
         if processes.is_alive(rec):
             processes.stop(rec)
             stopped.append(name)
-    for sock in tmp_sockets:
-        Path(sock).unlink(missing_ok=True)
+    for pattern in tmp_sockets:
+        for sock in glob.glob(pattern):
+            Path(sock).unlink(missing_ok=True)
     _pids_path(run_dir).unlink(missing_ok=True)
     (run_dir / "stack.json").unlink(missing_ok=True)
     return stopped
@@ -358,8 +392,9 @@ def start_component(run_dir: Path, name: str, *, timeout_s: float = READY_TIMEOU
     record = processes.respawn(records[name])
     records[name] = record
     _write_pids(run_dir, records, tmp_sockets)
-    processes.wait_until(record, _ready_check(info, name), timeout_s=timeout_s, what=name,
-                         interval_s=0.1)
+    processes.wait_until(
+        record, _ready_check(info, name), timeout_s=timeout_s, what=name, interval_s=0.1
+    )
     info["pids"][name] = record.pid
     stack_json.write_text(json.dumps(info, indent=1))
     return record.pid
@@ -372,7 +407,8 @@ def _summary(stack: Stack) -> str:
         f"  IdP       {i['idp']['issuer']}  (clients: {', '.join(i['idp']['clients'])})",
         f"  S3 + STS  {i['s3']['endpoint']}  bucket {i['s3']['bucket']}",
         f"  catalog   {i['catalog']['url']}  auth={'on' if i['catalog']['auth'] else 'off'}",
-        f"  warehouse {i['warehouse']['name']} = {i['warehouse']['id']}, namespace {i['namespace']}",
+        f"  warehouse {i['warehouse']['name']} = {i['warehouse']['id']}",
+        f"  namespace {i['namespace']}",
     ]
     if i.get("gateway"):
         lines.append(f"  gateway   {i['gateway']['http_url']}  grpc {i['gateway']['grpc_target']}")
@@ -403,8 +439,11 @@ def cli(argv: Sequence[str]) -> int:
                 print("gateway package not importable; starting without it", file=sys.stderr)
                 with_gateway = False
             stack = start_stack(
-                args.dir, with_gateway=with_gateway, token_ttl_s=args.token_ttl,
-                sts_validity_s=args.sts_validity, catalog_auth=not args.no_auth,
+                args.dir,
+                with_gateway=with_gateway,
+                token_ttl_s=args.token_ttl,
+                sts_validity_s=args.sts_validity,
+                catalog_auth=not args.no_auth,
                 soft_delete=args.soft_delete,
             )
             print(_summary(stack))

@@ -75,7 +75,7 @@ def spawn(
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAKEGATE__")}
     env.update(env_extra or {})
     with open(log_path, "ab") as log:
-        proc = subprocess.Popen(  # noqa: S603 - argv is built by the launcher, never from input
+        proc = subprocess.Popen(
             list(argv),
             stdin=subprocess.DEVNULL,
             stdout=log,
@@ -124,7 +124,7 @@ def is_alive(record: ProcessRecord) -> bool:
         proc = psutil.Process(record.pid)
         if record.create_time and abs(proc.create_time() - record.create_time) > 1.0:
             return False
-        return proc.status() != psutil.STATUS_ZOMBIE
+        return bool(proc.status() != psutil.STATUS_ZOMBIE)
     except psutil.NoSuchProcess:
         return False
 
@@ -171,7 +171,9 @@ def _signal_group(record: ProcessRecord, sig: signal.Signals) -> None:
         os.kill(record.pid, sig)
 
 
-def stop(record: ProcessRecord, *, term_timeout_s: float = 5.0, kill_timeout_s: float = 3.0) -> None:
+def stop(
+    record: ProcessRecord, *, term_timeout_s: float = 5.0, kill_timeout_s: float = 3.0
+) -> None:
     """SIGTERM the process group, then SIGKILL if needed, and verify the process is gone."""
     if not is_alive(record):
         return

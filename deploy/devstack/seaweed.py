@@ -15,7 +15,7 @@ import secrets
 import shutil
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from pathlib import Path
 
 ROLE_NAME = "LakekeeperVending"
@@ -155,7 +155,7 @@ def weed_argv(run_dir: Path, ports: SeaweedPorts, iam_path: Path, *, bucket: str
     """`weed mini` flags: loopback only, data/logs/sockets in the run dir where weed allows.
 
     weed still puts its internal gRPC sockets in /tmp/seaweedfs-*-grpc-<port>.sock (hard-coded);
-    `grpc_socket_paths` lists them so `down` can remove them.
+    `tmp_socket_patterns` lists them so `down` can remove them.
     """
     data = run_dir / "s3-data"
     logs = run_dir / "s3-logs"
@@ -193,11 +193,9 @@ def weed_argv(run_dir: Path, ports: SeaweedPorts, iam_path: Path, *, bucket: str
     ]
 
 
-def grpc_socket_paths(ports: SeaweedPorts) -> list[Path]:
-    """Sockets weed mini creates in /tmp regardless of flags (removed by `down`)."""
-    tmp = Path("/tmp")  # noqa: S108 - weed hard-codes this location
-    out: list[Path] = []
-    for port in (ports.master_grpc, ports.volume_grpc, ports.filer_grpc, ports.s3_grpc,
-                 ports.admin_grpc):
-        out.extend(tmp.glob(f"seaweedfs-*-{port}.sock"))
-    return out
+def tmp_socket_patterns(ports: SeaweedPorts) -> list[str]:
+    """Glob patterns of the sockets weed mini creates in /tmp regardless of flags.
+
+    `down` removes what matches them once weed has stopped (only this stack's ports).
+    """
+    return [f"/tmp/seaweedfs-*-{port}.sock" for port in astuple(ports)]  # noqa: S108

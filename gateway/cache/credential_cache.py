@@ -83,6 +83,7 @@ class CredentialCache:
         self._generation = 0
         self._stale_count = 0
         self._wake: asyncio.Event | None = None
+        self._planned_scan_mono = float("inf")
 
     # ------------------------------------------------------------------ reading
     @property
@@ -118,7 +119,7 @@ class CredentialCache:
             UpstreamTimeoutError: this caller's own deadline passed (the fetch goes on).
         """
         now_m = self._clock.monotonic()
-        neg = self._negative.get(key)
+        neg = self._negative.get(key) if self._negative else None
         if neg is not None:
             if now_m < neg[1]:
                 raise neg[0].clone()
@@ -232,8 +233,23 @@ class CredentialCache:
             victim, _ = self._entries.popitem(last=False)
             self._count_drop(victim, "lru", None)
         self._metrics.cache_entries.set(len(self._entries))
-        if self._wake is not None:
+        self._maybe_wake(entry, now_m)
+
+    def _maybe_wake(self, entry: _Entry, now_m: float) -> None:
+        # Wake the refresher only if this entry falls due before its next planned scan:
+        # a burst of fresh misses must not turn into a burst of O(n) scans.
+        if self._wake is None:
+            return
+        if entry.value.expires_at_ms is None:
+            return  # lapses after its TTL; the periodic scan evicts it
+        left = policy.remaining_s(self._clock.now(), entry.value.expires_at_ms) or 0.0
+        due_mono = now_m + left - entry.lead_s
+        if due_mono < self._planned_scan_mono:
             self._wake.set()
+
+    def plan_scan(self, at_mono: float) -> None:
+        """The refresher's next scan time (so stores wake it only when needed)."""
+        self._planned_scan_mono = at_mono
 
     # ------------------------------------------------------------------ removal
     def _drop(self, key: CacheKey, reason: str) -> bool:

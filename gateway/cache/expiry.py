@@ -68,4 +68,6 @@ def credential_set(credentials: Iterable[StorageCredential], location: str = "")
 
 def storage_credential(prefix: str, config: Mapping[str, str]) -> StorageCredential:
     """A StorageCredential with its expiry parsed from its config."""
-    return StorageCredential(prefix=prefix, config=dict(config), expires_at_ms=parse_expiry_ms(config))
+    return StorageCredential(
+        prefix=prefix, config=dict(config), expires_at_ms=parse_expiry_ms(config)
+    )

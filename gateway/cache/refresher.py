@@ -136,7 +136,9 @@ class RefreshAhead:
                 last_scan = self._clock.monotonic()
                 next_in = await self.run_once()
                 wait = _MAX_IDLE_WAIT_S if next_in is None else min(_MAX_IDLE_WAIT_S, next_in)
-                await self._sleep_or_wake(max(_MIN_WAIT_S, wait))
+                wait = max(_MIN_WAIT_S, wait)
+                self._cache.plan_scan(self._clock.monotonic() + wait)
+                await self._sleep_or_wake(wait)
             except Exception:
                 # The loop must outlive any single bad scan; it is the only refresher.
                 log.exception("refresh-ahead loop iteration failed")

@@ -10,7 +10,7 @@ errors, cancellation).
 from __future__ import annotations
 
 from types import TracebackType
-from typing import Literal
+from typing import Any, Literal
 
 from gateway.clock import Clock
 from gateway.errors import PermissionDeniedError, RateLimitedCallerError, UnauthenticatedError
@@ -31,11 +31,11 @@ def result_for(exc: BaseException) -> str:
 class Tally:
     """One request in flight; `served()` sets the success result before the context exits."""
 
-    __slots__ = ("_clock", "_kind", "_metrics", "_remaining_s", "_result", "_started", "_surface")
+    __slots__ = ("_clock", "_kind", "_recorder", "_remaining_s", "_result", "_started", "_surface")
 
-    def __init__(self, metrics: Metrics, clock: Clock, surface: Surface, kind: Kind) -> None:
-        self._metrics = metrics
-        self._clock = clock
+    def __init__(self, recorder: Recorder, surface: Surface, kind: Kind) -> None:
+        self._recorder = recorder
+        self._clock = recorder.clock
         self._surface = surface
         self._kind = kind
         self._result: str | None = None
@@ -57,16 +57,16 @@ class Tally:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        m = self._metrics
+        rec = self._recorder
         if exc is not None:
             result = result_for(exc)
         else:
             # Metadata calls that went upstream and did not name an outcome count as a miss.
             result = self._result or "miss"
             if self._remaining_s is not None:
-                m.served_remaining.observe(max(self._remaining_s, 0.0))
-        m.requests.labels(self._surface, self._kind, result).inc()
-        m.request_duration.labels(self._surface, self._kind).observe(
+                rec.metrics.served_remaining.observe(max(self._remaining_s, 0.0))
+        rec.counter(self._surface, self._kind, result).inc()
+        rec.histogram(self._surface, self._kind).observe(
             max(self._clock.monotonic() - self._started, 0.0)
         )
 
@@ -77,6 +77,24 @@ class Recorder:
     def __init__(self, metrics: Metrics, clock: Clock) -> None:
         self.metrics = metrics
         self.clock = clock
+        # Label children cached per label set: `labels()` is a locked dict lookup per call,
+        # measurable on the cached-credential hot path. The label space is small and fixed.
+        self._counters: dict[tuple[str, str, str], Any] = {}
+        self._histograms: dict[tuple[str, str], Any] = {}
 
     def track(self, surface: Surface, kind: Kind) -> Tally:
-        return Tally(self.metrics, self.clock, surface, kind)
+        return Tally(self, surface, kind)
+
+    def counter(self, surface: str, kind: str, result: str) -> Any:
+        key = (surface, kind, result)
+        child = self._counters.get(key)
+        if child is None:
+            child = self._counters[key] = self.metrics.requests.labels(surface, kind, result)
+        return child
+
+    def histogram(self, surface: str, kind: str) -> Any:
+        key = (surface, kind)
+        child = self._histograms.get(key)
+        if child is None:
+            child = self._histograms[key] = self.metrics.request_duration.labels(surface, kind)
+        return child

@@ -184,7 +184,8 @@ class JwtCallerAuth:
         cached = self._verified.get(digest)
         now = self._clock.now()
         if cached is not None and cached[1] > now:
-            return cached[0]
+            identity: CallerIdentity = cached[0]
+            return identity
         try:
             header = jwt.get_unverified_header(token)
         except jwt.PyJWTError as exc:

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 import grpc
+from google.protobuf.message import Message
 from lakegate.v1 import catalog_pb2, common_pb2, credentials_pb2
 
 from gateway.errors import InvalidRequestError
@@ -216,13 +217,13 @@ class CatalogServicer:
         return catalog_pb2.ResolveWarehouseResponse(warehouse_id=wh.id, name=wh.name)
 
 
-_CREDENTIAL_METHODS: dict[str, tuple[type, type, Kind]] = {
+_CREDENTIAL_METHODS: dict[str, tuple[type[Message], type[Message], Kind]] = {
     "GetTableCredentials": (credentials_pb2.GetTableCredentialsRequest,
                             credentials_pb2.GetTableCredentialsResponse, "credential"),
     "InvalidateCredentials": (credentials_pb2.InvalidateCredentialsRequest,
                               credentials_pb2.InvalidateCredentialsResponse, "admin"),
 }
-_CATALOG_METHODS: dict[str, tuple[type, type, Kind]] = {
+_CATALOG_METHODS: dict[str, tuple[type[Message], type[Message], Kind]] = {
     "LoadTable": (catalog_pb2.LoadTableRequest, catalog_pb2.LoadTableResponse, "metadata"),
     "ListTables": (catalog_pb2.ListTablesRequest, catalog_pb2.ListTablesResponse, "metadata"),
     "CreateTable": (catalog_pb2.CreateTableRequest, catalog_pb2.LoadTableResponse, "metadata"),

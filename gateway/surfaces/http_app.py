@@ -100,6 +100,13 @@ def build_http_app(deps: HttpDeps) -> web.Application:
                 _log.exception("unhandled error", extra={"path": request.path})
                 response = internal_error_response(request_id)
             response.headers["x-request-id"] = request_id
+            if response.status >= 500:
+                _log.warning("request failed", extra={"method": request.method,
+                                                      "path": request.path,
+                                                      "status": response.status})
+            elif _log.isEnabledFor(logging.DEBUG):
+                _log.debug("request", extra={"method": request.method, "path": request.path,
+                                             "status": response.status})
             if lakekeeper:
                 for key, value in LAKEKEEPER_HEADERS.items():
                     response.headers.setdefault(key, value)

@@ -50,6 +50,14 @@ _GT = ("lakekeeper", "v1", "{prefix}", "namespaces", "{ns}", "generic-tables")
 _NS = ("catalog", "v1", "{prefix}", "namespaces")
 _CREATE_KEYS = {"name", "format", "base-location", "doc", "properties"}
 _PASS_HEADERS = ("Content-Type", "Retry-After", "ETag")
+# The Iceberg endpoints the gateway serves; `/config` advertises only these (not the catalog's).
+SERVED_ICEBERG_ENDPOINTS = frozenset({
+    "GET /v1/{prefix}/namespaces",
+    "POST /v1/{prefix}/namespaces",
+    "GET /v1/{prefix}/namespaces/{namespace}",
+    "HEAD /v1/{prefix}/namespaces/{namespace}",
+    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials",
+})
 
 
 def table_json(table: GenericTable) -> dict[str, Any]:
@@ -246,6 +254,8 @@ class LakekeeperApi:
             # Point Iceberg clients back at the gateway, not at the catalog behind it.
             overrides["uri"] = f"{request.scheme}://{request.host}/catalog"
             cfg["overrides"] = overrides
+            if isinstance(cfg.get("endpoints"), list):
+                cfg["endpoints"] = [e for e in cfg["endpoints"] if e in SERVED_ICEBERG_ENDPOINTS]
             return json_response(cfg)
 
     async def forward_namespaces(self, request: web.Request, call: Call) -> web.StreamResponse:

@@ -7,6 +7,7 @@ and the policy check before the cache is consulted (callers share cache entries)
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -21,6 +22,7 @@ from gateway.surfaces.operations import Operations
 from gateway.surfaces.policy import CallerPolicy
 
 MARKER_HEADER = "X-Lakegate-Request"
+_log = logging.getLogger("lakegate.ingress")
 
 
 def forgeable(message: str) -> PermissionDeniedError:
@@ -100,6 +102,7 @@ class Gate:
 
     def _reject(self, reason: str, err: GatewayError) -> GatewayError:
         self._metrics.ingress_rejected.labels(reason).inc()
+        _log.info("request refused", extra={"reason": reason, "type": err.type_name})
         return err
 
     async def admit(

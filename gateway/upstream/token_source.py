@@ -235,6 +235,7 @@ class ClientCredentialsTokenSource:
         self._metrics = metrics
         self._rng = rng or random.Random()  # noqa: S311 - jitter, not cryptography
         self._grant: _Grant | None = None
+        self._refresh_at_s = 0.0  # wall time of the next background refresh
         self._inflight: asyncio.Task[_Grant] | None = None
         self._spawn: Spawn | None = None
         self._loop_task: asyncio.Task[None] | None = None
@@ -361,18 +362,13 @@ class ClientCredentialsTokenSource:
         grant = _Grant(token=Secret(parsed.access_token), expires_at_s=now + lifetime,
                        issued_at_s=now, fetched_mono=self._clock.monotonic())
         self._grant = grant
+        self._refresh_at_s = refresh_point_s(
+            grant.issued_at_s, grant.lifetime_s, self._settings.refresh_fraction,
+            _REFRESH_JITTER, self._rng.random(),
+        )
         self._failures = 0
         self._metrics.idp_token_expiry.set(grant.expires_at_s)
         return grant
-
-    def next_refresh_in_s(self) -> float:
-        """Seconds until the background refresh should run (pure given state and rand)."""
-        grant = self._grant
-        if grant is None:
-            return 0.0
-        frac = self._settings.refresh_fraction + _REFRESH_JITTER * (2 * self._rng.random() - 1)
-        at = grant.issued_at_s + grant.lifetime_s * frac
-        return max(0.0, at - self._clock.now())
 
     def _backoff_s(self) -> float:
         cap = min(self._settings.backoff_max_s, 1.0 * (2.0 ** min(self._failures, 16)))
@@ -389,7 +385,10 @@ class ClientCredentialsTokenSource:
         while True:
             try:
                 if self._grant is not None:
-                    await self._clock.sleep(self.next_refresh_in_s())
+                    wait = self._refresh_at_s - self._clock.now()
+                    if wait > 0:
+                        await self._clock.sleep(wait)
+                        continue  # re-check: a forced refresh may have moved the point
                 await self._refresh()
             except GatewayError as err:
                 self._failures += 1
@@ -403,6 +402,15 @@ class ClientCredentialsTokenSource:
                 self._failures += 1
                 log.exception("token refresh loop iteration failed")
                 await self._clock.sleep(self._backoff_s())
+
+
+def refresh_point_s(issued_at_s: float, lifetime_s: float, fraction: float, jitter: float,
+                    rand: float) -> float:
+    """When to refresh a token: `fraction` of its lifetime ± `jitter`, `rand` in [0, 1).
+
+    Jitter keeps a fleet of gateways started together from asking the IdP together.
+    """
+    return issued_at_s + lifetime_s * (fraction + jitter * (2.0 * rand - 1.0))
 
 
 def _oauth_error(body: bytes) -> str:

@@ -137,5 +137,5 @@ class TokenResponse(BaseModel):
     model_config = ConfigDict(frozen=True, extra="allow")
 
     access_token: str = Field(repr=False)
-    token_type: str = "Bearer"
+    token_type: str = "Bearer"  # noqa: S105 - a scheme name
     expires_in: float | None = None

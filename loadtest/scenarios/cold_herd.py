@@ -30,8 +30,9 @@ def run(ctx: BenchContext) -> dict[str, Any]:
     gw = stack.start_gateway("cold-herd")
     out: dict[str, Any] = {}
     try:
-        stack.emulator.set_faults(latency_ms=prof.herd_upstream_latency_ms,
-                                  operations=list(CREDENTIAL_OPS))
+        stack.emulator.set_faults(
+            latency_ms=prof.herd_upstream_latency_ms, operations=list(CREDENTIAL_OPS)
+        )
         # resolve the warehouse once so each herd measures the credential call only
         build = build_request("GET", stack.native_path("herd_warm"), {"X-Lakegate-Request": "1"})
         stack.create_tables(["herd_warm"])
@@ -39,16 +40,25 @@ def run(ctx: BenchContext) -> dict[str, Any]:
         for k, table in zip(prof.herd_ks, tables, strict=True):
             before, m0 = stack.emulator.stats(), gw.metrics()
             req = build_request("GET", stack.native_path(table), {"X-Lakegate-Request": "1"})
-            spec = LoadSpec("http", gw.http_uds, req, "burst", k, Bounds(k, 120.0),
-                            processes=min(prof.herd_processes, k), cpus=ctx.client_cpus,
-                            count_outcomes=True)
+            spec = LoadSpec(
+                "http",
+                gw.http_uds,
+                req,
+                "burst",
+                k,
+                Bounds(k, 120.0),
+                processes=min(prof.herd_processes, k),
+                cpus=ctx.client_cpus,
+                count_outcomes=True,
+            )
             result = run_load(spec)
             after, m1 = stack.emulator.stats(), gw.metrics()
             upstream = sum(delta(before, after, op) for op in CREDENTIAL_OPS)
             up_sum = _upstream(m1, "sum") - _upstream(m0, "sum")
             up_count = _upstream(m1, "count") - _upstream(m0, "count")
-            upstream_ms = (up_sum / up_count * 1000.0) if up_count > 0 else \
-                prof.herd_upstream_latency_ms
+            upstream_ms = (
+                (up_sum / up_count * 1000.0) if up_count > 0 else prof.herd_upstream_latency_ms
+            )
             lat = result.hist.summary_ms()
             out[str(k)] = {
                 "upstream_calls": upstream,
@@ -61,8 +71,10 @@ def run(ctx: BenchContext) -> dict[str, Any]:
                 "outcomes": result.outcomes,
                 "error_samples": result.error_samples,
             }
-            ctx.say(f"cold herd K={k}: upstream={upstream} p99={lat['p99']} ms "
-                    f"upstream_call={upstream_ms:.1f} ms errors={result.errors}")
+            ctx.say(
+                f"cold herd K={k}: upstream={upstream} p99={lat['p99']} ms "
+                f"upstream_call={upstream_ms:.1f} ms errors={result.errors}"
+            )
     finally:
         stack.emulator.clear_faults()
         stack.stop_gateway(gw)
@@ -70,5 +82,9 @@ def run(ctx: BenchContext) -> dict[str, Any]:
 
 
 def _upstream(samples: dict[str, float], kind: str) -> float:
-    return metric_sum(samples, f"lakegate_upstream_request_duration_seconds_{kind}",
-                      target="catalog", op="load_credentials")
+    return metric_sum(
+        samples,
+        f"lakegate_upstream_request_duration_seconds_{kind}",
+        target="catalog",
+        op="load_credentials",
+    )

@@ -23,17 +23,28 @@ def run(ctx: BenchContext) -> dict[str, Any]:
     stack.create_tables(tables)
     weights = tuple(zipf_weights(len(tables)))
     executors = prof.exec_processes * prof.exec_per_process
-    common = {"weights": weights, "executors": executors, "duration_s": prof.exec_duration_s,
-              "max_requests": 50_000_000, "think_s": prof.exec_think_s,
-              "processes": prof.exec_processes, "cpus": ctx.client_cpus}
+    common = {
+        "weights": weights,
+        "executors": executors,
+        "duration_s": prof.exec_duration_s,
+        "max_requests": 50_000_000,
+        "think_s": prof.exec_think_s,
+        "processes": prof.exec_processes,
+        "cpus": ctx.client_cpus,
+    }
 
     stack.idp.reset()
     before = stack.emulator.stats()
     gw = stack.start_gateway("executors")
     try:
-        via_gw = run_executors(ExecutorSpec(
-            mode="gateway", target=gw.http_uds,
-            paths=tuple(stack.native_path(t) for t in tables), **common))  # type: ignore[arg-type]
+        via_gw = run_executors(
+            ExecutorSpec(
+                mode="gateway",
+                target=gw.http_uds,
+                paths=tuple(stack.native_path(t) for t in tables),
+                **common,
+            )
+        )  # type: ignore[arg-type]
         after = stack.emulator.stats()
         gateway = _report(via_gw, before, after, stack.idp.token_requests())
     finally:
@@ -43,11 +54,17 @@ def run(ctx: BenchContext) -> dict[str, Any]:
     client = stack.info["idp"]["clients"]["direct"]
     stack.idp.reset()
     before = stack.emulator.stats()
-    direct_run = run_executors(ExecutorSpec(
-        mode="direct", target=stack.info["catalog"]["url"],
-        paths=tuple(stack.catalog_load_path(t) for t in tables),
-        token_url=stack.info["idp"]["token_url"], client_id=client["id"],
-        client_secret=client["secret"], **common))  # type: ignore[arg-type]
+    direct_run = run_executors(
+        ExecutorSpec(
+            mode="direct",
+            target=stack.info["catalog"]["url"],
+            paths=tuple(stack.catalog_load_path(t) for t in tables),
+            token_url=stack.info["idp"]["token_url"],
+            client_id=client["id"],
+            client_secret=client["secret"],
+            **common,
+        )
+    )  # type: ignore[arg-type]
     after = stack.emulator.stats()
     direct = _report(direct_run, before, after, stack.idp.token_requests())
     ctx.say(f"executors direct: {direct}")
@@ -56,16 +73,23 @@ def run(ctx: BenchContext) -> dict[str, Any]:
         "gateway": gateway,
         "direct": direct,
         "amplification": round(amp, 1),
-        "direct_amplification": round(direct["client_requests"] /
-                                      max(1, direct["upstream_calls"]), 3),
-        "setup": {"processes": prof.exec_processes, "executors": executors,
-                  "tables": len(tables), "duration_s": prof.exec_duration_s,
-                  "think_s": prof.exec_think_s, "popularity": "zipf s=1.1"},
+        "direct_amplification": round(
+            direct["client_requests"] / max(1, direct["upstream_calls"]), 3
+        ),
+        "setup": {
+            "processes": prof.exec_processes,
+            "executors": executors,
+            "tables": len(tables),
+            "duration_s": prof.exec_duration_s,
+            "think_s": prof.exec_think_s,
+            "popularity": "zipf s=1.1",
+        },
     }
 
 
-def _report(result: ExecutorResult, before: dict[str, int], after: dict[str, int],
-            idp_requests: int) -> dict[str, Any]:
+def _report(
+    result: ExecutorResult, before: dict[str, int], after: dict[str, int], idp_requests: int
+) -> dict[str, Any]:
     return {
         "client_requests": result.requests,
         "upstream_calls": catalog_calls(before, after),

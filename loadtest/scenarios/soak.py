@@ -25,19 +25,33 @@ def run(ctx: BenchContext) -> dict[str, Any]:
     stack.create_tables(tables)
     stack.emulator.set_faults(credential_lifetime_s=prof.soak_lifetime_s)
     stack.emulator.clear_credential_cache()
-    gw = stack.start_gateway("soak", {
-        "LAKEGATE__CACHE__MIN_REMAINING_S": str(prof.soak_min_remaining_s),
-        "LAKEGATE__CACHE__REFRESH_LEAD_S": str(prof.soak_refresh_lead_s),
-        "LAKEGATE__CACHE__IDLE_S": "300", "LAKEGATE__CACHE__MAX_ENTRIES": "1000",
-    })
+    gw = stack.start_gateway(
+        "soak",
+        {
+            "LAKEGATE__CACHE__MIN_REMAINING_S": str(prof.soak_min_remaining_s),
+            "LAKEGATE__CACHE__REFRESH_LEAD_S": str(prof.soak_refresh_lead_s),
+            "LAKEGATE__CACHE__IDLE_S": "300",
+            "LAKEGATE__CACHE__MAX_ENTRIES": "1000",
+        },
+    )
     try:
         before, m0 = stack.emulator.stats(), gw.metrics()
-        result = run_executors(ExecutorSpec(
-            mode="gateway", target=gw.http_uds,
-            paths=tuple(stack.native_path(t) for t in tables), weights=(1.0,) * len(tables),
-            executors=prof.soak_executors, duration_s=prof.soak_duration_s,
-            max_requests=50_000_000, think_s=0.01, warmup_s=prof.soak_warmup_s, parse=True,
-            processes=2, cpus=ctx.client_cpus))
+        result = run_executors(
+            ExecutorSpec(
+                mode="gateway",
+                target=gw.http_uds,
+                paths=tuple(stack.native_path(t) for t in tables),
+                weights=(1.0,) * len(tables),
+                executors=prof.soak_executors,
+                duration_s=prof.soak_duration_s,
+                max_requests=50_000_000,
+                think_s=0.01,
+                warmup_s=prof.soak_warmup_s,
+                parse=True,
+                processes=2,
+                cpus=ctx.client_cpus,
+            )
+        )
         after, m1 = stack.emulator.stats(), gw.metrics()
     finally:
         stack.emulator.clear_faults()
@@ -64,7 +78,9 @@ def run(ctx: BenchContext) -> dict[str, Any]:
         - metric_sum(m0, "lakegate_refresh_total", status="error"),
         "error_samples": result.error_samples,
     }
-    ctx.say(f"soak: errors={out['errors']} misses={out['misses_after_warmup']} "
-            f"min_remaining={out['min_remaining_s']} s calls/key/lifetime="
-            f"{out['upstream_calls_per_key_per_lifetime']}")
+    ctx.say(
+        f"soak: errors={out['errors']} misses={out['misses_after_warmup']} "
+        f"min_remaining={out['min_remaining_s']} s calls/key/lifetime="
+        f"{out['upstream_calls_per_key_per_lifetime']}"
+    )
     return out

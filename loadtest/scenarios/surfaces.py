@@ -17,7 +17,7 @@ from loadtest.bounds import Bounds
 from loadtest.child import ChildProcess
 from loadtest.context import BenchContext
 from loadtest.rawhttp import build_request
-from loadtest.spec import LoadSpec
+from loadtest.spec import LoadResult, LoadSpec
 from loadtest.workers import run_load
 
 GRPC_METHOD = "/lakegate.v1.CredentialService/GetTableCredentials"
@@ -33,8 +33,9 @@ def run(ctx: BenchContext) -> dict[str, Any]:
         http_req = build_request("GET", stack.native_path(TABLE), {"X-Lakegate-Request": "1"})
         aws_req = build_request("GET", stack.aws_path(TABLE), {"X-Lakegate-Request": "1"})
         grpc_req = _grpc_request(stack.warehouse, stack.namespace, TABLE)
-        http_body, grpc_body = _samples(gw.http_url + stack.native_path(TABLE), gw.grpc_tcp,
-                                        grpc_req)
+        http_body, grpc_body = _samples(
+            gw.http_url + stack.native_path(TABLE), gw.grpc_tcp, grpc_req
+        )
         baseline, bports = _start_baseline(ctx, http_body, grpc_body)
         b_http_uds = f"unix:{ctx.work_dir / 'baseline-http.sock'}"
         b_grpc_uds = f"unix:{ctx.work_dir / 'baseline-grpc.sock'}"
@@ -49,10 +50,13 @@ def run(ctx: BenchContext) -> dict[str, Any]:
         }
         out: dict[str, Any] = {}
         for surface, (target, base) in plan.items():
-            out[surface] = _measure(ctx, surface, target, base)
-        out["_meta"] = {"http_body_bytes": len(http_body), "grpc_body_bytes": len(grpc_body),
-                        "server_cpus": sorted(ctx.server_cpus or []),
-                        "client_cpus": list(ctx.client_cpus or [])}
+            out[surface] = _measure(ctx, surface, (gw.child, target), (baseline, base))
+        out["_meta"] = {
+            "http_body_bytes": len(http_body),
+            "grpc_body_bytes": len(grpc_body),
+            "server_cpus": sorted(ctx.server_cpus or []),
+            "client_cpus": list(ctx.client_cpus or []),
+        }
         return out
     finally:
         if baseline is not None:
@@ -60,46 +64,104 @@ def run(ctx: BenchContext) -> dict[str, Any]:
         stack.stop_gateway(gw)
 
 
-def _measure(ctx: BenchContext, surface: str, target: tuple[str, str, bytes],
-             base: tuple[str, str, bytes]) -> dict[str, Any]:
+def _measure(
+    ctx: BenchContext,
+    surface: str,
+    target: tuple[ChildProcess, tuple[str, str, bytes]],
+    base: tuple[ChildProcess, tuple[str, str, bytes]],
+) -> dict[str, Any]:
     prof = ctx.profile
     by_conc: dict[str, Any] = {}
     best = best_base = 0.0
     for conc in prof.surface_concurrencies:
-        g = run_load(_spec(ctx, target, "closed", conc))
-        b = run_load(_spec(ctx, base, "closed", conc))
-        by_conc[str(conc)] = {"rps": round(g.rps, 1), "baseline_rps": round(b.rps, 1),
-                              "latency_ms": g.hist.summary_ms(),
-                              "baseline_latency_ms": b.hist.summary_ms(),
-                              "errors": g.errors, "baseline_errors": b.errors,
-                              "error_samples": g.error_samples}
+        g, g_server = _run_measured(ctx, target, conc)
+        b, b_server = _run_measured(ctx, base, conc)
+        by_conc[str(conc)] = {
+            "rps": round(g.rps, 1),
+            "baseline_rps": round(b.rps, 1),
+            "latency_ms": g.hist.summary_ms(),
+            "baseline_latency_ms": b.hist.summary_ms(),
+            "errors": g.errors,
+            "baseline_errors": b.errors,
+            "server_cores": g_server,
+            "baseline_server_cores": b_server,
+            "client_cores": round(g.client_cores, 2),
+            "baseline_client_cores": round(b.client_cores, 2),
+            "error_samples": g.error_samples,
+        }
         best, best_base = max(best, g.rps), max(best_base, b.rps)
-        ctx.say(f"{surface} c={conc}: {g.rps:,.0f} rps (baseline {b.rps:,.0f}) "
-                f"p99={g.hist.percentile_ms(99):.2f} ms errors={g.errors}")
+        ctx.say(
+            f"{surface} c={conc}: {g.rps:,.0f} rps (baseline {b.rps:,.0f}) "
+            f"p99={g.hist.percentile_ms(99):.2f} ms errors={g.errors} cores server/client "
+            f"{g_server}/{g.client_cores:.2f} (baseline {b_server}/{b.client_cores:.2f})"
+        )
     half = max(1.0, best / 2.0)
-    open_run = run_load(_spec(ctx, target, "open", max(prof.surface_concurrencies),
-                              rate=half, duration=prof.surface_open_duration_s))
+    open_run = run_load(
+        _spec(
+            ctx,
+            target[1],
+            "open",
+            max(prof.surface_concurrencies),
+            rate=half,
+            duration=prof.surface_open_duration_s,
+        )
+    )
     lat = open_run.hist.summary_ms()
-    ctx.say(f"{surface} open loop at {half:,.0f}/s: p50={lat['p50']} p99={lat['p99']} "
-            f"p99.9={lat['p999']} ms")
-    return {"rps": round(best, 1), "baseline_rps": round(best_base, 1),
-            "ratio": round(best / best_base, 3) if best_base > 0 else None,
-            "p99_ms_half_load": lat["p99"], "half_load": {"rate_per_s": round(half, 1),
-                                                          "achieved_rps": round(open_run.rps, 1),
-                                                          "latency_ms": lat,
-                                                          "errors": open_run.errors},
-            "by_concurrency": by_conc}
+    ctx.say(
+        f"{surface} open loop at {half:,.0f}/s: p50={lat['p50']} p99={lat['p99']} "
+        f"p99.9={lat['p999']} ms"
+    )
+    return {
+        "rps": round(best, 1),
+        "baseline_rps": round(best_base, 1),
+        "ratio": round(best / best_base, 3) if best_base > 0 else None,
+        "p99_ms_half_load": lat["p99"],
+        "half_load": {
+            "rate_per_s": round(half, 1),
+            "achieved_rps": round(open_run.rps, 1),
+            "latency_ms": lat,
+            "errors": open_run.errors,
+        },
+        "by_concurrency": by_conc,
+    }
 
 
-def _spec(ctx: BenchContext, target: tuple[str, str, bytes], mode: str, conc: int,
-          rate: float = 0.0, duration: float | None = None) -> LoadSpec:
+def _run_measured(
+    ctx: BenchContext, side: tuple[ChildProcess, tuple[str, str, bytes]], conc: int
+) -> tuple[LoadResult, float]:
+    """One closed-loop run, with the server's CPU use in cores over the load window."""
+    child, target = side
+    prof = ctx.profile
+    cpu0 = child.cpu_s()
+    result = run_load(_spec(ctx, target, "closed", conc))
+    window = prof.surface_warmup_s + prof.surface_duration_s
+    return result, round((child.cpu_s() - cpu0) / window, 2)
+
+
+def _spec(
+    ctx: BenchContext,
+    target: tuple[str, str, bytes],
+    mode: str,
+    conc: int,
+    rate: float = 0.0,
+    duration: float | None = None,
+) -> LoadSpec:
     protocol, addr, payload = target
     prof = ctx.profile
     procs = max(1, min(prof.surface_processes, conc))
-    return LoadSpec(protocol, addr, payload, mode, conc,  # type: ignore[arg-type]
-                    Bounds(10_000_000, duration or prof.surface_duration_s),
-                    grpc_method=GRPC_METHOD, rate_per_s=rate, warmup_s=prof.surface_warmup_s,
-                    processes=procs, cpus=ctx.client_cpus)
+    return LoadSpec(
+        protocol,
+        addr,
+        payload,
+        mode,
+        conc,  # type: ignore[arg-type]
+        Bounds(10_000_000, duration or prof.surface_duration_s),
+        grpc_method=GRPC_METHOD,
+        rate_per_s=rate,
+        warmup_s=prof.surface_warmup_s,
+        processes=procs,
+        cpus=ctx.client_cpus,
+    )
 
 
 def _grpc_request(warehouse: str, namespace: str, table: str) -> bytes:
@@ -107,7 +169,8 @@ def _grpc_request(warehouse: str, namespace: str, table: str) -> bytes:
 
     msg = credentials_pb2.GetTableCredentialsRequest(
         table=common_pb2.TableRef(warehouse=warehouse, namespace=[namespace], name=table),
-        access=common_pb2.ACCESS_MODE_READ)
+        access=common_pb2.ACCESS_MODE_READ,
+    )
     return bytes(msg.SerializeToString())
 
 
@@ -116,25 +179,39 @@ def _samples(http_url: str, grpc_target: str, grpc_req: bytes) -> tuple[bytes, b
     import grpc
     import httpx
 
-    resp = httpx.get(http_url, headers={"X-Lakegate-Request": "1"}, timeout=30,
-                     trust_env=False)
+    resp = httpx.get(http_url, headers={"X-Lakegate-Request": "1"}, timeout=30, trust_env=False)
     resp.raise_for_status()
     with grpc.insecure_channel(grpc_target) as channel:
         raw = channel.unary_unary(GRPC_METHOD)(grpc_req, timeout=30)
     return resp.content, bytes(raw)
 
 
-def _start_baseline(ctx: BenchContext, http_body: bytes,
-                    grpc_body: bytes) -> tuple[ChildProcess, dict[str, Any]]:
+def _start_baseline(
+    ctx: BenchContext, http_body: bytes, grpc_body: bytes
+) -> tuple[ChildProcess, dict[str, Any]]:
     d = ctx.work_dir
     (d / "baseline-http-body.json").write_bytes(http_body)
     (d / "baseline-grpc-body.bin").write_bytes(grpc_body)
-    child = ChildProcess("baseline", [
-        sys.executable, "-m", "loadtest.baselines", "--ports-file", str(d / "baseline-ports.json"),
-        "--http-uds", str(d / "baseline-http.sock"), "--grpc-uds", str(d / "baseline-grpc.sock"),
-        "--http-body", str(d / "baseline-http-body.json"),
-        "--grpc-body", str(d / "baseline-grpc-body.bin")],
-        d / "baseline.log", ports_file=d / "baseline-ports.json")
+    child = ChildProcess(
+        "baseline",
+        [
+            sys.executable,
+            "-m",
+            "loadtest.baselines",
+            "--ports-file",
+            str(d / "baseline-ports.json"),
+            "--http-uds",
+            str(d / "baseline-http.sock"),
+            "--grpc-uds",
+            str(d / "baseline-grpc.sock"),
+            "--http-body",
+            str(d / "baseline-http-body.json"),
+            "--grpc-body",
+            str(d / "baseline-grpc-body.bin"),
+        ],
+        d / "baseline.log",
+        ports_file=d / "baseline-ports.json",
+    )
     ports = child.start(timeout_s=30)
     if ctx.server_cpus:
         child.pin(ctx.server_cpus)

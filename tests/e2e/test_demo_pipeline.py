@@ -41,4 +41,5 @@ def test_pipeline_writes_and_reads_back_every_format_with_the_expected_rows(
     # One read and one write credential per table at most, however many tasks ran.
     assert upstream_calls <= 2 * len(run.tables) < run.tasks
     text = report.render(run, after, stack_info, elapsed_s=1.0)
-    assert "orders_clean" in text and "/metrics" in text
+    assert "orders_clean" in text
+    assert "/metrics" in text

@@ -22,15 +22,17 @@ def _frame(spark: SparkSession, start: int, count: int) -> DataFrame:
     )
 
 
+def _fail_on_poison(value: int) -> int:
+    if value == POISON:
+        raise RuntimeError("poisoned row: this task fails on purpose")
+    return value
+
+
 def _poisoned(spark: SparkSession) -> DataFrame:
     from pyspark.sql import functions as F
 
-    def fail_on_poison(value: int) -> int:
-        if value == POISON:
-            raise RuntimeError("poisoned row: this task fails on purpose")
-        return value
-
-    fail = F.udf(fail_on_poison, "long")
+    # A lambda, not the annotated function: Spark 4.3 warns when it infers UDF types from hints.
+    fail = F.udf(lambda value: _fail_on_poison(value), "long")
     return _frame(spark, 0, 40).withColumn("id", fail(F.col("id")))
 
 
@@ -39,8 +41,9 @@ def _ids(spark: SparkSession, qualified: str) -> list[int]:
     return sorted(r.id for r in rows)
 
 
-@pytest.mark.parametrize("fmt", ["parquet", "delta", "lance"])
-@pytest.mark.parametrize("mode", ["overwrite", "append"])
+@pytest.mark.parametrize(
+    ("fmt", "mode"), [("parquet", "overwrite"), ("delta", "append"), ("lance", "overwrite")]
+)
 def test_a_failed_write_job_leaves_the_previous_state_readable(
     spark: SparkSession, namespace: str, table_name: str, fmt: str, mode: str
 ) -> None:

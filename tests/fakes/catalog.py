@@ -22,7 +22,7 @@ from gateway.upstream.transport import RawResponse
 from tests.fakes.clock import FakeClock
 
 CATALOG_URL = "http://catalog.test"
-TOKEN_URL = "http://idp.test/token"
+TOKEN_URL = "http://idp.test/token"  # noqa: S105 - a URL
 
 
 @dataclass

@@ -25,6 +25,14 @@ class FakeTaskRegistry:
     def live(self) -> int:
         return sum(1 for t in self.tasks if not t.done())
 
+    async def drained(self, timeout_s: float = 5.0) -> None:
+        """Wait until every spawned task finished and its done-callbacks ran."""
+        async with asyncio.timeout(timeout_s):
+            while self.tasks:
+                await asyncio.wait(set(self.tasks))
+                await asyncio.sleep(0)  # done-callbacks (e.g. SingleFlight._forget) run now
+        await asyncio.sleep(0)
+
     async def cancel_all(self) -> None:
         for t in list(self.tasks):
             t.cancel()

@@ -100,7 +100,9 @@ async def test_switching_to_reset_resets_open_keepalive_connections(proxy: Fault
     assert proxy.open_links == 0
 
 
-async def test_blackhole_swallows_requests_and_never_reaches_upstream(proxy: FaultProxy, echo: EchoServer) -> None:
+async def test_blackhole_swallows_requests_and_never_reaches_upstream(
+    proxy: FaultProxy, echo: EchoServer
+) -> None:
     proxy.set_mode(ProxyMode.BLACKHOLE)
     reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
     writer.write(b"anyone there?")

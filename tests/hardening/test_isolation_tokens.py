@@ -40,7 +40,20 @@ def test_every_bad_token_fails_verification(jwks: JwksServer) -> None:
 
 
 def test_secrets_are_found_in_every_answer_shape() -> None:
-    native = json.dumps({"credentials": [{"config": {"s3.access-key-id": "ASIAAAAAAAAAAAAAAAAA", "s3.secret-access-key": "s" * 40}}]})
-    aws = json.dumps({"AccessKeyId": "ASIABBBBBBBBBBBBBBBB", "SecretAccessKey": "t" * 40, "Token": "u" * 64})
+    native = json.dumps(
+        {
+            "credentials": [
+                {
+                    "config": {
+                        "s3.access-key-id": "ASIAAAAAAAAAAAAAAAAA",
+                        "s3.secret-access-key": "s" * 40,
+                    }
+                }
+            ]
+        }
+    )
+    aws = json.dumps(
+        {"AccessKeyId": "ASIABBBBBBBBBBBBBBBB", "SecretAccessKey": "t" * 40, "Token": "u" * 64}
+    )
     assert _secrets_in(native) == {"ASIAAAAAAAAAAAAAAAAA", "s" * 40}
     assert _secrets_in(aws) == {"ASIABBBBBBBBBBBBBBBB", "t" * 40, "u" * 64}

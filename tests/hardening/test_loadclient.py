@@ -19,15 +19,24 @@ def test_expired_and_below_floor_are_counted_separately() -> None:
 
 def test_the_earliest_of_all_claimed_expiries_is_audited() -> None:
     # The summary says one hour, the credential itself says one second ago: that is expired.
-    creds = [{"expires_at_ms": 0, "config": {"s3.session-token-expires-at-ms": str(int((NOW - 1) * 1000))}}]
+    creds = [
+        {
+            "expires_at_ms": 0,
+            "config": {"s3.session-token-expires-at-ms": str(int((NOW - 1) * 1000))},
+        }
+    ]
     stats = LoadStats(surface="grpc")
-    stats.served(expiries_from_credentials(creds, int((NOW + 3600) * 1000)), NOW, floor_s=300, tolerance_s=2)
+    stats.served(
+        expiries_from_credentials(creds, int((NOW + 3600) * 1000)), NOW, floor_s=300, tolerance_s=2
+    )
     assert stats.expired == 1
 
 
 def test_answers_without_any_expiry_are_counted_not_trusted() -> None:
     stats = LoadStats(surface="http")
-    stats.served(expiries_from_credentials([{"config": {"s3.access-key-id": "x"}}], None), NOW, 300, 2)
+    stats.served(
+        expiries_from_credentials([{"config": {"s3.access-key-id": "x"}}], None), NOW, 300, 2
+    )
     assert (stats.ok, stats.no_expiry, stats.expired) == (1, 1, 0)
 
 
@@ -39,6 +48,8 @@ def test_aws_expiration_is_read_as_utc() -> None:
 def test_remembered_secrets_are_bounded_and_deduplicated() -> None:
     stats = LoadStats(surface="http")
     for i in range(200):
-        stats.remember({"s3.access-key-id": f"ASIA{i:016d}", "s3.secret-access-key": "same-secret-value"})
+        stats.remember(
+            {"s3.access-key-id": f"ASIA{i:016d}", "s3.secret-access-key": "same-secret-value"}
+        )
     assert len(stats.planted) == 64
     assert stats.planted.count("same-secret-value") == 1

@@ -9,7 +9,9 @@ from hardening.report import FaultResult, HardeningReport, render_markdown, writ
 
 
 def test_summary_has_every_contract_key(tmp_path: Path) -> None:
-    report = HardeningReport(faults=[FaultResult("kill_idp", client_errors=0, expired_served=0, recovery_s=1.5)])
+    report = HardeningReport(
+        faults=[FaultResult("kill_idp", client_errors=0, expired_served=0, recovery_s=1.5)]
+    )
     report.fuzz.add("schemathesis", cases=120, server_errors=0)
     report.isolation.record("http", leaked=False, description="bob denied alice table")
     _, summary_path = write_report(report, tmp_path)

@@ -1,4 +1,5 @@
-"""The log secret scanner: every secret shape is found, redacted forms are not, values never leak."""
+"""The log secret scanner: every secret shape is found, redacted forms are not, values
+never leak."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 
 from hardening.secret_scanner import SecretScanner, fingerprint
 
-SECRET_40 = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+SECRET_40 = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"  # noqa: S105 - AWS docs example
 JWT = (
     "eyJhbGciOiJSUzI1NiIsImtpZCI6ImsxIn0."
     "eyJzdWIiOiJnYXRld2F5IiwiYXVkIjoidXJuOmxha2VrZWVwZXIifQ."
@@ -68,7 +69,10 @@ def test_short_planted_values_are_ignored_to_avoid_accidental_matches() -> None:
 
 def test_findings_never_contain_the_secret_itself(tmp_path: Path) -> None:
     log = tmp_path / "gateway.log"
-    log.write_text(json.dumps({"msg": "fetched", "key": "ASIAQWERTYUIOPASDFGH", "secret_key": SECRET_40}) + "\n")
+    log.write_text(
+        json.dumps({"msg": "fetched", "key": "ASIAQWERTYUIOPASDFGH", "secret_key": SECRET_40})
+        + "\n"
+    )
     files, findings = SecretScanner(planted=[SECRET_40]).scan_paths([tmp_path])
     assert files == 1
     assert {f.kind for f in findings} == {"aws_access_key_id", "planted"}

@@ -8,7 +8,10 @@ MiB = 1 << 20
 
 
 def series(rss_mib: list[float], fds: list[int]) -> list[Sample]:
-    return [Sample(float(i), int(r * MiB), f, 0, 4) for i, (r, f) in enumerate(zip(rss_mib, fds, strict=True))]
+    return [
+        Sample(float(i), int(r * MiB), f, 0, 4)
+        for i, (r, f) in enumerate(zip(rss_mib, fds, strict=True))
+    ]
 
 
 def test_steady_memory_and_fds_are_flat_even_with_one_spike() -> None:

@@ -177,3 +177,49 @@ def test_invalid_settings_exit_2_naming_the_env_var(
     assert run(["--config", str(config)]) == 2
     err = capsys.readouterr().err
     assert "LAKEGATE__CACHE__REFRESH_LEAD_S" in err
+
+
+async def test_drain_completes_an_in_flight_grpc_call(
+    tmp_path: Path, fake_ops: FakeOperations
+) -> None:
+    import grpc
+    from lakegate.v1 import common_pb2, credentials_pb2, credentials_pb2_grpc
+
+    fake_ops.hold = asyncio.Event()
+    app = app_for(settings_for(tmp_path), fake_ops)
+    await app.start()
+    async with grpc.aio.insecure_channel(f"unix:{tmp_path / 'grpc.sock'}") as channel:
+        stub = credentials_pb2_grpc.CredentialServiceStub(channel)
+        call = stub.GetTableCredentials(credentials_pb2.GetTableCredentialsRequest(
+            table=common_pb2.TableRef(warehouse="demo", namespace=["demo_ns"], name="orders")),
+            timeout=10)
+        async with asyncio.timeout(10):
+            await fake_ops.entered.wait()
+            stopping = asyncio.create_task(app.shutdown())
+            await app.stopping.wait()
+            fake_ops.hold.set()
+            resp = await call
+            await stopping
+    assert resp.warehouse_id
+    assert app.state is State.CLOSED
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "setting"),
+    [
+        ("policy.yaml", "callers: [not, a, mapping]", "LAKEGATE__CALLERS__POLICY_FILE"),
+        ("tokens.yaml", "[]", "LAKEGATE__CALLERS__TOKENS_FILE"),
+    ],
+)
+async def test_unusable_caller_files_are_startup_errors(
+    tmp_path: Path, fake_ops: FakeOperations, name: str, content: str, setting: str
+) -> None:
+    (tmp_path / name).write_text(content)
+    extra = {setting: str(tmp_path / name)}
+    if "TOKENS" in setting:
+        extra["LAKEGATE__CALLERS__MODE"] = "token"
+    app = app_for(settings_for(tmp_path, **extra), fake_ops)
+    with pytest.raises(StartupError):
+        await app.start()
+    assert not fake_ops.started
+    await app.shutdown()

@@ -50,7 +50,8 @@ def test_envelope_has_the_lakekeeper_shape_and_preserves_the_upstream_type():
 
 def test_envelope_makes_an_error_id_when_the_request_id_is_not_a_uuid():
     env = e.envelope(e.InvalidRequestError("bad"), "req-1")
-    assert env["error"]["type"] == "BadRequest" and env["error"]["code"] == 400
+    assert env["error"]["type"] == "BadRequest"
+    assert env["error"]["code"] == 400
     error_id = env["error"]["stack"][0].removeprefix("Error ID: ")
     assert uuid.UUID(error_id)
 
@@ -64,10 +65,12 @@ def test_status_override_keeps_upstream_client_statuses():
 def test_clone_is_a_new_equal_error():
     err = e.RateLimitedError("slow", lakekeeper_type="X", retry_after_s=3, status=429)
     twin = err.clone()
-    assert twin is not err and type(twin) is type(err)
+    assert twin is not err
+    assert type(twin) is type(err)
     assert (twin.message, twin.type_name, twin.retry_after_s, twin.status) == ("slow", "X", 3, 429)
 
 
 def test_internal_envelope_reveals_nothing():
     env = e.internal_envelope("r")
-    assert env["error"]["message"] == "internal error" and env["error"]["code"] == 500
+    assert env["error"]["message"] == "internal error"
+    assert env["error"]["code"] == 500

@@ -83,8 +83,16 @@ def test_secret_shapes_are_masked(text: str) -> None:
         assert secret not in out
 
 
-def test_ordinary_text_is_left_alone() -> None:
-    text = "GET /v1/warehouses/demo/namespaces/demo_ns/tables/orders/credentials 200"
+@pytest.mark.parametrize(
+    "text",
+    [
+        "GET /v1/warehouses/demo/namespaces/demo_ns/tables/orders/credentials 200",
+        "location s3://warehouse/lakehouse/68b406d7-dbcb-4862-b6dd-a57f322a2642/"
+        "9d7536a3-791f-463f-b49a-b0c7148de7cd/cae49bec-ca0e-413c-ba70-f144a0fcf4a3",
+        "next_page_token=3",
+    ],
+)
+def test_ordinary_text_is_left_alone(text: str) -> None:
     assert Redactor().redact(text) == text
 
 

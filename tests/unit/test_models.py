@@ -6,9 +6,9 @@ from gateway.models import (
     AccessMode,
     CacheKey,
     CredentialSet,
+    GenericTable,
     LoadResult,
     StorageCredential,
-    GenericTable,
     Warehouse,
     join_namespace,
     normalize_delegation,
@@ -51,8 +51,10 @@ def test_cache_key_folds_case_but_keeps_the_given_spelling():
                     access=AccessMode.READ)
     b = CacheKey.of(project="", warehouse_id="wh", namespace=("SALES",), table="orders",
                     access=AccessMode.READ)
-    assert a == b and hash(a) == hash(b)
-    assert a.table_as_given == "Orders" and a.namespace_as_given == ("Sales",)
+    assert a == b
+    assert hash(a) == hash(b)
+    assert a.table_as_given == "Orders"
+    assert a.namespace_as_given == ("Sales",)
     assert a != CacheKey.of(project=None, warehouse_id="wh", namespace=("sales",),
                             table="orders", access=AccessMode.WRITE)
     assert a.same_table("Wh", ("sAles",), "ORDERS")
@@ -69,7 +71,8 @@ def test_reprs_never_show_secret_values():
                       warehouse=Warehouse(id="i", name="n"))
     for text in (repr(cred), repr(creds), repr(load)):
         assert "planted" not in text
-        assert "us-east-1" in text and "1800000000000" in text
+        assert "us-east-1" in text
+        assert "1800000000000" in text
 
 
 def test_models_are_frozen():

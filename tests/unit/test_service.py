@@ -1,5 +1,4 @@
 import asyncio
-import random
 from collections import Counter
 
 import pytest
@@ -15,6 +14,7 @@ from gateway.models import AccessMode, CreateTableSpec, Outcome, RequestContext,
 from gateway.service import build_service
 from tests.fakes.catalog import FakeCatalog, FakeIdP, Fault
 from tests.fakes.clock import FakeClock
+from tests.fakes.rng import seeded
 from tests.fakes.settings import make_settings
 from tests.fakes.spawn import FakeTaskRegistry
 
@@ -63,7 +63,7 @@ async def make(clock, idp, catalog, registry):
 
     async def factory(**env):
         svc = build_service(make_settings(**env), Metrics(), registry.spawn, clock,
-                            transport=catalog.transport(idp), rng=random.Random(2))
+                            transport=catalog.transport(idp), rng=seeded(2))
         await svc.start()
         made.append(svc)
         return svc
@@ -116,7 +116,8 @@ async def test_vended_load_builds_config_from_the_same_cached_credential(make, c
     assert load.outcome is Outcome.HIT
     assert catalog.requests[-1][1]["X-Iceberg-Access-Delegation"] == "client-managed"
     plain = await svc.load_table(REF, CTX, vended=False)
-    assert plain.config is None and plain.credentials is None
+    assert plain.config is None
+    assert plain.credentials is None
 
 
 async def test_metadata_is_cached_briefly(make, catalog, clock):
@@ -160,7 +161,8 @@ async def test_create_clears_a_negative_entry_for_the_name(make, catalog):
         await svc.get_credentials(ref, AccessMode.READ, CTX)
     created = await svc.create_table("demo", ("ns",), CreateTableSpec(name="fresh",
                                                                       format="lance"), CTX)
-    assert created.table.name == "fresh" and created.credentials is None
+    assert created.table.name == "fresh"
+    assert created.credentials is None
     assert (await svc.get_credentials(ref, AccessMode.READ, CTX)).outcome is Outcome.MISS
 
 
@@ -216,7 +218,8 @@ async def test_idp_down_keeps_serving_cached_credentials(make, catalog, idp, clo
         outcomes[lookup.outcome] += 1
         assert lookup.remaining_s > 300
     assert outcomes[Outcome.HIT] == 55
-    assert idp.grants == 1 and len(idp.requests) > 1
+    assert idp.grants == 1
+    assert len(idp.requests) > 1
 
 
 async def test_catalog_503_serves_stale_above_floor_then_a_clear_error(make, catalog, clock):
@@ -244,11 +247,13 @@ async def test_readiness_reflects_token_and_catalog(make, catalog, idp, clock):
     catalog.fail("health", Fault(status=503), times=5)
     clock.advance(3)
     ready, reason = await svc.readiness()
-    assert not ready and "catalog" in reason
+    assert not ready
+    assert "catalog" in reason
     await svc.get_credentials(REF, AccessMode.READ, CTX)
     clock.advance(3)
     ready, reason = await svc.readiness()
-    assert ready and "cached" in reason
+    assert ready
+    assert "cached" in reason
 
 
 async def test_close_stops_every_background_task(clock, idp, catalog, registry):
@@ -278,3 +283,18 @@ async def test_forward_refuses_paths_that_escape_the_allow_list(make):
         await svc.forward("GET", "/catalog/v1/../management/v1/x", "", None, CTX)
     resp = await svc.forward("GET", "/catalog/v1/x/namespaces", "", None, CTX)
     assert resp.status == 200
+
+
+async def test_429_with_retry_after_is_one_shared_wait_for_1000_callers(make, catalog, clock):
+    svc = await make()
+    catalog.fail("load_generic_table_credentials", Fault(status=429, retry_after="3"))
+    waiters = [asyncio.ensure_future(svc.get_credentials(REF, AccessMode.READ, CTX))
+               for _ in range(1000)]
+    await clock.run_for(2.5, step=0.5)
+    assert catalog.calls["load_generic_table_credentials"] == 1
+    assert not any(w.done() for w in waiters)
+    await clock.run_for(1.0, step=0.5)
+    async with asyncio.timeout(10):
+        results = await asyncio.gather(*waiters)
+    assert catalog.calls["load_generic_table_credentials"] == 2
+    assert Counter(r.outcome for r in results) == {Outcome.MISS: 1, Outcome.COALESCED: 999}

@@ -15,13 +15,16 @@ def load(tmp_path=None, text=None, **env):
 
 def test_defaults_match_the_contract():
     s = load()
-    assert s.cache.min_remaining_s == 300 and s.cache.refresh_lead_s == 900
+    assert s.cache.min_remaining_s == 300
+    assert s.cache.refresh_lead_s == 900
     assert (s.cache.max_entries, s.cache.idle_s, s.cache.negative_ttl_s) == (10000, 1800, 5)
     assert (s.cache.no_expiry_ttl_s, s.cache.refresh_rate_per_s) == (60, 20)
     assert (s.upstream.timeout_s, s.upstream.deadline_s, s.upstream.max_retries) == (10, 30, 4)
     assert (s.listen.host, s.listen.http_port, s.listen.grpc_port) == ("127.0.0.1", 8765, 8766)
-    assert s.callers.mode is CallerMode.NONE and s.shutdown_grace_s == 10
-    assert s.log.level == "INFO" and s.log.format == "json"
+    assert s.callers.mode is CallerMode.NONE
+    assert s.shutdown_grace_s == 10
+    assert s.log.level == "INFO"
+    assert s.log.format == "json"
 
 
 def test_token_kind_defaults_to_client_credentials_and_names_missing_fields():
@@ -64,7 +67,7 @@ def test_env_is_case_insensitive_and_nested():
     [
         ({"LAKEGATE__CACHE__REFRESH_LEAD_S": "200"},
          "LAKEGATE__CACHE__REFRESH_LEAD_S must be greater than LAKEGATE__CACHE__MIN_REMAINING_S"),
-        ({"LAKEGATE__LISTEN__HOST": "0.0.0.0"},
+        ({"LAKEGATE__LISTEN__HOST": "0.0.0.0"},  # noqa: S104
          "LAKEGATE__LISTEN__HOST=0.0.0.0 is not loopback: set LAKEGATE__CALLERS__MODE"),
         ({"LAKEGATE__UPSTREAM__TIMEOUT_S": "40"},
          "LAKEGATE__UPSTREAM__TIMEOUT_S must not exceed LAKEGATE__UPSTREAM__DEADLINE_S"),
@@ -92,7 +95,8 @@ def test_every_invariant_is_rejected_with_a_readable_message(env, message):
 def test_non_loopback_bind_is_allowed_with_caller_auth(tmp_path):
     tokens = tmp_path / "tokens.yaml"
     tokens.write_text("{}")
-    s = load(LAKEGATE__LISTEN__HOST="0.0.0.0", LAKEGATE__CALLERS__MODE="token",
+    s = load(LAKEGATE__LISTEN__HOST="0.0.0.0",  # noqa: S104
+             LAKEGATE__CALLERS__MODE="token",
              LAKEGATE__CALLERS__TOKENS_FILE=str(tokens))
     assert not s.listen.is_loopback
 
@@ -125,3 +129,19 @@ def test_refresh_capacity_is_advice_not_an_error():
     s = load(LAKEGATE__CACHE__REFRESH_RATE_PER_S="1", LAKEGATE__CACHE__MAX_ENTRIES="10000")
     assert any("REFRESH_RATE_PER_S" in w for w in s.warnings())
     assert load().warnings() == []
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [({"LAKEGATE__CAHCE__MIN_REMAINING_S": "3"}, "LAKEGATE__CAHCE__MIN_REMAINING_S: unknown"),
+     ({"LAKEGATE__CACHE__MIN_REMAINING": "3"},
+      "LAKEGATE__CACHE__MIN_REMAINING: Extra inputs are not permitted")],
+)
+def test_misspelled_env_vars_are_refused_not_ignored(env, message):
+    with pytest.raises(SettingsError, match=message):
+        load(**env)
+
+
+def test_misspelled_file_keys_are_refused(tmp_path):
+    with pytest.raises(SettingsError, match="LAKEGATE__CAHCE"):
+        load(tmp_path, "cahce:\n  idle_s: 5\n")

@@ -71,7 +71,7 @@ def fake_clock() -> FakeClock:
 def fake_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeGateway]:
     # Short socket paths: AF_UNIX paths are limited to ~107 bytes.
     run_dir = Path(tmp_path_factory.mktemp("fgw"))
-    log = open(run_dir / "server.log", "wb")  # noqa: SIM115 - closed below
+    log = open(run_dir / "server.log", "wb")
     proc = subprocess.Popen(
         [sys.executable, str(SERVER), "--run-dir", str(run_dir)],
         stdout=log,

@@ -26,7 +26,6 @@ from typing import Any
 import grpc
 import grpc.aio
 from aiohttp import web
-
 from lakegate.v1 import (
     catalog_pb2,
     catalog_pb2_grpc,
@@ -102,8 +101,14 @@ def table_json(namespace: list[str], name: str, fmt: str = "parquet") -> dict[st
 
 def http_app(state: State) -> web.Application:
     def envelope(status: int, type_: str, message: str) -> web.Response:
-        body = {"error": {"message": message, "type": type_, "code": status,
-                          "stack": [f"Error ID: {REQUEST_ID}"]}}
+        body = {
+            "error": {
+                "message": message,
+                "type": type_,
+                "code": status,
+                "stack": [f"Error ID: {REQUEST_ID}"],
+            }
+        }
         headers = {"Retry-After": "7"} if status == 429 else {}
         return web.json_response(body, status=status, headers=headers)
 
@@ -111,7 +116,9 @@ def http_app(state: State) -> web.Application:
         headers = {k.lower(): v for k, v in request.headers.items()}
         state.count(op, headers)
         if "authorization" not in headers and headers.get("x-lakegate-request") != "1":
-            return envelope(403, "ForgeableRequest", "refused: no Authorization or X-Lakegate-Request")
+            return envelope(
+                403, "ForgeableRequest", "refused: no Authorization or X-Lakegate-Request"
+            )
         ns = request.match_info.get("ns", "").split("\x1f")
         return ns, request.match_info.get("table", "")
 
@@ -131,9 +138,17 @@ def http_app(state: State) -> web.Application:
         if (err := await scripted(name)) is not None:
             return err
         body = credential(ns, name)
-        remaining = max(body["expires_at_ms"] / 1000 - time.time(), 0) if body["expires_at_ms"] else 0
-        body.update(warehouse_id="wh-uuid", namespace=ns, table=name,
-                    access=request.query.get("access", "read"), remaining_s=remaining, outcome="hit")
+        remaining = (
+            max(body["expires_at_ms"] / 1000 - time.time(), 0) if body["expires_at_ms"] else 0
+        )
+        body.update(
+            warehouse_id="wh-uuid",
+            namespace=ns,
+            table=name,
+            access=request.query.get("access", "read"),
+            remaining_s=remaining,
+            outcome="hit",
+        )
         return web.json_response(body)
 
     async def load(request: web.Request) -> web.Response:
@@ -143,8 +158,12 @@ def http_app(state: State) -> web.Application:
         ns, name = parsed
         if (err := await scripted(name)) is not None:
             return err
-        body: dict[str, Any] = {"table": table_json(ns, name), "config": {"s3.region": "eu-west-1"},
-                                "credentials": [], "warehouse_id": "wh-uuid"}
+        body: dict[str, Any] = {
+            "table": table_json(ns, name),
+            "config": {"s3.region": "eu-west-1"},
+            "credentials": [],
+            "warehouse_id": "wh-uuid",
+        }
         if request.query.get("vended") == "true":
             body["credentials"] = credential(ns, name)["credentials"]
         return web.json_response(body)
@@ -157,11 +176,14 @@ def http_app(state: State) -> web.Application:
         names = ["a", "b", "c"]
         start = 2 if request.query.get("page_token") == "p2" else 0
         page = names[start : start + 2]
-        return web.json_response({
-            "identifiers": [{"namespace": ns, "name": n, "format": "parquet", "id": f"id-{n}"}
-                            for n in page],
-            "next_page_token": "p2" if start == 0 else None,
-        })
+        return web.json_response(
+            {
+                "identifiers": [
+                    {"namespace": ns, "name": n, "format": "parquet", "id": f"id-{n}"} for n in page
+                ],
+                "next_page_token": "p2" if start == 0 else None,
+            }
+        )
 
     async def create(request: web.Request) -> web.Response:
         parsed = parse(request, "create")
@@ -171,8 +193,14 @@ def http_app(state: State) -> web.Application:
         body = await request.json()
         if body["name"] == "exists":
             return envelope(409, "GenericTableAlreadyExists", "table exists")
-        return web.json_response({"table": table_json(ns, body["name"], body["format"]),
-                                  "config": {}, "credentials": [], "warehouse_id": "wh-uuid"})
+        return web.json_response(
+            {
+                "table": table_json(ns, body["name"], body["format"]),
+                "config": {},
+                "credentials": [],
+                "warehouse_id": "wh-uuid",
+            }
+        )
 
     async def drop(request: web.Request) -> web.Response:
         parsed = parse(request, "drop")
@@ -211,9 +239,15 @@ async def abort_scripted(context: grpc.aio.ServicerContext, name: str) -> None:
         await asyncio.sleep(3)
     if name in ERRORS:
         status, type_, code = ERRORS[name]
-        detail = common_pb2.ErrorDetail(type=type_, message=f"scripted {type_} for table {name}",
-                                        http_status=status, request_id=REQUEST_ID)
-        trailing: tuple[tuple[str, str | bytes], ...] = (("lakegate-error-bin", detail.SerializeToString()),)
+        detail = common_pb2.ErrorDetail(
+            type=type_,
+            message=f"scripted {type_} for table {name}",
+            http_status=status,
+            request_id=REQUEST_ID,
+        )
+        trailing: tuple[tuple[str, str | bytes], ...] = (
+            ("lakegate-error-bin", detail.SerializeToString()),
+        )
         if status == 429:
             trailing += (("retry-after", "7"),)
         await context.abort(code, detail.message, trailing_metadata=trailing)
@@ -227,14 +261,20 @@ class Credentials(credentials_pb2_grpc.CredentialServiceServicer):
     def __init__(self, state: State) -> None:
         self.state = state
 
-    async def GetTableCredentials(self, request: Any, context: Any) -> Any:  # noqa: N802
+    async def GetTableCredentials(self, request: Any, context: Any) -> Any:
         self.state.count("credentials", grpc_headers(context))
         await abort_scripted(context, request.table.name)
         body = credential(list(request.table.namespace), request.table.name)
-        remaining = max(body["expires_at_ms"] / 1000 - time.time(), 0) if body["expires_at_ms"] else 0
+        remaining = (
+            max(body["expires_at_ms"] / 1000 - time.time(), 0) if body["expires_at_ms"] else 0
+        )
         return credentials_pb2.GetTableCredentialsResponse(
-            warehouse_id="wh-uuid", location=body["location"], expires_at_ms=body["expires_at_ms"],
-            remaining_seconds=remaining, outcome=common_pb2.CACHE_OUTCOME_MISS, access=request.access,
+            warehouse_id="wh-uuid",
+            location=body["location"],
+            expires_at_ms=body["expires_at_ms"],
+            remaining_seconds=remaining,
+            outcome=common_pb2.CACHE_OUTCOME_MISS,
+            access=request.access,
             credentials=[common_pb2.StorageCredential(**c) for c in body["credentials"]],
         )
 
@@ -246,47 +286,63 @@ class Catalog(catalog_pb2_grpc.CatalogServiceServicer):
     @staticmethod
     def _table(ns: list[str], name: str, fmt: str = "parquet") -> common_pb2.GenericTable:
         t = table_json(ns, name, fmt)
-        return common_pb2.GenericTable(name=t["name"], format=t["format"],
-                                       base_location=t["base_location"], properties=t["properties"])
+        return common_pb2.GenericTable(
+            name=t["name"],
+            format=t["format"],
+            base_location=t["base_location"],
+            properties=t["properties"],
+        )
 
-    async def LoadTable(self, request: Any, context: Any) -> Any:  # noqa: N802
+    async def LoadTable(self, request: Any, context: Any) -> Any:
         self.state.count("load", grpc_headers(context))
         await abort_scripted(context, request.table.name)
         ns = list(request.table.namespace)
         creds = credential(ns, request.table.name)["credentials"] if request.vended else []
         return catalog_pb2.LoadTableResponse(
-            table=self._table(ns, request.table.name), config={"s3.region": "eu-west-1"},
-            credentials=[common_pb2.StorageCredential(**c) for c in creds], warehouse_id="wh-uuid")
+            table=self._table(ns, request.table.name),
+            config={"s3.region": "eu-west-1"},
+            credentials=[common_pb2.StorageCredential(**c) for c in creds],
+            warehouse_id="wh-uuid",
+        )
 
-    async def ListTables(self, request: Any, context: Any) -> Any:  # noqa: N802
+    async def ListTables(self, request: Any, context: Any) -> Any:
         self.state.count("list", grpc_headers(context))
         names = ["a", "b", "c"]
-        start = 2 if request.page_token == "p2" else 0
+        start = 2 if request.page_token == "p2" else 0  # noqa: S105
         return catalog_pb2.ListTablesResponse(
-            identifiers=[common_pb2.TableIdentifier(namespace=list(request.namespace), name=n,
-                                                    format="parquet", id=f"id-{n}")
-                         for n in names[start : start + 2]],
-            next_page_token="p2" if start == 0 else "")
+            identifiers=[
+                common_pb2.TableIdentifier(
+                    namespace=list(request.namespace), name=n, format="parquet", id=f"id-{n}"
+                )
+                for n in names[start : start + 2]
+            ],
+            next_page_token="p2" if start == 0 else "",
+        )
 
-    async def CreateTable(self, request: Any, context: Any) -> Any:  # noqa: N802
+    async def CreateTable(self, request: Any, context: Any) -> Any:
         headers = grpc_headers(context)
         headers["idempotency-key"] = request.idempotency_key
         self.state.count("create", headers)
         if request.table.name == "exists":
-            detail = common_pb2.ErrorDetail(type="GenericTableAlreadyExists", message="table exists",
-                                            http_status=409)
-            await context.abort(grpc.StatusCode.ALREADY_EXISTS, "table exists",
-                                trailing_metadata=(("lakegate-error-bin", detail.SerializeToString()),))
+            detail = common_pb2.ErrorDetail(
+                type="GenericTableAlreadyExists", message="table exists", http_status=409
+            )
+            await context.abort(
+                grpc.StatusCode.ALREADY_EXISTS,
+                "table exists",
+                trailing_metadata=(("lakegate-error-bin", detail.SerializeToString()),),
+            )
         ns = list(request.table.namespace)
-        return catalog_pb2.LoadTableResponse(table=self._table(ns, request.table.name, request.format),
-                                             warehouse_id="wh-uuid")
+        return catalog_pb2.LoadTableResponse(
+            table=self._table(ns, request.table.name, request.format), warehouse_id="wh-uuid"
+        )
 
-    async def DropTable(self, request: Any, context: Any) -> Any:  # noqa: N802
+    async def DropTable(self, request: Any, context: Any) -> Any:
         self.state.count("drop", grpc_headers(context))
         await abort_scripted(context, request.table.name)
         return catalog_pb2.DropTableResponse()
 
-    async def RenameTable(self, request: Any, context: Any) -> Any:  # noqa: N802
+    async def RenameTable(self, request: Any, context: Any) -> Any:
         self.state.count("rename", grpc_headers(context))
         return catalog_pb2.RenameTableResponse()
 

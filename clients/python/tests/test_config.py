@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from lakegate_client import ClientConfig, ConfigurationError, parse_url
 
 
@@ -68,7 +67,7 @@ def test_environment_supplies_url_token_warehouse_and_timeout() -> None:
     }
     config = ClientConfig.resolve(environ=env)
     assert config.endpoint.uds == "/x.sock"
-    assert config.token == "tok-123"
+    assert config.token == "tok-123"  # noqa: S105
     assert config.warehouse == "demo"
     assert config.timeout_s == 2.5
     assert config.memo_floor_s == 60
@@ -77,7 +76,11 @@ def test_environment_supplies_url_token_warehouse_and_timeout() -> None:
 def test_arguments_win_over_environment() -> None:
     env = {"LAKEGATE_URL": "grpc://h:1", "LAKEGATE_TOKEN": "env", "LAKEGATE_WAREHOUSE": "env"}
     config = ClientConfig.resolve(
-        "unix:/a.sock", token="arg", warehouse="arg", timeout_s=1, environ=env
+        "unix:/a.sock",
+        token="arg",  # noqa: S106
+        warehouse="arg",
+        timeout_s=1,
+        environ=env,
     )
     assert (config.endpoint.url, config.token, config.warehouse, config.timeout_s) == (
         "unix:/a.sock",
@@ -90,14 +93,16 @@ def test_arguments_win_over_environment() -> None:
 def test_defaults_point_at_the_local_http_port() -> None:
     config = ClientConfig.resolve(environ={})
     assert config.endpoint.url == "http://127.0.0.1:8765"
-    assert config.token is None and config.warehouse is None
-    assert config.timeout_s == 10 and config.memo_floor_s == 300
+    assert config.token is None
+    assert config.warehouse is None
+    assert config.timeout_s == 10
+    assert config.memo_floor_s == 300
 
 
 def test_token_file_is_read_when_no_token_is_given(tmp_path: Path) -> None:
     path = tmp_path / "token"
     path.write_text("file-token\n")
-    assert ClientConfig.resolve(environ={"LAKEGATE_TOKEN_FILE": str(path)}).token == "file-token"
+    assert ClientConfig.resolve(environ={"LAKEGATE_TOKEN_FILE": str(path)}).token == "file-token"  # noqa: S105
 
 
 def test_unreadable_token_file_names_the_variable(tmp_path: Path) -> None:
@@ -107,8 +112,12 @@ def test_unreadable_token_file_names_the_variable(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("name", "value"),
-    [("LAKEGATE_TIMEOUT_S", "abc"), ("LAKEGATE_TIMEOUT_S", "0"), ("LAKEGATE_MEMO_FLOOR_S", "x"),
-     ("LAKEGATE_MEMO_FLOOR_S", "-1")],
+    [
+        ("LAKEGATE_TIMEOUT_S", "abc"),
+        ("LAKEGATE_TIMEOUT_S", "0"),
+        ("LAKEGATE_MEMO_FLOOR_S", "x"),
+        ("LAKEGATE_MEMO_FLOOR_S", "-1"),
+    ],
 )
 def test_bad_numbers_name_the_variable(name: str, value: str) -> None:
     with pytest.raises(ConfigurationError, match=name):
@@ -116,5 +125,5 @@ def test_bad_numbers_name_the_variable(name: str, value: str) -> None:
 
 
 def test_repr_never_shows_the_token() -> None:
-    config = ClientConfig.resolve(token="very-secret-token", environ={})
+    config = ClientConfig.resolve(token="very-secret-token", environ={})  # noqa: S106
     assert "very-secret-token" not in repr(config)

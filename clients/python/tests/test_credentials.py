@@ -6,7 +6,6 @@ from datetime import UTC, datetime
 
 import pyarrow.fs as pafs
 import pytest
-
 from lakegate_client import StorageCredential, TableCredentials, UnsupportedStorageError
 from lakegate_client.credentials import expiry_from_config, redact
 
@@ -52,7 +51,10 @@ def test_s3a_prefix_covers_an_s3_location() -> None:
 def test_without_a_covering_prefix_credentials_apply_in_order() -> None:
     merged = TableCredentials.from_parts(
         location=LOCATION,
-        credentials=[StorageCredential("gs://a", {"k": "1"}), StorageCredential("gs://b", {"k": "2"})],
+        credentials=[
+            StorageCredential("gs://a", {"k": "1"}),
+            StorageCredential("gs://b", {"k": "2"}),
+        ],
     )
     assert merged.config == {"k": "2"}
 
@@ -94,10 +96,21 @@ def test_remaining_is_measured_against_the_given_time_and_none_without_expiry() 
 
 
 def test_repr_and_str_redact_every_secret_but_keep_useful_fields() -> None:
-    c = creds({**S3_HTTP, "adls.sas-token.acct.dfs.core.windows.net": "sas-secret",
-               "gcs.oauth2.token": "gcs-secret"})
+    c = creds(
+        {
+            **S3_HTTP,
+            "adls.sas-token.acct.dfs.core.windows.net": "sas-secret",
+            "gcs.oauth2.token": "gcs-secret",
+        }
+    )
     for text in (repr(c), str(c), repr(c.storage_credentials), repr(c.s3())):
-        for secret in ("AKIATEST", "secret-value", "session-token-value", "sas-secret", "gcs-secret"):
+        for secret in (
+            "AKIATEST",
+            "secret-value",
+            "session-token-value",
+            "sas-secret",
+            "gcs-secret",
+        ):
             assert secret not in text
     assert "http://127.0.0.1:9000/" in repr(c)
     assert str(EXPIRES_MS) in repr(c)  # expiry keys are not secret
@@ -227,8 +240,14 @@ def test_aws_without_endpoint_defaults_region_and_uses_virtual_hosts() -> None:
 
 
 def test_https_endpoint_without_path_style_key_uses_path_style_and_no_http_switch() -> None:
-    c = creds({"s3.access-key-id": "AK", "s3.secret-access-key": "SK",
-               "s3.endpoint": "https://minio.internal:9000", "region": "ap-south-1"})
+    c = creds(
+        {
+            "s3.access-key-id": "AK",
+            "s3.secret-access-key": "SK",
+            "s3.endpoint": "https://minio.internal:9000",
+            "region": "ap-south-1",
+        }
+    )
     options = c.lance_storage_options()
     assert "allow_http" not in options
     assert options["aws_virtual_hosted_style_request"] == "false"
@@ -290,8 +309,11 @@ def test_adls_shapes_pick_the_locations_account() -> None:
         c.boto3_kwargs()
 
 
-GCS = {"gcs.oauth2.token": "ya29.token", "gcs.project-id": "proj",
-       "gcs.oauth2.token-expires-at": str(EXPIRES_MS)}
+GCS = {
+    "gcs.oauth2.token": "ya29.token",
+    "gcs.project-id": "proj",
+    "gcs.oauth2.token-expires-at": str(EXPIRES_MS),
+}
 
 
 def test_gcs_shapes_where_the_library_takes_a_raw_token() -> None:
@@ -303,14 +325,16 @@ def test_gcs_shapes_where_the_library_takes_a_raw_token() -> None:
     }
     assert c.fsspec_kwargs() == {"token": "ya29.token", "project": "proj"}
     pa_kwargs = c._gcs().pyarrow_kwargs()
-    assert pa_kwargs["access_token"] == "ya29.token"
+    assert pa_kwargs["access_token"] == "ya29.token"  # noqa: S105
     assert pa_kwargs["credential_token_expiration"] == datetime.fromtimestamp(
         EXPIRES_MS / 1000, tz=UTC
     )
     assert isinstance(c.pyarrow_filesystem(), pafs.GcsFileSystem)
 
 
-@pytest.mark.parametrize("adapter", ["delta_storage_options", "boto3_kwargs", "hadoop_s3a_conf", "env"])
+@pytest.mark.parametrize(
+    "adapter", ["delta_storage_options", "boto3_kwargs", "hadoop_s3a_conf", "env"]
+)
 def test_gcs_refuses_engines_without_a_raw_token_option(adapter: str) -> None:
     c = creds(GCS, location="gs://bucket/wh/tbl")
     with pytest.raises(UnsupportedStorageError):
@@ -320,7 +344,14 @@ def test_gcs_refuses_engines_without_a_raw_token_option(adapter: str) -> None:
 def test_unknown_storage_is_refused_by_every_adapter() -> None:
     c = creds({"foo": "bar"}, location="file:///tmp/t")
     assert c.storage == "unknown"
-    for adapter in ("lance_storage_options", "delta_storage_options", "fsspec_kwargs",
-                    "boto3_kwargs", "pyarrow_filesystem", "hadoop_s3a_conf", "env"):
+    for adapter in (
+        "lance_storage_options",
+        "delta_storage_options",
+        "fsspec_kwargs",
+        "boto3_kwargs",
+        "pyarrow_filesystem",
+        "hadoop_s3a_conf",
+        "env",
+    ):
         with pytest.raises(UnsupportedStorageError):
             getattr(c, adapter)()

@@ -57,7 +57,8 @@ def build_state(config: EmulatorConfig) -> EmulatorState:
 
 
 async def _close(app: web.Application) -> None:
-    tasks = list(app[PURGE_TASKS])
+    running = app[PURGE_TASKS]
+    tasks = list(running)
     for task in tasks:
         task.cancel()
     if tasks:

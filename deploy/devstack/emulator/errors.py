@@ -7,15 +7,19 @@ axum extractor rejections are plain text in Lakekeeper; `PlainRejection` reprodu
 
 from __future__ import annotations
 
-import os
+import random
 import time
 import uuid
 
 
 def uuid7() -> uuid.UUID:
-    """A UUID version 7 (time-ordered), as Lakekeeper uses for request and error ids."""
+    """A UUID version 7 (time-ordered), as Lakekeeper uses for request and error ids.
+
+    The random bits come from `random`, not `os.urandom`: ids are not secrets, and the
+    getrandom syscall was measurable on the hot path here.
+    """
     ms = time.time_ns() // 1_000_000
-    rand = int.from_bytes(os.urandom(10), "big")
+    rand = random.getrandbits(80)
     value = (ms & ((1 << 48) - 1)) << 80
     value |= 0x7 << 76
     value |= ((rand >> 62) & 0xFFF) << 64
@@ -53,7 +57,9 @@ class PlainRejection(Exception):
         self.text = text
 
 
-def envelope(status: int, error_type: str, message: str, detail: list[str] | None = None) -> dict[str, object]:
+def envelope(
+    status: int, error_type: str, message: str, detail: list[str] | None = None
+) -> dict[str, object]:
     """The JSON body of an error response."""
     error_id = f"Error ID: {uuid7()}"
     stack = [error_id] if status >= 500 else [*(detail or []), error_id]

@@ -58,7 +58,9 @@ class IdempotencyStore:
                 return rec
             del self._done[scope]
         if scope in self._running:
-            raise ApiError(409, "RequestInProgress", "A request with this Idempotency-Key is in progress")
+            raise ApiError(
+                409, "RequestInProgress", "A request with this Idempotency-Key is in progress"
+            )
         self._running.add(scope)
         return None
 

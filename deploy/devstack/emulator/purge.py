@@ -20,7 +20,7 @@ from devstack.emulator.state import STATE, EmulatorState
 from devstack.emulator.store import GenericTable, Warehouse
 
 log = logging.getLogger(__name__)
-PURGE_TASKS: web.AppKey[set[asyncio.Task[None]]] = web.AppKey("purge_tasks", set)
+PURGE_TASKS: web.AppKey[set[asyncio.Task[None]]] = web.AppKey("purge_tasks")
 
 
 def schedule_purge(app: web.Application, wh: Warehouse, table: GenericTable) -> None:

@@ -102,7 +102,9 @@ def _warehouse_param(request: web.Request) -> Warehouse:
     try:
         wid = str(uuid.UUID(raw))
     except ValueError as exc:
-        raise ApiError(400, "WarehouseIdIsNotUUID", "Provided warehouse id is not a valid UUID") from exc
+        raise ApiError(
+            400, "WarehouseIdIsNotUUID", "Provided warehouse id is not a valid UUID"
+        ) from exc
     return warehouse_by_id(request, wid)
 
 
@@ -178,7 +180,9 @@ async def undrop_tabulars(request: web.Request) -> web.Response:
         try:
             st.store.undrop_table(table.id)
         except ConflictError as exc:
-            raise ApiError(409, "GenericTableAlreadyExists", "Generic table already exists") from exc
+            raise ApiError(
+                409, "GenericTableAlreadyExists", "Generic table already exists"
+            ) from exc
     return web.Response(status=204)
 
 
@@ -192,9 +196,9 @@ def add_routes(app: web.Application) -> None:
     app.router.add_get(prot, get_protection, name="get_protection", allow_head=False)
     app.router.add_post(prot, set_protection, name="set_protection")
     app.router.add_get(
-        WH + "/deleted-tabulars", list_deleted_tabulars, name="list_deleted_tabulars",
+        WH + "/deleted-tabulars",
+        list_deleted_tabulars,
+        name="list_deleted_tabulars",
         allow_head=False,
     )
-    app.router.add_post(
-        WH + "/deleted-tabulars/undrop", undrop_tabulars, name="undrop_tabulars"
-    )
+    app.router.add_post(WH + "/deleted-tabulars/undrop", undrop_tabulars, name="undrop_tabulars")

@@ -38,8 +38,8 @@ class EmulatorState:
 
 
 STATE: web.AppKey[EmulatorState] = web.AppKey("emulator_state", EmulatorState)
-PRINCIPAL_KEY = "emulator.principal"
-PERMISSION_KEY = "emulator.permission"
+PRINCIPAL_KEY: web.RequestKey[Principal] = web.RequestKey("emulator_principal", Principal)
+PERMISSION_KEY: web.RequestKey[Permission] = web.RequestKey("emulator_permission", Permission)
 
 
 def state_of(request: web.Request) -> EmulatorState:

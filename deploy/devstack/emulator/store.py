@@ -109,6 +109,8 @@ class Store:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
+        # Warehouses never change after creation here, so the hot path reads them from memory.
+        self._warehouses: dict[str, Warehouse] = {}
 
     def close(self) -> None:
         self._db.close()
@@ -138,9 +140,16 @@ class Store:
                 "INSERT INTO warehouses (id, project_id, name, name_key, storage_profile,"
                 " storage_credential, delete_profile, status, created_at)"
                 " VALUES (?,?,?,?,?,?,?,'active',?)",
-                (wid, project_id, name, fold(name), json.dumps(storage_profile),
-                 json.dumps(storage_credential) if storage_credential is not None else None,
-                 json.dumps(delete_profile), now_us()),
+                (
+                    wid,
+                    project_id,
+                    name,
+                    fold(name),
+                    json.dumps(storage_profile),
+                    json.dumps(storage_credential) if storage_credential is not None else None,
+                    json.dumps(delete_profile),
+                    now_us(),
+                ),
             )
         except sqlite3.IntegrityError as exc:
             raise ConflictError(name) from exc
@@ -149,8 +158,15 @@ class Store:
         return found
 
     def get_warehouse(self, warehouse_id: str) -> Warehouse | None:
+        cached = self._warehouses.get(warehouse_id)
+        if cached is not None:
+            return cached
         row = self._db.execute("SELECT * FROM warehouses WHERE id = ?", (warehouse_id,)).fetchone()
-        return _warehouse(row) if row else None
+        if row is None:
+            return None
+        wh = _warehouse(row)
+        self._warehouses[warehouse_id] = wh
+        return wh
 
     def get_warehouse_by_name(self, project_id: str, name: str) -> Warehouse | None:
         row = self._db.execute(
@@ -175,8 +191,15 @@ class Store:
             self._db.execute(
                 "INSERT INTO namespaces (id, warehouse_id, parts, path_key, parent_key,"
                 " properties, created_at) VALUES (?,?,?,?,?,?,?)",
-                (nid, warehouse_id, json.dumps(parts), namespace_key(parts), parent,
-                 json.dumps(properties), now_us()),
+                (
+                    nid,
+                    warehouse_id,
+                    json.dumps(parts),
+                    namespace_key(parts),
+                    parent,
+                    json.dumps(properties),
+                    now_us(),
+                ),
             )
         except sqlite3.IntegrityError as exc:
             raise ConflictError(".".join(parts)) from exc
@@ -271,10 +294,20 @@ class Store:
                 "INSERT INTO generic_tables (id, warehouse_id, namespace_id, name, name_key,"
                 " format, base_location, doc, properties, schema_json, statistics_json,"
                 " created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                (table_id, ns.warehouse_id, ns.id, name, fold(name), fmt, base_location, doc,
-                 json.dumps(properties),
-                 json.dumps(schema) if schema is not None else None,
-                 json.dumps(statistics) if statistics is not None else None, created),
+                (
+                    table_id,
+                    ns.warehouse_id,
+                    ns.id,
+                    name,
+                    fold(name),
+                    fmt,
+                    base_location,
+                    doc,
+                    json.dumps(properties),
+                    json.dumps(schema) if schema is not None else None,
+                    json.dumps(statistics) if statistics is not None else None,
+                    created,
+                ),
             )
         except sqlite3.IntegrityError as exc:
             raise ConflictError(name) from exc
@@ -294,9 +327,7 @@ class Store:
         row = self._db.execute("SELECT * FROM generic_tables WHERE id = ?", (table_id,)).fetchone()
         return _table(row) if row else None
 
-    def list_tables(
-        self, ns: Namespace, after: Cursor | None, limit: int
-    ) -> list[GenericTable]:
+    def list_tables(self, ns: Namespace, after: Cursor | None, limit: int) -> list[GenericTable]:
         sql = "SELECT * FROM generic_tables WHERE namespace_id = ? AND deleted_at IS NULL"
         args: list[Any] = [ns.id]
         if after is not None:

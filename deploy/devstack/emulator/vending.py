@@ -3,8 +3,8 @@
 - AssumeRole with `RoleSessionName=lakekeeper-sts`, `DurationSeconds` from the storage profile
   (at least 900, STS's minimum), `RoleArn` from `sts-role-arn`/`assume-role-arn`, and the inline
   session policy of `policy.py` scoped to the table location.
-- STC cache (lakekeeper-api.md §3.5): key = (location, permission, warehouse, table, profile
-  hash, credential hash, advertised validity); an entry is reused for min(validity / 2, 1 h),
+- STC cache (lakekeeper-api.md §3.5): key = (location, permission, warehouse, table, hash of
+  profile and credential, advertised validity); an entry is reused for min(validity / 2, 1 h),
   measured from the configured validity; concurrent misses share one STS call; errors are not
   cached. Callers therefore see 50-100 % of the lifetime left, as with the real server.
 - The `credential_lifetime_s` fault shortens the ADVERTISED lifetime (and the cache lifetime)
@@ -15,6 +15,7 @@ boto3 is blocking, so STS calls run in a worker thread with a cached client.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import time
@@ -46,7 +47,10 @@ class TemporaryCredential:
     expires_at_ms: int
 
     def __repr__(self) -> str:
-        return f"TemporaryCredential(access_key_id={self.access_key_id}, expires_at_ms={self.expires_at_ms})"
+        return (
+            f"TemporaryCredential(access_key_id={self.access_key_id}, "
+            f"expires_at_ms={self.expires_at_ms})"
+        )
 
 
 def endpoint_with_slash(endpoint: str) -> str:
@@ -109,7 +113,10 @@ def _static_keys(warehouse: Warehouse) -> tuple[str, str]:
 
 
 class StsClient:
-    """Blocking boto3 STS calls, one cached client per (endpoint, access key)."""
+    """Blocking boto3 STS calls, one cached client per (endpoint, access key).
+
+    `CredentialVendor` needs only `assume_role`; tests pass a fake with the same method.
+    """
 
     def __init__(self) -> None:
         self._clients: dict[tuple[str, str], Any] = {}
@@ -173,12 +180,25 @@ class CredentialVendor:
         *,
         on_sts_call: Callable[[], None],
         lifetime_override: Callable[[], int | None],
+        monotonic: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self._sts = sts
+        self._monotonic = monotonic
+        self._wall_clock = wall_clock
         self._on_sts_call = on_sts_call
         self._lifetime_override = lifetime_override
         self._cache: OrderedDict[tuple[str, ...], _Entry] = OrderedDict()
         self._inflight: dict[tuple[str, ...], asyncio.Future[TemporaryCredential]] = {}
+        self._storage_digests: dict[str, str] = {}
+
+    def _storage_digest(self, warehouse: Warehouse) -> str:
+        """Hash of (profile, credential): part of the key, cached per warehouse (immutable)."""
+        digest = self._storage_digests.get(warehouse.id)
+        if digest is None:
+            digest = _digest([warehouse.storage_profile, warehouse.storage_credential])
+            self._storage_digests[warehouse.id] = digest
+        return digest
 
     def clear(self) -> None:
         self._cache.clear()
@@ -195,12 +215,11 @@ class CredentialVendor:
             permission.value,
             warehouse.id,
             table.id,
-            _digest(profile),
-            _digest(warehouse.storage_credential),
+            self._storage_digest(warehouse),
             str(advertised),
         )
         entry = self._cache.get(key)
-        if entry is not None and time.monotonic() < entry.reuse_until:
+        if entry is not None and self._monotonic() < entry.reuse_until:
             return entry.cred
         pending = self._inflight.get(key)
         if pending is None:
@@ -208,7 +227,7 @@ class CredentialVendor:
                 self._fetch(key, warehouse, table, permission, validity, advertised)
             )
             self._inflight[key] = pending
-            pending.add_done_callback(lambda f, k=key: self._forget(k, f))
+            pending.add_done_callback(functools.partial(self._forget, key))
         # shield: a caller that disconnects must not cancel the STS call the others wait for
         return await asyncio.shield(pending)
 
@@ -253,11 +272,11 @@ class CredentialVendor:
                 "ShortTermCredentialError",
                 f"Failed to assume role via STS: {code or type(exc).__name__}",
             ) from exc
-        issued = time.time()
+        issued = self._wall_clock()
         expires_ms = int(min(expires_s, issued + advertised) * 1000)
         cred = TemporaryCredential(ak, sk, token, expires_ms)
         reuse_s = min(advertised / 2.0, STC_MAX_ENTRY_S)
-        self._cache[key] = _Entry(cred=cred, reuse_until=time.monotonic() + reuse_s)
+        self._cache[key] = _Entry(cred=cred, reuse_until=self._monotonic() + reuse_s)
         self._cache.move_to_end(key)
         while len(self._cache) > STC_CAPACITY:
             self._cache.popitem(last=False)

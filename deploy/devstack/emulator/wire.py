@@ -90,7 +90,9 @@ async def read_json(request: web.Request, model: type[M]) -> M:
     try:
         raw = await request.read()
     except web.HTTPRequestEntityTooLarge as exc:
-        raise PlainRejection(413, "Failed to buffer the request body: length limit exceeded") from exc
+        raise PlainRejection(
+            413, "Failed to buffer the request body: length limit exceeded"
+        ) from exc
     try:
         data = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:

@@ -43,8 +43,12 @@ expiry_keys = st.sampled_from(
         "region",
     ]
 )
-hostile_text = st.text(st.characters(codec="utf-8"), max_size=40) | st.integers(-(10**20), 10**20).map(str)
-level = st.text(st.characters(codec="utf-8", exclude_characters=NAMESPACE_SEPARATOR), min_size=1, max_size=20)
+hostile_text = st.text(st.characters(codec="utf-8"), max_size=40) | st.integers(
+    -(10**20), 10**20
+).map(str)
+level = st.text(
+    st.characters(codec="utf-8", exclude_characters=NAMESPACE_SEPARATOR), min_size=1, max_size=20
+)
 
 
 # ---- expiry keys (gateway/cache/expiry.py) --------------------------------------------------
@@ -53,7 +57,9 @@ level = st.text(st.characters(codec="utf-8", exclude_characters=NAMESPACE_SEPARA
 @PROFILE
 @given(st.dictionaries(expiry_keys | st.text(max_size=30), hostile_text, max_size=8))
 @example({"s3.session-token-expires-at-ms": "1755693600000", "expiration-time": "1755693500000"})
-@example({"s3.session-token-expires-at-ms": "١٧٥٥٦٩٣٦٠٠٠٠٠"})  # Arabic-Indic digits: isdigit() but not ASCII
+@example(
+    {"s3.session-token-expires-at-ms": "١٧٥٥٦٩٣٦٠٠٠٠٠"}
+)  # Arabic-Indic digits: isdigit() but not ASCII
 @example({"s3.session-token-expires-at-ms": " 1755693600000 "})
 @example({"s3.session-token-expires-at-ms": "1755693600"})  # seconds, not ms
 def test_expiry_is_none_or_the_earliest_plausible_epoch_ms(config: dict[str, str]) -> None:
@@ -61,7 +67,12 @@ def test_expiry_is_none_or_the_earliest_plausible_epoch_ms(config: dict[str, str
     candidates = []
     for key, value in config.items():
         text = value.strip()
-        if is_expiry_key(key) and text.isascii() and text.isdigit() and MIN_MS <= int(text) <= MAX_MS:
+        if (
+            is_expiry_key(key)
+            and text.isascii()
+            and text.isdigit()
+            and MIN_MS <= int(text) <= MAX_MS
+        ):
             candidates.append(int(text))
     assert result == (min(candidates) if candidates else None)
     if result is not None:
@@ -70,7 +81,9 @@ def test_expiry_is_none_or_the_earliest_plausible_epoch_ms(config: dict[str, str
 
 @PROFILE
 @given(st.lists(st.dictionaries(expiry_keys, hostile_text, max_size=4), max_size=5))
-def test_credential_set_never_outlives_any_of_its_credentials(configs: list[dict[str, str]]) -> None:
+def test_credential_set_never_outlives_any_of_its_credentials(
+    configs: list[dict[str, str]],
+) -> None:
     creds = [storage_credential("s3://b/t", c) for c in configs]
     result = credential_set(creds)
     for cred in creds:
@@ -84,7 +97,10 @@ def test_credential_set_never_outlives_any_of_its_credentials(configs: list[dict
 @PROFILE
 @given(st.text(max_size=60))
 def test_only_expiry_keys_are_recognised_as_expiry(key: str) -> None:
-    assume(key not in {"s3.session-token-expires-at-ms", "expiration-time", "gcs.oauth2.token-expires-at"})
+    assume(
+        key
+        not in {"s3.session-token-expires-at-ms", "expiration-time", "gcs.oauth2.token-expires-at"}
+    )
     assume(not key.startswith("adls.sas-token-expires-at-ms."))
     assert not is_expiry_key(key)
 
@@ -112,7 +128,8 @@ def test_split_namespace_rejects_only_with_value_error(segment: str) -> None:
 @PROFILE
 @given(
     st.lists(
-        st.text(st.characters(codec="utf-8"), max_size=3) | st.sampled_from(["%", "%1F", "%2F", "%FF", "%C3", "%00", "%7"]),
+        st.text(st.characters(codec="utf-8"), max_size=3)
+        | st.sampled_from(["%", "%1F", "%2F", "%FF", "%C3", "%00", "%7"]),
         max_size=30,
     ).map("".join)
 )
@@ -127,17 +144,26 @@ def test_path_segment_decoding_raises_only_gateway_errors(raw: str) -> None:
             if what == "namespace":
                 parse_namespace(value)
         except GatewayError as exc:
-            assert exc.http_status == 400
+            status = exc.http_status
+            assert status == 400
 
 
 @PROFILE
 @given(st.lists(level, min_size=1, max_size=4), level, st.data())
-def test_cache_key_ignores_case_like_lakekeeper(namespace: list[str], table: str, data: st.DataObject) -> None:
+def test_cache_key_ignores_case_like_lakekeeper(
+    namespace: list[str], table: str, data: st.DataObject
+) -> None:
     def respell(s: str) -> str:
         flips = data.draw(st.lists(st.booleans(), min_size=len(s), max_size=len(s)))
         return "".join(c.swapcase() if f else c for c, f in zip(s, flips, strict=True))
 
-    a = CacheKey.of(project=None, warehouse_id="WH-1", namespace=tuple(namespace), table=table, access=AccessMode.READ)
+    a = CacheKey.of(
+        project=None,
+        warehouse_id="WH-1",
+        namespace=tuple(namespace),
+        table=table,
+        access=AccessMode.READ,
+    )
     b = CacheKey.of(
         project=None,
         warehouse_id="wh-1",
@@ -146,7 +172,9 @@ def test_cache_key_ignores_case_like_lakekeeper(namespace: list[str], table: str
         access=AccessMode.READ,
     )
     # swapcase is not always casefold-stable (e.g. 'ß'), so compare with casefold ground truth.
-    same = tuple(p.casefold() for p in namespace) == tuple(p.casefold() for p in b.namespace_as_given)
+    same = tuple(p.casefold() for p in namespace) == tuple(
+        p.casefold() for p in b.namespace_as_given
+    )
     same = same and table.casefold() == b.table_as_given.casefold()
     assert (a == b) == same
     if a == b:
@@ -160,14 +188,17 @@ def test_query_parameters_parse_or_raise_400(value: str | None) -> None:
         try:
             parse(value)
         except GatewayError as exc:
-            assert exc.http_status == 400
+            status = exc.http_status
+            assert status == 400
 
 
 # ---- caller policy file (gateway/surfaces/policy.py) ------------------------------------------
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=10),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=10), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=10), inner, max_size=3)
+    ),
     max_leaves=10,
 )
 rule = st.fixed_dictionaries(
@@ -180,7 +211,11 @@ rule = st.fixed_dictionaries(
     },
 )
 policy_doc = json_values | st.fixed_dictionaries(
-    {"callers": st.dictionaries(st.text(max_size=8), st.lists(rule, max_size=3) | json_values, max_size=3)}
+    {
+        "callers": st.dictionaries(
+            st.text(max_size=8), st.lists(rule, max_size=3) | json_values, max_size=3
+        )
+    }
 )
 
 
@@ -190,7 +225,9 @@ def _has_scalar_access(doc: object) -> bool:
     if not isinstance(callers, dict):
         return False
     return any(
-        isinstance(r, dict) and "access" in r and (r["access"] is None or isinstance(r["access"], bool | int | float))
+        isinstance(r, dict)
+        and "access" in r
+        and (r["access"] is None or isinstance(r["access"], bool | int | float))
         for rules in callers.values()
         if isinstance(rules, list)
         for r in rules
@@ -216,7 +253,8 @@ def test_policy_documents_parse_or_raise_policy_file_error(doc: object) -> None:
 @pytest.mark.xfail(
     strict=True,
     raises=TypeError,
-    reason="gateway bug: parse_rules iterates a scalar 'access' (null, 5) -> TypeError, not PolicyFileError",
+    reason="gateway bug: parse_rules iterates a scalar 'access' (null, 5): TypeError, "
+    "not PolicyFileError",
 )
 @pytest.mark.parametrize("access", [None, 5])
 def test_scalar_access_in_policy_is_a_policy_file_error(access: object) -> None:
@@ -238,7 +276,10 @@ def test_registered_secret_never_survives_redaction(secret: str, before: str, af
 
 
 @PROFILE
-@given(st.from_regex(r"ASIA[A-Z0-9]{16}", fullmatch=True), st.from_regex(r"[A-Za-z0-9/+]{40}", fullmatch=True))
+@given(
+    st.from_regex(r"ASIA[A-Z0-9]{16}", fullmatch=True),
+    st.from_regex(r"[A-Za-z0-9/+]{40}", fullmatch=True),
+)
 def test_vended_keys_are_redacted_without_registration(key_id: str, secret: str) -> None:
     line = f'fetched {{"s3.access-key-id": "{key_id}", "s3.secret-access-key": "{secret}"}}'
     out = Redactor().redact(line)
@@ -250,5 +291,5 @@ def test_vended_keys_are_redacted_without_registration(key_id: str, secret: str)
 @PROFILE
 @given(token=st.text(string.ascii_letters + string.digits + "-._~+/", min_size=8, max_size=80))
 def test_authorization_values_are_redacted(header: str, token: str) -> None:
-    assume(token not in "upstream call Authorization: failed")
+    assume(token not in "upstream call Authorization: failed")  # noqa: S105 - not a password
     assert token not in Redactor().redact(f"upstream call Authorization: {header}{token} failed")

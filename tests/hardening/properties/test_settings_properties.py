@@ -35,7 +35,25 @@ FIELDS = [
     "LAKEGATE__SHUTDOWN_GRACE_S",
 ]
 values = (
-    st.sampled_from(["", "0", "-1", "1e309", "nan", "inf", "http://127.0.0.1:1", "none", "token", "jwt", "0.0.0.0", "::1", "{}", "[]", "\x00"])
+    st.sampled_from(
+        [
+            "",
+            "0",
+            "-1",
+            "1e309",
+            "nan",
+            "inf",
+            "http://127.0.0.1:1",
+            "none",
+            "token",
+            "jwt",
+            "0.0.0.0",  # noqa: S104 - a hostile setting value, never bound
+            "::1",
+            "{}",
+            "[]",
+            "\x00",
+        ]
+    )
     | st.integers(-(10**12), 10**12).map(str)
     | st.text(max_size=20)
 )
@@ -44,8 +62,14 @@ secret = st.text(string.ascii_letters + string.digits, min_size=12, max_size=40)
 
 @PROFILE
 @given(st.dictionaries(st.sampled_from(FIELDS), values, max_size=10), secret)
-def test_any_environment_loads_or_is_refused_without_echoing_secrets(env: dict[str, str], client_secret: str) -> None:
-    environ = {**env, "LAKEGATE__TOKEN__CLIENT_SECRET": client_secret, "LAKEGATE__TOKEN__TOKEN": client_secret + "x"}
+def test_any_environment_loads_or_is_refused_without_echoing_secrets(
+    env: dict[str, str], client_secret: str
+) -> None:
+    environ = {
+        **env,
+        "LAKEGATE__TOKEN__CLIENT_SECRET": client_secret,
+        "LAKEGATE__TOKEN__TOKEN": client_secret + "x",
+    }
     try:
         loaded = Settings.load(environ=environ)
     except SettingsError as exc:

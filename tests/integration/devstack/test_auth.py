@@ -10,7 +10,8 @@ pytestmark = pytest.mark.integration
 
 def _get(stack, headers: dict[str, str]) -> httpx.Response:
     info = stack.info
-    url = f"{info['catalog']['url']}/lakekeeper/v1/{info['warehouse']['id']}/namespaces/{info['namespace']}/generic-tables"
+    wh, ns = info["warehouse"]["id"], info["namespace"]
+    url = f"{info['catalog']['url']}/lakekeeper/v1/{wh}/namespaces/{ns}/generic-tables"
     return httpx.get(url, headers=headers, timeout=10)
 
 
@@ -63,12 +64,19 @@ def test_idp_accepts_basic_and_post_and_refuses_a_wrong_secret(bare_stack):
     c = idp["clients"]["gateway"]
     post = httpx.post(
         idp["token_url"],
-        data={"grant_type": "client_credentials", "client_id": c["id"], "client_secret": c["secret"]},
+        data={
+            "grant_type": "client_credentials",
+            "client_id": c["id"],
+            "client_secret": c["secret"],
+        },
     )
     assert post.status_code == 200
     assert post.json()["expires_in"] == idp["token_ttl_s"]
-    wrong = httpx.post(idp["token_url"], data={"grant_type": "client_credentials"},
-                       auth=(c["id"], c["secret"] + "x"))
+    wrong = httpx.post(
+        idp["token_url"],
+        data={"grant_type": "client_credentials"},
+        auth=(c["id"], c["secret"] + "x"),
+    )
     assert wrong.status_code == 401
     assert wrong.json()["error"] == "invalid_client"
 

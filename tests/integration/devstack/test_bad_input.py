@@ -45,8 +45,10 @@ def test_undeserialisable_body_is_plain_422(catalog, body):
         ({"name": "", "format": "lance"}, "InvalidName"),
         ({"name": "a+b", "format": "lance"}, "InvalidName"),
         ({"name": "ok", "format": "Lance"}, "InvalidFormat"),
-        ({"name": "ok", "format": "lance", "base-location": "s3://other-bucket/x"},
-         "InvalidLocation"),
+        (
+            {"name": "ok", "format": "lance", "base-location": "s3://other-bucket/x"},
+            "InvalidLocation",
+        ),
     ],
 )
 def test_bad_table_fields_are_400_envelopes(catalog, body, error_type):
@@ -66,15 +68,21 @@ def test_unknown_warehouse_is_404_and_a_name_prefix_is_400(catalog):
     _envelope(resp, 404, "NoSuchWarehouseException")
     resp = catalog.http.get("/lakekeeper/v1/demo/namespaces/x/generic-tables")
     _envelope(resp, 400, "WarehouseIdIsNotUUID")
-    _envelope(catalog.http.get("/catalog/v1/config", params={"warehouse": "nope"}), 404,
-              "NoSuchWarehouseException")
+    _envelope(
+        catalog.http.get("/catalog/v1/config", params={"warehouse": "nope"}),
+        404,
+        "NoSuchWarehouseException",
+    )
     _envelope(catalog.http.get("/catalog/v1/config"), 400, "GetConfigNoWarehouseProvided")
 
 
 @pytest.mark.parametrize("token", ["garbage!", "MSYxJjI", "bm90LWEtdG9rZW4"])
 def test_bad_page_token_is_400(catalog, token):
-    _envelope(catalog.http.get(catalog.tables_path(), params={"pageToken": token}), 400,
-              "InvalidPageToken")
+    _envelope(
+        catalog.http.get(catalog.tables_path(), params={"pageToken": token}),
+        400,
+        "InvalidPageToken",
+    )
 
 
 def test_non_integer_page_size_is_plain_400(catalog):
@@ -93,13 +101,19 @@ def test_oversized_body_is_413(catalog):
 
 def test_unknown_table_is_404_masked(catalog):
     _envelope(catalog.http.get(f"{catalog.tables_path()}/nope"), 404, "NoSuchGenericTableException")
-    _envelope(catalog.http.get(f"{catalog.tables_path()}/nope/credentials"), 404,
-              "NoSuchGenericTableException")
+    _envelope(
+        catalog.http.get(f"{catalog.tables_path()}/nope/credentials"),
+        404,
+        "NoSuchGenericTableException",
+    )
 
 
 def test_bad_idempotency_key_is_400(catalog):
-    resp = catalog.http.post(catalog.tables_path(), json={"name": "k", "format": "lance"},
-                             headers={"Idempotency-Key": "not-a-uuid"})
+    resp = catalog.http.post(
+        catalog.tables_path(),
+        json={"name": "k", "format": "lance"},
+        headers={"Idempotency-Key": "not-a-uuid"},
+    )
     _envelope(resp, 400, "InvalidIdempotencyKey")
 
 

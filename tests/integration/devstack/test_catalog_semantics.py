@@ -18,8 +18,9 @@ def _uid() -> str:
 
 
 def _ns(catalog, *parts: str, wh: str | None = None):
-    return catalog.http.post(f"/catalog/v1/{wh or catalog.wh}/namespaces",
-                             json={"namespace": list(parts)})
+    return catalog.http.post(
+        f"/catalog/v1/{wh or catalog.wh}/namespaces", json={"namespace": list(parts)}
+    )
 
 
 def test_multi_level_namespaces_use_unit_separator(catalog):
@@ -37,8 +38,9 @@ def test_multi_level_namespaces_use_unit_separator(catalog):
     assert catalog.create("t", ns=f"{top}%1Fsub").status_code == 200
     drop = catalog.http.delete(f"/catalog/v1/{catalog.wh}/namespaces/{top}")
     assert drop.status_code == 409
-    drop = catalog.http.delete(f"/catalog/v1/{catalog.wh}/namespaces/{top}",
-                               params={"recursive": "true"})
+    drop = catalog.http.delete(
+        f"/catalog/v1/{catalog.wh}/namespaces/{top}", params={"recursive": "true"}
+    )
     assert drop.status_code == 204
     assert catalog.http.head(f"/catalog/v1/{catalog.wh}/namespaces/{top}%1Fsub").status_code == 404
 
@@ -95,8 +97,13 @@ def test_rename_across_namespaces_and_into_a_taken_name(catalog):
     url = f"/lakekeeper/v1/{catalog.wh}/generic-tables/rename"
 
     def rename(src, dst_ns, dst):
-        return catalog.http.post(url, json={"source": {"namespace": [catalog.ns], "name": src},
-                                            "destination": {"namespace": [dst_ns], "name": dst}})
+        return catalog.http.post(
+            url,
+            json={
+                "source": {"namespace": [catalog.ns], "name": src},
+                "destination": {"namespace": [dst_ns], "name": dst},
+            },
+        )
 
     assert rename(a, catalog.ns, b.upper()).status_code == 409
     assert rename(a, catalog.ns, a).status_code == 204
@@ -108,10 +115,16 @@ def test_rename_across_namespaces_and_into_a_taken_name(catalog):
 def test_idempotency_key_replays_the_first_result(catalog, hooks):
     key = str(uuid.uuid4())
     name = f"idem_{_uid()}"
-    first = catalog.http.post(catalog.tables_path(), json={"name": name, "format": "lance"},
-                              headers={"Idempotency-Key": key})
-    again = catalog.http.post(catalog.tables_path(), json={"name": name, "format": "lance"},
-                              headers={"Idempotency-Key": key})
+    first = catalog.http.post(
+        catalog.tables_path(),
+        json={"name": name, "format": "lance"},
+        headers={"Idempotency-Key": key},
+    )
+    again = catalog.http.post(
+        catalog.tables_path(),
+        json={"name": name, "format": "lance"},
+        headers={"Idempotency-Key": key},
+    )
     assert (first.status_code, again.status_code) == (200, 200)
     assert first.json() == again.json()
     assert catalog.create(name).status_code == 409
@@ -121,11 +134,21 @@ def _admin_warehouse(catalog, delete_profile: dict) -> str:
     s3 = catalog.stack.info["s3"]
     body = {
         "warehouse-name": f"wh_{_uid()}",
-        "storage-profile": {"type": "s3", "bucket": s3["bucket"], "region": s3["region"],
-                            "endpoint": s3["endpoint"], "path-style-access": True,
-                            "key-prefix": "lakehouse", "sts-enabled": False},
-        "storage-credential": {"type": "s3", "credential-type": "access-key",
-                               "access-key-id": "unused", "secret-access-key": "unused"},
+        "storage-profile": {
+            "type": "s3",
+            "bucket": s3["bucket"],
+            "region": s3["region"],
+            "endpoint": s3["endpoint"],
+            "path-style-access": True,
+            "key-prefix": "lakehouse",
+            "sts-enabled": False,
+        },
+        "storage-credential": {
+            "type": "s3",
+            "credential-type": "access-key",
+            "access-key-id": "unused",
+            "secret-access-key": "unused",
+        },
         "delete-profile": delete_profile,
     }
     resp = catalog.http.post("/management/v1/warehouse", json=body)
@@ -145,8 +168,10 @@ def test_soft_delete_lists_deleted_and_undrop_restores_the_same_id(catalog):
     deleted = catalog.http.get(f"/management/v1/warehouse/{wid}/deleted-tabulars").json()
     (tab,) = deleted["tabulars"]
     assert (tab["id"], tab["typ"], tab["namespace"]) == (table_id, "generic-table", ["ns"])
-    undrop = catalog.http.post(f"/management/v1/warehouse/{wid}/deleted-tabulars/undrop",
-                               json={"targets": [{"type": "generic-table", "id": table_id}]})
+    undrop = catalog.http.post(
+        f"/management/v1/warehouse/{wid}/deleted-tabulars/undrop",
+        json={"targets": [{"type": "generic-table", "id": table_id}]},
+    )
     assert undrop.status_code == 204
     assert catalog.http.get(base).json()["identifiers"][0]["id"] == table_id
 
@@ -172,7 +197,9 @@ def _writer(catalog, name: str):
     config = cred["storage-credentials"][0]["config"]
     bucket, _, key = cred["storage-credentials"][0]["prefix"].removeprefix("s3://").partition("/")
     s3 = boto3.session.Session().client(
-        "s3", endpoint_url=config["s3.endpoint"], region_name="us-east-1",
+        "s3",
+        endpoint_url=config["s3.endpoint"],
+        region_name="us-east-1",
         aws_access_key_id=config["s3.access-key-id"],
         aws_secret_access_key=config["s3.secret-access-key"],
         aws_session_token=config["s3.session-token"],
@@ -188,8 +215,12 @@ def test_drop_purges_files_by_default_but_not_with_purge_false(catalog, hooks):
     catalog.create(kept)
     s3, bucket, purged_key = _writer(catalog, purged)
     s3_kept, _, kept_key = _writer(catalog, kept)
-    assert catalog.http.delete(f"{catalog.tables_path()}/{kept}",
-                               params={"purgeRequested": "false"}).status_code == 204
+    assert (
+        catalog.http.delete(
+            f"{catalog.tables_path()}/{kept}", params={"purgeRequested": "false"}
+        ).status_code
+        == 204
+    )
     assert catalog.http.delete(f"{catalog.tables_path()}/{purged}").status_code == 204
     for _ in range(100):  # the stack's purge delay is 2 s
         if hooks.stats().get("purges", 0) >= 1:

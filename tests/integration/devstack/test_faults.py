@@ -14,8 +14,9 @@ pytestmark = pytest.mark.integration
 def test_next_n_calls_fail_with_retry_after_then_recover(catalog, hooks):
     name = f"f_{uuid.uuid4().hex[:8]}"
     assert catalog.create(name).status_code == 200
-    hooks.set_faults(status=503, count=2, retry_after=7,
-                     operations=["load_generic_table_credentials"])
+    hooks.set_faults(
+        status=503, count=2, retry_after=7, operations=["load_generic_table_credentials"]
+    )
     url = f"{catalog.tables_path()}/{name}/credentials"
     assert catalog.http.get(catalog.tables_path()).status_code == 200  # other ops unaffected
     for _ in range(2):
@@ -57,8 +58,14 @@ def test_reset_zeroes_counters(catalog, hooks):
     hooks.reset()
     stats = hooks.stats()
     assert stats["list_generic_tables"] == 0
-    for key in ("load_generic_table", "load_generic_table_credentials", "create_generic_table",
-                "drop_generic_table", "rename_generic_table", "sts_assume_role"):
+    for key in (
+        "load_generic_table",
+        "load_generic_table_credentials",
+        "create_generic_table",
+        "drop_generic_table",
+        "rename_generic_table",
+        "sts_assume_role",
+    ):
         assert stats[key] == 0
 
 

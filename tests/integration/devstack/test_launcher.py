@@ -3,6 +3,7 @@ component, and no process or listener left behind."""
 
 from __future__ import annotations
 
+import glob
 import json
 import subprocess
 import sys
@@ -12,17 +13,29 @@ from pathlib import Path
 import httpx
 import psutil
 import pytest
-
 from devstack.errors import StackRunningError
 from devstack.launcher import start_component, start_stack, stop_component, stop_stack
 
 pytestmark = pytest.mark.integration
 
 REQUIRED_KEYS = (
-    "idp.issuer", "idp.token_url", "idp.jwks_uri", "idp.audience", "s3.endpoint", "s3.region",
-    "s3.bucket", "s3.admin_access_key", "s3.admin_secret_key", "catalog.url",
-    "catalog.roles.read", "catalog.roles.write", "warehouse.id", "warehouse.name", "namespace",
-    "pids", "run_dir",
+    "idp.issuer",
+    "idp.token_url",
+    "idp.jwks_uri",
+    "idp.audience",
+    "s3.endpoint",
+    "s3.region",
+    "s3.bucket",
+    "s3.admin_access_key",
+    "s3.admin_secret_key",
+    "catalog.url",
+    "catalog.roles.read",
+    "catalog.roles.write",
+    "warehouse.id",
+    "warehouse.name",
+    "namespace",
+    "pids",
+    "run_dir",
 )
 
 
@@ -44,7 +57,11 @@ def _listening_pids_and_ports(pids: set[int]) -> set[tuple[int, int]]:
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "gateway", "devstack", *args],
-        cwd=cwd, capture_output=True, text=True, timeout=120, check=False,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
 
 
@@ -68,18 +85,26 @@ def test_up_is_ready_fast_and_down_leaves_nothing_behind(tmp_path):
         assert _listening_pids_and_ports(pids | children)
         with pytest.raises(StackRunningError, match="already running"):
             start_stack(run_dir, with_gateway=False)
+        patterns = json.loads((run_dir / "pids.json").read_text())["tmp_sockets"]
+        assert any(glob.glob(p) for p in patterns)  # weed's hard-coded /tmp sockets
     finally:
         stopped = stop_stack(run_dir)
     assert set(stopped) == {"idp", "s3", "catalog"}
-    assert not any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE
-                   for p in pids | children)
+    assert not any(
+        psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE
+        for p in pids | children
+    )
     assert not _listening_pids_and_ports(pids | children)
-    ports = [int(info["catalog"]["url"].rsplit(":", 1)[1]),
-             int(info["s3"]["endpoint"].rsplit(":", 1)[1])]
-    busy = {c.laddr.port for c in psutil.net_connections(kind="inet")
-            if c.status == psutil.CONN_LISTEN}
+    ports = [
+        int(info["catalog"]["url"].rsplit(":", 1)[1]),
+        int(info["s3"]["endpoint"].rsplit(":", 1)[1]),
+    ]
+    busy = {
+        c.laddr.port for c in psutil.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN
+    }
     assert not busy.intersection(ports)
     assert not (run_dir / "pids.json").exists()
+    assert not [s for p in patterns for s in glob.glob(p)]
     assert stop_stack(run_dir) == []  # idempotent
 
 
@@ -96,8 +121,11 @@ def test_cli_refuses_a_second_up_and_down_stops_everything(tmp_path):
     finally:
         down = _cli("down", cwd=tmp_path)
     assert down.returncode == 0
-    assert not [p for p in info["pids"].values() if psutil.pid_exists(p)
-                and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+    assert not [
+        p
+        for p in info["pids"].values()
+        if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE
+    ]
 
 
 def test_catalog_restart_keeps_tables_and_idp_restart_keeps_tokens_valid(tmp_path):
@@ -105,13 +133,22 @@ def test_catalog_restart_keeps_tables_and_idp_restart_keeps_tokens_valid(tmp_pat
     try:
         info = stack.info
         c = info["idp"]["clients"]["alice"]
-        token = httpx.post(info["idp"]["token_url"], data={"grant_type": "client_credentials"},
-                           auth=(c["id"], c["secret"])).json()["access_token"]
+        token = httpx.post(
+            info["idp"]["token_url"],
+            data={"grant_type": "client_credentials"},
+            auth=(c["id"], c["secret"]),
+        ).json()["access_token"]
         headers = {"Authorization": f"Bearer {token}"}
-        tables = (f"{info['catalog']['url']}/lakekeeper/v1/{info['warehouse']['id']}"
-                  f"/namespaces/{info['namespace']}/generic-tables")
-        assert httpx.post(tables, json={"name": "survivor", "format": "lance"},
-                          headers=headers).status_code == 200
+        tables = (
+            f"{info['catalog']['url']}/lakekeeper/v1/{info['warehouse']['id']}"
+            f"/namespaces/{info['namespace']}/generic-tables"
+        )
+        assert (
+            httpx.post(
+                tables, json={"name": "survivor", "format": "lance"}, headers=headers
+            ).status_code
+            == 200
+        )
         old_pid = info["pids"]["catalog"]
         stop_component(tmp_path / "s", "catalog")
         with pytest.raises(httpx.ConnectError):

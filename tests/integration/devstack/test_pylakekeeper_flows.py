@@ -10,7 +10,6 @@ import lance
 import pyarrow as pa
 import pylakekeeper as pk
 import pytest
-
 from devstack.launcher import Stack
 
 pytestmark = pytest.mark.integration
@@ -60,9 +59,12 @@ def test_vended_load_writes_and_reads_lance_in_seaweedfs(client, bare_stack):
 
 def test_list_over_250_tables_yields_each_exactly_once(client, catalog, bare_stack):
     ns = _name("many")
-    assert catalog.http.post(
-        f"/catalog/v1/{catalog.wh}/namespaces", json={"namespace": [ns]}
-    ).status_code == 200
+    assert (
+        catalog.http.post(
+            f"/catalog/v1/{catalog.wh}/namespaces", json={"namespace": [ns]}
+        ).status_code
+        == 200
+    )
     names = [f"t{i:03d}" for i in range(250)]
     with ThreadPoolExecutor(8) as pool:
         statuses = list(pool.map(lambda n: catalog.create(n, ns=ns).status_code, names))
@@ -103,7 +105,12 @@ def test_credentials_endpoint_vends_without_delegation_header(client, catalog, b
     resp = catalog.http.get(f"{catalog.tables_path()}/{name}/credentials")
     assert resp.status_code == 200
     (cred,) = resp.json()["storage-credentials"]
-    for key in ("s3.access-key-id", "s3.secret-access-key", "s3.session-token",
-                "s3.session-token-expires-at-ms", "expiration-time"):
+    for key in (
+        "s3.access-key-id",
+        "s3.secret-access-key",
+        "s3.session-token",
+        "s3.session-token-expires-at-ms",
+        "expiration-time",
+    ):
         assert key in cred["config"]
     assert cred["prefix"] == client.generic_tables.load(ns, name).table.base_location

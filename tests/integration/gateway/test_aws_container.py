@@ -44,7 +44,8 @@ def test_boto3_reads_table_objects_through_the_container_endpoint(
 
     session = boto3.session.Session(region_name=s3["region"])
     creds = session.get_credentials()
-    assert creds is not None and creds.method == "container-role"
+    assert creds is not None
+    assert creds.method == "container-role"
     client = session.client("s3", endpoint_url=s3["endpoint"],
                             config=Config(s3={"addressing_style": "path"}))
     listed = client.list_objects_v2(Bucket=bucket, Prefix=prefix + "/")

@@ -44,7 +44,8 @@ def setup(info: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> Ite
     (run / "tokens.json").write_text(json.dumps({ALICE: "alice", ADMIN: "admin"}))
     (run / "policy.yaml").write_text(
         "callers:\n"
-        "  alice:\n    - {warehouse: demo, namespace: 'team_a_*', table: '*', access: [read, write]}\n"
+        "  alice:\n"
+        "    - {warehouse: demo, namespace: 'team_a_*', table: '*', access: [read, write]}\n"
         "  admin:\n    - {warehouse: '*', namespace: '*', table: '*', access: [read, write]}\n"
     )
     env = stack_env(info) | {

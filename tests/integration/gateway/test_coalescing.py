@@ -7,6 +7,7 @@ lakegate_requests_total must equal what the test sent, split into miss / coalesc
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 from typing import Any
 
@@ -74,5 +75,52 @@ def test_200_callers_over_50_tables_make_50_upstream_calls_and_one_login(
         assert emulator.stats()["load_generic_table_credentials"] == 50
         assert idp_stats.token_requests() == 1
         assert [d["outcome"] for d in docs].count("miss") == 50
+    finally:
+        assert proc.stop() == 0
+
+
+def test_upstream_429_with_retry_after_is_one_shared_wait(
+    info: dict[str, Any], new_table, emulator
+) -> None:
+    table = new_table(prefix="slow")
+    path = (f"/v1/warehouses/demo/namespaces/{table['namespace']}/tables/"
+            f"{table['table']['name']}/credentials")
+    emulator.reset()
+    emulator.set_faults(status=429, retry_after=1, count=1,
+                        operations=["load_generic_table_credentials"])
+    docs = asyncio.run(_burst(info["gateway"]["http_url"], [path] * 50))
+    # one refused call, one retry after the shared wait, nothing else
+    assert emulator.stats()["load_generic_table_credentials"] == 2
+    assert [d["outcome"] for d in docs].count("miss") == 1
+
+
+def test_hot_key_is_refreshed_ahead_and_never_served_below_the_floor(
+    info: dict[str, Any], new_table, emulator, tmp_path: Path
+) -> None:
+    table = new_table(prefix="hot")
+    env = stack_env(info) | {"LAKEGATE__CACHE__MIN_REMAINING_S": "3",
+                             "LAKEGATE__CACHE__REFRESH_LEAD_S": "12",
+                             "LAKEGATE__CACHE__IDLE_S": "600"}
+    proc = start_gateway(tmp_path, env, name="hot")
+    try:
+        emulator.set_faults(credential_lifetime_s=20)
+        emulator.clear_credential_cache()
+        path = (f"/v1/warehouses/demo/namespaces/{table['namespace']}/tables/"
+                f"{table['table']['name']}/credentials")
+        outcomes: list[str] = []
+        expiries: set[int] = set()
+        lowest = float("inf")
+        with httpx.Client(base_url=proc.http_url, headers=MARK, trust_env=False,
+                          timeout=30) as c:
+            for _ in range(80):  # ~20 s at 4 requests/s: at least one refresh cycle
+                doc = c.get(path).json()
+                outcomes.append(doc["outcome"])
+                expiries.add(doc["expires_at_ms"])
+                lowest = min(lowest, doc["remaining_s"])
+                time.sleep(0.25)
+        assert outcomes.count("miss") == 1, outcomes
+        assert set(outcomes[1:]) == {"hit"}, outcomes
+        assert len(expiries) >= 2  # refreshed in the background
+        assert lowest > 3
     finally:
         assert proc.stop() == 0

@@ -56,7 +56,7 @@ def test_sigterm_drains_an_in_flight_request_then_exits_0(
 def test_invalid_settings_exit_2_with_the_env_var_named(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAKEGATE")}
     env |= {"LAKEGATE__UPSTREAM__URL": "ftp://nope", "LAKEGATE__TOKEN__KIND": "none",
-            "LAKEGATE__LISTEN__HOST": "0.0.0.0"}
+            "LAKEGATE__LISTEN__HOST": "0.0.0.0"}  # noqa: S104 - refused
     done = subprocess.run([sys.executable, "-m", "gateway", "serve"], cwd=REPO_ROOT, env=env,
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2

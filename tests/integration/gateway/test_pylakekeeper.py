@@ -34,7 +34,8 @@ def test_create_load_vended_lance_write_read_list_drop(lk: Client, info: dict[st
     loaded = lk.generic_tables.load(ns, name, vended=True)
     opts = loaded.lance_storage_options
     assert {"aws_access_key_id", "aws_secret_access_key", "aws_session_token"} <= set(opts)
-    assert loaded.expires_at is not None and not loaded.expires_within(120)
+    assert loaded.expires_at is not None
+    assert not loaded.expires_within(120)
 
     data = pa.table({"user_id": [1, 2, 3, 4, 5], "name": ["Alice", "Bob", "C", "D", "E"]})
     lance.write_dataset(data, loaded.location, storage_options=opts)

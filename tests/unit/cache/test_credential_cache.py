@@ -1,5 +1,4 @@
 import asyncio
-import random
 from collections import Counter
 
 import pytest
@@ -16,6 +15,7 @@ from gateway.models import AccessMode, CacheKey, Outcome, RequestContext
 from gateway.settings import CacheSettings
 from tests.fakes.clock import FakeClock
 from tests.fakes.fetcher import FakeFetcher
+from tests.fakes.rng import seeded
 from tests.fakes.spawn import FakeTaskRegistry
 
 CTX = RequestContext(request_id="req-1")
@@ -51,7 +51,7 @@ def metrics():
 def make_cache(fetcher, clock, metrics, registry, **settings):
     cfg = CacheSettings(**{"min_remaining_s": 300, "refresh_lead_s": 900, **settings})
     return CredentialCache(fetcher, cfg, clock, metrics, registry.spawn, deadline_s=30,
-                           rng=random.Random(7))
+                           rng=seeded(7))
 
 
 def counter(metrics, name, **labels):
@@ -90,7 +90,8 @@ async def test_cancelling_half_the_waiters_leaves_the_rest_served(
         results = await asyncio.gather(*waiters, return_exceptions=True)
     cancelled = [r for r in results if isinstance(r, asyncio.CancelledError)]
     served = [r for r in results if isinstance(r, tuple)]
-    assert len(cancelled) == 50 and len(served) == 50
+    assert len(cancelled) == 50
+    assert len(served) == 50
     assert fetcher.calls == 1
     assert key() in cache  # stored although the leader was cancelled
     assert registry.live == 0
@@ -105,11 +106,10 @@ async def test_waiter_deadline_raises_timeout_while_the_fetch_completes_for_othe
     with pytest.raises(UpstreamTimeoutError):
         await cache.get(key(), CTX)
     fetcher.gate.set()
-    async with asyncio.timeout(5):
-        while registry.live:
-            await asyncio.sleep(0)
-    value, outcome = await cache.get(key(), CTX)
-    assert outcome is Outcome.HIT and fetcher.calls == 1
+    await registry.drained()
+    _, outcome = await cache.get(key(), CTX)
+    assert outcome is Outcome.HIT
+    assert fetcher.calls == 1
 
 
 async def test_errors_fan_out_to_all_waiters_and_are_not_cached(
@@ -142,7 +142,8 @@ async def test_not_found_is_negative_cached_only_for_negative_ttl(
     assert fetcher.calls == 1
     clock.advance(5.1)
     _, outcome = await cache.get(key(), CTX)
-    assert outcome is Outcome.MISS and fetcher.calls == 2
+    assert outcome is Outcome.MISS
+    assert fetcher.calls == 2
 
 
 async def test_hit_after_miss_serves_the_same_credential(fetcher, clock, metrics, registry):
@@ -151,7 +152,8 @@ async def test_hit_after_miss_serves_the_same_credential(fetcher, clock, metrics
     clock.advance(60)
     second, o2 = await cache.get(key(), CTX)
     assert (o1, o2) == (Outcome.MISS, Outcome.HIT)
-    assert first is second and fetcher.calls == 1
+    assert first is second
+    assert fetcher.calls == 1
 
 
 async def test_keys_differ_by_access_mode_and_fold_case(fetcher, clock, metrics, registry):
@@ -175,13 +177,13 @@ async def test_soft_window_success_keeps_serving_and_refresh_replaces_entry(
     due, _ = cache.scan()
     assert due == [key()]
     value, outcome = await cache.get(key(), CTX)
-    assert value is old and outcome is Outcome.HIT
+    assert value is old
+    assert outcome is Outcome.HIT
     assert cache.start_refresh(key())
-    async with asyncio.timeout(5):
-        while registry.live:
-            await asyncio.sleep(0)
+    await registry.drained()
     new, outcome = await cache.get(key(), CTX)
-    assert new is not old and outcome is Outcome.HIT
+    assert new is not old
+    assert outcome is Outcome.HIT
     assert counter(metrics, "lakegate_refresh_total", reason="ahead", status="ok") == 1
 
 
@@ -193,11 +195,10 @@ async def test_soft_window_failure_serves_stale_above_the_floor(
     clock.advance(3600 - 600)
     fetcher.errors.append(UnavailableError("catalog 503"))
     cache.start_refresh(key())
-    async with asyncio.timeout(5):
-        while registry.live:
-            await asyncio.sleep(0)
+    await registry.drained()
     value, outcome = await cache.get(key(), CTX)
-    assert value is old and outcome is Outcome.STALE
+    assert value is old
+    assert outcome is Outcome.STALE
     assert metrics.stale_serving._value.get() == 1
     assert counter(metrics, "lakegate_refresh_total", reason="ahead", status="error") == 1
 
@@ -207,7 +208,8 @@ async def test_hard_window_success_never_serves_below_floor(fetcher, clock, metr
     old, _ = await cache.get(key(), CTX)
     clock.advance(3600 - 299)  # 299 s left: below the 300 s floor
     value, outcome = await cache.get(key(), CTX)
-    assert value is not old and outcome is Outcome.MISS
+    assert value is not old
+    assert outcome is Outcome.MISS
     assert value.remaining_s(clock.now()) > 300
     assert counter(metrics, "lakegate_evictions_total", reason="expired") == 1
 
@@ -243,7 +245,8 @@ async def test_expired_credential_is_never_served_under_faults(fetcher, clock, m
             served.append(value.remaining_s(clock.now()))
         except UnavailableError:
             pass
-    assert served and min(served) > 300
+    assert served
+    assert min(served) > 300
 
 
 async def test_credential_without_expiry_is_served_only_for_the_short_ttl(
@@ -266,7 +269,9 @@ async def test_lru_evicts_the_least_recently_used_entry(fetcher, clock, metrics,
     await cache.get(key("b"), CTX)
     await cache.get(key("a"), CTX)  # a is now most recent
     await cache.get(key("c"), CTX)
-    assert key("a") in cache and key("c") in cache and key("b") not in cache
+    assert key("a") in cache
+    assert key("c") in cache
+    assert key("b") not in cache
     assert counter(metrics, "lakegate_evictions_total", reason="lru") == 1
     assert metrics.cache_entries._value.get() == 2
 
@@ -296,7 +301,8 @@ async def test_invalidate_table_drops_every_access_mode(fetcher, clock, metrics,
     await cache.get(key("t", AccessMode.WRITE), CTX)
     await cache.get(key("other"), CTX)
     assert cache.invalidate_table("WH", ("NS",), "T") == 2
-    assert key("other") in cache and len(cache) == 1
+    assert key("other") in cache
+    assert len(cache) == 1
     assert counter(metrics, "lakegate_evictions_total", reason="invalidated") == 2
 
 
@@ -330,9 +336,7 @@ async def test_deterministic_refresh_failure_drops_the_entry(fetcher, clock, met
     clock.advance(3000)
     fetcher.errors.append(NotFoundError("table dropped elsewhere"))
     cache.start_refresh(key())
-    async with asyncio.timeout(5):
-        while registry.live:
-            await asyncio.sleep(0)
+    await registry.drained()
     with pytest.raises(NotFoundError):
         await cache.get(key(), CTX)
 
@@ -343,7 +347,7 @@ async def test_refresh_returning_the_same_credential_backs_off(clock, metrics, r
             self.calls += 1
             from gateway.cache.expiry import credential_set, storage_credential
             return credential_set([storage_credential("s3://b/t", {
-                "s3.session-token-expires-at-ms": str(int((1_800_000_000 + 1200) * 1000))})])
+                "s3.session-token-expires-at-ms": str((1_800_000_000 + 1200) * 1000)})])
 
     fetcher = SameExpiry(clock)
     cache = make_cache(fetcher, clock, metrics, registry, idle_s=7200)
@@ -351,10 +355,7 @@ async def test_refresh_returning_the_same_credential_backs_off(clock, metrics, r
     clock.advance(400)  # 800 s left: due
     assert cache.is_due(key())
     cache.start_refresh(key())
-    async with asyncio.timeout(5):
-        while registry.live:
-            await asyncio.sleep(0)
-    await asyncio.sleep(0)  # let the flight's done-callback run
+    await registry.drained()
     assert not cache.is_due(key())  # the same expiry came back: wait before asking again
     clock.advance(61)
     assert cache.is_due(key())

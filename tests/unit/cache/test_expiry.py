@@ -53,4 +53,5 @@ def test_set_expiry_is_the_earliest_of_its_credentials():
 
 def test_empty_credential_list_has_no_expiry():
     s = credential_set([])
-    assert s.expires_at_ms is None and s.credentials == ()
+    assert s.expires_at_ms is None
+    assert s.credentials == ()

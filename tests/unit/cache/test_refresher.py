@@ -1,5 +1,5 @@
 import asyncio
-import random
+import contextlib
 from collections import Counter
 
 import pytest
@@ -12,6 +12,7 @@ from gateway.models import AccessMode, CacheKey, Outcome, RequestContext
 from gateway.settings import CacheSettings
 from tests.fakes.clock import FakeClock
 from tests.fakes.fetcher import FakeFetcher
+from tests.fakes.rng import seeded
 from tests.fakes.spawn import FakeTaskRegistry
 
 CTX = RequestContext(request_id="req-1")
@@ -33,7 +34,7 @@ def build(clock, registry, fetcher, **settings):
     cfg = CacheSettings(**{"min_remaining_s": 300, "refresh_lead_s": 900, **settings})
     metrics = Metrics()
     cache = CredentialCache(fetcher, cfg, clock, metrics, registry.spawn, deadline_s=30,
-                            rng=random.Random(3))
+                            rng=seeded(3))
     return cache, RefreshAhead(cache, cfg, clock, metrics, registry.spawn), metrics
 
 
@@ -97,16 +98,14 @@ async def test_refreshes_are_rate_limited_through_the_queue(registry):
 async def test_failed_refresh_backs_off_instead_of_hammering(registry):
     clock = FakeClock()
     fetcher = FakeFetcher(clock, lifetime_s=1200)
-    cache, refresher, metrics = build(clock, registry, fetcher, idle_s=7200)
+    cache, refresher, _ = build(clock, registry, fetcher, idle_s=7200)
     await cache.get(key(), CTX)
     fetcher.fail_always = UnavailableError("catalog down")
     refresher.start()
     for _ in range(60):  # 10 minutes, touching the key every 10 s
         await clock.run_for(10, step=10)
-        try:
-            _, outcome = await cache.get(key(), CTX)
-        except UnavailableError:
-            continue
+        with contextlib.suppress(UnavailableError):
+            await cache.get(key(), CTX)
     # due after ~300 s, then retried with backoff capped at 60 s: far fewer than one per scan
     assert 2 <= fetcher.calls - 1 <= 20
     await refresher.close()
@@ -122,9 +121,23 @@ def test_token_bucket_allows_a_burst_then_the_rate():
 
 async def test_close_cancels_the_loop(registry):
     clock = FakeClock()
-    cache, refresher, _ = build(clock, registry, FakeFetcher(clock))
+    _, refresher, _ = build(clock, registry, FakeFetcher(clock))
     refresher.start()
     await clock.settle()
     assert registry.live == 1
     await refresher.close()
     assert registry.live == 0
+
+
+async def test_fresh_entries_do_not_wake_the_refresher_but_short_lived_ones_do(registry):
+    clock = FakeClock()
+    fetcher = FakeFetcher(clock, lifetime_s=3600)
+    cache, refresher, _ = build(clock, registry, fetcher)
+    wake = asyncio.Event()
+    cache.attach_wakeup(wake)
+    cache.plan_scan(clock.monotonic() + 5)
+    await cache.get(key("fresh"), CTX)
+    assert not wake.is_set()  # due in ~45 min: the next planned scan is soon enough
+    fetcher.lifetime_s = 400  # already inside the lead window
+    await cache.get(key("short"), CTX)
+    assert wake.is_set()

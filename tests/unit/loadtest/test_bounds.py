@@ -9,8 +9,10 @@ import pytest
 from loadtest.bounds import Bounds, BoundsError, Deadline
 
 
-@pytest.mark.parametrize(("requests", "duration"), [
-    (0, 1.0), (-5, 1.0), (10, 0.0), (10, -1.0), (10, math.inf), (10, math.nan)])
+@pytest.mark.parametrize(
+    ("requests", "duration"),
+    [(0, 1.0), (-5, 1.0), (10, 0.0), (10, -1.0), (10, math.inf), (10, math.nan)],
+)
 def test_unbounded_or_empty_caps_are_rejected(requests: int, duration: float) -> None:
     with pytest.raises(BoundsError):
         Bounds(requests, duration)

@@ -39,7 +39,7 @@ def test_bucket_edges_bound_every_value_within_one_percent() -> None:
 
 
 def test_histogram_percentiles_are_within_one_percent_of_exact() -> None:
-    rng = random.Random(3)
+    rng = random.Random(3)  # noqa: S311
     samples = [rng.lognormvariate(6.0, 1.2) for _ in range(20_000)]  # µs, long tail
     hist = LatencyHistogram.empty()
     for s in samples:
@@ -56,7 +56,7 @@ def test_histogram_never_reports_above_the_true_maximum() -> None:
 
 
 def test_merged_histograms_equal_one_histogram_of_all_samples() -> None:
-    rng = random.Random(5)
+    rng = random.Random(5)  # noqa: S311
     a, b, whole = LatencyHistogram.empty(), LatencyHistogram.empty(), LatencyHistogram.empty()
     for i in range(5_000):
         v = rng.uniform(50, 5_000)

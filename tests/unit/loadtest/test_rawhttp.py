@@ -15,12 +15,14 @@ def test_request_is_keep_alive_with_headers() -> None:
 
 
 def test_responses_split_across_reads_are_reassembled() -> None:
-    wire = (b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"
-            b"HTTP/1.1 404 Not Found\r\ncontent-length: 2\r\n\r\n{}")
+    wire = (
+        b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"
+        b"HTTP/1.1 404 Not Found\r\ncontent-length: 2\r\n\r\n{}"
+    )
     parser = ResponseParser()
     got = []
     for i in range(0, len(wire), 7):
-        got += parser.feed(wire[i:i + 7])
+        got += parser.feed(wire[i : i + 7])
     assert got == [(200, b"hello"), (404, b"{}")]
 
 
@@ -28,9 +30,9 @@ def test_empty_body_without_content_length_completes() -> None:
     assert ResponseParser().feed(b"HTTP/1.1 204 No Content\r\n\r\n") == [(204, b"")]
 
 
-@pytest.mark.parametrize("head", [
-    b"SPDY/3 200 OK\r\n\r\n",
-    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"])
+@pytest.mark.parametrize(
+    "head", [b"SPDY/3 200 OK\r\n\r\n", b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"]
+)
 def test_unsupported_framing_is_an_error(head: bytes) -> None:
     with pytest.raises(RawHttpError):
         ResponseParser().feed(head)

@@ -40,9 +40,12 @@ def test_missed_targets_are_stated_plainly_with_the_measured_figure(tmp_path: Pa
 def test_failed_scenario_is_reported_as_not_measured(tmp_path: Path) -> None:
     checks = write_report(_summary(), tmp_path)
     outage = [c for c in checks if c.name == "outage"]
-    assert outage and outage[0].met is None
-    assert "Scenario failed: `RuntimeError: the IdP did not come back`" in \
-        (tmp_path / "report.md").read_text()
+    assert outage
+    assert outage[0].met is None
+    assert (
+        "Scenario failed: `RuntimeError: the IdP did not come back`"
+        in (tmp_path / "report.md").read_text()
+    )
     assert "N/A" in console_summary(checks)
 
 

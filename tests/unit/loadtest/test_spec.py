@@ -8,8 +8,9 @@ from loadtest.spec import LoadResult, LoadSpec
 
 
 def test_shares_add_up_to_the_whole_concurrency_and_rate() -> None:
-    spec = LoadSpec("http", "unix:/x", b"", "closed", 10, Bounds(900, 2.0), rate_per_s=300.0,
-                    processes=4)
+    spec = LoadSpec(
+        "http", "unix:/x", b"", "closed", 10, Bounds(900, 2.0), rate_per_s=300.0, processes=4
+    )
     shares = [spec.share(i) for i in range(4)]
     assert sum(s.concurrency for s in shares) == 10
     assert sum(s.rate_per_s for s in shares) == 300.0
@@ -19,8 +20,13 @@ def test_shares_add_up_to_the_whole_concurrency_and_rate() -> None:
 
 def test_merged_result_adds_counts_and_keeps_the_longest_window() -> None:
     a = LoadResult(requests=10, errors=1, elapsed_s=2.0, outcomes={"hit": 9})
-    b = LoadResult(requests=30, errors=0, elapsed_s=2.5, outcomes={"hit": 29, "miss": 1},
-                   hist=LatencyHistogram.empty())
+    b = LoadResult(
+        requests=30,
+        errors=0,
+        elapsed_s=2.5,
+        outcomes={"hit": 29, "miss": 1},
+        hist=LatencyHistogram.empty(),
+    )
     a.merge(b)
     assert (a.requests, a.errors, a.elapsed_s) == (40, 1, 2.5)
     assert a.outcomes == {"hit": 38, "miss": 1}

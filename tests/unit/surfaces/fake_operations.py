@@ -198,7 +198,8 @@ class FakeOperations:
         await self._enter("catalog_config", ctx)
         wh = self._wh(warehouse_query)
         return {"defaults": {"prefix": wh.id}, "overrides": {"uri": "http://upstream/catalog"},
-                "endpoints": []}
+                "endpoints": ["GET /v1/{prefix}/namespaces",
+                              "DELETE /v1/{prefix}/namespaces/{namespace}"]}
 
     async def forward(self, method: str, path: str, query: str, body: bytes | None,
                       ctx: RequestContext, headers: Any = None) -> UpstreamResponse:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import AsyncIterator
 
 import jwt
@@ -82,19 +83,16 @@ def token(key, **claims) -> str:
 def jwt_auth(jwks_server: TestServer) -> JwtCallerAuth:
     clock = FakeClock()
     # PyJWT checks exp against the real time; use real "now" for the fake wall clock too.
-    import time
-
     clock.wall = time.time()
     keys = JwksKeys(str(jwks_server.make_url("/jwks")), clock)
     return JwtCallerAuth(keys, clock, audience=AUD, issuer=ISS)
 
 
 async def test_valid_jwt_is_accepted_and_cached(jwt_auth, rsa_key, jwks_server) -> None:
-    import time
-
     tok = token(rsa_key, exp=int(time.time()) + 600)
     caller = await jwt_auth.authenticate(f"Bearer {tok}")
-    assert caller.name == "spark-exec" and caller.authenticated
+    assert caller.name == "spark-exec"
+    assert caller.authenticated
     await jwt_auth.authenticate(f"Bearer {tok}")
     assert jwks_server.hits["n"] == 1
 
@@ -104,8 +102,6 @@ async def test_valid_jwt_is_accepted_and_cached(jwt_auth, rsa_key, jwks_server) 
     [{"aud": "urn:other"}, {"iss": "http://evil"}, {"exp": 1_000}, {"sub": None}],
 )
 async def test_bad_claims_are_refused(jwt_auth, rsa_key, claims) -> None:
-    import time
-
     claims = {"exp": int(time.time()) + 600, **claims}
     if claims.get("sub", "x") is None:
         claims.pop("sub")
@@ -118,8 +114,6 @@ async def test_bad_claims_are_refused(jwt_auth, rsa_key, claims) -> None:
 
 
 async def test_token_signed_by_another_key_is_refused(jwt_auth) -> None:
-    import time
-
     other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     with pytest.raises(UnauthenticatedError):
         await jwt_auth.authenticate(f"Bearer {token(other, exp=int(time.time()) + 600)}")
@@ -128,8 +122,6 @@ async def test_token_signed_by_another_key_is_refused(jwt_auth) -> None:
 async def test_unknown_kid_refetches_at_most_once_per_interval(
     jwt_auth, rsa_key, jwks_server
 ) -> None:
-    import time
-
     tok = token(rsa_key, exp=int(time.time()) + 600, kid="nope")
     for _ in range(3):
         with pytest.raises(UnauthenticatedError):

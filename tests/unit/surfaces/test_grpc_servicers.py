@@ -203,7 +203,8 @@ async def test_catalog_round_trip(server_factory, fake_ops: FakeOperations) -> N
     assert {i.name for i in listed.identifiers} == {"orders", "t1"}
     loaded = await s.catalog.LoadTable(catalog_pb2.LoadTableRequest(table=t1, vended=True),
                                        timeout=5)
-    assert loaded.credentials and loaded.warehouse_id == WAREHOUSE.id
+    assert loaded.credentials
+    assert loaded.warehouse_id == WAREHOUSE.id
     await s.catalog.RenameTable(catalog_pb2.RenameTableRequest(
         warehouse="demo", source_namespace=["demo_ns"], source_name="t1",
         destination_namespace=["demo_ns"], destination_name="t2"), timeout=5)
@@ -228,3 +229,19 @@ async def test_health_reports_serving_only_when_set(server_factory) -> None:
     resp = await health.Check(
         health_pb2.HealthCheckRequest(service="lakegate.v1.CredentialService"), timeout=5)
     assert resp.status == health_pb2.HealthCheckResponse.SERVING
+
+
+async def test_reflection_lists_both_services_and_health(server_factory) -> None:
+    from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+    s = await server_factory()
+    stub = reflection_pb2_grpc.ServerReflectionStub(s.channel)
+
+    async def requests():
+        yield reflection_pb2.ServerReflectionRequest(list_services="")
+
+    names = set()
+    async for resp in stub.ServerReflectionInfo(requests(), timeout=5):
+        names |= {svc.name for svc in resp.list_services_response.service}
+    assert {"lakegate.v1.CredentialService", "lakegate.v1.CatalogService",
+            "grpc.health.v1.Health"} <= names

@@ -141,9 +141,12 @@ async def test_drop_and_rename(make_client: MakeClient, fake_ops: FakeOperations
     assert resp.status == 404
 
 
-async def test_whoami_is_answered_locally(make_client: MakeClient, fake_ops: FakeOperations) -> None:
+async def test_whoami_is_answered_locally(
+    make_client: MakeClient, fake_ops: FakeOperations
+) -> None:
     client = await make_client(auth=StaticTokenCallerAuth({"tok-bob-1234": "bob"}))
-    resp = await client.get("/management/v1/whoami", headers={"Authorization": "Bearer tok-bob-1234"})
+    resp = await client.get("/management/v1/whoami",
+                            headers={"Authorization": "Bearer tok-bob-1234"})
     doc = await resp.json()
     assert doc["id"] == "bob"
     assert sum(fake_ops.calls.values()) == 0
@@ -155,6 +158,7 @@ async def test_config_points_iceberg_clients_at_the_gateway(make_client: MakeCli
     doc = await resp.json()
     assert doc["defaults"]["prefix"] == WAREHOUSE.id
     assert doc["overrides"]["uri"] == f"http://{client.host}:{client.port}/catalog"
+    assert doc["endpoints"] == ["GET /v1/{prefix}/namespaces"]
     resp = await client.get("/catalog/v1/config", headers=AUTH)
     assert resp.status == 400
 

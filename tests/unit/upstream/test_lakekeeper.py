@@ -1,5 +1,4 @@
 import asyncio
-import random
 
 import pytest
 
@@ -19,6 +18,7 @@ from gateway.upstream.lakekeeper import CatalogClient, map_error, ns_segment, pa
 from gateway.upstream.transport import RawResponse
 from tests.fakes.catalog import FakeCatalog, Fault
 from tests.fakes.clock import FakeClock
+from tests.fakes.rng import seeded
 from tests.fakes.settings import make_settings
 from tests.fakes.tokens import FakeTokenSource
 
@@ -51,7 +51,7 @@ def metrics():
 def client(catalog, tokens, metrics, clock, **env):
     settings = make_settings(**env)
     return CatalogClient(catalog.transport(), tokens, settings.upstream, metrics, clock,
-                         rng=random.Random(5))
+                         rng=seeded(5))
 
 
 def key(table="orders", ns=("ns",), access=AccessMode.READ, wid=None, catalog=None):
@@ -120,13 +120,17 @@ async def test_error_envelope_becomes_a_typed_error_keeping_the_lakekeeper_type(
 )
 def test_status_table(status, cls, retryable):
     err = map_error(RawResponse(status, {}, b"not json"), "op", 0.0)
-    assert type(err) is cls and err.retryable is retryable
+    assert type(err) is cls
+    assert err.retryable is retryable
 
 
 def test_short_term_credential_error_keeps_412_and_its_type():
-    body = b'{"error": {"message": "Rate exceeded", "type": "ShortTermCredentialError", "code": 412}}'
+    body = (b'{"error": {"message": "Rate exceeded", "type": "ShortTermCredentialError",'
+            b' "code": 412}}')
     err = map_error(RawResponse(412, {}, body), "op", 0.0)
-    assert err.retryable and err.status == 412 and err.type_name == "ShortTermCredentialError"
+    assert err.retryable
+    assert err.status == 412
+    assert err.type_name == "ShortTermCredentialError"
 
 
 @pytest.mark.parametrize(
@@ -149,7 +153,8 @@ async def test_transient_errors_are_retried(catalog, tokens, metrics, clock):
     await clock.run_for(5, step=0.05)
     async with asyncio.timeout(5):
         creds = await run
-    assert creds and catalog.calls["load_generic_table_credentials"] == 4
+    assert creds
+    assert catalog.calls["load_generic_table_credentials"] == 4
     sample = metrics.registry.get_sample_value
     assert sample("lakegate_upstream_requests_total",
                   {"target": "catalog", "op": "load_credentials", "status": "503"}) == 1
@@ -243,7 +248,8 @@ async def test_forward_returns_client_errors_as_they_are(catalog, tokens, metric
     c = client(catalog, tokens, metrics, clock)
     catalog.fail("other:GET:catalog/v1/x/namespaces", Fault(status=404, error_type="NoSuchX"))
     resp = await c.forward("GET", "/catalog/v1/x/namespaces", "", None, CTX)
-    assert resp.status == 404 and b"NoSuchX" in resp.body
+    assert resp.status == 404
+    assert b"NoSuchX" in resp.body
     resp = await c.forward("GET", "/catalog/v1/x/namespaces", "pageSize=1", None, CTX)
     assert resp.status == 200
 

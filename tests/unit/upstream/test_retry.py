@@ -1,5 +1,4 @@
 import asyncio
-import random
 
 import pytest
 
@@ -12,6 +11,7 @@ from gateway.errors import (
 )
 from gateway.upstream.retry import RetryPolicy, run_with_retry
 from tests.fakes.clock import FakeClock
+from tests.fakes.rng import seeded
 
 POLICY = RetryPolicy(max_retries=4, base_s=0.1, cap_s=5.0, deadline_s=30.0)
 
@@ -52,7 +52,7 @@ async def test_runner_retries_until_success_and_waits_retry_after():
             raise RateLimitedError("slow down", retry_after_s=2.0)
         return "ok"
 
-    run = asyncio.ensure_future(run_with_retry(attempt, POLICY, clock, random.Random(1)))
+    run = asyncio.ensure_future(run_with_retry(attempt, POLICY, clock, seeded(1)))
     await clock.settle()
     assert len(attempts) == 1
     await clock.run_for(2.0, step=0.5)
@@ -70,7 +70,7 @@ async def test_runner_raises_the_last_error_when_retries_run_out():
         calls += 1
         raise UnavailableError("down")
 
-    run = asyncio.ensure_future(run_with_retry(attempt, POLICY, clock, random.Random(1)))
+    run = asyncio.ensure_future(run_with_retry(attempt, POLICY, clock, seeded(1)))
     await clock.run_for(20, step=0.5)
     with pytest.raises(UnavailableError):
         async with asyncio.timeout(5):
@@ -89,7 +89,7 @@ async def test_runner_respects_the_overall_deadline():
         assert remaining <= 3.0
         raise UpstreamTimeoutError("slow")
 
-    run = asyncio.ensure_future(run_with_retry(attempt, policy, clock, random.Random(0)))
+    run = asyncio.ensure_future(run_with_retry(attempt, policy, clock, seeded(0)))
     await clock.run_for(10, step=0.25)
     with pytest.raises(UpstreamTimeoutError):
         async with asyncio.timeout(5):

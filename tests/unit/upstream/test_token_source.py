@@ -1,7 +1,6 @@
 import asyncio
 import base64
 import os
-import random
 from urllib.parse import parse_qs
 
 import pytest
@@ -19,6 +18,7 @@ from gateway.upstream.token_source import (
 )
 from tests.fakes.catalog import TOKEN_URL, FakeCatalog, FakeIdP
 from tests.fakes.clock import FakeClock
+from tests.fakes.rng import seeded
 from tests.fakes.spawn import FakeTaskRegistry
 
 
@@ -39,7 +39,7 @@ def cc_settings(**kw):
 def make_source(clock, idp, metrics=None, **kw):
     transport = FakeCatalog(clock).transport(idp)
     return ClientCredentialsTokenSource(cc_settings(**kw), transport, clock,
-                                        metrics or Metrics(), rng=random.Random(11))
+                                        metrics or Metrics(), rng=seeded(11))
 
 
 async def test_client_secret_basic_sends_form_encoded_credentials_in_the_header():
@@ -61,7 +61,8 @@ async def test_client_secret_post_sends_credentials_in_the_body():
     headers, body = idp.requests[0]
     assert "Authorization" not in headers
     form = parse_qs(body.decode())
-    assert form["client_id"] == ["gw client"] and form["client_secret"] == ["s3cr&t"]
+    assert form["client_id"] == ["gw client"]
+    assert form["client_secret"] == ["s3cr&t"]
     assert form["resource"] == ["urn:res"]
 
 
@@ -145,13 +146,16 @@ async def test_idp_error_message_names_the_oauth_error_but_not_the_secret():
     class RefusingIdP(FakeIdP):
         async def handle(self, method, url, headers, body):
             from gateway.upstream.transport import RawResponse
-            return RawResponse(401, {}, b'{"error": "invalid_client", "error_description": "s3cr&t"}')
+            return RawResponse(
+                401, {}, b'{"error": "invalid_client", "error_description": "s3cr&t"}'
+            )
 
     source = make_source(clock, RefusingIdP())
     with pytest.raises(IdentityProviderError) as info:
         await source.token()
     assert "invalid_client" in str(info.value)
-    assert "s3cr&t" not in str(info.value) and "s3cr&t" not in repr(source.__dict__)
+    assert "s3cr&t" not in str(info.value)
+    assert "s3cr&t" not in repr(source.__dict__)
 
 
 async def test_token_file_is_reread_when_it_rotates(tmp_path):
@@ -192,8 +196,8 @@ def test_build_token_source_follows_the_kind(tmp_path):
     transport = FakeCatalog(clock).transport()
     assert isinstance(build_token_source(TokenSettings(kind="none"), transport, clock, metrics),
                       NoToken)
-    assert isinstance(build_token_source(TokenSettings(kind="static", token="t"), transport,
-                                         clock, metrics), StaticToken)
+    static = TokenSettings(kind="static", token="t")  # noqa: S106
+    assert isinstance(build_token_source(static, transport, clock, metrics), StaticToken)
     assert isinstance(build_token_source(TokenSettings(kind="file", path=tmp_path / "t"),
                                          transport, clock, metrics), TokenFile)
     assert isinstance(build_token_source(cc_settings(), transport, clock, metrics),
@@ -202,4 +206,27 @@ def test_build_token_source_follows_the_kind(tmp_path):
 
 def test_secret_never_shows_itself():
     s = Secret("hunter2")
-    assert "hunter2" not in repr(s) and "hunter2" not in str(s) and "hunter2" not in f"{s}"
+    assert "hunter2" not in repr(s)
+    assert "hunter2" not in str(s)
+    assert "hunter2" not in f"{s}"
+
+
+@pytest.mark.parametrize(("rand", "at"), [(0.0, 750.0), (0.5, 800.0), (0.99999, 850.0)])
+def test_refresh_point_is_80_percent_of_lifetime_plus_minus_jitter(rand, at):
+    from gateway.upstream.token_source import refresh_point_s
+    assert refresh_point_s(0.0, 1000.0, 0.8, 0.05, rand) == pytest.approx(at, abs=0.1)
+
+
+async def test_a_forced_refresh_moves_the_background_refresh_point(registry):
+    clock, idp = FakeClock(), FakeIdP(expires_in=1000)
+    source = make_source(clock, idp)
+    source.start(registry.spawn)
+    await clock.settle()
+    await clock.run_for(500, step=10)
+    await source.force_refresh(await source.token())  # new token at t=500
+    assert idp.grants == 2
+    await clock.run_for(400, step=10)  # t=900: past the first token's 80%, not the second's
+    assert idp.grants == 2
+    await clock.run_for(500, step=10)  # t=1400: past the second token's ~80% (t=1300)
+    assert idp.grants == 3
+    await source.close()

@@ -56,8 +56,10 @@ class AdlsSettings:
             if key.startswith(_SAS_PREFIX) and value:
                 account, _, suffix = key[len(_SAS_PREFIX) :].partition(".")
                 tokens.append((account, suffix or DEFAULT_SUFFIX, value))
-        if not tokens and config.get("adls.sas-token") and (
-            config.get("adls.account-name") or wanted
+        if (
+            not tokens
+            and config.get("adls.sas-token")
+            and (config.get("adls.account-name") or wanted)
         ):
             account = config.get("adls.account-name") or wanted or ""
             tokens.append((account, DEFAULT_SUFFIX, config["adls.sas-token"]))

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
-import grpc
-
+import grpc  # type: ignore[import-untyped, unused-ignore]
+from google.protobuf.message import DecodeError  # type: ignore[import-untyped, unused-ignore]
 from lakegate.v1 import catalog_pb2, common_pb2, credentials_pb2
+
 from lakegate_client._clock import Clock
 from lakegate_client._config import ClientConfig
 from lakegate_client._errors import (
@@ -145,7 +146,7 @@ def http_list(
 
 def http_create(
     ref: TableRef,
-    format: str,  # noqa: A002 - the Lakekeeper field name
+    format: str,
     base_location: str | None,
     doc: str | None,
     properties: Mapping[str, str] | None,
@@ -205,7 +206,9 @@ def _storage_credentials(items: Sequence[Mapping[str, Any]] | None) -> list[Stor
     return result
 
 
-def credentials_from_json(body: Mapping[str, Any], ref: TableRef, access: Access) -> TableCredentials:
+def credentials_from_json(
+    body: Mapping[str, Any], ref: TableRef, access: Access
+) -> TableCredentials:
     """A native ``CredentialsResponse`` → TableCredentials."""
     creds = _storage_credentials(body.get("credentials"))
     location = str(body.get("location") or (creds[0].prefix if creds else ""))
@@ -309,7 +312,10 @@ def _retry_after(value: str | None) -> float | None:
 
 # -- gRPC ----------------------------------------------------------------------------------------
 
-_ACCESS = {"read": common_pb2.ACCESS_MODE_READ, "write": common_pb2.ACCESS_MODE_WRITE}
+_ACCESS: dict[str, common_pb2.AccessMode] = {
+    "read": common_pb2.ACCESS_MODE_READ,
+    "write": common_pb2.ACCESS_MODE_WRITE,
+}
 _OUTCOME = {
     common_pb2.CACHE_OUTCOME_HIT: "hit",
     common_pb2.CACHE_OUTCOME_MISS: "miss",
@@ -334,7 +340,7 @@ _GRPC_ERRORS: dict[grpc.StatusCode, type[LakegateError]] = {
 }
 
 
-def access_proto(access: Access) -> common_pb2.AccessMode.ValueType:
+def access_proto(access: Access) -> common_pb2.AccessMode:
     """``read``/``write`` → the proto enum."""
     return _ACCESS[access]
 
@@ -427,14 +433,14 @@ def error_from_grpc(
     HTTP status picks the class. Without it, UNAVAILABLE means the channel never reached a gateway
     (refused, socket missing): that is a :class:`GatewayConnectionError`, not an upstream outage.
     """
-    detail = None
+    detail: common_pb2.ErrorDetail | None = None
     for key, value in trailing or ():
         if key == ERROR_DETAIL_KEY and isinstance(value, bytes):
             parsed = common_pb2.ErrorDetail()
             try:
                 parsed.ParseFromString(value)
-            except Exception:  # noqa: BLE001 - a garbled trailer must not hide the real status
-                continue
+            except DecodeError:
+                continue  # a garbled trailer must not hide the real status
             detail = parsed
     retry_after = None
     for key, value in trailing or ():
@@ -520,10 +526,11 @@ class CredentialMemo:
                 self._entries.popitem(last=False)
 
     def forget_table(self, url: str, ref: TableRef) -> None:
+        access: Access
         """Drop both access modes of a table (after drop/rename through this client)."""
         with self._lock:
             for access in ("read", "write"):
-                self._entries.pop(memo_key(url, ref, access), None)  # type: ignore[arg-type]
+                self._entries.pop(memo_key(url, ref, access), None)
 
     def clear(self) -> None:
         """Forget everything."""

@@ -170,7 +170,9 @@ class _Facade(Generic[T]):
         self._process_local().memo.clear()
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(url={self._config.endpoint.url!r}, state={self._state.value})"
+        return (
+            f"{type(self).__name__}(url={self._config.endpoint.url!r}, state={self._state.value})"
+        )
 
 
 class Client(_Facade[SyncTransport]):
@@ -275,7 +277,7 @@ class Client(_Facade[SyncTransport]):
         self,
         namespace: Namespace,
         table: str,
-        format: str,  # noqa: A002 - Lakekeeper's field name
+        format: str,
         base_location: str | None = None,
         warehouse: str | None = None,
         doc: str | None = None,
@@ -415,7 +417,7 @@ class AsyncClient(_Facade[AsyncTransport]):
         self,
         namespace: Namespace,
         table: str,
-        format: str,  # noqa: A002
+        format: str,
         base_location: str | None = None,
         warehouse: str | None = None,
         doc: str | None = None,

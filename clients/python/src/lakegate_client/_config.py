@@ -84,10 +84,11 @@ def parse_url(url: str) -> Endpoint:
     """
     text = url.strip()
     lowered = text.lower()
-    for prefix, protocol in (("grpc+unix:", "grpc"), ("unix:", "http")):
+    uds_forms: tuple[tuple[str, Protocol], ...] = (("grpc+unix:", "grpc"), ("unix:", "http"))
+    for prefix, protocol in uds_forms:
         if lowered.startswith(prefix):
             path = _uds_path(text[len(prefix) :], url)
-            return Endpoint(protocol=protocol, url=f"{prefix}{path}", uds=path)  # type: ignore[arg-type]
+            return Endpoint(protocol=protocol, url=f"{prefix}{path}", uds=path)
     parts = urlsplit(text)
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https", "grpc"):
@@ -107,11 +108,11 @@ def parse_url(url: str) -> Endpoint:
         port = {"http": 80, "https": 443}.get(scheme)
         if port is None:
             raise ConfigurationError(f"LAKEGATE_URL {url!r} needs a port")
-    protocol: Protocol = "grpc" if scheme == "grpc" else "http"
+    tcp_protocol: Protocol = "grpc" if scheme == "grpc" else "http"
     host = parts.hostname
     shown = f"[{host}]" if ":" in host else host
     return Endpoint(
-        protocol=protocol,
+        protocol=tcp_protocol,
         url=f"{scheme}://{shown}:{port}",
         host=host,
         port=port,

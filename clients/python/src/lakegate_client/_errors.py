@@ -4,7 +4,7 @@ Every failure a caller can see is a ``LakegateError``; transport libraries' exce
 aiohttp, grpc, OSError) are translated once, at the transport boundary, with ``raise ... from``::
 
     LakegateError                      status, type, message, request_id
-    ├── ConfigurationError             bad LAKEGATE_URL / missing warehouse (never reached the gateway)
+    ├── ConfigurationError             bad LAKEGATE_URL, no warehouse... (nothing was sent)
     ├── ClientClosedError              the client was used after close()
     ├── UnsupportedStorageError        an adapter that the credential's storage cannot serve
     ├── InvalidRequestError            400 / INVALID_ARGUMENT
@@ -59,7 +59,7 @@ class LakegateError(Exception):
         message: str,
         *,
         status: int | None = None,
-        type: str = "",  # noqa: A002 - mirrors the Lakekeeper envelope field name
+        type: str = "",
         request_id: str = "",
     ) -> None:
         super().__init__(message)
@@ -135,7 +135,7 @@ class RateLimitedError(LakegateError):
         message: str,
         *,
         status: int | None = None,
-        type: str = "",  # noqa: A002
+        type: str = "",
         request_id: str = "",
         retry_after_s: float | None = None,
     ) -> None:

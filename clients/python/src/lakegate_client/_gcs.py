@@ -40,7 +40,9 @@ class GcsSettings:
             raise UnsupportedStorageError(
                 "the credential has no GCS OAuth2 token", type="NoVendedCredential"
             )
-        return cls(token=token, project_id=config.get("gcs.project-id"), expires_at_ms=expires_at_ms)
+        return cls(
+            token=token, project_id=config.get("gcs.project-id"), expires_at_ms=expires_at_ms
+        )
 
     def lance(self) -> dict[str, str]:
         """Lance ``storage_options`` (Lance's own bearer-token key)."""

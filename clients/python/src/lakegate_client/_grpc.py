@@ -13,10 +13,10 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import grpc
-import grpc.aio
-
+import grpc  # type: ignore[import-untyped, unused-ignore]
+import grpc.aio  # type: ignore[import-untyped, unused-ignore]
 from lakegate.v1 import catalog_pb2, catalog_pb2_grpc, credentials_pb2_grpc
+
 from lakegate_client import _base
 from lakegate_client._base import TableRef
 from lakegate_client._config import ClientConfig
@@ -35,7 +35,7 @@ _CHANNEL_OPTIONS = (("grpc.enable_http_proxy", 0), ("grpc.use_local_subchannel_p
 
 def _create_request(
     ref: TableRef,
-    format: str,  # noqa: A002
+    format: str,
     base_location: str | None,
     doc: str | None,
     properties: Mapping[str, str] | None,
@@ -69,8 +69,8 @@ class SyncGrpcTransport:
         self._timeout_s = config.timeout_s
         self._metadata = _base.grpc_metadata(config)
         self._channel = grpc.insecure_channel(self._target, options=_CHANNEL_OPTIONS)
-        self._credentials = credentials_pb2_grpc.CredentialServiceStub(self._channel)
-        self._catalog = catalog_pb2_grpc.CatalogServiceStub(self._channel)
+        self._credentials = credentials_pb2_grpc.CredentialServiceStub(self._channel)  # type: ignore[no-untyped-call]
+        self._catalog = catalog_pb2_grpc.CatalogServiceStub(self._channel)  # type: ignore[no-untyped-call]
         self._pid = os.getpid()
 
     @property
@@ -83,7 +83,10 @@ class SyncGrpcTransport:
             return method(request, timeout=self._timeout_s, metadata=self._metadata)
         except grpc.RpcError as exc:
             raise _base.error_from_grpc(
-                exc.code(), exc.details(), exc.trailing_metadata(), self._target  # type: ignore[attr-defined]
+                exc.code(),
+                exc.details(),
+                exc.trailing_metadata(),
+                self._target,
             ) from exc
 
     def credentials(self, ref: TableRef, access: Access) -> TableCredentials:
@@ -98,7 +101,9 @@ class SyncGrpcTransport:
         request = catalog_pb2.LoadTableRequest(
             table=ref.proto(), vended=vended, access=_base.access_proto(access)
         )
-        return _base.loaded_from_proto(self._call(self._catalog.LoadTable, request), ref, access, vended)
+        return _base.loaded_from_proto(
+            self._call(self._catalog.LoadTable, request), ref, access, vended
+        )
 
     def list_page(self, warehouse: str, namespace: tuple[str, ...], page_token: str | None) -> Page:
         """ListTables (one page)."""
@@ -110,7 +115,7 @@ class SyncGrpcTransport:
     def create(
         self,
         ref: TableRef,
-        format: str,  # noqa: A002
+        format: str,
         base_location: str | None,
         doc: str | None,
         properties: Mapping[str, str] | None,
@@ -159,8 +164,8 @@ class AsyncGrpcTransport:
         if self._channel is not None and self._loop is loop:
             return
         self._channel = grpc.aio.insecure_channel(self._target, options=_CHANNEL_OPTIONS)
-        self._credentials = credentials_pb2_grpc.CredentialServiceStub(self._channel)
-        self._catalog = catalog_pb2_grpc.CatalogServiceStub(self._channel)
+        self._credentials = credentials_pb2_grpc.CredentialServiceStub(self._channel)  # type: ignore[no-untyped-call]
+        self._catalog = catalog_pb2_grpc.CatalogServiceStub(self._channel)  # type: ignore[no-untyped-call]
         self._loop = loop
 
     async def _call(self, name: str, request: Any) -> Any:
@@ -202,7 +207,7 @@ class AsyncGrpcTransport:
     async def create(
         self,
         ref: TableRef,
-        format: str,  # noqa: A002
+        format: str,
         base_location: str | None,
         doc: str | None,
         properties: Mapping[str, str] | None,

@@ -71,7 +71,9 @@ class SyncHttpTransport:
                 headers=dict(request.headers) or None,
             )
         except httpx.TimeoutException as exc:
-            raise GatewayTimeoutError(f"no answer from the gateway at {self._where} in time") from exc
+            raise GatewayTimeoutError(
+                f"no answer from the gateway at {self._where} in time"
+            ) from exc
         except (httpx.TransportError, OSError) as exc:
             raise GatewayConnectionError(
                 f"cannot reach the gateway at {self._where}: {type(exc).__name__}",
@@ -91,9 +93,7 @@ class SyncHttpTransport:
         body = self._send(_base.http_load(ref, vended, access))
         return _base.loaded_from_json(body or {}, ref, access, vended)
 
-    def list_page(
-        self, warehouse: str, namespace: tuple[str, ...], page_token: str | None
-    ) -> Page:
+    def list_page(self, warehouse: str, namespace: tuple[str, ...], page_token: str | None) -> Page:
         """GET one page of tables."""
         body = self._send(_base.http_list(warehouse, namespace, page_token, None))
         return _base.identifiers_from_json(body or {})
@@ -101,7 +101,7 @@ class SyncHttpTransport:
     def create(
         self,
         ref: TableRef,
-        format: str,  # noqa: A002
+        format: str,
         base_location: str | None,
         doc: str | None,
         properties: Mapping[str, str] | None,
@@ -198,7 +198,9 @@ class AsyncHttpTransport:
                 ) as response:
                     status, body, headers = response.status, await response.read(), response.headers
         except TimeoutError as exc:
-            raise GatewayTimeoutError(f"no answer from the gateway at {self._where} in time") from exc
+            raise GatewayTimeoutError(
+                f"no answer from the gateway at {self._where} in time"
+            ) from exc
         except (aiohttp.ClientError, OSError) as exc:
             raise GatewayConnectionError(
                 f"cannot reach the gateway at {self._where}: {type(exc).__name__}",
@@ -218,7 +220,9 @@ class AsyncHttpTransport:
                 headers=dict(request.headers) or None,
             )
         except httpx.TimeoutException as exc:
-            raise GatewayTimeoutError(f"no answer from the gateway at {self._where} in time") from exc
+            raise GatewayTimeoutError(
+                f"no answer from the gateway at {self._where} in time"
+            ) from exc
         except (httpx.TransportError, OSError) as exc:
             raise GatewayConnectionError(
                 f"cannot reach the gateway at {self._where}", type="GatewayUnreachable"
@@ -247,7 +251,7 @@ class AsyncHttpTransport:
     async def create(
         self,
         ref: TableRef,
-        format: str,  # noqa: A002
+        format: str,
         base_location: str | None,
         doc: str | None,
         properties: Mapping[str, str] | None,

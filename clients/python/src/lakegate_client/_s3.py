@@ -148,7 +148,8 @@ class S3Settings:
 
     def boto3(self) -> dict[str, Any]:
         """``boto3.client("s3", **kwargs)`` / ``boto3.resource`` keyword arguments."""
-        from botocore.config import Config  # lazy: boto3 is an optional extra
+        # lazy: boto3 is an optional extra
+        from botocore.config import Config  # type: ignore[import-untyped, unused-ignore]
 
         kwargs: dict[str, Any] = {
             "aws_access_key_id": self.access_key_id,

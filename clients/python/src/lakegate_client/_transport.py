@@ -35,16 +35,14 @@ class SyncTransport(Protocol):
         """A table's metadata (with credentials when ``vended``)."""
         ...
 
-    def list_page(
-        self, warehouse: str, namespace: tuple[str, ...], page_token: str | None
-    ) -> Page:
+    def list_page(self, warehouse: str, namespace: tuple[str, ...], page_token: str | None) -> Page:
         """One page of a namespace's tables."""
         ...
 
     def create(
         self,
         ref: TableRef,
-        format: str,  # noqa: A002
+        format: str,
         base_location: str | None,
         doc: str | None,
         properties: Mapping[str, str] | None,
@@ -91,7 +89,7 @@ class AsyncTransport(Protocol):
     async def create(
         self,
         ref: TableRef,
-        format: str,  # noqa: A002
+        format: str,
         base_location: str | None,
         doc: str | None,
         properties: Mapping[str, str] | None,

@@ -25,7 +25,7 @@ from lakegate_client._gcs import GcsSettings
 from lakegate_client._s3 import S3Settings
 
 if TYPE_CHECKING:
-    import pyarrow.fs
+    import pyarrow.fs  # type: ignore[import-untyped, unused-ignore]
 
 __all__ = ["StorageCredential", "StorageKind", "TableCredentials", "expiry_from_config"]
 
@@ -205,7 +205,7 @@ class TableCredentials:
 
     @property
     def uri(self) -> str:
-        """``location`` with ``s3a://``/``s3n://`` spelled ``s3://`` (what Arrow-native engines read)."""
+        """``location`` with ``s3a://`` or ``s3n://`` spelled ``s3://`` (as Arrow engines want)."""
         scheme, sep, rest = self.location.partition("://")
         if sep and _SCHEMES.get(scheme.lower()) == "s3":
             return f"s3://{rest}"
@@ -283,7 +283,7 @@ class TableCredentials:
 
         Paths on it are ``bucket/key`` (no scheme): use ``creds.location.split("://", 1)[1]``.
         """
-        import pyarrow.fs as pafs  # lazy: pyarrow is an optional extra
+        import pyarrow.fs as pafs  # type: ignore[import-untyped, unused-ignore]  # optional extra
 
         if self.storage == "s3":
             return pafs.S3FileSystem(**self.s3().pyarrow_kwargs())

@@ -140,7 +140,9 @@ def _table_info(ns: tuple[str, ...], table: str, loaded: LoadedTable) -> TableIn
     fmt, location = loaded.format, loaded.base_location
     if not fmt or not location:
         raise TableFormatError(f"the catalog gave no format/location for {'.'.join(ns)}.{table}")
-    return TableInfo(namespace=ns, name=table, format=check_format(str(fmt)), location=str(location))
+    return TableInfo(
+        namespace=ns, name=table, format=check_format(str(fmt)), location=str(location)
+    )
 
 
 # --- storage paths -----------------------------------------------------------------------------
@@ -173,9 +175,7 @@ def current_snapshot(fs: pafs.FileSystem, root: str, fmt: str) -> Snapshot:
 
     log_root = f"{root}/{LOG_DIR}"
     entries = fs.get_file_info(pafs.FileSelector(log_root, allow_not_found=True))
-    versions = sorted(
-        e.base_name for e in entries if e.is_file and e.base_name.endswith(".json")
-    )
+    versions = sorted(e.base_name for e in entries if e.is_file and e.base_name.endswith(".json"))
     if versions:
         with fs.open_input_stream(f"{log_root}/{versions[-1]}") as stream:
             entry = json.loads(stream.read())
@@ -199,7 +199,12 @@ def _scan(fs: pafs.FileSystem, root: str, fmt: str) -> list[str]:
 
 
 def commit_files(
-    fs: pafs.FileSystem, root: str, fmt: str, new_files: Sequence[str], *, overwrite: bool,
+    fs: pafs.FileSystem,
+    root: str,
+    fmt: str,
+    new_files: Sequence[str],
+    *,
+    overwrite: bool,
     write_id: str,
 ) -> Snapshot:
     """Publish ``new_files`` with one atomic PUT of the next log entry."""
@@ -303,9 +308,9 @@ def read_table(
     if info.format == "lance":
         import lance
 
-        return lance.dataset(creds.location, storage_options=creds.lance_storage_options()).to_table(
-            columns=cols
-        )
+        return lance.dataset(
+            creds.location, storage_options=creds.lance_storage_options()
+        ).to_table(columns=cols)
     fs, root = creds.pyarrow_filesystem(), fs_path(creds.location)
     snapshot = current_snapshot(fs, root, info.format)
     parts = [read_file(fs, f"{root}/{rel}", info.format) for rel in snapshot.files]
@@ -322,7 +327,7 @@ def write_table(
     data: pa.Table,
     *,
     warehouse: str | None = None,
-    format: str | None = None,  # noqa: A002 - the catalog's own field name
+    format: str | None = None,
     mode: Mode = "append",
     create: bool = False,
 ) -> TableInfo:

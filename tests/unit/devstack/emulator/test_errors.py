@@ -7,7 +7,11 @@ from devstack.emulator.errors import envelope, uuid7
 def test_envelope_has_lakekeeper_shape_with_error_id_last():
     body = envelope(404, "NoSuchGenericTableException", "nope", ["detail 1"])
     err = body["error"]
-    assert (err["message"], err["type"], err["code"]) == ("nope", "NoSuchGenericTableException", 404)
+    assert (err["message"], err["type"], err["code"]) == (
+        "nope",
+        "NoSuchGenericTableException",
+        404,
+    )
     assert err["stack"][0] == "detail 1"
     assert re.fullmatch(r"Error ID: [0-9a-f-]{36}", err["stack"][-1])
 

@@ -12,7 +12,7 @@ def test_count_fails_exactly_the_next_n_matching_calls():
 
 
 def test_probability_uses_the_injected_rng():
-    faults = Faults(rng=random.Random(7))
+    faults = Faults(rng=random.Random(7))  # noqa: S311
     faults.set(FaultSpec(status=500, probability=0.5))
     fired = sum(faults.decide("config").fails for _ in range(1000))
     assert 400 < fired < 600

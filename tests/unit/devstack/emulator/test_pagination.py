@@ -2,11 +2,10 @@ import base64
 import uuid
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-
 from devstack.emulator.errors import ApiError
 from devstack.emulator.pagination import Cursor, clamp_page_size, decode_token, encode_token
+from hypothesis import given
+from hypothesis import strategies as st
 
 
 @given(st.integers(min_value=0, max_value=2**62), st.uuids())

@@ -1,7 +1,6 @@
 import json
 
 import pytest
-
 from devstack.emulator.errors import ApiError
 from devstack.emulator.policy import (
     Permission,

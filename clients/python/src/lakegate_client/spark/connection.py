@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from lakegate_client import Client, TableCredentials
-
     from lakegate_client.spark.options import SourceOptions
 
 

@@ -1,0 +1,322 @@
+"""Client / AsyncClient facades over a fake transport: memo, lifecycle, argument handling."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+from lakegate_client import (
+    AsyncClient,
+    Client,
+    ClientClosedError,
+    ClientConfig,
+    ClientState,
+    ConfigurationError,
+    LoadedTable,
+    NotFoundError,
+    StorageCredential,
+    TableCredentials,
+    TableIdentifier,
+)
+from lakegate_client._base import TableRef
+
+NOW = 1_800_000_000.0
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.t = NOW
+
+    def now(self) -> float:
+        return self.t
+
+
+class FakeTransport:
+    """In-memory gateway: vends a one-hour credential, counts every call."""
+
+    def __init__(self, clock: FakeClock, lifetime_s: float = 3600) -> None:
+        self.clock = clock
+        self.lifetime_s = lifetime_s
+        self.calls: list[tuple[str, Any]] = []
+        self.closed = False
+
+    @property
+    def connection_id(self) -> str:
+        return f"0:{id(self):x}"
+
+    def credentials(self, ref: TableRef, access: str) -> TableCredentials:
+        self.calls.append(("credentials", (ref, access)))
+        if ref.name == "missing":
+            raise NotFoundError("no such table", type="NoSuchGenericTableException")
+        return TableCredentials.from_parts(
+            location=f"s3://w/{ref.name}",
+            credentials=[StorageCredential(f"s3://w/{ref.name}", {"s3.access-key-id": "AK"})],
+            expires_at_ms=int((self.clock.now() + self.lifetime_s) * 1000),
+            outcome="miss",
+            access=access,
+        )
+
+    def load(self, ref: TableRef, vended: bool, access: str) -> LoadedTable:
+        self.calls.append(("load", (ref, vended, access)))
+        return LoadedTable(
+            namespace=ref.namespace,
+            name=ref.name,
+            format="parquet",
+            base_location=f"s3://w/{ref.name}",
+        )
+
+    def list_page(self, warehouse: str, namespace: tuple[str, ...], token: str | None) -> Any:
+        self.calls.append(("list", token))
+        pages = {None: (["a", "b"], "2"), "2": (["c"], "3"), "3": ([], None)}
+        names, nxt = pages[token]
+        return [TableIdentifier(namespace, n) for n in names], nxt
+
+    def create(
+        self,
+        ref: TableRef,
+        format: str,
+        base_location: str | None,
+        doc: str | None,
+        properties: Mapping[str, str] | None,
+        idempotency_key: str,
+    ) -> LoadedTable:
+        self.calls.append(("create", (ref, format, idempotency_key)))
+        return LoadedTable(
+            namespace=ref.namespace, name=ref.name, format=format, base_location=base_location or ""
+        )
+
+    def drop(self, ref: TableRef, purge: bool, force: bool) -> None:
+        self.calls.append(("drop", (ref, purge, force)))
+
+    def rename(self, source: TableRef, destination: TableRef) -> None:
+        self.calls.append(("rename", (source, destination)))
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class AsyncFakeTransport:
+    """The same fake behind coroutines."""
+
+    def __init__(self, inner: FakeTransport) -> None:
+        self.inner = inner
+
+    @property
+    def connection_id(self) -> str:
+        return self.inner.connection_id
+
+    async def credentials(self, ref: TableRef, access: str) -> TableCredentials:
+        return self.inner.credentials(ref, access)
+
+    async def load(self, ref: TableRef, vended: bool, access: str) -> LoadedTable:
+        return self.inner.load(ref, vended, access)
+
+    async def list_page(self, warehouse: str, namespace: tuple[str, ...], token: str | None) -> Any:
+        return self.inner.list_page(warehouse, namespace, token)
+
+    async def create(self, *args: Any) -> LoadedTable:
+        return self.inner.create(*args)
+
+    async def drop(self, ref: TableRef, purge: bool, force: bool) -> None:
+        self.inner.drop(ref, purge, force)
+
+    async def rename(self, source: TableRef, destination: TableRef) -> None:
+        self.inner.rename(source, destination)
+
+    async def aclose(self) -> None:
+        self.inner.close()
+
+
+CONFIG = ClientConfig.resolve("http://127.0.0.1:1", warehouse="demo", environ={})
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def transport(clock: FakeClock) -> FakeTransport:
+    return FakeTransport(clock)
+
+
+@pytest.fixture
+def client(clock: FakeClock, transport: FakeTransport) -> Client:
+    return Client(config=CONFIG, clock=clock, transport_factory=lambda _: transport)
+
+
+def credential_calls(transport: FakeTransport) -> int:
+    return sum(1 for name, _ in transport.calls if name == "credentials")
+
+
+def test_tight_loop_reaches_the_gateway_once(client: Client, transport: FakeTransport) -> None:
+    first = client.credentials("ns", "orders")
+    outcomes = {client.credentials("ns", "orders").outcome for _ in range(10_000)}
+    assert first.outcome == "miss"
+    assert outcomes == {"memo"}
+    assert credential_calls(transport) == 1
+
+
+def test_memo_refetches_once_the_credential_nears_the_floor(
+    client: Client, transport: FakeTransport, clock: FakeClock
+) -> None:
+    client.credentials("ns", "orders")
+    clock.t += 3600 - 300 - 1
+    assert client.credentials("ns", "orders").outcome == "memo"
+    clock.t += 1
+    assert client.credentials("ns", "orders").outcome == "miss"
+    assert credential_calls(transport) == 2
+
+
+def test_access_modes_and_tables_are_memoised_separately(
+    client: Client, transport: FakeTransport
+) -> None:
+    for _ in range(3):
+        client.credentials("ns", "orders", access="read")
+        client.credentials("ns", "orders", access="write")
+        client.credentials(["ns"], "customers")
+    assert credential_calls(transport) == 3
+
+
+def test_short_lived_credentials_are_never_memoised(clock: FakeClock) -> None:
+    transport = FakeTransport(clock, lifetime_s=200)
+    client = Client(config=CONFIG, clock=clock, transport_factory=lambda _: transport)
+    for _ in range(3):
+        client.credentials("ns", "t")
+    assert credential_calls(transport) == 3
+
+
+def test_memo_can_be_switched_off(clock: FakeClock, transport: FakeTransport) -> None:
+    client = Client(config=CONFIG, clock=clock, memo=False, transport_factory=lambda _: transport)
+    client.credentials("ns", "t")
+    client.credentials("ns", "t")
+    assert credential_calls(transport) == 2
+
+
+def test_errors_are_not_memoised(client: Client, transport: FakeTransport) -> None:
+    for _ in range(2):
+        with pytest.raises(NotFoundError):
+            client.credentials("ns", "missing")
+    assert credential_calls(transport) == 2
+
+
+def test_drop_and_rename_forget_the_tables_memo(client: Client, transport: FakeTransport) -> None:
+    client.credentials("ns", "t")
+    client.drop("ns", "t")
+    client.credentials("ns", "t")
+    client.rename("ns", "t", "ns2", "u")
+    client.credentials("ns", "t")
+    assert credential_calls(transport) == 3
+
+
+def test_clear_memo_forgets_everything(client: Client, transport: FakeTransport) -> None:
+    client.credentials("ns", "t")
+    client.clear_memo()
+    client.credentials("ns", "t")
+    assert credential_calls(transport) == 2
+
+
+def test_namespace_forms_and_default_warehouse_resolve_to_one_ref(
+    client: Client, transport: FakeTransport
+) -> None:
+    client.load("a.b", "t")
+    client.load(["a", "b"], "t", warehouse="other", vended=True, access="write")
+    refs = [args for name, args in transport.calls if name == "load"]
+    assert refs[0] == (TableRef("demo", ("a", "b"), "t"), False, "read")
+    assert refs[1] == (TableRef("other", ("a", "b"), "t"), True, "write")
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda c: c.credentials("ns", "t", access="admin"), "access"),
+        (lambda c: c.credentials("", "t"), "namespace"),
+        (lambda c: c.credentials("a..b", "t"), "namespace"),
+        (lambda c: c.credentials("ns", ""), "table"),
+    ],
+)
+def test_bad_arguments_fail_before_any_call(
+    client: Client, transport: FakeTransport, call: Any, match: str
+) -> None:
+    with pytest.raises(ConfigurationError, match=match):
+        call(client)
+    assert transport.calls == []
+
+
+def test_no_warehouse_anywhere_is_a_configuration_error(transport: FakeTransport) -> None:
+    config = ClientConfig.resolve("http://127.0.0.1:1", environ={})
+    client = Client(config=config, transport_factory=lambda _: transport)
+    with pytest.raises(ConfigurationError, match="LAKEGATE_WAREHOUSE"):
+        client.credentials("ns", "t")
+
+
+def test_list_follows_every_page(client: Client) -> None:
+    assert [t.name for t in client.list("ns")] == ["a", "b", "c"]
+
+
+def test_create_sends_a_fresh_idempotency_key_per_call(
+    client: Client, transport: FakeTransport
+) -> None:
+    client.create("ns", "t", format="delta")
+    client.create("ns", "t", format="delta")
+    keys = [args[2] for name, args in transport.calls if name == "create"]
+    assert len(set(keys)) == 2
+    assert all(len(k) == 36 for k in keys)
+
+
+def test_lifecycle_unopened_opened_closed(client: Client, transport: FakeTransport) -> None:
+    assert client.state is ClientState.UNOPENED
+    client.credentials("ns", "t")
+    assert client.state is ClientState.OPENED
+    client.close()
+    assert client.state is ClientState.CLOSED
+    assert transport.closed
+    with pytest.raises(ClientClosedError):
+        client.credentials("ns", "other")
+    client.close()  # idempotent
+
+
+def test_context_manager_opens_and_closes(clock: FakeClock, transport: FakeTransport) -> None:
+    with Client(config=CONFIG, clock=clock, transport_factory=lambda _: transport) as client:
+        assert client.state is ClientState.OPENED
+    assert client.state is ClientState.CLOSED
+    assert transport.closed
+
+
+def test_transport_is_built_once_per_process(clock: FakeClock) -> None:
+    built: list[FakeTransport] = []
+
+    def factory(_: ClientConfig) -> FakeTransport:
+        built.append(FakeTransport(clock))
+        return built[-1]
+
+    client = Client(config=CONFIG, clock=clock, memo=False, transport_factory=factory)
+    first = client.connection_id
+    for _ in range(5):
+        client.credentials("ns", "t")
+    assert len(built) == 1
+    assert client.connection_id == first
+
+
+def test_repr_shows_url_and_state_but_never_the_token() -> None:
+    config = ClientConfig.resolve("grpc://127.0.0.1:1", token="secret-token", environ={})  # noqa: S106
+    client = Client(config=config)
+    assert repr(client) == "Client(url='grpc://127.0.0.1:1', state=unopened)"
+
+
+async def test_async_client_memo_and_lifecycle(clock: FakeClock, transport: FakeTransport) -> None:
+    async with AsyncClient(
+        config=CONFIG, clock=clock, transport_factory=lambda _: AsyncFakeTransport(transport)
+    ) as client:
+        first = await client.credentials("ns", "t")
+        again = await client.credentials("ns", "t")
+        assert (first.outcome, again.outcome) == ("miss", "memo")
+        assert [t.name for t in await client.list("ns")] == ["a", "b", "c"]
+        await client.drop("ns", "t")
+        await client.credentials("ns", "t")
+    assert credential_calls(transport) == 2
+    assert client.state is ClientState.CLOSED
+    assert transport.closed
+    with pytest.raises(ClientClosedError):
+        await client.load("ns", "t")

@@ -1,0 +1,80 @@
+import sys
+
+import pytest
+from devstack.errors import StartupError
+from devstack.processes import ProcessRecord, is_alive, respawn, spawn, stop, wait_until
+
+STUBBORN = (
+    "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+    "print('up', flush=True); time.sleep(60)"
+)
+
+
+def test_spawned_process_is_recorded_logged_and_stopped(tmp_path):
+    rec = spawn(
+        "child",
+        [sys.executable, "-c", "print('hello', flush=True); import time; time.sleep(60)"],
+        log_path=tmp_path / "logs" / "child.log",
+        env_extra={"X_EXTRA": "1"},
+    )
+    try:
+        assert is_alive(rec)
+        wait_until(
+            rec,
+            lambda: "hello" in (tmp_path / "logs" / "child.log").read_text(),
+            timeout_s=10,
+            what="child",
+        )
+        assert dict(rec.env_extra) == {"X_EXTRA": "1"}
+    finally:
+        stop(rec)
+    assert not is_alive(rec)
+
+
+def test_process_ignoring_sigterm_is_killed(tmp_path):
+    rec = spawn("stubborn", [sys.executable, "-c", STUBBORN], log_path=tmp_path / "s.log")
+    wait_until(rec, lambda: "up" in (tmp_path / "s.log").read_text(), timeout_s=10, what="s")
+    stop(rec, term_timeout_s=0.3)
+    assert not is_alive(rec)
+
+
+def test_wait_until_reports_an_early_exit_with_the_log_tail(tmp_path):
+    rec = spawn(
+        "dies",
+        [sys.executable, "-c", "print('boom'); raise SystemExit(3)"],
+        log_path=tmp_path / "d.log",
+    )
+    with pytest.raises(StartupError, match="boom"):
+        wait_until(rec, lambda: False, timeout_s=10, what="dies")
+
+
+def test_a_recycled_pid_is_not_taken_for_the_recorded_process(tmp_path):
+    rec = spawn(
+        "x", [sys.executable, "-c", "import time; time.sleep(60)"], log_path=tmp_path / "x.log"
+    )
+    try:
+        impostor = ProcessRecord(
+            name="x", pid=rec.pid, create_time=rec.create_time - 100, log_path=rec.log_path
+        )
+        assert not is_alive(impostor)
+        stop(impostor)  # a no-op: never signals a process it cannot identify
+        assert is_alive(rec)
+    finally:
+        stop(rec)
+
+
+def test_record_round_trips_and_respawns(tmp_path):
+    rec = spawn(
+        "r",
+        [sys.executable, "-c", "import time; time.sleep(60)"],
+        log_path=tmp_path / "r.log",
+        env_extra={"A": "b"},
+    )
+    stop(rec)
+    again = respawn(ProcessRecord.from_json("r", rec.to_json()))
+    try:
+        assert again.pid != rec.pid
+        assert again.argv == rec.argv
+        assert is_alive(again)
+    finally:
+        stop(again)

@@ -1,0 +1,41 @@
+"""Executor-simulation parts that need no server (loadtest/executors.py)."""
+
+from __future__ import annotations
+
+import itertools
+
+from loadtest.executors import ExecutorResult, ExecutorSpec, zipf_weights
+
+
+def test_zipf_popularity_is_skewed_towards_the_first_tables() -> None:
+    w = zipf_weights(50)
+    assert w[0] == 1.0
+    assert all(a > b for a, b in itertools.pairwise(w))
+    assert w[0] / sum(w) > 0.2  # the hottest of 50 tables gets over a fifth of requests
+
+
+def test_executor_shares_cover_every_executor_once() -> None:
+    spec = ExecutorSpec(
+        mode="gateway",
+        target="unix:/x",
+        paths=("/a",),
+        weights=(1.0,),
+        executors=401,
+        duration_s=1.0,
+        max_requests=1000,
+        processes=4,
+    )
+    shares = [spec.share(i) for i in range(4)]
+    assert sum(s.executors for s in shares) == 401
+    assert sum(s.max_requests for s in shares) <= 1000
+    assert len({s.seed for s in shares}) == 4
+
+
+def test_merged_executor_results_keep_the_lowest_remaining_lifetime() -> None:
+    a = ExecutorResult(requests=5, min_remaining_s=40.0, outcomes_after_warmup={"hit": 5})
+    b = ExecutorResult(
+        requests=3, errors=1, min_remaining_s=12.5, outcomes_after_warmup={"hit": 2, "stale": 1}
+    )
+    a.merge(b)
+    assert (a.requests, a.errors, a.min_remaining_s) == (8, 1, 12.5)
+    assert a.outcomes_after_warmup == {"hit": 7, "stale": 1}

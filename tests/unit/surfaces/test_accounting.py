@@ -1,0 +1,62 @@
+"""Every request is counted exactly once, with the right result label."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from gateway.errors import (
+    InvalidRequestError,
+    NotFoundError,
+    PermissionDeniedError,
+    RateLimitedCallerError,
+    UnauthenticatedError,
+    UnavailableError,
+)
+from gateway.metrics import Metrics
+from gateway.models import Outcome
+from gateway.surfaces.accounting import Recorder
+from tests.unit.surfaces.conftest import count, total_requests
+from tests.unit.surfaces.fake_operations import FakeClock
+
+
+@pytest.mark.parametrize(
+    ("exc", "result"),
+    [
+        (UnauthenticatedError("x"), "denied"),
+        (PermissionDeniedError("x"), "denied"),
+        (RateLimitedCallerError("x"), "denied"),
+        (InvalidRequestError("x"), "error"),
+        (NotFoundError("x"), "error"),
+        (UnavailableError("x"), "error"),
+        (RuntimeError("x"), "error"),
+        (asyncio.CancelledError(), "error"),
+    ],
+)
+def test_failures_are_classified(exc: BaseException, result: str) -> None:
+    metrics = Metrics()
+    with pytest.raises(type(exc)), Recorder(metrics, FakeClock()).track("http", "credential"):
+        raise exc
+    assert count(metrics, "http", "credential", result) == 1
+    assert total_requests(metrics) == 1
+
+
+def test_success_counts_the_outcome_and_observes_duration_and_remaining() -> None:
+    metrics, clock = Metrics(), FakeClock()
+    with Recorder(metrics, clock).track("grpc", "credential") as tally:
+        clock.advance(0.25)
+        tally.served(Outcome.STALE, 400.0)
+    assert count(metrics, "grpc", "credential", "stale") == 1
+    reg = metrics.registry
+    assert reg.get_sample_value("lakegate_request_duration_seconds_sum",
+                                {"surface": "grpc", "kind": "credential"}) == 0.25
+    assert reg.get_sample_value("lakegate_served_remaining_seconds_sum") == 400.0
+
+
+def test_metadata_success_without_outcome_counts_as_miss() -> None:
+    metrics = Metrics()
+    with Recorder(metrics, FakeClock()).track("rest", "metadata"):
+        pass
+    assert count(metrics, "rest", "metadata", "miss") == 1
+    assert metrics.registry.get_sample_value("lakegate_served_remaining_seconds_count") == 0
