@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\ndemo interrupted; everything it started was stopped", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except Exception as exc:  # the demo's boundary: report the reason, exit non-zero
+    except Exception as exc:  # noqa: BLE001 - the demo's boundary: say why, exit non-zero
         print(f"\ndemo FAILED after {say.elapsed_s:.0f} s: {type(exc).__name__}: {exc}",
               file=sys.stderr)
         return EXIT_FAILED

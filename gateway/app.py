@@ -260,6 +260,13 @@ class App:
                 await self._grpc.set_serving(ready)
             await self.clock.sleep(1.0 if not ready else 5.0)
 
+    async def __aenter__(self) -> App:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.shutdown()
+
     # ------------------------------------------------------------------ serve / stop
     def request_stop(self) -> None:
         """Ask `serve()` to return (signal handlers and tests call this)."""

@@ -105,6 +105,9 @@ class FaultBench:
             UPSTREAM__TIMEOUT_S="3",
             UPSTREAM__DEADLINE_S="8",
             SHUTDOWN_GRACE_S="3",
+            # Shorter than every outage below, so outages always outlast a name resolution
+            # (the default 60 s makes the outcome depend on when the last resolution was).
+            CACHE__WAREHOUSE_TTL_S="10",
         )
         self.clock_file.parent.mkdir(parents=True, exist_ok=True)
         self.set_clock_offset(0)
@@ -150,10 +153,14 @@ class FaultBench:
         eps = self.gateway.endpoints
         assert eps is not None
         surfaces = ["http", "uds", "aws", "grpc"]
+        # gRPC clients address the warehouse by UUID, the others by name: a fault that breaks
+        # name resolution shows up on the name-addressed surfaces only.
         return [
             LoadConfig(
                 surface=surfaces[i % len(surfaces)],
-                warehouse=self.ctx.warehouse,
+                warehouse=str(self.ctx.info["warehouse"]["id"])
+                if surfaces[i % len(surfaces)] == "grpc"
+                else self.ctx.warehouse,
                 namespace=self.ctx.namespace,
                 tables=TABLES,
                 out="",

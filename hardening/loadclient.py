@@ -73,6 +73,7 @@ class LoadStats:
     planted: list[str] = field(default_factory=list)
 
     def error(self, kind: str, at: float) -> None:
+        kind = f"{self.surface}:{kind}"
         self.errors += 1
         self.errors_by_kind[kind] = self.errors_by_kind.get(kind, 0) + 1
         if len(self.error_times) < _MAX_ERROR_TIMES:

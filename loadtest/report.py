@@ -97,6 +97,9 @@ def _herd_section(herd: Any) -> list[str]:
     for k, r in herd.items():
         if not k.isdigit():
             continue
+        if "error" in r:
+            out.append(f"| {int(k):,} | failed: {r['error'][:120]} | | | | | |")
+            continue
         lat = r.get("latency_ms", {})
         out.append(
             f"| {int(k):,} | {r['upstream_calls']} | {r.get('upstream_ms')} | "
@@ -111,9 +114,13 @@ def _surface_section(surfaces: Any) -> list[str]:
     if not surfaces or _error(surfaces):
         return out + (_error(surfaces) or ["Not run."])
     out += [
-        "| surface | req/s (best) | baseline req/s | ratio | p50 / p90 / p99 / p99.9 ms at "
-        "half load |",
-        "|---|---|---|---|---|",
+        "`ratio` = best gateway req/s / best baseline req/s. `per-core ratio` = the same with "
+        "each side's requests per second of server CPU actually used (other tenants of the "
+        "machine decide how much CPU each server gets).",
+        "",
+        "| surface | req/s (best) | baseline req/s | ratio | per-core ratio | p50 / p90 / p99 / "
+        "p99.9 ms at half load |",
+        "|---|---|---|---|---|---|",
     ]
     for name in SURFACES:
         s = surfaces.get(name)
@@ -122,6 +129,7 @@ def _surface_section(surfaces: Any) -> list[str]:
         lat = s.get("half_load", {}).get("latency_ms", {})
         out.append(
             f"| {name} | {s['rps']:,.0f} | {s['baseline_rps']:,.0f} | {s['ratio']} | "
+            f"{s.get('cpu_normalized_ratio')} | "
             f"{lat.get('p50')} / {lat.get('p90')} / {lat.get('p99')} / "
             f"{lat.get('p999')} |"
         )
@@ -129,14 +137,17 @@ def _surface_section(surfaces: Any) -> list[str]:
         "",
         "Per concurrency (closed loop):",
         "",
-        "| surface | concurrency | req/s | baseline req/s | p99 ms | baseline p99 ms |",
-        "|---|---|---|---|---|---|",
+        "| surface | concurrency | req/s | baseline req/s | p99 ms | baseline p99 ms "
+        "| server cores (gw / base) | generator cores (gw / base) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for name in SURFACES:
         for conc, r in (surfaces.get(name) or {}).get("by_concurrency", {}).items():
             out.append(
                 f"| {name} | {conc} | {r['rps']:,.0f} | {r['baseline_rps']:,.0f} | "
-                f"{r['latency_ms'].get('p99')} | {r['baseline_latency_ms'].get('p99')} |"
+                f"{r['latency_ms'].get('p99')} | {r['baseline_latency_ms'].get('p99')} | "
+                f"{r.get('server_cores')} / {r.get('baseline_server_cores')} | "
+                f"{r.get('client_cores')} / {r.get('baseline_client_cores')} |"
             )
     return out
 
@@ -247,7 +258,7 @@ def _plots(summary: Mapping[str, Any], out_dir: Path) -> list[str]:
         ax.legend()
         _save(fig, out_dir / "amplification.png", made)
     herd = summary.get("cold_herd") or {}
-    ks = [k for k in herd if k.isdigit()]
+    ks = [k for k in herd if k.isdigit() and "latency_ms" in herd[k]]
     if ks:
         fig, ax = plt.subplots(figsize=(8, 4.5))
         ax.plot(

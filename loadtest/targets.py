@@ -24,7 +24,7 @@ def evaluate(summary: Mapping[str, Any]) -> list[TargetCheck]:
     herd = summary.get("cold_herd") or {}
     ks = [k for k in herd if k.isdigit()]
     if ks:
-        calls = {k: herd[k].get("upstream_calls") for k in ks}
+        calls = {k: herd[k].get("upstream_calls", "failed") for k in ks}
         checks.append(
             TargetCheck(
                 "cold herd upstream calls",
@@ -38,7 +38,10 @@ def evaluate(summary: Mapping[str, Any]) -> list[TargetCheck]:
             TargetCheck(
                 "cold herd p99 extra latency",
                 "<= 5 ms for every K",
-                ", ".join(f"K={k}: {v} ms" for k, v in extra.items()),
+                ", ".join(
+                    f"K={k}: {v} ms" if v is not None else f"K={k}: failed"
+                    for k, v in extra.items()
+                ),
                 all(v is not None and v <= 5.0 for v in extra.values()),
             )
         )
@@ -59,7 +62,12 @@ def evaluate(summary: Mapping[str, Any]) -> list[TargetCheck]:
             TargetCheck(
                 f"{name} throughput vs trivial {protocol} server",
                 ">= 0.7 x",
-                f"{s['ratio']:.2f} x ({s['rps']:,.0f} vs {s['baseline_rps']:,.0f} req/s)",
+                f"{s['ratio']:.2f} x ({s['rps']:,.0f} vs {s['baseline_rps']:,.0f} req/s"
+                + (
+                    f"; per server core {s['cpu_normalized_ratio']:.2f} x)"
+                    if s.get("cpu_normalized_ratio") is not None
+                    else ")"
+                ),
                 s["ratio"] >= 0.7,
             )
         )

@@ -24,7 +24,7 @@ import httpx
 
 from devstack import idp_config, processes, seaweed
 from devstack.bootstrap import WarehouseSpec, bootstrap_catalog, fetch_token
-from devstack.errors import DevstackError, StackRunningError
+from devstack.errors import DevstackError, StackRunningError, StartupError
 from devstack.gateway_proc import gateway_available, start_gateway
 from devstack.ports import free_ports
 from devstack.processes import ProcessRecord
@@ -34,6 +34,7 @@ KEY_PREFIX = "lakehouse"
 WAREHOUSE = "demo"
 NAMESPACE = "demo_ns"
 READY_TIMEOUT_S = 20.0
+START_ATTEMPTS = 2
 STOP_ORDER = ("gateway", "catalog", "s3", "idp")
 # Files `up` recreates; anything else in the run directory is left alone.
 _STATE_FILES = (
@@ -166,26 +167,39 @@ def start_stack(
             f"a stack is already running in {run_dir} ({pids}); "
             f"run `lakegate devstack down --dir {run_dir}` first"
         )
-    stop_stack(run_dir)  # clears leftovers of a crashed stack
-    _clean_state(run_dir)
-    records: dict[str, ProcessRecord] = {}
-    tmp_sockets: list[str] = []
-    try:
-        return _start(
-            run_dir,
-            records,
-            tmp_sockets,
-            with_gateway=with_gateway,
-            token_ttl_s=token_ttl_s,
-            sts_validity_s=sts_validity_s,
-            catalog_auth=catalog_auth,
-            soft_delete=soft_delete,
-            gateway_env=gateway_env,
-        )
-    except BaseException:
-        _write_pids(run_dir, records, tmp_sockets)
-        stop_stack(run_dir)
-        raise
+    for attempt in range(1, START_ATTEMPTS + 1):
+        stop_stack(run_dir)  # clears leftovers of a crashed stack or a failed attempt
+        _clean_state(run_dir)
+        records: dict[str, ProcessRecord] = {}
+        tmp_sockets: list[str] = []
+        try:
+            return _start(
+                run_dir,
+                records,
+                tmp_sockets,
+                with_gateway=with_gateway,
+                token_ttl_s=token_ttl_s,
+                sts_validity_s=sts_validity_s,
+                catalog_auth=catalog_auth,
+                soft_delete=soft_delete,
+                gateway_env=gateway_env,
+            )
+        except StartupError as exc:
+            _write_pids(run_dir, records, tmp_sockets)
+            stop_stack(run_dir)
+            # A free port taken by someone else between choice and bind: try fresh ports once.
+            if attempt == START_ATTEMPTS or not _port_clash(str(exc)):
+                raise
+        except BaseException:
+            _write_pids(run_dir, records, tmp_sockets)
+            stop_stack(run_dir)
+            raise
+    raise AssertionError("unreachable")
+
+
+def _port_clash(message: str) -> bool:
+    text = message.lower()
+    return "address already in use" in text or "eaddrinuse" in text
 
 
 def _start(

@@ -230,8 +230,8 @@ class CredentialCache:
             )
         self._entries[key] = entry
         while len(self._entries) > self._settings.max_entries:
-            victim, _ = self._entries.popitem(last=False)
-            self._count_drop(victim, "lru", None)
+            victim, victim_entry = self._entries.popitem(last=False)
+            self._count_drop(victim, "lru", victim_entry)
         self._metrics.cache_entries.set(len(self._entries))
         self._maybe_wake(entry, now_m)
 

@@ -57,6 +57,9 @@ def check_name(value: str, what: str, *, allow_separator: bool = False) -> str:
         raise InvalidRequestError(f"{what} must not be empty")
     if len(value) > MAX_NAME_LEN * (MAX_NAMESPACE_DEPTH if allow_separator else 1):
         raise InvalidRequestError(f"{what} is too long")
+    if value in {".", ".."}:
+        # Dot segments would be normalised away in the upstream URL: a path-traversal vector.
+        raise InvalidRequestError(f"{what} must not be '.' or '..'")
     probe = value.replace(NAMESPACE_SEPARATOR, "") if allow_separator else value
     if _CONTROL.search(probe):
         raise InvalidRequestError(f"{what} contains control characters")

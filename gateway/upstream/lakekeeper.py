@@ -26,6 +26,7 @@ from gateway.errors import (
     ConflictError,
     ForbiddenError,
     GatewayError,
+    InvalidRequestError,
     NotFoundError,
     ProtocolViolationError,
     RateLimitedError,
@@ -80,7 +81,19 @@ _STATUS_ERRORS: Mapping[int, type[UpstreamError]] = {
 _MAX_RETRY_AFTER_S = 300.0
 _MAX_MESSAGE = 500
 _HEALTH_TIMEOUT_S = 2.0
+_MAX_HEADER_VALUE = 200
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+def _header_safe(value: str) -> bool:
+    return 0 < len(value) <= _MAX_HEADER_VALUE and all(33 <= ord(c) <= 126 for c in value)
+
+
+def _checked_header(name: str, value: str) -> str:
+    """Caller-supplied header values go upstream only as plain visible-ASCII tokens."""
+    if not _header_safe(value):
+        raise InvalidRequestError(f"invalid {name} header")
+    return value
 
 
 def _seg(value: str) -> str:
@@ -182,12 +195,14 @@ class CatalogClient:
     # ------------------------------------------------------------------ runner
     def _headers(self, ctx: RequestContext, token: Secret | None,
                  extra: Mapping[str, str] | None, idem: str | None) -> dict[str, str]:
-        headers = {"Accept": "application/json", "x-request-id": ctx.request_id}
+        # A caller-chosen request id that is not a plain token is replaced, never forwarded.
+        rid = ctx.request_id if _header_safe(ctx.request_id) else str(uuid.uuid4())
+        headers = {"Accept": "application/json", "x-request-id": rid}
         project = ctx.project_id or self._settings.project_id
         if project:
-            headers["x-project-id"] = project
+            headers["x-project-id"] = _checked_header("x-project-id", project)
         if idem:
-            headers["Idempotency-Key"] = idem
+            headers["Idempotency-Key"] = _checked_header("Idempotency-Key", idem)
         if token is not None:
             headers["Authorization"] = f"Bearer {token.reveal()}"
         if extra:

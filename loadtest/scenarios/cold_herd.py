@@ -17,7 +17,7 @@ from loadtest.context import BenchContext
 from loadtest.rawhttp import build_request
 from loadtest.spec import LoadSpec
 from loadtest.stack import delta, metric_sum
-from loadtest.workers import run_load
+from loadtest.workers import LoadRunError, run_load
 
 CREDENTIAL_OPS = ("load_generic_table", "load_generic_table_credentials")
 
@@ -51,7 +51,12 @@ def run(ctx: BenchContext) -> dict[str, Any]:
                 cpus=ctx.client_cpus,
                 count_outcomes=True,
             )
-            result = run_load(spec)
+            try:
+                result = run_load(spec)
+            except LoadRunError as exc:  # one K failing must not hide the others
+                out[str(k)] = {"error": str(exc)[:300]}
+                ctx.say(f"cold herd K={k}: failed: {exc}")
+                continue
             after, m1 = stack.emulator.stats(), gw.metrics()
             upstream = sum(delta(before, after, op) for op in CREDENTIAL_OPS)
             up_sum = _upstream(m1, "sum") - _upstream(m0, "sum")

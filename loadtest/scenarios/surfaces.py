@@ -72,7 +72,7 @@ def _measure(
 ) -> dict[str, Any]:
     prof = ctx.profile
     by_conc: dict[str, Any] = {}
-    best = best_base = 0.0
+    best = best_base = best_eff = best_base_eff = 0.0
     for conc in prof.surface_concurrencies:
         g, g_server = _run_measured(ctx, target, conc)
         b, b_server = _run_measured(ctx, base, conc)
@@ -90,6 +90,12 @@ def _measure(
             "error_samples": g.error_samples,
         }
         best, best_base = max(best, g.rps), max(best_base, b.rps)
+        # Requests per server CPU-second: other tenants of this machine decide how much CPU
+        # each server gets, so throughput per core is the steadier comparison.
+        by_conc[str(conc)]["rps_per_server_core"] = _per_core(g.rps, g_server)
+        by_conc[str(conc)]["baseline_rps_per_server_core"] = _per_core(b.rps, b_server)
+        best_eff = max(best_eff, _per_core(g.rps, g_server))
+        best_base_eff = max(best_base_eff, _per_core(b.rps, b_server))
         ctx.say(
             f"{surface} c={conc}: {g.rps:,.0f} rps (baseline {b.rps:,.0f}) "
             f"p99={g.hist.percentile_ms(99):.2f} ms errors={g.errors} cores server/client "
@@ -115,6 +121,7 @@ def _measure(
         "rps": round(best, 1),
         "baseline_rps": round(best_base, 1),
         "ratio": round(best / best_base, 3) if best_base > 0 else None,
+        "cpu_normalized_ratio": round(best_eff / best_base_eff, 3) if best_base_eff else None,
         "p99_ms_half_load": lat["p99"],
         "half_load": {
             "rate_per_s": round(half, 1),
@@ -124,6 +131,10 @@ def _measure(
         },
         "by_concurrency": by_conc,
     }
+
+
+def _per_core(rps: float, cores: float) -> float:
+    return round(rps / cores, 1) if cores > 0.01 else 0.0
 
 
 def _run_measured(

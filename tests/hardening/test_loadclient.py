@@ -53,3 +53,11 @@ def test_remembered_secrets_are_bounded_and_deduplicated() -> None:
         )
     assert len(stats.planted) == 64
     assert stats.planted.count("same-secret-value") == 1
+
+
+def test_errors_are_attributed_to_the_surface_that_saw_them() -> None:
+    stats = LoadStats(surface="aws")
+    stats.error("http_503", NOW)
+    stats.error("http_503", NOW + 1)
+    assert stats.errors_by_kind == {"aws:http_503": 2}
+    assert stats.error_times == [NOW, NOW + 1]

@@ -21,7 +21,7 @@ from gateway.metrics import Metrics
 from gateway.models import AccessMode, CreateTableSpec, Outcome, RequestContext, TableRef
 from gateway.service import GatewayService, build_service
 from gateway.settings import Settings
-from tests.fakes.spawn import FakeTaskRegistry
+from tests.fakes.tasks import FakeTaskRegistry
 from tests.gateway_process import stack_env
 
 pytestmark = pytest.mark.integration
@@ -83,6 +83,7 @@ async def test_200_callers_over_50_tables_make_50_credential_calls_and_1_token_r
     assert all(lk.remaining_s > 300 for lk in lookups)
 
 
+@pytest.mark.slow
 async def test_hot_key_is_refreshed_ahead_with_a_short_advertised_lifetime(
     devstack, make_service, emulator
 ):
@@ -110,6 +111,7 @@ async def test_hot_key_is_refreshed_ahead_with_a_short_advertised_lifetime(
     assert lowest > 2
 
 
+@pytest.mark.slow
 async def test_catalog_503_serves_stale_above_floor_then_a_clear_error(
     devstack, make_service, emulator
 ):

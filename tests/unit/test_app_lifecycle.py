@@ -223,3 +223,13 @@ async def test_unusable_caller_files_are_startup_errors(
         await app.start()
     assert not fake_ops.started
     await app.shutdown()
+
+
+async def test_app_is_an_async_context_manager_and_cannot_restart(
+    tmp_path: Path, fake_ops: FakeOperations
+) -> None:
+    async with app_for(settings_for(tmp_path), fake_ops) as app:
+        assert app.started.is_set()
+    assert app.state is State.CLOSED
+    with pytest.raises(RuntimeError, match="cannot start"):
+        await app.start()

@@ -16,7 +16,7 @@ from tests.fakes.catalog import FakeCatalog, FakeIdP, Fault
 from tests.fakes.clock import FakeClock
 from tests.fakes.rng import seeded
 from tests.fakes.settings import make_settings
-from tests.fakes.spawn import FakeTaskRegistry
+from tests.fakes.tasks import FakeTaskRegistry
 
 CTX = RequestContext(request_id="r-1")
 REF = TableRef("demo", ("ns",), "orders")

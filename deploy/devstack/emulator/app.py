@@ -31,6 +31,13 @@ from devstack.emulator.store import Store
 from devstack.emulator.vending import CredentialVendor, StsClient
 
 
+def _sts_fault(faults: Faults, stats: Stats) -> bool:
+    decision = faults.decide_sts()
+    if decision.fails:
+        stats.incr("faults_injected")
+    return decision.fails
+
+
 def build_state(config: EmulatorConfig) -> EmulatorState:
     """The emulator's object graph; no I/O besides opening the SQLite file."""
     stats = Stats()
@@ -39,6 +46,7 @@ def build_state(config: EmulatorConfig) -> EmulatorState:
         StsClient(),
         on_sts_call=lambda: stats.incr("sts_assume_role"),
         lifetime_override=lambda: faults.credential_lifetime_s,
+        sts_fault=lambda: _sts_fault(faults, stats),
     )
     authenticator = (
         JwtAuthenticator(config.openid_provider_uri, config.audiences)

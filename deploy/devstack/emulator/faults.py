@@ -3,7 +3,9 @@
 
 `count > 0` fails the next N matching calls; else `probability > 0` fails each call with that
 probability; else a `status` (or `drop_connection`) alone fails every matching call.
-`operations` limits the fault to those operation names (default: every Lakekeeper route).
+`operations` limits the fault to those operation names (default: every Lakekeeper route);
+naming `sts_assume_role` fails the emulator's STS calls instead, which surface as Lakekeeper's
+412 `ShortTermCredentialError` (as STS throttling does).
 
 One active `FaultSpec` at a time; `POST /_emulator/faults` replaces it, `{"clear": true}` clears.
 """
@@ -69,6 +71,12 @@ class Faults:
     @property
     def credential_lifetime_s(self) -> int | None:
         return self._spec.credential_lifetime_s
+
+    def decide_sts(self) -> Decision:
+        """Fault for one real STS call; only when `operations` names `sts_assume_role`."""
+        if not self._spec.operations or "sts_assume_role" not in self._spec.operations:
+            return NO_FAULT
+        return self.decide("sts_assume_role")
 
     def decide(self, operation: str) -> Decision:
         """Decide the fault for one call of `operation` (consumes one `count` if it fires)."""

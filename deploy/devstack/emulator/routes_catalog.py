@@ -22,14 +22,14 @@ from devstack.emulator.store import ConflictError, Namespace, Warehouse
 from devstack.emulator.wire import CreateNamespace, read_json
 
 NS = "/catalog/v1/{prefix}/namespaces"
-ENDPOINTS = [
+ENDPOINTS = (
     "GET /v1/{prefix}/namespaces",
     "POST /v1/{prefix}/namespaces",
     "GET /v1/{prefix}/namespaces/{namespace}",
     "HEAD /v1/{prefix}/namespaces/{namespace}",
     "DELETE /v1/{prefix}/namespaces/{namespace}",
     "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials",
-]
+)
 
 
 async def get_config(request: web.Request) -> web.Response:
@@ -57,7 +57,7 @@ async def get_config(request: web.Request) -> web.Response:
         {
             "defaults": defaults,
             "overrides": {"uri": f"{base}/catalog"},
-            "endpoints": ENDPOINTS,
+            "endpoints": list(ENDPOINTS),
             "idempotency-key-lifetime": "PT30M",
         }
     )

@@ -180,10 +180,12 @@ class CredentialVendor:
         *,
         on_sts_call: Callable[[], None],
         lifetime_override: Callable[[], int | None],
+        sts_fault: Callable[[], bool] = lambda: False,
         monotonic: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self._sts = sts
+        self._sts_fault = sts_fault
         self._monotonic = monotonic
         self._wall_clock = wall_clock
         self._on_sts_call = on_sts_call
@@ -252,6 +254,10 @@ class CredentialVendor:
         if not endpoint:
             raise ApiError(400, "Misconfiguration", "Storage profile has no STS endpoint")
         self._on_sts_call()
+        if self._sts_fault():
+            raise ApiError(
+                412, "ShortTermCredentialError", "Failed to assume role via STS: Throttling"
+            )
         try:
             ak, sk, token, expires_s = await asyncio.to_thread(
                 self._sts.assume_role,

@@ -103,6 +103,11 @@ def test_s3fs_writes_and_reads_with_vended_kwargs(table: Table) -> None:
         f"s3://{path}", "rb", skip_instance_cache=True, **read.fsspec_kwargs()
     ) as handle:
         assert handle.read().startswith(b"id,name")
+    # pandas hands storage_options to fsspec unchanged.
+    import pandas as pd
+
+    frame = pd.read_csv(f"s3://{path}", storage_options=read.fsspec_kwargs())
+    assert frame["name"].tolist() == ["a", "b"]
 
 
 def test_pyarrow_filesystem_writes_and_reads_parquet(table: Table) -> None:

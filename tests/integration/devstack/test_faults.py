@@ -72,3 +72,15 @@ def test_reset_zeroes_counters(catalog, hooks):
 def test_invalid_fault_spec_is_refused(hooks):
     resp = httpx.post(f"{hooks.url}/_emulator/faults", json={"status": 200})
     assert resp.status_code == 400
+
+
+def test_sts_fault_surfaces_as_412_short_term_credential_error(catalog, hooks):
+    name = f"sts_{uuid.uuid4().hex[:8]}"
+    catalog.create(name)
+    hooks.set_faults(status=503, count=1, operations=["sts_assume_role"])
+    url = f"{catalog.tables_path()}/{name}/credentials"
+    failed = catalog.http.get(url)
+    assert failed.status_code == 412
+    assert failed.json()["error"]["type"] == "ShortTermCredentialError"
+    assert catalog.http.get(url).status_code == 200  # errors are not cached
+    assert hooks.stats()["sts_assume_role"] == 2

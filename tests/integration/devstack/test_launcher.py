@@ -109,11 +109,17 @@ def test_up_is_ready_fast_and_down_leaves_nothing_behind(tmp_path):
 
 
 def test_cli_refuses_a_second_up_and_down_stops_everything(tmp_path):
-    up = _cli("up", "--no-gateway", cwd=tmp_path)
+    up = _cli("up", "--no-gateway", "--no-auth", "--soft-delete", cwd=tmp_path)
     assert up.returncode == 0, up.stderr
     assert "local stack up" in up.stdout
     info = json.loads((tmp_path / ".devstack" / "stack.json").read_text())
     try:
+        wh = httpx.get(
+            f"{info['catalog']['url']}/management/v1/warehouse/{info['warehouse']['id']}"
+        )
+        assert wh.status_code == 200  # --no-auth: no token needed
+        assert wh.json()["delete-profile"]["type"] == "soft"
+        assert "secret" not in json.dumps(wh.json()).lower()
         again = _cli("up", "--no-gateway", cwd=tmp_path)
         assert again.returncode == 1
         assert "already running" in again.stderr
@@ -161,3 +167,32 @@ def test_catalog_restart_keeps_tables_and_idp_restart_keeps_tokens_valid(tmp_pat
     finally:
         stop_stack(tmp_path / "s")
     assert not psutil.pid_exists(new_pid) or psutil.Process(new_pid).status() == "zombie"
+
+
+def test_a_port_taken_between_choice_and_bind_is_retried_with_fresh_ports(tmp_path, monkeypatch):
+    import socket
+
+    import devstack.launcher as launcher_module
+
+    squatter = socket.socket()
+    squatter.bind(("127.0.0.1", 0))
+    squatter.listen()
+    taken = squatter.getsockname()[1]
+    calls: list[int] = []
+    real_free_ports = launcher_module.free_ports
+
+    def first_call_collides(count: int) -> list[int]:
+        ports = real_free_ports(count)
+        calls.append(count)
+        if len(calls) == 1:
+            ports[1] = taken  # the catalog's port
+        return ports
+
+    monkeypatch.setattr(launcher_module, "free_ports", first_call_collides)
+    try:
+        stack = start_stack(tmp_path / "s", with_gateway=False)
+        assert len(calls) == 2
+        assert not stack.info["catalog"]["url"].endswith(f":{taken}")
+    finally:
+        stop_stack(tmp_path / "s")
+        squatter.close()

@@ -26,7 +26,6 @@ pytestmark = pytest.mark.integration
 
 ALICE = "alice-" + uuid.uuid4().hex  # caller tokens: secrets that must never be logged
 ADMIN = "admin-" + uuid.uuid4().hex
-SERVED: list[str] = []  # secrets the gateway served during the run (scanned for in the log)
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +55,8 @@ def setup(info: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> Ite
     }
     proc = start_gateway(run, env, name="callers")
     try:
-        yield {"proc": proc, "a": ns_a, "b": ns_b, "info": info}
+        # `served`: secrets the gateway answered during the run, scanned for in its log.
+        yield {"proc": proc, "a": ns_a, "b": ns_b, "info": info, "served": []}
     finally:
         code = proc.stop()
         assert code == 0
@@ -72,7 +72,7 @@ def test_native_http_allows_a_and_refuses_b(setup: dict) -> None:
         ok = c.get(f"/v1/warehouses/demo/namespaces/{setup['a']}/tables/tbl/credentials")
         assert ok.status_code == 200, ok.text
         cfg = ok.json()["credentials"][0]["config"]
-        SERVED.extend([cfg["s3.secret-access-key"], cfg["s3.session-token"]])
+        setup["served"].extend([cfg["s3.secret-access-key"], cfg["s3.session-token"]])
         denied = c.get(f"/v1/warehouses/demo/namespaces/{setup['b']}/tables/tbl/credentials")
         assert denied.status_code == 403
         assert denied.json()["error"]["type"] == "PermissionDenied"
@@ -131,7 +131,7 @@ def test_aws_surface_refuses_b(setup: dict) -> None:
         auth = {"Authorization": ALICE}  # botocore sends the raw token
         ok = c.get(f"/v1/aws-credentials/demo/{setup['a']}/tbl", headers=auth)
         assert ok.status_code == 200
-        SERVED.extend([ok.json()["SecretAccessKey"], ok.json()["Token"]])
+        setup["served"].extend([ok.json()["SecretAccessKey"], ok.json()["Token"]])
         assert c.get(f"/v1/aws-credentials/demo/{setup['b']}/tbl", headers=auth).status_code == 403
 
 
@@ -150,12 +150,12 @@ def test_zz_no_secret_in_the_gateway_log(setup: dict) -> None:
     log = proc.log_text()
     assert "lakegate listening" in log
     planted = [ALICE, ADMIN, info["idp"]["clients"]["gateway"]["secret"],
-               info["s3"]["admin_secret_key"], *SERVED]
-    assert len(SERVED) >= 4
+               info["s3"]["admin_secret_key"], *setup["served"]]
+    assert len(setup["served"]) >= 4
     for secret in planted:
         assert secret not in log
     devstack_log = Path(info["run_dir"]) / "logs" / "gateway.log"
     if devstack_log.exists():
         text = devstack_log.read_text(errors="replace")
-        for secret in (info["idp"]["clients"]["gateway"]["secret"], *SERVED):
+        for secret in (info["idp"]["clients"]["gateway"]["secret"], *setup["served"]):
             assert secret not in text

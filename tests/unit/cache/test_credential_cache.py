@@ -16,7 +16,7 @@ from gateway.settings import CacheSettings
 from tests.fakes.clock import FakeClock
 from tests.fakes.fetcher import FakeFetcher
 from tests.fakes.rng import seeded
-from tests.fakes.spawn import FakeTaskRegistry
+from tests.fakes.tasks import FakeTaskRegistry
 
 CTX = RequestContext(request_id="req-1")
 
@@ -359,3 +359,43 @@ async def test_refresh_returning_the_same_credential_backs_off(clock, metrics, r
     assert not cache.is_due(key())  # the same expiry came back: wait before asking again
     clock.advance(61)
     assert cache.is_due(key())
+
+
+@pytest.mark.parametrize("seed", range(6))
+async def test_random_operation_sequences_never_serve_below_the_floor(seed, metrics, registry):
+    rng = seeded(seed)
+    clock = FakeClock()
+    fetcher = FakeFetcher(clock)
+    cache = make_cache(fetcher, clock, metrics, registry, max_entries=5, idle_s=900,
+                       negative_ttl_s=5)
+    tables = [f"t{i}" for i in range(8)]
+    served = 0
+    for _ in range(400):
+        op = rng.random()
+        k = key(rng.choice(tables), rng.choice([AccessMode.READ, AccessMode.WRITE]))
+        fetcher.lifetime_s = rng.choice([3600, 1000, 400, 250, None])
+        if op < 0.5:
+            if rng.random() < 0.2:
+                fetcher.errors.append(rng.choice([UnavailableError("x"), NotFoundError("x")]))
+            try:
+                value, _ = await cache.get(k, CTX)
+            except (UnavailableError, NotFoundError, CredentialExpiredError):
+                continue
+            left = value.remaining_s(clock.now())
+            assert left is None or left > 300
+            served += 1
+        elif op < 0.65:
+            cache.start_refresh(k)
+            await registry.drained()
+        elif op < 0.7:
+            cache.invalidate_table("wh", ("ns",), k.table)
+        elif op < 0.75:
+            cache.scan()
+        else:
+            clock.advance(rng.choice([1, 30, 120, 600]))
+        assert len(cache) <= 5
+        assert metrics.cache_entries._value.get() == len(cache)
+        assert 0 <= metrics.stale_serving._value.get() <= len(cache)
+    assert served > 50
+    await registry.drained()
+    assert registry.live == 0

@@ -13,7 +13,7 @@ from gateway.settings import CacheSettings
 from tests.fakes.clock import FakeClock
 from tests.fakes.fetcher import FakeFetcher
 from tests.fakes.rng import seeded
-from tests.fakes.spawn import FakeTaskRegistry
+from tests.fakes.tasks import FakeTaskRegistry
 
 CTX = RequestContext(request_id="req-1")
 
@@ -132,7 +132,7 @@ async def test_close_cancels_the_loop(registry):
 async def test_fresh_entries_do_not_wake_the_refresher_but_short_lived_ones_do(registry):
     clock = FakeClock()
     fetcher = FakeFetcher(clock, lifetime_s=3600)
-    cache, refresher, _ = build(clock, registry, fetcher)
+    cache, _, _ = build(clock, registry, fetcher)
     wake = asyncio.Event()
     cache.attach_wakeup(wake)
     cache.plan_scan(clock.monotonic() + 5)

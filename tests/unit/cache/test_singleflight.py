@@ -4,7 +4,7 @@ import pytest
 
 from gateway.cache.singleflight import SingleFlight
 from gateway.errors import UnavailableError
-from tests.fakes.spawn import FakeTaskRegistry
+from tests.fakes.tasks import FakeTaskRegistry
 
 
 @pytest.fixture

@@ -25,7 +25,8 @@ def test_report_writes_summary_markdown_and_plots(tmp_path: Path) -> None:
     for png in ("throughput.png", "latency.png", "amplification.png", "cold_herd.png"):
         assert (tmp_path / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     md = (tmp_path / "report.md").read_text()
-    assert "| http_uds | 12,000 | 14,000 | 0.857 |" in md
+    assert "| http_uds | 12,000 | 14,000 | 0.857 | 0.9 |" in md
+    assert "0.86 x (12,000 vs 14,000 req/s; per server core 0.90 x)" in md
     assert "![throughput.png](throughput.png)" in md
 
 
@@ -68,3 +69,15 @@ def test_soak_floor_breach_is_a_miss() -> None:
     summary["soak"]["min_remaining_s"] = 3.9
     verdicts = {c.name: c.met for c in evaluate(summary)}
     assert verdicts["soak serve floor"] is False
+
+
+def test_a_failed_herd_size_is_reported_as_failed_not_dropped(tmp_path: Path) -> None:
+    summary = _summary()
+    summary["cold_herd"]["100"] = {"error": "could only open 90 of 100 connections"}
+    checks = write_report(summary, tmp_path)
+    extra = next(c for c in checks if c.name == "cold herd p99 extra latency")
+    assert "K=100: failed" in extra.measured
+    assert extra.met is False
+    assert "| 100 | failed: could only open 90 of 100 connections |" in (
+        tmp_path / "report.md"
+    ).read_text()

@@ -105,6 +105,7 @@ async def test_unavailable_maps_to_unavailable(server_factory, fake_ops: FakeOpe
         common_pb2.TableRef(warehouse="demo", namespace=[], name="orders"),
         common_pb2.TableRef(warehouse="demo", namespace=["a\x00"], name="orders"),
         common_pb2.TableRef(warehouse="demo", namespace=["demo_ns"], name=""),
+        common_pb2.TableRef(warehouse="demo", namespace=["demo_ns"], name=".."),
     ],
 )
 async def test_bad_fields_are_invalid_argument(

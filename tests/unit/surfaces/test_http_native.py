@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from yarl import URL
 
 from gateway.errors import UnavailableError
 from gateway.models import AccessMode, Outcome
@@ -123,13 +124,17 @@ async def test_upstream_unavailable_renders_503_with_retry_after(
         ("/v1/warehouses/demo/namespaces/demo_ns/tables/%FF%FE/credentials", {}),
         ("/v1/warehouses/demo/namespaces/a%1F%1Fb/tables/orders/credentials", {}),
         (CREDS, {"access": "admin"}),
+        ("/v1/warehouses/demo/namespaces/demo_ns/tables/%2E%2E/credentials", {}),
+        ("/v1/warehouses/demo/namespaces/%2E/tables/orders/credentials", {}),
     ],
 )
 async def test_malformed_names_and_params_are_400(
     make_client: MakeClient, fake_ops: FakeOperations, path: str, query: dict[str, str]
 ) -> None:
     client = await make_client()
-    resp = await client.get(path, params=query, headers=MARK)
+    # encoded=True: send the path byte for byte (no client-side dot-segment normalisation)
+    url = URL(str(client.make_url("/")).rstrip("/") + path, encoded=True).with_query(query)
+    resp = await client.session.get(url, headers=MARK)
     assert resp.status == 400
     assert (await resp.json())["error"]["code"] == 400
     assert fake_ops.calls["get_credentials"] == 0

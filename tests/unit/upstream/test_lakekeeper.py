@@ -5,6 +5,7 @@ import pytest
 from gateway.errors import (
     ConflictError,
     IdentityProviderError,
+    InvalidRequestError,
     NotFoundError,
     ProtocolViolationError,
     RateLimitedError,
@@ -260,3 +261,19 @@ async def test_health_is_one_unauthenticated_attempt(catalog, tokens, metrics, c
     catalog.fail("health", Fault(status=503))
     assert await c.health() is False
     assert tokens.token_calls == 0
+
+
+async def test_unsafe_caller_header_values_never_reach_the_catalog(catalog, tokens, metrics,
+                                                                   clock):
+    c = client(catalog, tokens, metrics, clock)
+    bad_rid = RequestContext(request_id="abc\r\nX-Evil: 1")
+    await c.load_table(catalog.warehouse_id, ("ns",), "orders", bad_rid)
+    sent = catalog.requests[-1][1]["x-request-id"]
+    assert "\n" not in sent
+    assert len(sent) == 36
+    with pytest.raises(InvalidRequestError):
+        await c.drop_table(catalog.warehouse_id, ("ns",), "orders",
+                           RequestContext(request_id="r", idempotency_key="k\nX: y"))
+    with pytest.raises(InvalidRequestError):
+        await c.load_table(catalog.warehouse_id, ("ns",), "orders",
+                           RequestContext(request_id="r", project_id="p p"))

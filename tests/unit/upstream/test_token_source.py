@@ -19,7 +19,7 @@ from gateway.upstream.token_source import (
 from tests.fakes.catalog import TOKEN_URL, FakeCatalog, FakeIdP
 from tests.fakes.clock import FakeClock
 from tests.fakes.rng import seeded
-from tests.fakes.spawn import FakeTaskRegistry
+from tests.fakes.tasks import FakeTaskRegistry
 
 
 @pytest.fixture

@@ -1,55 +1,34 @@
-"""Sans-IO core shared by every transport and both clients.
+"""Sans-IO core shared by every transport and both clients: table references, native HTTP API
+requests, JSON answers → the client's value types, and the Lakekeeper error envelope → the
+``LakegateError`` tree. Nothing here does I/O.
 
-Builds requests (HTTP paths and gRPC messages), turns answers into the client's value types, maps
-errors (Lakekeeper envelope, gRPC status + ``lakegate-error-bin`` detail) into the ``LakegateError``
-tree, and holds the per-process credential memo. Nothing here does I/O.
+Its siblings are split out to stay one screenful each: ``_proto.py`` (the gRPC side of the same
+job) and ``_memo.py`` (the per-process credential memo).
 """
 
 from __future__ import annotations
 
 import json
-import threading
 import uuid
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
-import grpc  # type: ignore[import-untyped, unused-ignore]
-from google.protobuf.message import DecodeError  # type: ignore[import-untyped, unused-ignore]
-from lakegate.v1 import catalog_pb2, common_pb2, credentials_pb2
+from lakegate.v1 import common_pb2
 
-from lakegate_client._clock import Clock
 from lakegate_client._config import ClientConfig
 from lakegate_client._errors import (
     ConfigurationError,
-    ConflictError,
-    GatewayConnectionError,
-    GatewayTimeoutError,
-    InternalError,
-    InvalidRequestError,
     LakegateError,
-    NotFoundError,
-    PermissionDeniedError,
     RateLimitedError,
-    UnauthenticatedError,
-    UnavailableError,
     error_for_status,
 )
 from lakegate_client._models import Access, LoadedTable, TableIdentifier
 from lakegate_client.credentials import StorageCredential, TableCredentials
 
-__all__ = [
-    "ERROR_DETAIL_KEY",
-    "CredentialMemo",
-    "HttpRequest",
-    "TableRef",
-    "error_from_grpc",
-    "error_from_http",
-]
+__all__ = ["HttpRequest", "TableRef", "error_from_http", "resolve_warehouse"]
 
-ERROR_DETAIL_KEY = "lakegate-error-bin"
 _NS_SEPARATOR = "\x1f"  # Lakekeeper joins namespace levels with U+001F, sent as %1F
 
 
@@ -78,23 +57,6 @@ def resolve_warehouse(config: ClientConfig, warehouse: str | None) -> str:
     if not chosen:
         raise ConfigurationError("no warehouse: pass warehouse=... or set LAKEGATE_WAREHOUSE")
     return chosen
-
-
-def auth_headers(config: ClientConfig) -> dict[str, str]:
-    """Caller authentication: a bearer token when configured; always the anti-forgery header.
-
-    The gateway refuses credential requests carrying neither (a browser or an SSRF cannot set a
-    custom header), so ``X-Lakegate-Request`` is what makes a token-less local call legitimate.
-    """
-    headers = {"X-Lakegate-Request": "1"}
-    if config.token:
-        headers["Authorization"] = f"Bearer {config.token}"
-    return headers
-
-
-def grpc_metadata(config: ClientConfig) -> tuple[tuple[str, str], ...]:
-    """The same caller authentication as gRPC metadata (keys must be lower-case)."""
-    return tuple((k.lower(), v) for k, v in auth_headers(config).items())
 
 
 # -- HTTP requests ------------------------------------------------------------------------------
@@ -298,244 +260,16 @@ def error_from_http(status: int, body: bytes, headers: Mapping[str, str]) -> Lak
             status=status,
             type=type_,
             request_id=request_id,
-            retry_after_s=_retry_after(headers.get("Retry-After") or headers.get("retry-after")),
+            retry_after_s=retry_after_seconds(
+                headers.get("Retry-After") or headers.get("retry-after")
+            ),
         )
     return cls(message, status=status, type=type_, request_id=request_id)
 
 
-def _retry_after(value: str | None) -> float | None:
+def retry_after_seconds(value: str | None) -> float | None:
+    """A ``Retry-After`` value in seconds (the HTTP-date form is not used by the gateway)."""
     try:
         return float(value) if value else None
     except ValueError:
         return None
-
-
-# -- gRPC ----------------------------------------------------------------------------------------
-
-_ACCESS: dict[str, common_pb2.AccessMode] = {
-    "read": common_pb2.ACCESS_MODE_READ,
-    "write": common_pb2.ACCESS_MODE_WRITE,
-}
-_OUTCOME = {
-    common_pb2.CACHE_OUTCOME_HIT: "hit",
-    common_pb2.CACHE_OUTCOME_MISS: "miss",
-    common_pb2.CACHE_OUTCOME_COALESCED: "coalesced",
-    common_pb2.CACHE_OUTCOME_STALE: "stale",
-}
-_GRPC_ERRORS: dict[grpc.StatusCode, type[LakegateError]] = {
-    grpc.StatusCode.INVALID_ARGUMENT: InvalidRequestError,
-    grpc.StatusCode.FAILED_PRECONDITION: InvalidRequestError,
-    grpc.StatusCode.OUT_OF_RANGE: InvalidRequestError,
-    grpc.StatusCode.UNAUTHENTICATED: UnauthenticatedError,
-    grpc.StatusCode.PERMISSION_DENIED: PermissionDeniedError,
-    grpc.StatusCode.NOT_FOUND: NotFoundError,
-    grpc.StatusCode.ALREADY_EXISTS: ConflictError,
-    grpc.StatusCode.ABORTED: ConflictError,
-    grpc.StatusCode.RESOURCE_EXHAUSTED: RateLimitedError,
-    grpc.StatusCode.UNAVAILABLE: UnavailableError,
-    grpc.StatusCode.INTERNAL: InternalError,
-    grpc.StatusCode.UNKNOWN: InternalError,
-    grpc.StatusCode.UNIMPLEMENTED: InternalError,
-    grpc.StatusCode.DEADLINE_EXCEEDED: GatewayTimeoutError,
-}
-
-
-def access_proto(access: Access) -> common_pb2.AccessMode:
-    """``read``/``write`` → the proto enum."""
-    return _ACCESS[access]
-
-
-def grpc_credentials_request(
-    ref: TableRef, access: Access
-) -> credentials_pb2.GetTableCredentialsRequest:
-    """The GetTableCredentials request."""
-    return credentials_pb2.GetTableCredentialsRequest(table=ref.proto(), access=_ACCESS[access])
-
-
-def _storage_from_proto(items: Sequence[common_pb2.StorageCredential]) -> list[StorageCredential]:
-    return [
-        StorageCredential(
-            prefix=c.prefix, config=dict(c.config), expires_at_ms=c.expires_at_ms or None
-        )
-        for c in items
-    ]
-
-
-def credentials_from_proto(
-    msg: credentials_pb2.GetTableCredentialsResponse, ref: TableRef, access: Access
-) -> TableCredentials:
-    """A GetTableCredentialsResponse → TableCredentials."""
-    creds = _storage_from_proto(msg.credentials)
-    return TableCredentials.from_parts(
-        location=msg.location or (creds[0].prefix if creds else ""),
-        credentials=creds,
-        expires_at_ms=msg.expires_at_ms or None,
-        outcome=_OUTCOME.get(msg.outcome, ""),
-        access=access,
-        warehouse_id=msg.warehouse_id,
-        namespace=ref.namespace,
-        table=ref.name,
-        served_remaining_s=msg.remaining_seconds,
-    )
-
-
-def loaded_from_proto(
-    msg: catalog_pb2.LoadTableResponse, ref: TableRef, access: Access, vended: bool
-) -> LoadedTable:
-    """A LoadTableResponse → LoadedTable."""
-    config = dict(msg.config)
-    creds = _storage_from_proto(msg.credentials)
-    credentials = None
-    if vended and creds:
-        credentials = TableCredentials.from_parts(
-            location=msg.table.base_location,
-            credentials=creds,
-            base_config=config,
-            access=access,
-            warehouse_id=msg.warehouse_id,
-            namespace=ref.namespace,
-            table=ref.name,
-        )
-    return LoadedTable(
-        namespace=ref.namespace,
-        name=msg.table.name or ref.name,
-        format=msg.table.format,
-        base_location=msg.table.base_location,
-        warehouse_id=msg.warehouse_id,
-        protected=msg.table.protected,
-        doc=msg.table.doc or None,
-        properties=dict(msg.table.properties),
-        config=config,
-        credentials=credentials,
-    )
-
-
-def identifiers_from_proto(
-    msg: catalog_pb2.ListTablesResponse,
-) -> tuple[list[TableIdentifier], str | None]:
-    """A ListTablesResponse → (identifiers, next page token or None)."""
-    ids = [
-        TableIdentifier(namespace=tuple(i.namespace), name=i.name, format=i.format, id=i.id)
-        for i in msg.identifiers
-    ]
-    return ids, msg.next_page_token or None
-
-
-def error_from_grpc(
-    code: grpc.StatusCode | None,
-    details: str | None,
-    trailing: Sequence[tuple[str, str | bytes]] | None,
-    target: str,
-) -> LakegateError:
-    """A failed RPC → LakegateError.
-
-    The ``lakegate-error-bin`` trailer (an ErrorDetail) says the gateway itself answered, so its
-    HTTP status picks the class. Without it, UNAVAILABLE means the channel never reached a gateway
-    (refused, socket missing): that is a :class:`GatewayConnectionError`, not an upstream outage.
-    """
-    detail: common_pb2.ErrorDetail | None = None
-    for key, value in trailing or ():
-        if key == ERROR_DETAIL_KEY and isinstance(value, bytes):
-            parsed = common_pb2.ErrorDetail()
-            try:
-                parsed.ParseFromString(value)
-            except DecodeError:
-                continue  # a garbled trailer must not hide the real status
-            detail = parsed
-    retry_after = None
-    for key, value in trailing or ():
-        if key == "retry-after" and isinstance(value, str):
-            retry_after = _retry_after(value)
-    message = (detail.message if detail else "") or details or f"gRPC {code}"
-    if detail is not None and detail.http_status:
-        cls = error_for_status(detail.http_status)
-        status = detail.http_status
-    elif code == grpc.StatusCode.UNAVAILABLE:
-        return GatewayConnectionError(
-            f"cannot reach the gateway at {target}: {details or 'unavailable'}",
-            type="GatewayUnreachable",
-        )
-    else:
-        cls = _GRPC_ERRORS.get(code, LakegateError) if code else LakegateError
-        status = None
-    type_ = detail.type if detail else ""
-    request_id = detail.request_id if detail else ""
-    if cls is GatewayTimeoutError:
-        return GatewayTimeoutError(f"no answer from the gateway at {target} in time: {message}")
-    if cls is RateLimitedError:
-        return RateLimitedError(
-            message, status=status, type=type_, request_id=request_id, retry_after_s=retry_after
-        )
-    return cls(message, status=status, type=type_, request_id=request_id)
-
-
-# -- the per-process memo ------------------------------------------------------------------------
-
-MemoKey = tuple[str, str, tuple[str, ...], str, str]
-
-
-def memo_key(url: str, ref: TableRef, access: Access) -> MemoKey:
-    """(url, warehouse, namespace, table, access), case-folded as Lakekeeper matches names."""
-    return (
-        url,
-        ref.warehouse.casefold(),
-        tuple(p.casefold() for p in ref.namespace),
-        ref.name.casefold(),
-        access,
-    )
-
-
-class CredentialMemo:
-    """Per-process memo of credentials, so a task asking in a tight loop never leaves the process.
-
-    An entry is served only while it has more than ``floor_s`` left (the same floor the gateway
-    serves with, so a memo hit is as good as a gateway answer); a credential without an expiry is
-    never memoised (the gateway holds those only briefly). Bounded LRU. Thread-safe; the owner
-    builds a new memo after a fork, so no lock is ever inherited in a held state.
-    """
-
-    def __init__(self, clock: Clock, floor_s: float, max_entries: int) -> None:
-        self._clock = clock
-        self._floor_s = floor_s
-        self._max_entries = max_entries
-        self._entries: OrderedDict[MemoKey, TableCredentials] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: MemoKey) -> TableCredentials | None:
-        """A still-comfortable credential for ``key``, else None (and the stale entry dropped)."""
-        with self._lock:
-            creds = self._entries.get(key)
-            if creds is None:
-                return None
-            remaining = creds.remaining_at(self._clock.now())
-            if remaining is None or remaining <= self._floor_s:
-                del self._entries[key]
-                return None
-            self._entries.move_to_end(key)
-            return creds
-
-    def put(self, key: MemoKey, creds: TableCredentials) -> None:
-        """Remember ``creds`` if it is worth remembering."""
-        remaining = creds.remaining_at(self._clock.now())
-        if remaining is None or remaining <= self._floor_s:
-            return
-        with self._lock:
-            self._entries[key] = creds
-            self._entries.move_to_end(key)
-            while len(self._entries) > self._max_entries:
-                self._entries.popitem(last=False)
-
-    def forget_table(self, url: str, ref: TableRef) -> None:
-        access: Access
-        """Drop both access modes of a table (after drop/rename through this client)."""
-        with self._lock:
-            for access in ("read", "write"):
-                self._entries.pop(memo_key(url, ref, access), None)
-
-    def clear(self) -> None:
-        """Forget everything."""
-        with self._lock:
-            self._entries.clear()
-
-    def __len__(self) -> int:
-        return len(self._entries)

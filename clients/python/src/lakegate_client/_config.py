@@ -137,6 +137,7 @@ class ClientConfig:
     Attributes:
         endpoint: the parsed gateway address.
         token: caller token sent as ``Authorization: Bearer`` (never shown in reprs).
+        token_file: file the token is re-read from when it changes (``LAKEGATE_TOKEN_FILE``).
         warehouse: default warehouse name or id.
         timeout_s: bound on every call, connect included.
         memo_floor_s: the per-process memo serves a credential only while it has more than this
@@ -147,6 +148,7 @@ class ClientConfig:
 
     endpoint: Endpoint
     token: str | None = field(default=None, repr=False)
+    token_file: str | None = None
     warehouse: str | None = None
     timeout_s: float = DEFAULT_TIMEOUT_S
     memo_floor_s: float = DEFAULT_MEMO_FLOOR_S
@@ -173,10 +175,11 @@ class ClientConfig:
         """
         env = os.environ if environ is None else environ
         endpoint = parse_url(url or env.get("LAKEGATE_URL") or DEFAULT_URL)
+        token_file = None
         if token is None:
             token = env.get("LAKEGATE_TOKEN") or None
         if token is None and env.get("LAKEGATE_TOKEN_FILE"):
-            path = env["LAKEGATE_TOKEN_FILE"]
+            path = token_file = env["LAKEGATE_TOKEN_FILE"]
             try:
                 with open(path, encoding="utf-8") as handle:
                     token = handle.read().strip() or None
@@ -199,6 +202,7 @@ class ClientConfig:
         return cls(
             endpoint=endpoint,
             token=token,
+            token_file=token_file,
             warehouse=warehouse or env.get("LAKEGATE_WAREHOUSE") or None,
             timeout_s=timeout_s,
             memo_floor_s=memo_floor_s,

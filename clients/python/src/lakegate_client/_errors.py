@@ -23,6 +23,9 @@ Messages carry the gateway's own message (which never contains secrets) and neve
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
+
 __all__ = [
     "ClientClosedError",
     "ConfigurationError",
@@ -163,20 +166,22 @@ class GatewayTimeoutError(LakegateError, TimeoutError):
     """The call's deadline passed before the gateway answered."""
 
 
-_BY_STATUS: dict[int, type[LakegateError]] = {
-    400: InvalidRequestError,
-    401: UnauthenticatedError,
-    403: PermissionDeniedError,
-    404: NotFoundError,
-    409: ConflictError,
-    412: UnavailableError,  # Lakekeeper's ShortTermCredentialError: STS/SAS failed upstream
-    422: InvalidRequestError,
-    429: RateLimitedError,
-    500: InternalError,
-    502: UnavailableError,
-    503: UnavailableError,
-    504: UnavailableError,
-}
+_BY_STATUS: Mapping[int, type[LakegateError]] = MappingProxyType(
+    {
+        400: InvalidRequestError,
+        401: UnauthenticatedError,
+        403: PermissionDeniedError,
+        404: NotFoundError,
+        409: ConflictError,
+        412: UnavailableError,  # Lakekeeper's ShortTermCredentialError: STS/SAS failed upstream
+        422: InvalidRequestError,
+        429: RateLimitedError,
+        500: InternalError,
+        502: UnavailableError,
+        503: UnavailableError,
+        504: UnavailableError,
+    }
+)
 
 
 def error_for_status(status: int) -> type[LakegateError]:

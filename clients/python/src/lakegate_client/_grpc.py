@@ -17,7 +17,8 @@ import grpc  # type: ignore[import-untyped, unused-ignore]
 import grpc.aio  # type: ignore[import-untyped, unused-ignore]
 from lakegate.v1 import catalog_pb2, catalog_pb2_grpc, credentials_pb2_grpc
 
-from lakegate_client import _base
+from lakegate_client import _proto
+from lakegate_client._auth import CallerAuth
 from lakegate_client._base import TableRef
 from lakegate_client._config import ClientConfig
 from lakegate_client._models import Access, LoadedTable
@@ -67,7 +68,7 @@ class SyncGrpcTransport:
     def __init__(self, config: ClientConfig) -> None:
         self._target = config.endpoint.grpc_target
         self._timeout_s = config.timeout_s
-        self._metadata = _base.grpc_metadata(config)
+        self._auth = CallerAuth(config)
         self._channel = grpc.insecure_channel(self._target, options=_CHANNEL_OPTIONS)
         self._credentials = credentials_pb2_grpc.CredentialServiceStub(self._channel)  # type: ignore[no-untyped-call]
         self._catalog = catalog_pb2_grpc.CatalogServiceStub(self._channel)  # type: ignore[no-untyped-call]
@@ -80,9 +81,9 @@ class SyncGrpcTransport:
 
     def _call(self, method: Callable[..., Any], request: Any) -> Any:
         try:
-            return method(request, timeout=self._timeout_s, metadata=self._metadata)
+            return method(request, timeout=self._timeout_s, metadata=self._auth.metadata())
         except grpc.RpcError as exc:
-            raise _base.error_from_grpc(
+            raise _proto.error_from_grpc(
                 exc.code(),
                 exc.details(),
                 exc.trailing_metadata(),
@@ -92,16 +93,16 @@ class SyncGrpcTransport:
     def credentials(self, ref: TableRef, access: Access) -> TableCredentials:
         """GetTableCredentials."""
         msg = self._call(
-            self._credentials.GetTableCredentials, _base.grpc_credentials_request(ref, access)
+            self._credentials.GetTableCredentials, _proto.grpc_credentials_request(ref, access)
         )
-        return _base.credentials_from_proto(msg, ref, access)
+        return _proto.credentials_from_proto(msg, ref, access)
 
     def load(self, ref: TableRef, vended: bool, access: Access) -> LoadedTable:
         """LoadTable."""
         request = catalog_pb2.LoadTableRequest(
-            table=ref.proto(), vended=vended, access=_base.access_proto(access)
+            table=ref.proto(), vended=vended, access=_proto.access_proto(access)
         )
-        return _base.loaded_from_proto(
+        return _proto.loaded_from_proto(
             self._call(self._catalog.LoadTable, request), ref, access, vended
         )
 
@@ -110,7 +111,7 @@ class SyncGrpcTransport:
         request = catalog_pb2.ListTablesRequest(
             warehouse=warehouse, namespace=list(namespace), page_token=page_token or ""
         )
-        return _base.identifiers_from_proto(self._call(self._catalog.ListTables, request))
+        return _proto.identifiers_from_proto(self._call(self._catalog.ListTables, request))
 
     def create(
         self,
@@ -123,7 +124,7 @@ class SyncGrpcTransport:
     ) -> LoadedTable:
         """CreateTable."""
         request = _create_request(ref, format, base_location, doc, properties, idempotency_key)
-        return _base.loaded_from_proto(
+        return _proto.loaded_from_proto(
             self._call(self._catalog.CreateTable, request), ref, "read", False
         )
 
@@ -147,7 +148,7 @@ class AsyncGrpcTransport:
     def __init__(self, config: ClientConfig) -> None:
         self._target = config.endpoint.grpc_target
         self._timeout_s = config.timeout_s
-        self._metadata = _base.grpc_metadata(config)
+        self._auth = CallerAuth(config)
         self._pid = os.getpid()
         self._channel: grpc.aio.Channel | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -174,26 +175,26 @@ class AsyncGrpcTransport:
         stub = self._credentials if service == "credentials" else self._catalog
         try:
             return await getattr(stub, method)(
-                request, timeout=self._timeout_s, metadata=self._metadata
+                request, timeout=self._timeout_s, metadata=self._auth.metadata()
             )
         except grpc.aio.AioRpcError as exc:
             trailing = list(exc.trailing_metadata() or ())
-            raise _base.error_from_grpc(exc.code(), exc.details(), trailing, self._target) from exc
+            raise _proto.error_from_grpc(exc.code(), exc.details(), trailing, self._target) from exc
 
     async def credentials(self, ref: TableRef, access: Access) -> TableCredentials:
         """GetTableCredentials."""
         msg = await self._call(
-            "credentials.GetTableCredentials", _base.grpc_credentials_request(ref, access)
+            "credentials.GetTableCredentials", _proto.grpc_credentials_request(ref, access)
         )
-        return _base.credentials_from_proto(msg, ref, access)
+        return _proto.credentials_from_proto(msg, ref, access)
 
     async def load(self, ref: TableRef, vended: bool, access: Access) -> LoadedTable:
         """LoadTable."""
         request = catalog_pb2.LoadTableRequest(
-            table=ref.proto(), vended=vended, access=_base.access_proto(access)
+            table=ref.proto(), vended=vended, access=_proto.access_proto(access)
         )
         msg = await self._call("catalog.LoadTable", request)
-        return _base.loaded_from_proto(msg, ref, access, vended)
+        return _proto.loaded_from_proto(msg, ref, access, vended)
 
     async def list_page(
         self, warehouse: str, namespace: tuple[str, ...], page_token: str | None
@@ -202,7 +203,7 @@ class AsyncGrpcTransport:
         request = catalog_pb2.ListTablesRequest(
             warehouse=warehouse, namespace=list(namespace), page_token=page_token or ""
         )
-        return _base.identifiers_from_proto(await self._call("catalog.ListTables", request))
+        return _proto.identifiers_from_proto(await self._call("catalog.ListTables", request))
 
     async def create(
         self,
@@ -216,7 +217,7 @@ class AsyncGrpcTransport:
         """CreateTable."""
         request = _create_request(ref, format, base_location, doc, properties, idempotency_key)
         msg = await self._call("catalog.CreateTable", request)
-        return _base.loaded_from_proto(msg, ref, "read", False)
+        return _proto.loaded_from_proto(msg, ref, "read", False)
 
     async def drop(self, ref: TableRef, purge: bool, force: bool) -> None:
         """DropTable."""

@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 
 from lakegate_client import _base
+from lakegate_client._auth import CallerAuth
 from lakegate_client._base import HttpRequest, TableRef
 from lakegate_client._config import ClientConfig
 from lakegate_client._errors import GatewayConnectionError, GatewayTimeoutError, LakegateError
@@ -47,11 +48,11 @@ class SyncHttpTransport:
         endpoint = config.endpoint
         self._where = endpoint.url
         transport = httpx.HTTPTransport(uds=endpoint.uds) if endpoint.uds else httpx.HTTPTransport()
+        self._auth = CallerAuth(config)
         self._client = httpx.Client(
             base_url=endpoint.http_base_url,
             transport=transport,
             timeout=httpx.Timeout(config.timeout_s),
-            headers=_base.auth_headers(config),
             trust_env=False,
         )
         self._pid = os.getpid()
@@ -68,7 +69,7 @@ class SyncHttpTransport:
                 request.path,
                 params=dict(request.params) or None,
                 json=request.json,
-                headers=dict(request.headers) or None,
+                headers={**self._auth.headers(), **request.headers},
             )
         except httpx.TimeoutException as exc:
             raise GatewayTimeoutError(
@@ -129,6 +130,7 @@ class AsyncHttpTransport:
 
     def __init__(self, config: ClientConfig) -> None:
         self._config = config
+        self._auth = CallerAuth(config)
         self._where = config.endpoint.url
         self._pid = os.getpid()
         self._session: Any = None
@@ -153,7 +155,6 @@ class AsyncHttpTransport:
         if self._session is not None and self._loop is loop:
             return self._session
         endpoint = self._config.endpoint
-        headers = _base.auth_headers(self._config)
         if self._aiohttp is not None:
             aiohttp = self._aiohttp
             connector = (
@@ -162,7 +163,6 @@ class AsyncHttpTransport:
             self._session = aiohttp.ClientSession(
                 base_url=endpoint.http_base_url,
                 connector=connector,
-                headers=headers,
                 timeout=aiohttp.ClientTimeout(total=self._config.timeout_s),
                 trust_env=False,
             )
@@ -176,7 +176,6 @@ class AsyncHttpTransport:
                 base_url=endpoint.http_base_url,
                 transport=transport,
                 timeout=httpx.Timeout(self._config.timeout_s),
-                headers=headers,
                 trust_env=False,
             )
         self._loop = loop
@@ -194,7 +193,7 @@ class AsyncHttpTransport:
                     request.path,
                     params=dict(request.params) or None,
                     json=request.json,
-                    headers=dict(request.headers) or None,
+                    headers={**self._auth.headers(), **request.headers},
                 ) as response:
                     status, body, headers = response.status, await response.read(), response.headers
         except TimeoutError as exc:
@@ -217,7 +216,7 @@ class AsyncHttpTransport:
                 request.path,
                 params=dict(request.params) or None,
                 json=request.json,
-                headers=dict(request.headers) or None,
+                headers={**self._auth.headers(), **request.headers},
             )
         except httpx.TimeoutException as exc:
             raise GatewayTimeoutError(

@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
@@ -31,17 +32,19 @@ __all__ = ["StorageCredential", "StorageKind", "TableCredentials", "expiry_from_
 
 StorageKind = Literal["s3", "adls", "gcs", "unknown"]
 
-_SCHEMES: dict[str, StorageKind] = {
-    "s3": "s3",
-    "s3a": "s3",
-    "s3n": "s3",
-    "abfs": "adls",
-    "abfss": "adls",
-    "wasb": "adls",
-    "wasbs": "adls",
-    "gs": "gcs",
-    "gcs": "gcs",
-}
+_SCHEMES: Mapping[str, StorageKind] = MappingProxyType(
+    {
+        "s3": "s3",
+        "s3a": "s3",
+        "s3n": "s3",
+        "abfs": "adls",
+        "abfss": "adls",
+        "wasb": "adls",
+        "wasbs": "adls",
+        "gs": "gcs",
+        "gcs": "gcs",
+    }
+)
 # Any key naming key material; expiry and endpoint keys are not secret.
 _SECRET_KEY = re.compile(r"(key|secret|token|sas|password|credential)", re.IGNORECASE)
 _PUBLIC_KEY = re.compile(r"(expires|expiration|endpoint|key-id-name)", re.IGNORECASE)

@@ -324,32 +324,44 @@ def write_table(
     client: Client,
     namespace: str | Sequence[str],
     table: str,
-    data: pa.Table,
+    data: pa.Table | Sequence[pa.Table],
     *,
     warehouse: str | None = None,
     format: str | None = None,
     mode: Mode = "append",
     create: bool = False,
 ) -> TableInfo:
-    """Write an Arrow table to a generic table (creating it in the catalog when asked)."""
+    """Write Arrow data to a generic table (creating it in the catalog when asked).
+
+    ``data`` may be several tables: a directory table then gets one file per table, published by
+    one commit (a multi-file drop lands atomically); Delta and Lance get their concatenation.
+    """
+    import pyarrow as pa
+
     if mode not in ("append", "overwrite"):
         raise ValueError(f"mode must be 'append' or 'overwrite', got {mode!r}")
+    parts = [data] if isinstance(data, pa.Table) else list(data)
+    if not parts:
+        raise ValueError("nothing to write")
     info = ensure_table(client, namespace, table, fmt=format, create=create, warehouse=warehouse)
     creds = client.credentials(list(info.namespace), table, warehouse=warehouse, access="write")
+    if info.format in DIRECTORY_FORMATS:
+        fs, root = creds.pyarrow_filesystem(), fs_path(creds.location)
+        write_id = uuid.uuid4().hex
+        files = [new_data_file(write_id, i, info.format) for i in range(len(parts))]
+        for rel, part in zip(files, parts, strict=True):
+            write_file(fs, f"{root}/{rel}", part, info.format)
+        commit_files(fs, root, info.format, files, overwrite=mode == "overwrite", write_id=write_id)
+        return info
+    merged = pa.concat_tables(parts, promote_options="default")
     if info.format == "delta":
         from deltalake import write_deltalake
 
         write_deltalake(
-            creds.location, data, mode=mode, storage_options=creds.delta_storage_options()
+            creds.location, merged, mode=mode, storage_options=creds.delta_storage_options()
         )
-    elif info.format == "lance":
-        _write_lance(creds, data, mode)
     else:
-        fs, root = creds.pyarrow_filesystem(), fs_path(creds.location)
-        write_id = uuid.uuid4().hex
-        rel = new_data_file(write_id, 0, info.format)
-        write_file(fs, f"{root}/{rel}", data, info.format)
-        commit_files(fs, root, info.format, [rel], overwrite=mode == "overwrite", write_id=write_id)
+        _write_lance(creds, merged, mode)
     return info
 
 

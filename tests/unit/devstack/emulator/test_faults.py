@@ -36,3 +36,13 @@ def test_drop_connection_and_clear():
     faults.set(FaultSpec(clear=True))
     assert faults.credential_lifetime_s is None
     assert faults.decide("x").latency_s == 0
+
+
+def test_sts_faults_apply_only_when_sts_is_named():
+    faults = Faults()
+    faults.set(FaultSpec(status=503, count=1))
+    assert not faults.decide_sts().fails
+    faults.set(FaultSpec(status=503, count=1, operations=["sts_assume_role"]))
+    assert not faults.decide("load_generic_table").fails
+    assert faults.decide_sts().fails
+    assert not faults.decide_sts().fails

@@ -8,17 +8,14 @@ about HTTP or gRPC, and the layers below it know nothing about callers.
 from __future__ import annotations
 
 import asyncio
-import random
-import uuid
-from collections import OrderedDict
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
 from cachetools import TTLCache  # type: ignore[import-untyped]
 
 from gateway.cache import CredentialCache, RefreshAhead, SingleFlight
-from gateway.cache.expiry import credential_set, is_expiry_key, storage_credential
-from gateway.clock import Clock, SystemClock
+from gateway.cache.expiry import is_expiry_key
+from gateway.clock import Clock
 from gateway.errors import GatewayError, InvalidRequestError, UpstreamTimeoutError
 from gateway.metrics import Metrics
 from gateway.models import (
@@ -36,49 +33,18 @@ from gateway.models import (
     UpstreamResponse,
     Warehouse,
 )
+from gateway.service.validation import check_name, is_uuid, validate_namespace, validate_ref
+from gateway.service.warehouses import WarehouseResolver
 from gateway.settings import Settings
 from gateway.upstream.lakekeeper import CatalogClient
-from gateway.upstream.token_source import TokenSource, build_token_source
-from gateway.upstream.transport import AiohttpTransport, Transport
+from gateway.upstream.token_source import TokenSource
+from gateway.upstream.transport import Transport
 
 _T = TypeVar("_T")
 
 Spawn = Callable[[Coroutine[Any, Any, Any]], "asyncio.Task[Any]"]
 
-_MAX_NAME_LEN = 1024
-_MAX_NAMESPACE_DEPTH = 16
-_KNOWN_WAREHOUSES_MAX = 1024
 _HEALTH_TTL_S = 2.0
-
-__all__ = ["GatewayService", "Spawn", "build_service"]
-
-
-def _is_uuid(value: str) -> bool:
-    try:
-        uuid.UUID(value)
-    except ValueError:
-        return False
-    return len(value) == 36
-
-
-def _check_name(what: str, value: str) -> None:
-    if not value or len(value) > _MAX_NAME_LEN or "\x00" in value or "/" in value:
-        raise InvalidRequestError(f"invalid {what} name")
-
-
-def validate_ref(ref: TableRef) -> None:
-    """Reject names Lakekeeper could never hold, before any I/O (clear 400, not a 404)."""
-    _check_name("warehouse", ref.warehouse)
-    validate_namespace(ref.namespace)
-    _check_name("table", ref.name)
-
-
-def validate_namespace(namespace: tuple[str, ...]) -> None:
-    if not namespace or len(namespace) > _MAX_NAMESPACE_DEPTH:
-        raise InvalidRequestError("invalid namespace: between 1 and 16 levels are required")
-    for part in namespace:
-        if not part or len(part) > _MAX_NAME_LEN or "\x1f" in part or "\x00" in part:
-            raise InvalidRequestError("invalid namespace level")
 
 
 def _merge_config(credential: StorageCredential) -> dict[str, str]:
@@ -139,14 +105,10 @@ class GatewayService:
         self._tokens = tokens
         self._refresher = refresher
         self._transport = transport
-        ttl = settings.cache.warehouse_ttl_s
-        self._warehouses: TTLCache[str, Warehouse] = TTLCache(
-            maxsize=_KNOWN_WAREHOUSES_MAX, ttl=max(ttl, 1e-9), timer=clock.monotonic
+        self._warehouses = WarehouseResolver(
+            catalog, clock, spawn, ttl_s=settings.cache.warehouse_ttl_s,
+            wait_s=settings.upstream.deadline_s + 1.0,
         )
-        # Names seen ever (bounded), so a sync invalidate() can map a name to its id even
-        # after the 60 s resolution cache expired while credential entries live on.
-        self._known: OrderedDict[str, Warehouse] = OrderedDict()
-        self._wh_flight: SingleFlight[str, Warehouse] = SingleFlight(spawn)
         self._meta_flight: SingleFlight[CacheKey, GenericTable] = SingleFlight(spawn)
         self._metadata: TTLCache[CacheKey, GenericTable] = TTLCache(
             maxsize=settings.cache.max_entries,
@@ -184,15 +146,6 @@ class GatewayService:
     def _project(self, ctx: RequestContext) -> str:
         return ctx.project_id or self._settings.upstream.project_id or ""
 
-    def _remember(self, project: str, query: str, wh: Warehouse) -> None:
-        for k in {f"{project}|{query.casefold()}", f"{project}|{wh.name.casefold()}",
-                  f"{project}|{wh.id.lower()}"}:
-            self._warehouses[k] = wh
-            self._known[k] = wh
-            self._known.move_to_end(k)
-        while len(self._known) > _KNOWN_WAREHOUSES_MAX:
-            self._known.popitem(last=False)
-
     async def resolve_warehouse(self, warehouse: str, ctx: RequestContext) -> Warehouse:
         """Warehouse name or UUID → Warehouse (cached `warehouse_ttl_s`, single-flight).
 
@@ -203,26 +156,7 @@ class GatewayService:
             InvalidRequestError: empty or malformed name.
             NotFoundError: unknown warehouse.
         """
-        _check_name("warehouse", warehouse)
-        project = self._project(ctx)
-        ck = f"{project}|{warehouse.casefold()}"
-        hit: Warehouse | None = self._warehouses.get(ck)
-        if hit is not None:
-            return hit
-        if _is_uuid(warehouse):
-            known = self._known.get(f"{project}|{warehouse.lower()}")
-            wh = known or Warehouse(id=warehouse.lower(), name=warehouse.lower())
-            self._remember(project, warehouse, wh)
-            return wh
-
-        async def fetch() -> Warehouse:
-            wid = await self._catalog.resolve_warehouse_id(warehouse, ctx)
-            wh = Warehouse(id=wid.lower(), name=warehouse)
-            self._remember(project, warehouse, wh)
-            return wh
-
-        result, _ = await self._wait(self._wh_flight.run(ck, fetch))
-        return result
+        return await self._warehouses.resolve(warehouse, self._project(ctx), ctx)
 
     async def _wait(self, aw: Coroutine[Any, Any, tuple[_T, bool]]) -> tuple[_T, bool]:
         # Each waiter keeps its own deadline; the shared fetch keeps running for the others.
@@ -319,7 +253,7 @@ class GatewayService:
     ) -> LoadResult:
         """Create a generic table; clears any negative/metadata entry for that name."""
         validate_namespace(namespace)
-        _check_name("table", spec.name)
+        check_name("table", spec.name)
         wh = await self.resolve_warehouse(warehouse, ctx)
         try:
             table = await self._catalog.create_table(wh.id, namespace, spec, ctx)
@@ -348,7 +282,7 @@ class GatewayService:
         """Rename (or move) a table; invalidates both names."""
         for ns, name in (source, destination):
             validate_namespace(ns)
-            _check_name("table", name)
+            check_name("table", name)
         wh = await self.resolve_warehouse(warehouse, ctx)
         try:
             await self._catalog.rename_table(wh.id, source, destination, ctx)
@@ -359,8 +293,8 @@ class GatewayService:
     # ------------------------------------------------------------------ pass-through
     async def catalog_config(self, warehouse_query: str, ctx: RequestContext) -> dict[str, Any]:
         """The upstream `/catalog/v1/config?warehouse=` JSON (the surface rewrites `uri`)."""
-        _check_name("warehouse", warehouse_query)
-        if _is_uuid(warehouse_query):
+        check_name("warehouse", warehouse_query)
+        if is_uuid(warehouse_query):
             wh = await self.resolve_warehouse(warehouse_query, ctx)
             return {"defaults": {"prefix": wh.id}, "overrides": {"prefix": wh.id},
                     "endpoints": []}
@@ -368,9 +302,9 @@ class GatewayService:
         prefix = (cfg.get("overrides") or {}).get("prefix") or (cfg.get("defaults") or {}).get(
             "prefix"
         )
-        if isinstance(prefix, str) and _is_uuid(prefix):
-            self._remember(self._project(ctx), warehouse_query,
-                           Warehouse(id=prefix.lower(), name=warehouse_query))
+        if isinstance(prefix, str) and is_uuid(prefix):
+            self._warehouses.remember(self._project(ctx), warehouse_query,
+                                      Warehouse(id=prefix.lower(), name=warehouse_query))
         return cfg
 
     async def forward(
@@ -412,12 +346,7 @@ class GatewayService:
         if ref is None:
             raise InvalidRequestError("give a table or all=true")
         validate_ref(ref)
-        ids: set[str] = set()
-        if _is_uuid(ref.warehouse):
-            ids.add(ref.warehouse.lower())
-        for k, wh in self._known.items():
-            if k.split("|", 1)[1] == ref.warehouse.casefold():
-                ids.add(wh.id)
+        ids = self._warehouses.ids_for(ref.warehouse)
         return sum(self._invalidate_table(wid, ref.namespace, ref.name) for wid in ids)
 
     async def readiness(self) -> tuple[bool, str]:
@@ -449,41 +378,3 @@ class GatewayService:
         if stale_ok:
             return True, "catalog unreachable; serving cached credentials"
         return False, "catalog unreachable"
-
-
-def catalog_fetcher(
-    catalog: CatalogClient,
-) -> Callable[[CacheKey, RequestContext], Coroutine[Any, Any, CredentialSet]]:
-    """The cache's fetcher: one upstream credentials call, expiries parsed from the keys."""
-
-    async def fetch(key: CacheKey, ctx: RequestContext) -> CredentialSet:
-        creds = await catalog.load_credentials(key, ctx)
-        return credential_set(storage_credential(c.prefix, c.config) for c in creds)
-
-    return fetch
-
-
-def build_service(
-    settings: Settings, metrics: Metrics, spawn: Spawn, clock: Clock | None = None,
-    *, transport: Transport | None = None, rng: random.Random | None = None,
-) -> GatewayService:
-    """Wire the production object graph: transport → token source → catalog → cache.
-
-    Args:
-        settings: validated settings.
-        metrics: the App's metrics.
-        spawn: the App's TaskRegistry.spawn.
-        clock: defaults to SystemClock.
-        transport: defaults to an AiohttpTransport (tests may inject a fake).
-        rng: randomness for jitter (tests pass a seeded one).
-    """
-    clock = clock or SystemClock()
-    rng = rng or random.Random()  # noqa: S311 - jitter, not cryptography
-    transport = transport or AiohttpTransport(pool_size=settings.upstream.pool_size)
-    tokens = build_token_source(settings.token, transport, clock, metrics, rng=rng)
-    catalog = CatalogClient(transport, tokens, settings.upstream, metrics, clock, rng=rng)
-    cache = CredentialCache(catalog_fetcher(catalog), settings.cache, clock, metrics, spawn,
-                            deadline_s=settings.upstream.deadline_s + 1.0, rng=rng)
-    refresher = RefreshAhead(cache, settings.cache, clock, metrics, spawn)
-    return GatewayService(catalog, cache, clock, metrics, settings, spawn=spawn, tokens=tokens,
-                          refresher=refresher, transport=transport)

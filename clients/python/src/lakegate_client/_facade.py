@@ -1,0 +1,161 @@
+"""What Client and AsyncClient share: configuration, lifecycle and per-process state.
+
+Both keep their per-process state (transport, memo, lock) in a ``_ProcessLocal`` tagged with the
+pid that built it. Every call compares that pid with ``os.getpid()``: after a fork the child builds
+fresh state, so it never sends on, closes, or locks anything its parent made (PySpark forks its
+Python workers from a daemon that may already have used the client). The parent's inherited
+objects are kept referenced and untouched, so their finalizers cannot run in the child either.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import os
+import threading
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+from lakegate_client._base import TableRef, resolve_warehouse
+from lakegate_client._clock import Clock, SystemClock
+from lakegate_client._config import ClientConfig
+from lakegate_client._errors import ClientClosedError, ConfigurationError
+from lakegate_client._memo import CredentialMemo, memo_key
+from lakegate_client._models import Access, Namespace, normalize_namespace
+from lakegate_client.credentials import TableCredentials
+
+__all__ = ["ClientState", "Facade"]
+
+T = TypeVar("T")
+
+
+class ClientState(enum.Enum):
+    """Lifecycle: a client opens on first use (or ``with``) and cannot be used after close."""
+
+    UNOPENED = "unopened"
+    OPENED = "opened"
+    CLOSED = "closed"
+
+
+class _ProcessLocal(Generic[T]):
+    """Everything that must not cross a fork: the transport, the memo and the lock guarding them."""
+
+    def __init__(self, config: ClientConfig, clock: Clock) -> None:
+        self.pid = os.getpid()
+        self.lock = threading.Lock()
+        self.memo = CredentialMemo(clock, config.memo_floor_s, config.memo_max_entries)
+        self.transport: T | None = None
+
+
+class Facade(Generic[T]):
+    """What Client and AsyncClient share: config, lifecycle, per-process state, argument checks."""
+
+    def __init__(
+        self,
+        url: str | None,
+        *,
+        token: str | None,
+        warehouse: str | None,
+        timeout_s: float | None,
+        memo: bool,
+        memo_floor_s: float | None,
+        clock: Clock | None,
+        config: ClientConfig | None,
+        transport_factory: Callable[[ClientConfig], T],
+    ) -> None:
+        self._config = config or ClientConfig.resolve(
+            url, token=token, warehouse=warehouse, timeout_s=timeout_s, memo_floor_s=memo_floor_s
+        )
+        self._clock: Clock = clock or SystemClock()
+        self._use_memo = memo
+        self._factory = transport_factory
+        self._state = ClientState.UNOPENED
+        self._local: _ProcessLocal[T] = _ProcessLocal(self._config, self._clock)
+        # Objects inherited from a parent process: kept alive, never used or closed here.
+        self._inherited: list[_ProcessLocal[T]] = []
+
+    @property
+    def config(self) -> ClientConfig:
+        """The resolved configuration."""
+        return self._config
+
+    @property
+    def state(self) -> ClientState:
+        """Where the client is in its lifecycle."""
+        return self._state
+
+    def _process_local(self) -> _ProcessLocal[T]:
+        local = self._local
+        if local.pid != os.getpid():
+            # First use in a forked child. Racing threads may each build one; the loser's
+            # state is merely dropped, which is safe because it was built in this process.
+            self._inherited.append(local)
+            local = _ProcessLocal(self._config, self._clock)
+            self._local = local
+        return local
+
+    def _transport(self) -> T:
+        if self._state is ClientState.CLOSED:
+            raise ClientClosedError("this lakegate client is closed", type="ClientClosed")
+        local = self._process_local()
+        transport = local.transport
+        if transport is None:
+            with local.lock:
+                if local.transport is None:
+                    local.transport = self._factory(self._config)
+                transport = local.transport
+        self._state = ClientState.OPENED
+        return transport
+
+    @property
+    def connection_id(self) -> str:
+        """``<pid>:<channel id>`` of this process's transport (opens it if needed)."""
+        return str(self._transport().connection_id)  # type: ignore[attr-defined]
+
+    def _ref(self, namespace: Namespace, table: str, warehouse: str | None) -> TableRef:
+        if not table:
+            raise ConfigurationError("table name must not be empty")
+        return TableRef(
+            warehouse=resolve_warehouse(self._config, warehouse),
+            namespace=normalize_namespace(namespace),
+            name=table,
+        )
+
+    def _memo_get(self, ref: TableRef, access: Access) -> TableCredentials | None:
+        if not self._use_memo:
+            return None
+        local = self._process_local()
+        creds = local.memo.get(memo_key(self._config.endpoint.url, ref, access))
+        return dataclasses.replace(creds, outcome="memo") if creds is not None else None
+
+    def _memo_put(self, ref: TableRef, access: Access, creds: TableCredentials) -> None:
+        if self._use_memo:
+            key = memo_key(self._config.endpoint.url, ref, access)
+            self._process_local().memo.put(key, creds)
+
+    def _memo_forget(self, ref: TableRef) -> None:
+        self._process_local().memo.forget_table(self._config.endpoint.url, ref)
+
+    def _begin_close(self) -> T | None:
+        """Mark the client closed; the transport to release, if this process made one.
+
+        A child never closes its parent's channel: closing could shut down a socket the parent
+        still uses.
+        """
+        if self._state is ClientState.CLOSED:
+            return None
+        self._state = ClientState.CLOSED
+        local = self._local
+        if local.pid != os.getpid():
+            return None
+        transport, local.transport = local.transport, None
+        return transport
+
+    def clear_memo(self) -> None:
+        """Forget every memoised credential of this process."""
+        self._process_local().memo.clear()
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(url={self._config.endpoint.url!r}, state={self._state.value})"
+        )

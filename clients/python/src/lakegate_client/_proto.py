@@ -1,0 +1,204 @@
+"""gRPC side of the sans-IO core: proto messages to and from the client's value types, and
+gRPC status + ``lakegate-error-bin`` trailing metadata (an ErrorDetail) to the LakegateError tree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+
+import grpc  # type: ignore[import-untyped, unused-ignore]
+from google.protobuf.message import DecodeError  # type: ignore[import-untyped, unused-ignore]
+from lakegate.v1 import catalog_pb2, common_pb2, credentials_pb2
+
+from lakegate_client._base import TableRef, retry_after_seconds
+from lakegate_client._errors import (
+    ConflictError,
+    GatewayConnectionError,
+    GatewayTimeoutError,
+    InternalError,
+    InvalidRequestError,
+    LakegateError,
+    NotFoundError,
+    PermissionDeniedError,
+    RateLimitedError,
+    UnauthenticatedError,
+    UnavailableError,
+    error_for_status,
+)
+from lakegate_client._models import Access, LoadedTable, TableIdentifier
+from lakegate_client.credentials import StorageCredential, TableCredentials
+
+__all__ = [
+    "ERROR_DETAIL_KEY",
+    "access_proto",
+    "credentials_from_proto",
+    "error_from_grpc",
+    "grpc_credentials_request",
+    "identifiers_from_proto",
+    "loaded_from_proto",
+]
+
+ERROR_DETAIL_KEY = "lakegate-error-bin"
+
+_ACCESS: Mapping[str, common_pb2.AccessMode] = MappingProxyType(
+    {
+        "read": common_pb2.ACCESS_MODE_READ,
+        "write": common_pb2.ACCESS_MODE_WRITE,
+    }
+)
+_OUTCOME = MappingProxyType(
+    {
+        common_pb2.CACHE_OUTCOME_HIT: "hit",
+        common_pb2.CACHE_OUTCOME_MISS: "miss",
+        common_pb2.CACHE_OUTCOME_COALESCED: "coalesced",
+        common_pb2.CACHE_OUTCOME_STALE: "stale",
+    }
+)
+_GRPC_ERRORS: Mapping[grpc.StatusCode, type[LakegateError]] = MappingProxyType(
+    {
+        grpc.StatusCode.INVALID_ARGUMENT: InvalidRequestError,
+        grpc.StatusCode.FAILED_PRECONDITION: InvalidRequestError,
+        grpc.StatusCode.OUT_OF_RANGE: InvalidRequestError,
+        grpc.StatusCode.UNAUTHENTICATED: UnauthenticatedError,
+        grpc.StatusCode.PERMISSION_DENIED: PermissionDeniedError,
+        grpc.StatusCode.NOT_FOUND: NotFoundError,
+        grpc.StatusCode.ALREADY_EXISTS: ConflictError,
+        grpc.StatusCode.ABORTED: ConflictError,
+        grpc.StatusCode.RESOURCE_EXHAUSTED: RateLimitedError,
+        grpc.StatusCode.UNAVAILABLE: UnavailableError,
+        grpc.StatusCode.INTERNAL: InternalError,
+        grpc.StatusCode.UNKNOWN: InternalError,
+        grpc.StatusCode.UNIMPLEMENTED: InternalError,
+        grpc.StatusCode.DEADLINE_EXCEEDED: GatewayTimeoutError,
+    }
+)
+
+
+def access_proto(access: Access) -> common_pb2.AccessMode:
+    """``read``/``write`` → the proto enum."""
+    return _ACCESS[access]
+
+
+def grpc_credentials_request(
+    ref: TableRef, access: Access
+) -> credentials_pb2.GetTableCredentialsRequest:
+    """The GetTableCredentials request."""
+    return credentials_pb2.GetTableCredentialsRequest(table=ref.proto(), access=_ACCESS[access])
+
+
+def _storage_from_proto(items: Sequence[common_pb2.StorageCredential]) -> list[StorageCredential]:
+    return [
+        StorageCredential(
+            prefix=c.prefix, config=dict(c.config), expires_at_ms=c.expires_at_ms or None
+        )
+        for c in items
+    ]
+
+
+def credentials_from_proto(
+    msg: credentials_pb2.GetTableCredentialsResponse, ref: TableRef, access: Access
+) -> TableCredentials:
+    """A GetTableCredentialsResponse → TableCredentials."""
+    creds = _storage_from_proto(msg.credentials)
+    return TableCredentials.from_parts(
+        location=msg.location or (creds[0].prefix if creds else ""),
+        credentials=creds,
+        expires_at_ms=msg.expires_at_ms or None,
+        outcome=_OUTCOME.get(msg.outcome, ""),
+        access=access,
+        warehouse_id=msg.warehouse_id,
+        namespace=ref.namespace,
+        table=ref.name,
+        served_remaining_s=msg.remaining_seconds,
+    )
+
+
+def loaded_from_proto(
+    msg: catalog_pb2.LoadTableResponse, ref: TableRef, access: Access, vended: bool
+) -> LoadedTable:
+    """A LoadTableResponse → LoadedTable."""
+    config = dict(msg.config)
+    creds = _storage_from_proto(msg.credentials)
+    credentials = None
+    if vended and creds:
+        credentials = TableCredentials.from_parts(
+            location=msg.table.base_location,
+            credentials=creds,
+            base_config=config,
+            access=access,
+            warehouse_id=msg.warehouse_id,
+            namespace=ref.namespace,
+            table=ref.name,
+        )
+    return LoadedTable(
+        namespace=ref.namespace,
+        name=msg.table.name or ref.name,
+        format=msg.table.format,
+        base_location=msg.table.base_location,
+        warehouse_id=msg.warehouse_id,
+        protected=msg.table.protected,
+        doc=msg.table.doc or None,
+        properties=dict(msg.table.properties),
+        config=config,
+        credentials=credentials,
+    )
+
+
+def identifiers_from_proto(
+    msg: catalog_pb2.ListTablesResponse,
+) -> tuple[list[TableIdentifier], str | None]:
+    """A ListTablesResponse → (identifiers, next page token or None)."""
+    ids = [
+        TableIdentifier(namespace=tuple(i.namespace), name=i.name, format=i.format, id=i.id)
+        for i in msg.identifiers
+    ]
+    return ids, msg.next_page_token or None
+
+
+def error_from_grpc(
+    code: grpc.StatusCode | None,
+    details: str | None,
+    trailing: Sequence[tuple[str, str | bytes]] | None,
+    target: str,
+) -> LakegateError:
+    """A failed RPC → LakegateError.
+
+    The ``lakegate-error-bin`` trailer (an ErrorDetail) says the gateway itself answered, so its
+    HTTP status picks the class. Without it, UNAVAILABLE means the channel never reached a gateway
+    (refused, socket missing): that is a :class:`GatewayConnectionError`, not an upstream outage.
+    """
+    detail: common_pb2.ErrorDetail | None = None
+    for key, value in trailing or ():
+        if key == ERROR_DETAIL_KEY and isinstance(value, bytes):
+            parsed = common_pb2.ErrorDetail()
+            try:
+                parsed.ParseFromString(value)
+            except DecodeError:
+                continue  # a garbled trailer must not hide the real status
+            detail = parsed
+    retry_after = None
+    for key, value in trailing or ():
+        if key == "retry-after" and isinstance(value, str):
+            retry_after = retry_after_seconds(value)
+    message = (detail.message if detail else "") or details or f"gRPC {code}"
+    if detail is not None and detail.http_status:
+        cls = error_for_status(detail.http_status)
+        status = detail.http_status
+    elif code == grpc.StatusCode.UNAVAILABLE:
+        return GatewayConnectionError(
+            f"cannot reach the gateway at {target}: {details or 'unavailable'}",
+            type="GatewayUnreachable",
+        )
+    else:
+        cls = _GRPC_ERRORS.get(code, LakegateError) if code else LakegateError
+        status = None
+    type_ = detail.type if detail else ""
+    request_id = detail.request_id if detail else ""
+    if cls is GatewayTimeoutError:
+        return GatewayTimeoutError(f"no answer from the gateway at {target} in time: {message}")
+    if cls is RateLimitedError:
+        return RateLimitedError(
+            message, status=status, type=type_, request_id=request_id, retry_after_s=retry_after
+        )
+    return cls(message, status=status, type=type_, request_id=request_id)

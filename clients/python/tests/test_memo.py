@@ -1,0 +1,91 @@
+"""_memo.py: the per-process memo serves only above the floor, is bounded, and forgets tables."""
+
+from __future__ import annotations
+
+import pytest
+from lakegate_client import StorageCredential, TableCredentials, _memo
+from lakegate_client._base import TableRef
+from lakegate_client._memo import CredentialMemo
+
+NOW = 1_800_000_000.0
+
+
+class FakeClock:
+    def __init__(self, now: float) -> None:
+        self.t = now
+
+    def now(self) -> float:
+        return self.t
+
+
+def snapshot(expires_in_s: float | None, now: float = NOW) -> TableCredentials:
+    expiry = int((now + expires_in_s) * 1000) if expires_in_s is not None else None
+    return TableCredentials.from_parts(
+        location="s3://w/t",
+        credentials=[StorageCredential("s3://w/t", {"k": "v"})],
+        expires_at_ms=expiry,
+    )
+
+
+def key(table: str = "t", access: str = "read") -> _memo.MemoKey:
+    return _memo.memo_key("http://gw:1", TableRef("wh", ("ns",), table), access)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("expires_in_s", "elapsed_s", "served"),
+    [
+        (3600, 0, True),
+        (3600, 3299, True),
+        (3600, 3300, False),
+        (3600, 4000, False),
+        (301, 0, True),
+        (300, 0, False),
+        (None, 0, False),
+    ],
+)
+def test_memo_serves_only_above_the_floor(
+    expires_in_s: float | None, elapsed_s: float, served: bool
+) -> None:
+    clock = FakeClock(NOW)
+    memo = CredentialMemo(clock, floor_s=300, max_entries=10)
+    creds = snapshot(expires_in_s)
+    memo.put(key(), creds)
+    clock.t += elapsed_s
+    assert (memo.get(key()) is creds) is served
+
+
+def test_memo_drops_an_entry_once_it_falls_below_the_floor() -> None:
+    clock = FakeClock(NOW)
+    memo = CredentialMemo(clock, floor_s=300, max_entries=10)
+    memo.put(key(), snapshot(3600))
+    clock.t += 3400
+    assert memo.get(key()) is None
+    assert len(memo) == 0
+
+
+def test_memo_keys_are_case_folded_and_separate_access_modes() -> None:
+    memo = CredentialMemo(FakeClock(NOW), floor_s=300, max_entries=10)
+    creds = snapshot(3600)
+    memo.put(key("Orders"), creds)
+    assert memo.get(key("ORDERS")) is creds
+    assert memo.get(key("orders", "write")) is None
+
+
+def test_memo_is_a_bounded_lru() -> None:
+    memo = CredentialMemo(FakeClock(NOW), floor_s=300, max_entries=3)
+    for name in ("a", "b", "c"):
+        memo.put(key(name), snapshot(3600))
+    assert memo.get(key("a")) is not None  # a is now the most recent
+    memo.put(key("d"), snapshot(3600))
+    assert len(memo) == 3
+    assert memo.get(key("b")) is None
+    assert memo.get(key("a")) is not None
+
+
+def test_forget_table_drops_both_access_modes() -> None:
+    memo = CredentialMemo(FakeClock(NOW), floor_s=300, max_entries=10)
+    memo.put(key("t", "read"), snapshot(3600))
+    memo.put(key("t", "write"), snapshot(3600))
+    memo.put(key("other"), snapshot(3600))
+    memo.forget_table("http://gw:1", TableRef("wh", ("ns",), "T"))
+    assert len(memo) == 1

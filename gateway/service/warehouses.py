@@ -1,0 +1,89 @@
+"""Warehouse name → id resolution: cached, single-flight, remembered for invalidation."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from cachetools import TTLCache  # type: ignore[import-untyped]
+
+from gateway.cache import SingleFlight
+from gateway.clock import Clock
+from gateway.errors import UpstreamTimeoutError
+from gateway.models import RequestContext, Warehouse
+from gateway.service.validation import check_name, is_uuid
+from gateway.upstream.lakekeeper import CatalogClient
+
+Spawn = Callable[[Coroutine[Any, Any, Any]], "asyncio.Task[Any]"]
+
+_KNOWN_MAX = 1024
+
+
+class WarehouseResolver:
+    """Name or UUID → Warehouse, through `GET /catalog/v1/config?warehouse=` when needed.
+
+    Args:
+        catalog: the upstream client.
+        clock: time source (the TTL cache runs on monotonic time).
+        spawn: owner of the shared lookups.
+        ttl_s: how long a resolution is trusted.
+        wait_s: how long one caller waits for a shared lookup.
+    """
+
+    def __init__(self, catalog: CatalogClient, clock: Clock, spawn: Spawn, *, ttl_s: float,
+                 wait_s: float) -> None:
+        self._catalog = catalog
+        self._wait_s = wait_s
+        self._cache: TTLCache[str, Warehouse] = TTLCache(
+            maxsize=_KNOWN_MAX, ttl=max(ttl_s, 1e-9), timer=clock.monotonic
+        )
+        # Names seen ever (bounded), so a sync invalidate() can map a name to its id even
+        # after the TTL cache expired while credential entries live on.
+        self._known: OrderedDict[str, Warehouse] = OrderedDict()
+        self._flight: SingleFlight[str, Warehouse] = SingleFlight(spawn)
+
+    def remember(self, project: str, query: str, wh: Warehouse) -> None:
+        """Record a resolution under the query, the name and the id."""
+        for k in {f"{project}|{query.casefold()}", f"{project}|{wh.name.casefold()}",
+                  f"{project}|{wh.id.lower()}"}:
+            self._cache[k] = wh
+            self._known[k] = wh
+            self._known.move_to_end(k)
+        while len(self._known) > _KNOWN_MAX:
+            self._known.popitem(last=False)
+
+    def ids_for(self, warehouse: str) -> set[str]:
+        """Every warehouse id known under this name or id (any project), without I/O."""
+        ids = {warehouse.lower()} if is_uuid(warehouse) else set()
+        folded = warehouse.casefold()
+        ids |= {wh.id for k, wh in self._known.items() if k.split("|", 1)[1] == folded}
+        return ids
+
+    async def resolve(self, warehouse: str, project: str, ctx: RequestContext) -> Warehouse:
+        """Resolve a name or UUID (see GatewayService.resolve_warehouse)."""
+        check_name("warehouse", warehouse)
+        ck = f"{project}|{warehouse.casefold()}"
+        hit: Warehouse | None = self._cache.get(ck)
+        if hit is not None:
+            return hit
+        if is_uuid(warehouse):
+            known = self._known.get(f"{project}|{warehouse.lower()}")
+            wh = known or Warehouse(id=warehouse.lower(), name=warehouse.lower())
+            self.remember(project, warehouse, wh)
+            return wh
+
+        async def fetch() -> Warehouse:
+            wid = await self._catalog.resolve_warehouse_id(warehouse, ctx)
+            found = Warehouse(id=wid.lower(), name=warehouse)
+            self.remember(project, warehouse, found)
+            return found
+
+        try:
+            # Each waiter keeps its own deadline; the shared lookup goes on for the others.
+            async with asyncio.timeout(self._wait_s):
+                result, _ = await self._flight.run(ck, fetch)
+        except TimeoutError as exc:
+            raise UpstreamTimeoutError("catalog did not answer within the deadline") from exc
+        return result

@@ -1,0 +1,54 @@
+from prometheus_client import generate_latest
+
+from gateway import __version__
+from gateway.metrics import Metrics
+
+CONTRACT = {
+    "lakegate_requests_total": {"surface", "kind", "result"},
+    "lakegate_request_duration_seconds_count": {"surface", "kind"},
+    "lakegate_upstream_requests_total": {"target", "op", "status"},
+    "lakegate_upstream_request_duration_seconds_count": {"target", "op"},
+    "lakegate_cache_entries": set(),
+    "lakegate_evictions_total": {"reason"},
+    "lakegate_refresh_total": {"reason", "status"},
+    "lakegate_refresh_queue_depth": set(),
+    "lakegate_served_remaining_seconds_count": set(),
+    "lakegate_idp_token_expiry_timestamp_seconds": set(),
+    "lakegate_singleflight_waiters": set(),
+    "lakegate_stale_serving": set(),
+    "lakegate_ingress_rejected_total": {"reason"},
+    "lakegate_build_info": {"version"},
+}
+
+
+def exercise(m: Metrics) -> None:
+    m.requests.labels(surface="http", kind="credential", result="hit").inc()
+    m.request_duration.labels(surface="http", kind="credential").observe(0.001)
+    m.upstream_requests.labels(target="catalog", op="load_credentials", status="200").inc()
+    m.upstream_duration.labels(target="catalog", op="load_credentials").observe(0.01)
+    m.evictions.labels(reason="lru").inc()
+    m.refresh.labels(reason="ahead", status="ok").inc()
+    m.served_remaining.observe(1800)
+    m.ingress_rejected.labels(reason="forgeable").inc()
+
+
+def test_exposed_names_and_labels_match_the_contract():
+    m = Metrics()
+    exercise(m)
+    seen = {}
+    for family in m.registry.collect():
+        for sample in family.samples:
+            seen.setdefault(sample.name, set()).update(sample.labels)
+    for name, labels in CONTRACT.items():
+        assert name in seen, name
+        assert seen[name] == labels, name
+    assert m.registry.get_sample_value("lakegate_build_info", {"version": __version__}) == 1
+
+
+def test_each_metrics_object_has_its_own_registry():
+    a, b = Metrics(), Metrics()
+    a.requests.labels(surface="grpc", kind="metadata", result="miss").inc()
+    labels = {"surface": "grpc", "kind": "metadata", "result": "miss"}
+    assert a.registry.get_sample_value("lakegate_requests_total", labels) == 1
+    assert b.registry.get_sample_value("lakegate_requests_total", labels) is None
+    assert b'result="miss"' not in generate_latest(b.registry)
