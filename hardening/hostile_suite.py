@@ -29,6 +29,7 @@ def run_hostile_suite(ctx: HarnessContext, fuzz: FuzzResult, *, quick: bool = Fa
         run_grpc_fuzz(eps.grpc_target, token=None, cases=100 if quick else 600).into(
             fuzz, "grpc_malformed"
         )
+        log_lines_before = _error_lines(gw)
         run_socket_attacks(
             eps.http_url,
             eps.http_uds,
@@ -36,6 +37,10 @@ def run_hostile_suite(ctx: HarnessContext, fuzz: FuzzResult, *, quick: bool = Fa
             hold_s=4 if quick else 10,
             flood_conns=200 if quick else 1000,
         ).into(fuzz, "slowloris_and_flood")
+        # Log amplification: ERROR lines the daemon wrote per attacking connection.
+        fuzz.by_suite["slowloris_and_flood"]["error_log_lines"] = (
+            _error_lines(gw) - log_lines_before
+        )
         if gw.pid is None or not _alive(gw.pid):
             fuzz.crashes += 1
             fuzz.failures.append("hostile gateway died during fuzzing")
@@ -68,6 +73,15 @@ def run_hostile_suite(ctx: HarnessContext, fuzz: FuzzResult, *, quick: bool = Fa
         fuzz.by_suite["per_caller_rate_limit"].update(stats)
     finally:
         rl.stop()
+
+
+def _error_lines(gw: GatewayProcess) -> int:
+    """ERROR-level lines across the gateway's log files so far."""
+    count = 0
+    for path in gw.log_dir.glob("*.log"):
+        with path.open(errors="replace") as fh:
+            count += sum(1 for line in fh if '"level": "ERROR"' in line)
+    return count
 
 
 def _alive(pid: int) -> bool:

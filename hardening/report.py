@@ -147,6 +147,18 @@ def render_markdown(report: HardeningReport) -> str:
             f"| {f.name} | {f.requests} | {f.client_errors} | {f.expired_served} "
             f"| {f.below_floor_served} | {recovery} | {', '.join(f.leaks) or 'none'} | {notes} |"
         )
+    soak = report.extra.get("soak")
+    if soak is not None:
+        flat = soak.get("flatness", {})
+        lines += ["", "## Soak: memory and open fds (gateway process)", ""]
+        lines += [f"- {k}: {v}" for k, v in flat.items()]
+        lines.append(f"- samples: {len(soak.get('samples', []))}")
+        lines.append(f"- min remaining served: {soak.get('min_remaining_served_s')}")
+        lines += [
+            "",
+            f"{report.log_files_scanned} log files scanned, {report.secrets_found} secrets found.",
+        ]
+        return "\n".join(lines) + "\n"
     lines += [
         "",
         "## Hostile input",

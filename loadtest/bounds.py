@@ -1,7 +1,7 @@
 """Every load loop is bounded in count and in time; this module is the one definition of that.
 
-A loop asks `Bounds.exhausted(done, elapsed_s)` before each iteration, and `Bounds.split(n)`
-divides a budget between worker processes so that the sum never exceeds the whole.
+A loop asks `Bounds.exhausted(done, elapsed_s)` before each iteration, and `Bounds.split(n, i)`
+divides a budget between worker processes so that the shares add up to the whole.
 """
 
 from __future__ import annotations
@@ -42,11 +42,13 @@ class Bounds:
         """True once either cap is reached."""
         return done >= self.max_requests or elapsed_s >= self.max_duration_s
 
-    def split(self, parts: int) -> Bounds:
-        """The per-worker share when `parts` workers run this budget in parallel."""
-        if parts <= 0:
-            raise BoundsError(f"parts must be positive, got {parts}")
-        return Bounds(max(1, self.max_requests // parts), self.max_duration_s)
+    def split(self, parts: int, index: int = 0) -> Bounds:
+        """Worker `index`'s share when `parts` workers run this budget in parallel: the request
+        caps of all shares add up exactly to the whole (at least 1 each)."""
+        if parts <= 0 or not 0 <= index < parts:
+            raise BoundsError(f"need 0 <= index < parts, got index={index} parts={parts}")
+        share = self.max_requests // parts + (1 if index < self.max_requests % parts else 0)
+        return Bounds(max(1, share), self.max_duration_s)
 
 
 class Deadline:

@@ -61,7 +61,9 @@ class ExecutorSpec:
         return replace(
             self,
             executors=self.executors // n + (1 if index < self.executors % n else 0),
-            max_requests=max(1, self.max_requests // n),
+            max_requests=max(
+                1, self.max_requests // n + (1 if index < self.max_requests % n else 0)
+            ),
             processes=1,
             seed=self.seed * 1000 + index,
         )

@@ -59,7 +59,7 @@ class LoadSpec:
             self,
             concurrency=max(conc, 0),
             rate_per_s=self.rate_per_s / n,
-            bounds=self.bounds.split(n),
+            bounds=self.bounds.split(n, index),
             processes=1,
         )
 

@@ -8,26 +8,25 @@ A second `up` while recorded processes run is refused; `down` stops every record
 
 from __future__ import annotations
 
-import argparse
 import glob
 import json
 import shutil
 import sys
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from devstack import idp_config, processes, seaweed
 from devstack.bootstrap import WarehouseSpec, bootstrap_catalog, fetch_token
 from devstack.errors import DevstackError, StackRunningError, StartupError
-from devstack.gateway_proc import gateway_available, start_gateway
+from devstack.gateway_proc import start_gateway
 from devstack.ports import free_ports
 from devstack.processes import ProcessRecord
+from devstack.readiness import http_ok, ready_check, s3_ready
+from devstack.runstate import pids_path, read_pids, running_processes, write_pids
 
 BUCKET = "warehouse"
 KEY_PREFIX = "lakehouse"
@@ -61,69 +60,6 @@ class Stack:
 
     def stop(self) -> None:
         stop_stack(self.run_dir)
-
-
-def _pids_path(run_dir: Path) -> Path:
-    return run_dir / "pids.json"
-
-
-def _read_pids(run_dir: Path) -> tuple[dict[str, ProcessRecord], list[str]]:
-    path = _pids_path(run_dir)
-    if not path.exists():
-        return {}, []
-    data = json.loads(path.read_text())
-    records = {
-        name: ProcessRecord.from_json(name, rec) for name, rec in data.get("processes", {}).items()
-    }
-    return records, list(data.get("tmp_sockets", []))
-
-
-def _write_pids(run_dir: Path, records: dict[str, ProcessRecord], tmp_sockets: list[str]) -> None:
-    data = {
-        "processes": {name: rec.to_json() for name, rec in records.items()},
-        "tmp_sockets": tmp_sockets,
-    }
-    path = _pids_path(run_dir)
-    path.write_text(json.dumps(data, indent=1))
-    path.chmod(0o600)  # holds the gateway's environment (client secret)
-
-
-def running_processes(run_dir: Path) -> dict[str, ProcessRecord]:
-    """Recorded processes of the stack in `run_dir` that are still alive."""
-    records, _ = _read_pids(Path(run_dir))
-    return {n: r for n, r in records.items() if processes.is_alive(r)}
-
-
-def _http_ok(url: str) -> bool:
-    try:
-        return httpx.get(url, timeout=1.0).status_code == 200
-    except httpx.HTTPError:
-        return False
-
-
-def _s3_ready(endpoint: str, keys: seaweed.SeaweedKeys) -> bool:
-    import boto3
-    import botocore.config
-    import botocore.exceptions
-
-    client = boto3.session.Session().client(
-        "s3",
-        endpoint_url=endpoint,
-        region_name=seaweed.REGION,
-        aws_access_key_id=keys.admin_access_key,
-        aws_secret_access_key=keys.admin_secret_key,
-        config=botocore.config.Config(
-            s3={"addressing_style": "path"},
-            retries={"max_attempts": 1},
-            connect_timeout=1,
-            read_timeout=2,
-        ),
-    )
-    try:
-        client.head_bucket(Bucket=BUCKET)
-    except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError):
-        return False
-    return True
 
 
 def _clean_state(run_dir: Path) -> None:
@@ -185,13 +121,13 @@ def start_stack(
                 gateway_env=gateway_env,
             )
         except StartupError as exc:
-            _write_pids(run_dir, records, tmp_sockets)
+            write_pids(run_dir, records, tmp_sockets)
             stop_stack(run_dir)
             # A free port taken by someone else between choice and bind: try fresh ports once.
             if attempt == START_ATTEMPTS or not _port_clash(str(exc)):
                 raise
         except BaseException:
-            _write_pids(run_dir, records, tmp_sockets)
+            write_pids(run_dir, records, tmp_sockets)
             stop_stack(run_dir)
             raise
     raise AssertionError("unreachable")
@@ -256,25 +192,25 @@ def _start(
         log_path=logs / "catalog.log",
         env_extra={"PYTHONUNBUFFERED": "1"},
     )
-    _write_pids(run_dir, records, tmp_sockets)
+    write_pids(run_dir, records, tmp_sockets)
     catalog_url = f"http://127.0.0.1:{catalog_port}"
 
     processes.wait_until(
         records["idp"],
-        lambda: _http_ok(f"{issuer}/.well-known/openid-configuration"),
+        lambda: http_ok(f"{issuer}/.well-known/openid-configuration"),
         timeout_s=READY_TIMEOUT_S,
         what="IdP",
     )
     processes.wait_until(
         records["s3"],
-        lambda: _s3_ready(s3_endpoint, keys),
+        lambda: s3_ready(s3_endpoint, keys, BUCKET),
         timeout_s=READY_TIMEOUT_S,
         what="SeaweedFS",
         interval_s=0.1,
     )
     processes.wait_until(
         records["catalog"],
-        lambda: _http_ok(f"{catalog_url}/health"),
+        lambda: http_ok(f"{catalog_url}/health"),
         timeout_s=READY_TIMEOUT_S,
         what="catalog emulator",
     )
@@ -331,17 +267,17 @@ def _start(
     if with_gateway:
         gw_record, gw_info = start_gateway(run_dir, info, extra_env=gateway_env)
         records["gateway"] = gw_record
-        _write_pids(run_dir, records, tmp_sockets)
+        write_pids(run_dir, records, tmp_sockets)
         processes.wait_until(
             gw_record,
-            lambda: _http_ok(f"{gw_info['http_url']}/readyz"),
+            lambda: http_ok(f"{gw_info['http_url']}/readyz"),
             timeout_s=READY_TIMEOUT_S,
             what="gateway",
         )
         info["gateway"] = gw_info
     info["pids"] = {name: rec.pid for name, rec in records.items()}
     info["startup_s"] = round(time.monotonic() - t0, 2)
-    _write_pids(run_dir, records, tmp_sockets)
+    write_pids(run_dir, records, tmp_sockets)
     stack_json = run_dir / "stack.json"
     stack_json.write_text(json.dumps(info, indent=1))
     stack_json.chmod(0o600)
@@ -351,7 +287,7 @@ def _start(
 def stop_stack(run_dir: Path) -> list[str]:
     """Stop every recorded process (reverse start order); idempotent. Returns stopped names."""
     run_dir = Path(run_dir)
-    records, tmp_sockets = _read_pids(run_dir)
+    records, tmp_sockets = read_pids(run_dir)
     stopped: list[str] = []
     names = [n for n in STOP_ORDER if n in records] + [n for n in records if n not in STOP_ORDER]
     for name in names:
@@ -362,28 +298,14 @@ def stop_stack(run_dir: Path) -> list[str]:
     for pattern in tmp_sockets:
         for sock in glob.glob(pattern):
             Path(sock).unlink(missing_ok=True)
-    _pids_path(run_dir).unlink(missing_ok=True)
+    pids_path(run_dir).unlink(missing_ok=True)
     (run_dir / "stack.json").unlink(missing_ok=True)
     return stopped
 
 
-def _ready_check(info: dict[str, Any], name: str) -> Callable[[], bool]:
-    if name == "idp":
-        return lambda: _http_ok(f"{info['idp']['issuer']}/.well-known/openid-configuration")
-    if name == "s3":
-        s3 = info["s3"]
-        keys = seaweed.SeaweedKeys(s3["admin_access_key"], s3["admin_secret_key"], "", "")
-        return lambda: _s3_ready(s3["endpoint"], keys)
-    if name == "catalog":
-        return lambda: _http_ok(f"{info['catalog']['url']}/health")
-    if name == "gateway":
-        return lambda: _http_ok(f"{info['gateway']['http_url']}/readyz")
-    raise DevstackError(f"unknown component {name!r}")
-
-
 def stop_component(run_dir: Path, name: str) -> None:
     """Stop one part of a running stack (e.g. the catalog, to test an outage); keep its record."""
-    records, _ = _read_pids(Path(run_dir))
+    records, _ = read_pids(Path(run_dir))
     if name not in records:
         raise DevstackError(f"no component {name!r} recorded in {run_dir}")
     processes.stop(records[name])
@@ -396,7 +318,7 @@ def start_component(run_dir: Path, name: str, *, timeout_s: float = READY_TIMEOU
     tokens stay valid.
     """
     run_dir = Path(run_dir)
-    records, tmp_sockets = _read_pids(run_dir)
+    records, tmp_sockets = read_pids(run_dir)
     if name not in records:
         raise DevstackError(f"no component {name!r} recorded in {run_dir}")
     if processes.is_alive(records[name]):
@@ -405,70 +327,17 @@ def start_component(run_dir: Path, name: str, *, timeout_s: float = READY_TIMEOU
     info: dict[str, Any] = json.loads(stack_json.read_text())
     record = processes.respawn(records[name])
     records[name] = record
-    _write_pids(run_dir, records, tmp_sockets)
+    write_pids(run_dir, records, tmp_sockets)
     processes.wait_until(
-        record, _ready_check(info, name), timeout_s=timeout_s, what=name, interval_s=0.1
+        record, ready_check(info, name), timeout_s=timeout_s, what=name, interval_s=0.1
     )
     info["pids"][name] = record.pid
     stack_json.write_text(json.dumps(info, indent=1))
     return record.pid
 
 
-def _summary(stack: Stack) -> str:
-    i = stack.info
-    lines = [
-        f"local stack up in {i['startup_s']}s (state in {stack.run_dir})",
-        f"  IdP       {i['idp']['issuer']}  (clients: {', '.join(i['idp']['clients'])})",
-        f"  S3 + STS  {i['s3']['endpoint']}  bucket {i['s3']['bucket']}",
-        f"  catalog   {i['catalog']['url']}  auth={'on' if i['catalog']['auth'] else 'off'}",
-        f"  warehouse {i['warehouse']['name']} = {i['warehouse']['id']}",
-        f"  namespace {i['namespace']}",
-    ]
-    if i.get("gateway"):
-        lines.append(f"  gateway   {i['gateway']['http_url']}  grpc {i['gateway']['grpc_target']}")
-    lines.append(f"  details   {stack.run_dir / 'stack.json'}; stop with `lakegate devstack down`")
-    return "\n".join(lines)
-
-
 def cli(argv: Sequence[str]) -> int:
     """`lakegate devstack up|down|status`; returns the exit code."""
-    parser = argparse.ArgumentParser(prog="lakegate devstack")
-    sub = parser.add_subparsers(dest="action", required=True)
-    up = sub.add_parser("up", help="start the local stack")
-    up.add_argument("--dir", type=Path, default=Path(".devstack"))
-    up.add_argument("--no-gateway", action="store_true", help="do not start the gateway")
-    up.add_argument("--token-ttl", type=int, default=3600, help="IdP access-token lifetime (s)")
-    up.add_argument("--sts-validity", type=int, default=3600, help="vended credential lifetime (s)")
-    up.add_argument("--no-auth", action="store_true", help="catalog emulator without authn")
-    up.add_argument("--soft-delete", action="store_true", help="soft delete profile")
-    down = sub.add_parser("down", help="stop the local stack")
-    down.add_argument("--dir", type=Path, default=Path(".devstack"))
-    status = sub.add_parser("status", help="show what runs")
-    status.add_argument("--dir", type=Path, default=Path(".devstack"))
-    args = parser.parse_args(list(argv))
-    try:
-        if args.action == "up":
-            with_gateway = not args.no_gateway
-            if with_gateway and not gateway_available():
-                print("gateway package not importable; starting without it", file=sys.stderr)
-                with_gateway = False
-            stack = start_stack(
-                args.dir,
-                with_gateway=with_gateway,
-                token_ttl_s=args.token_ttl,
-                sts_validity_s=args.sts_validity,
-                catalog_auth=not args.no_auth,
-                soft_delete=args.soft_delete,
-            )
-            print(_summary(stack))
-            return 0
-        if args.action == "down":
-            stopped = stop_stack(args.dir)
-            print(f"stopped: {', '.join(stopped) if stopped else 'nothing was running'}")
-            return 0
-        alive = running_processes(args.dir)
-        print(json.dumps({n: r.pid for n, r in alive.items()}))
-        return 0 if alive else 1
-    except DevstackError as exc:
-        print(f"devstack: {exc}", file=sys.stderr)
-        return 1
+    from devstack.cli import main  # late: the CLI module imports this one
+
+    return main(argv)

@@ -105,6 +105,10 @@ class CredentialCache:
             return entry.ttl_deadline_mono is not None and now_m < entry.ttl_deadline_mono
         return policy.is_servable(now_s, entry.value.expires_at_ms, self._settings.min_remaining_s)
 
+    def stale_entries(self) -> int:
+        """Entries whose last background refresh failed (recounted: O(n), for checks)."""
+        return sum(1 for e in self._entries.values() if e.stale)
+
     def servable_entries(self) -> int:
         """How many entries could be served now (readiness inside the stale budget)."""
         now_s, now_m = self._clock.now(), self._clock.monotonic()

@@ -108,6 +108,7 @@ class GatewayService:
         self._warehouses = WarehouseResolver(
             catalog, clock, spawn, ttl_s=settings.cache.warehouse_ttl_s,
             wait_s=settings.upstream.deadline_s + 1.0,
+            negative_ttl_s=settings.cache.negative_ttl_s,
         )
         self._meta_flight: SingleFlight[CacheKey, GenericTable] = SingleFlight(spawn)
         self._metadata: TTLCache[CacheKey, GenericTable] = TTLCache(

@@ -11,7 +11,7 @@ from cachetools import TTLCache  # type: ignore[import-untyped]
 
 from gateway.cache import SingleFlight
 from gateway.clock import Clock
-from gateway.errors import UpstreamTimeoutError
+from gateway.errors import NotFoundError, UpstreamTimeoutError
 from gateway.models import RequestContext, Warehouse
 from gateway.service.validation import check_name, is_uuid
 from gateway.upstream.lakekeeper import CatalogClient
@@ -30,12 +30,18 @@ class WarehouseResolver:
         spawn: owner of the shared lookups.
         ttl_s: how long a resolution is trusted.
         wait_s: how long one caller waits for a shared lookup.
+        negative_ttl_s: how long an unknown name is remembered (0: not at all).
     """
 
     def __init__(self, catalog: CatalogClient, clock: Clock, spawn: Spawn, *, ttl_s: float,
-                 wait_s: float) -> None:
+                 wait_s: float, negative_ttl_s: float = 0.0) -> None:
         self._catalog = catalog
         self._wait_s = wait_s
+        # Unknown names are remembered briefly, so random names cannot hammer /config.
+        self._missing: TTLCache[str, NotFoundError] | None = (
+            TTLCache(maxsize=_KNOWN_MAX, ttl=negative_ttl_s, timer=clock.monotonic)
+            if negative_ttl_s > 0 else None
+        )
         self._cache: TTLCache[str, Warehouse] = TTLCache(
             maxsize=_KNOWN_MAX, ttl=max(ttl_s, 1e-9), timer=clock.monotonic
         )
@@ -68,6 +74,9 @@ class WarehouseResolver:
         hit: Warehouse | None = self._cache.get(ck)
         if hit is not None:
             return hit
+        missing = self._missing.get(ck) if self._missing is not None else None
+        if missing is not None:
+            raise missing.clone()
         if is_uuid(warehouse):
             known = self._known.get(f"{project}|{warehouse.lower()}")
             wh = known or Warehouse(id=warehouse.lower(), name=warehouse.lower())
@@ -75,7 +84,12 @@ class WarehouseResolver:
             return wh
 
         async def fetch() -> Warehouse:
-            wid = await self._catalog.resolve_warehouse_id(warehouse, ctx)
+            try:
+                wid = await self._catalog.resolve_warehouse_id(warehouse, ctx)
+            except NotFoundError as err:
+                if self._missing is not None:
+                    self._missing[ck] = err
+                raise
             found = Warehouse(id=wid.lower(), name=warehouse)
             self.remember(project, warehouse, found)
             return found

@@ -26,7 +26,7 @@ def run(ctx: BenchContext) -> dict[str, Any]:
     stack = ctx.stack
     n_tables = prof.capacity_keys // 2
     tables = [f"cap_{i:05d}" for i in range(n_tables)]
-    create_s = stack.create_tables(tables, concurrency=32)
+    create_s = stack.create_tables(tables, concurrency=64)
     ctx.say(f"capacity: created {n_tables} tables in {create_s:.1f} s")
     paths = [stack.native_path(t, a) for t in tables for a in ("read", "write")]
     out: dict[str, Any] = {"keys": len(paths)}

@@ -187,11 +187,17 @@ async def test_warehouse_uuid_is_accepted_without_a_lookup(make, catalog):
     assert catalog.calls["config"] == 0
 
 
-async def test_unknown_warehouse_is_not_found(make):
+async def test_unknown_warehouse_is_not_found_and_remembered_briefly(make, catalog, clock):
     svc = await make()
-    with pytest.raises(NotFoundError) as info:
-        await svc.get_credentials(TableRef("nope", ("ns",), "t"), AccessMode.READ, CTX)
-    assert info.value.type_name == "NoSuchWarehouseException"
+    for _ in range(3):
+        with pytest.raises(NotFoundError) as info:
+            await svc.get_credentials(TableRef("nope", ("ns",), "t"), AccessMode.READ, CTX)
+        assert info.value.type_name == "NoSuchWarehouseException"
+    assert catalog.calls["config"] == 1
+    catalog.warehouses["nope"] = "0198f0c2-0000-7b0a-9c4d-5e6f7a8b9c0d"
+    clock.advance(5.1)
+    wh = await svc.resolve_warehouse("nope", CTX)
+    assert wh.id == "0198f0c2-0000-7b0a-9c4d-5e6f7a8b9c0d"
 
 
 @pytest.mark.parametrize(

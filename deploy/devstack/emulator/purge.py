@@ -15,9 +15,9 @@ import botocore.config
 import botocore.exceptions
 from aiohttp import web
 
+from devstack.emulator.models import GenericTable, Warehouse
 from devstack.emulator.policy import Permission, session_policy_json, split_s3_location
 from devstack.emulator.state import STATE, EmulatorState
-from devstack.emulator.store import GenericTable, Warehouse
 
 log = logging.getLogger(__name__)
 PURGE_TASKS: web.AppKey[set[asyncio.Task[None]]] = web.AppKey("purge_tasks")

@@ -8,6 +8,7 @@ from typing import Any
 from aiohttp import web
 
 from devstack.emulator.errors import ApiError, not_found_warehouse
+from devstack.emulator.models import Namespace, Warehouse
 from devstack.emulator.names import decode_namespace_segment, validate_namespace
 from devstack.emulator.pagination import Cursor, clamp_page_size, decode_token, encode_token
 from devstack.emulator.state import (
@@ -18,7 +19,7 @@ from devstack.emulator.state import (
     state_of,
     warehouse_from_prefix,
 )
-from devstack.emulator.store import ConflictError, Namespace, Warehouse
+from devstack.emulator.store import ConflictError
 from devstack.emulator.wire import CreateNamespace, read_json
 
 NS = "/catalog/v1/{prefix}/namespaces"

@@ -9,6 +9,7 @@ from typing import Any
 from aiohttp import web
 
 from devstack.emulator.errors import ApiError, not_found_table
+from devstack.emulator.models import GenericTable, Warehouse
 from devstack.emulator.pagination import Cursor, clamp_page_size, decode_token, encode_token
 from devstack.emulator.state import (
     principal_of,
@@ -17,7 +18,7 @@ from devstack.emulator.state import (
     state_of,
     warehouse_by_id,
 )
-from devstack.emulator.store import ConflictError, GenericTable, Warehouse
+from devstack.emulator.store import ConflictError
 from devstack.emulator.wire import Bootstrap, CreateWarehouse, SetProtection, Undrop, read_json
 
 M = "/management/v1"

@@ -9,6 +9,7 @@ from typing import Any
 from aiohttp import web
 
 from devstack.emulator.errors import ApiError, not_found_table
+from devstack.emulator.models import GenericTable, Warehouse
 from devstack.emulator.names import validate_format, validate_namespace, validate_table_name
 from devstack.emulator.pagination import Cursor, clamp_page_size, decode_token, encode_token
 from devstack.emulator.purge import schedule_purge
@@ -21,7 +22,7 @@ from devstack.emulator.state import (
     state_of,
     warehouse_from_prefix,
 )
-from devstack.emulator.store import ConflictError, GenericTable, Warehouse
+from devstack.emulator.store import ConflictError
 from devstack.emulator.vending import credential_config, load_config
 from devstack.emulator.wire import CreateGenericTable, RenameGenericTable, read_json
 

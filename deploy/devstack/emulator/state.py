@@ -17,10 +17,11 @@ from devstack.emulator.errors import (
 )
 from devstack.emulator.faults import Faults
 from devstack.emulator.idempotency import IdempotencyStore
+from devstack.emulator.models import Namespace, Warehouse
 from devstack.emulator.names import decode_namespace_segment, validate_namespace
 from devstack.emulator.policy import Permission
 from devstack.emulator.stats import Stats
-from devstack.emulator.store import Namespace, Store, Warehouse
+from devstack.emulator.store import Store
 from devstack.emulator.vending import CredentialVendor
 
 NIL_PROJECT = "00000000-0000-0000-0000-000000000000"

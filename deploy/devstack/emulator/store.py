@@ -11,10 +11,17 @@ import json
 import sqlite3
 import time
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from devstack.emulator.models import (
+    GenericTable,
+    Namespace,
+    Warehouse,
+    namespace_from_row,
+    table_from_row,
+    warehouse_from_row,
+)
 from devstack.emulator.names import fold, namespace_key
 from devstack.emulator.pagination import Cursor
 
@@ -44,56 +51,6 @@ CREATE INDEX IF NOT EXISTS gt_loc ON generic_tables (warehouse_id, base_location
 
 def now_us() -> int:
     return time.time_ns() // 1000
-
-
-@dataclass(frozen=True)
-class Warehouse:
-    id: str
-    project_id: str
-    name: str
-    storage_profile: dict[str, Any]
-    storage_credential: dict[str, Any] | None
-    delete_profile: dict[str, Any]
-    status: str
-    protected: bool
-
-    @property
-    def soft_delete(self) -> bool:
-        return self.delete_profile.get("type") == "soft"
-
-    @property
-    def base_location(self) -> str:
-        """`s3://<bucket>/<key-prefix>` (no trailing slash)."""
-        prefix = str(self.storage_profile.get("key-prefix") or "").strip("/")
-        bucket = self.storage_profile["bucket"]
-        return f"s3://{bucket}/{prefix}" if prefix else f"s3://{bucket}"
-
-
-@dataclass(frozen=True)
-class Namespace:
-    id: str
-    warehouse_id: str
-    parts: list[str]
-    properties: dict[str, str]
-
-
-@dataclass(frozen=True)
-class GenericTable:
-    id: str
-    warehouse_id: str
-    namespace_id: str
-    name: str
-    format: str
-    base_location: str
-    doc: str | None
-    properties: dict[str, str]
-    schema: Any
-    statistics: Any
-    protected: bool
-    protected_updated_at_us: int | None
-    created_at_us: int
-    deleted_at_us: int | None
-    expiration_at_us: int | None
 
 
 class ConflictError(Exception):
@@ -164,7 +121,7 @@ class Store:
         row = self._db.execute("SELECT * FROM warehouses WHERE id = ?", (warehouse_id,)).fetchone()
         if row is None:
             return None
-        wh = _warehouse(row)
+        wh = warehouse_from_row(row)
         self._warehouses[warehouse_id] = wh
         return wh
 
@@ -173,13 +130,13 @@ class Store:
             "SELECT * FROM warehouses WHERE project_id = ? AND name_key = ?",
             (project_id, fold(name)),
         ).fetchone()
-        return _warehouse(row) if row else None
+        return warehouse_from_row(row) if row else None
 
     def list_warehouses(self, project_id: str) -> list[Warehouse]:
         rows = self._db.execute(
             "SELECT * FROM warehouses WHERE project_id = ? ORDER BY created_at", (project_id,)
         ).fetchall()
-        return [_warehouse(r) for r in rows]
+        return [warehouse_from_row(r) for r in rows]
 
     # --- namespaces ---------------------------------------------------------------------
     def create_namespace(
@@ -210,11 +167,11 @@ class Store:
             "SELECT * FROM namespaces WHERE warehouse_id = ? AND path_key = ?",
             (warehouse_id, namespace_key(parts)),
         ).fetchone()
-        return _namespace(row) if row else None
+        return namespace_from_row(row) if row else None
 
     def get_namespace_by_id(self, namespace_id: str) -> Namespace | None:
         row = self._db.execute("SELECT * FROM namespaces WHERE id = ?", (namespace_id,)).fetchone()
-        return _namespace(row) if row else None
+        return namespace_from_row(row) if row else None
 
     def list_namespaces(
         self, warehouse_id: str, parent: list[str] | None, after: Cursor | None, limit: int
@@ -228,7 +185,7 @@ class Store:
         sql += " ORDER BY created_at, id LIMIT ?"
         args.append(limit)
         rows = self._db.execute(sql, args).fetchall()
-        return [(_namespace(r), Cursor(r["created_at"], r["id"])) for r in rows]
+        return [(namespace_from_row(r), Cursor(r["created_at"], r["id"])) for r in rows]
 
     def namespace_has_children(self, ns: Namespace) -> bool:
         key = namespace_key(ns.parts)
@@ -321,11 +278,11 @@ class Store:
             " AND deleted_at IS NULL",
             (ns.id, fold(name)),
         ).fetchone()
-        return _table(row) if row else None
+        return table_from_row(row) if row else None
 
     def get_table_by_id(self, table_id: str) -> GenericTable | None:
         row = self._db.execute("SELECT * FROM generic_tables WHERE id = ?", (table_id,)).fetchone()
-        return _table(row) if row else None
+        return table_from_row(row) if row else None
 
     def list_tables(self, ns: Namespace, after: Cursor | None, limit: int) -> list[GenericTable]:
         sql = "SELECT * FROM generic_tables WHERE namespace_id = ? AND deleted_at IS NULL"
@@ -335,7 +292,7 @@ class Store:
             args += [after.created_at_us, after.created_at_us, after.id]
         sql += " ORDER BY created_at, id LIMIT ?"
         args.append(limit)
-        return [_table(r) for r in self._db.execute(sql, args).fetchall()]
+        return [table_from_row(r) for r in self._db.execute(sql, args).fetchall()]
 
     def hard_delete_table(self, table_id: str) -> None:
         self._db.execute("DELETE FROM generic_tables WHERE id = ?", (table_id,))
@@ -380,7 +337,7 @@ class Store:
             args += [after.created_at_us, after.created_at_us, after.id]
         sql += " ORDER BY created_at, id LIMIT ?"
         args.append(limit)
-        return [_table(r) for r in self._db.execute(sql, args).fetchall()]
+        return [table_from_row(r) for r in self._db.execute(sql, args).fetchall()]
 
     def undrop_table(self, table_id: str) -> None:
         try:
@@ -390,46 +347,3 @@ class Store:
             )
         except sqlite3.IntegrityError as exc:
             raise ConflictError(table_id) from exc
-
-
-def _warehouse(row: sqlite3.Row) -> Warehouse:
-    cred = row["storage_credential"]
-    return Warehouse(
-        id=row["id"],
-        project_id=row["project_id"],
-        name=row["name"],
-        storage_profile=json.loads(row["storage_profile"]),
-        storage_credential=json.loads(cred) if cred else None,
-        delete_profile=json.loads(row["delete_profile"]),
-        status=row["status"],
-        protected=bool(row["protected"]),
-    )
-
-
-def _namespace(row: sqlite3.Row) -> Namespace:
-    return Namespace(
-        id=row["id"],
-        warehouse_id=row["warehouse_id"],
-        parts=json.loads(row["parts"]),
-        properties=json.loads(row["properties"]),
-    )
-
-
-def _table(row: sqlite3.Row) -> GenericTable:
-    return GenericTable(
-        id=row["id"],
-        warehouse_id=row["warehouse_id"],
-        namespace_id=row["namespace_id"],
-        name=row["name"],
-        format=row["format"],
-        base_location=row["base_location"],
-        doc=row["doc"],
-        properties=json.loads(row["properties"]),
-        schema=json.loads(row["schema_json"]) if row["schema_json"] else None,
-        statistics=json.loads(row["statistics_json"]) if row["statistics_json"] else None,
-        protected=bool(row["protected"]),
-        protected_updated_at_us=row["protected_updated_at"],
-        created_at_us=row["created_at"],
-        deleted_at_us=row["deleted_at"],
-        expiration_at_us=row["expiration_at"],
-    )

@@ -29,8 +29,8 @@ import botocore.config
 import botocore.exceptions
 
 from devstack.emulator.errors import ApiError
+from devstack.emulator.models import GenericTable, Warehouse
 from devstack.emulator.policy import Permission, session_policy_json
-from devstack.emulator.store import GenericTable, Warehouse
 
 STC_MAX_ENTRY_S = 3600.0
 STC_CAPACITY = 10_000

@@ -25,14 +25,16 @@ def test_exhausted_by_count_or_by_time_whichever_first() -> None:
     assert b.exhausted(0, 5.0)
 
 
-def test_split_never_exceeds_the_whole_request_budget() -> None:
+def test_split_shares_add_up_exactly_to_the_whole_request_budget() -> None:
     b = Bounds(1_000, 3.0)
-    for parts in (1, 3, 7, 4):
-        share = b.split(parts)
-        assert share.max_requests * parts <= 1_000
-        assert share.max_duration_s == 3.0
+    for parts in (1, 3, 4, 7):
+        shares = [b.split(parts, i) for i in range(parts)]
+        assert sum(s.max_requests for s in shares) == 1_000
+        assert all(s.max_duration_s == 3.0 for s in shares)
     with pytest.raises(BoundsError):
         b.split(0)
+    with pytest.raises(BoundsError):
+        b.split(4, 4)
 
 
 def test_deadline_must_be_finite_and_reports_remaining_time() -> None:

@@ -78,6 +78,7 @@ def test_a_failed_herd_size_is_reported_as_failed_not_dropped(tmp_path: Path) ->
     extra = next(c for c in checks if c.name == "cold herd p99 extra latency")
     assert "K=100: failed" in extra.measured
     assert extra.met is False
-    assert "| 100 | failed: could only open 90 of 100 connections |" in (
-        tmp_path / "report.md"
-    ).read_text()
+    assert (
+        "| 100 | failed: could only open 90 of 100 connections |"
+        in (tmp_path / "report.md").read_text()
+    )

@@ -14,7 +14,7 @@ def test_shares_add_up_to_the_whole_concurrency_and_rate() -> None:
     shares = [spec.share(i) for i in range(4)]
     assert sum(s.concurrency for s in shares) == 10
     assert sum(s.rate_per_s for s in shares) == 300.0
-    assert sum(s.bounds.max_requests for s in shares) <= 900
+    assert sum(s.bounds.max_requests for s in shares) == 900
     assert all(s.processes == 1 for s in shares)
 
 
@@ -31,3 +31,9 @@ def test_merged_result_adds_counts_and_keeps_the_longest_window() -> None:
     assert (a.requests, a.errors, a.elapsed_s) == (40, 1, 2.5)
     assert a.outcomes == {"hit": 38, "miss": 1}
     assert a.rps == 16.0
+
+
+def test_a_burst_of_ten_over_four_processes_still_sends_ten() -> None:
+    spec = LoadSpec("http", "unix:/x", b"", "burst", 10, Bounds(10, 60.0), processes=4)
+    shares = [spec.share(i) for i in range(4)]
+    assert sum(min(s.concurrency, s.bounds.max_requests) for s in shares) == 10

@@ -1,6 +1,9 @@
 import asyncio
+from urllib.parse import unquote
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gateway.errors import (
     ConflictError,
@@ -277,3 +280,12 @@ async def test_unsafe_caller_header_values_never_reach_the_catalog(catalog, toke
     with pytest.raises(InvalidRequestError):
         await c.load_table(catalog.warehouse_id, ("ns",), "orders",
                            RequestContext(request_id="r", project_id="p p"))
+
+
+@given(st.lists(st.text(alphabet=st.characters(blacklist_characters="\x1f",
+                                               blacklist_categories=["Cs"]),
+                        min_size=1, max_size=10), min_size=1, max_size=5))
+def test_namespace_segment_round_trips_and_stays_one_path_segment(levels):
+    segment = ns_segment(tuple(levels))
+    assert not set(segment) & set("/?#")
+    assert unquote(segment).split("\x1f") == levels

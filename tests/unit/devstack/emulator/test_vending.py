@@ -3,8 +3,8 @@ import json
 
 import pytest
 from devstack.emulator.errors import ApiError
+from devstack.emulator.models import GenericTable, Warehouse
 from devstack.emulator.policy import Permission
-from devstack.emulator.store import GenericTable, Warehouse
 from devstack.emulator.vending import (
     CredentialVendor,
     TemporaryCredential,

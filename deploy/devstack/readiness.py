@@ -1,0 +1,60 @@
+"""Readiness checks of the stack's parts (each one quick and bounded by its own timeout)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+
+from devstack import seaweed
+from devstack.errors import DevstackError
+
+
+def http_ok(url: str) -> bool:
+    """True if GET `url` answers 200 within a second."""
+    try:
+        return httpx.get(url, timeout=1.0).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def s3_ready(endpoint: str, keys: seaweed.SeaweedKeys, bucket: str) -> bool:
+    """True once the admin identity can see the bucket (IAM loaded, bucket created)."""
+    import boto3
+    import botocore.config
+    import botocore.exceptions
+
+    client = boto3.session.Session().client(
+        "s3",
+        endpoint_url=endpoint,
+        region_name=seaweed.REGION,
+        aws_access_key_id=keys.admin_access_key,
+        aws_secret_access_key=keys.admin_secret_key,
+        config=botocore.config.Config(
+            s3={"addressing_style": "path"},
+            retries={"max_attempts": 1},
+            connect_timeout=1,
+            read_timeout=2,
+        ),
+    )
+    try:
+        client.head_bucket(Bucket=bucket)
+    except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError):
+        return False
+    return True
+
+
+def ready_check(info: dict[str, Any], name: str) -> Callable[[], bool]:
+    """The readiness probe of one part, from stack.json."""
+    if name == "idp":
+        return lambda: http_ok(f"{info['idp']['issuer']}/.well-known/openid-configuration")
+    if name == "s3":
+        s3 = info["s3"]
+        keys = seaweed.SeaweedKeys(s3["admin_access_key"], s3["admin_secret_key"], "", "")
+        return lambda: s3_ready(s3["endpoint"], keys, s3["bucket"])
+    if name == "catalog":
+        return lambda: http_ok(f"{info['catalog']['url']}/health")
+    if name == "gateway":
+        return lambda: http_ok(f"{info['gateway']['http_url']}/readyz")
+    raise DevstackError(f"unknown component {name!r}")
