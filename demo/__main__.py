@@ -94,7 +94,8 @@ def _run(args: argparse.Namespace, say: Progress) -> None:
             info = stack.info
             _gateway_env(info, args.transport)
             drop = data.generate(args.rows, args.files)
-            say(f"starting Spark local[{args.workers}]; tasks use LAKEGATE_URL={os.environ['LAKEGATE_URL']}")
+            url = os.environ["LAKEGATE_URL"]
+            say(f"starting Spark local[{args.workers}]; tasks use LAKEGATE_URL={url}")
             spark = pipeline.spark_session(args.workers)
             try:
                 with Client() as client:

@@ -1,4 +1,4 @@
-"""The demo's data pipeline: land → clean and aggregate in Spark → write three formats → verify.
+"""The demo's pipeline: land → clean and aggregate in Spark → write three formats → verify.
 
 Why this shape: it exercises every path a real job takes through Lakegate. The driver talks to the
 gateway to create and plan tables; every Spark task (in forked Python workers) asks its node's
@@ -163,7 +163,8 @@ def run(
     result = PipelineRun()
     raw_table = f"orders_raw{suffix}"
     raw_name = f"{namespace}.{raw_table}"
-    say(f"landing the raw CSV drop ({drop.raw_rows} lines in {len(drop.files)} files) as {raw_name}")
+    files = len(drop.files)
+    say(f"landing the raw CSV drop ({drop.raw_rows} lines in {files} files) as {raw_name}")
     land_raw(client, namespace, raw_table, drop)
 
     raw = spark.read.format(SOURCE).option("table", raw_name).load()

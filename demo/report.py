@@ -48,7 +48,8 @@ def render(
         f"  IdP token requests                           {tokens:>5}",
         f"  Without a gateway each task logs in and asks the catalog itself: ~{tasks} token",
         f"  requests and ~{tasks} credential calls. Saved here: {max(0, tasks - tokens)} IdP and"
-        f" {max(0, tasks - upstream)} catalog calls ({_saving(tasks, upstream)} of the catalog load).",
+        f" {max(0, tasks - upstream)} catalog calls ({_saving(tasks, upstream)} of the"
+        " catalog load).",
         "  Tasks in one Python worker share the client's per-process memo, so repeats never even",
         "  reach the gateway.",
         "",

@@ -1,9 +1,10 @@
 """Trivial servers the gateway's throughput is compared against, run as a child process.
 
 `python -m loadtest.baselines --ports-file F --http-uds S --grpc-uds G [--http-body B]
-[--grpc-body P]` serves, until SIGTERM:
-- aiohttp on uvloop, one GET route answering a prebuilt JSON body (by default a synthetic
-  credential response; the bench passes a real gateway answer so sizes match), on TCP and UDS;
+[--grpc-body P] [--aws-body A]` serves, until SIGTERM:
+- aiohttp on uvloop answering every GET with a prebuilt JSON body (by default a synthetic
+  credential response, or the AWS container-credentials shape under /v1/aws-credentials/; the
+  bench passes real gateway answers so sizes match), on TCP and UDS;
 - grpc.aio with the generated `CredentialService` stub answering a prebuilt
   `GetTableCredentialsResponse`, on TCP and UDS.
 It writes `{"http_port": .., "grpc_port": ..}` to the ports file once listening.
@@ -51,6 +52,17 @@ def synthetic_http_body() -> bytes:
     return json.dumps(doc).encode()
 
 
+def synthetic_aws_body() -> bytes:
+    """The AWS container-credentials JSON shape, sized like a SeaweedFS STS credential."""
+    doc = {
+        "AccessKeyId": "ASIA" + "X" * 16,
+        "SecretAccessKey": "s" * 40,
+        "Token": _FAKE_TOKEN,
+        "Expiration": "2026-11-21T20:00:00Z",
+    }
+    return json.dumps(doc).encode()
+
+
 def synthetic_grpc_body() -> bytes:
     """A serialised `GetTableCredentialsResponse` with the same fields as the JSON body."""
     from lakegate.v1 import common_pb2, credentials_pb2
@@ -74,17 +86,28 @@ def synthetic_grpc_body() -> bytes:
 
 
 async def serve(
-    ports_file: Path, http_uds: Path, grpc_uds: Path, http_body: bytes, grpc_body: bytes
+    ports_file: Path,
+    http_uds: Path,
+    grpc_uds: Path,
+    http_body: bytes,
+    grpc_body: bytes,
+    aws_body: bytes,
 ) -> None:
     """Serve both baselines until SIGTERM/SIGINT."""
     import grpc
     from aiohttp import web
+
     from lakegate.v1 import credentials_pb2, credentials_pb2_grpc
 
     async def creds(_request: web.Request) -> web.Response:
         return web.Response(body=http_body, content_type="application/json")
 
     app = web.Application()
+
+    async def aws(_request: web.Request) -> web.Response:
+        return web.Response(body=aws_body, content_type="application/json")
+
+    app.router.add_get("/v1/aws-credentials/{tail:.*}", aws)
     app.router.add_get("/{tail:.*}", creds)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
@@ -123,13 +146,15 @@ def main() -> None:
     parser.add_argument("--grpc-uds", type=Path, required=True)
     parser.add_argument("--http-body", type=Path)
     parser.add_argument("--grpc-body", type=Path)
+    parser.add_argument("--aws-body", type=Path)
     args = parser.parse_args()
     http_body = args.http_body.read_bytes() if args.http_body else synthetic_http_body()
     grpc_body = args.grpc_body.read_bytes() if args.grpc_body else synthetic_grpc_body()
     import uvloop
 
     # The gateway runs on uvloop too; the same loop makes the comparison fair.
-    uvloop.run(serve(args.ports_file, args.http_uds, args.grpc_uds, http_body, grpc_body))
+    aws_body = args.aws_body.read_bytes() if args.aws_body else synthetic_aws_body()
+    uvloop.run(serve(args.ports_file, args.http_uds, args.grpc_uds, http_body, grpc_body, aws_body))
 
 
 if __name__ == "__main__":

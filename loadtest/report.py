@@ -74,7 +74,19 @@ def render_markdown(summary: Mapping[str, Any], checks: list[TargetCheck], plots
     out += _dict_section("6. Capacity", summary.get("capacity"))
     if plots:
         out += ["", "## Plots", ""] + [f"![{p}]({p})" for p in plots]
-    notes = meta.get("notes") or []
+    notes = list(meta.get("notes") or [])
+    if meta.get("scenario_s"):
+        notes.append(
+            "Scenario durations (s): "
+            + ", ".join(f"{k} {v}" for k, v in meta["scenario_s"].items())
+        )
+    if meta.get("loadavg_1m_after"):
+        notes.append(
+            "Machine load (1-minute load average, 2 CPUs) after each scenario: "
+            + ", ".join(f"{k} {v}" for k, v in meta["loadavg_1m_after"].items())
+            + ". Anything well above 2 means the servers and generators were starved by other "
+            "work, which lowers every absolute figure and adds noise to the ratios."
+        )
     if notes:
         out += ["", "## Notes", ""] + [f"- {n}" for n in notes]
     return "\n".join(out) + "\n"

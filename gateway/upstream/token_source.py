@@ -240,6 +240,9 @@ class ClientCredentialsTokenSource:
         self._spawn: Spawn | None = None
         self._loop_task: asyncio.Task[None] | None = None
         self._failures = 0
+        # After a failed grant nobody asks the IdP again before this (monotonic) time: callers
+        # fail fast instead of turning the request rate into an IdP request rate.
+        self._retry_at_mono = 0.0
 
     # -- public -------------------------------------------------------------
     def _usable(self, grant: _Grant | None) -> bool:
@@ -253,7 +256,15 @@ class ClientCredentialsTokenSource:
         if self._usable(grant):
             assert grant is not None
             return grant.token
+        self._check_backoff()
         return (await self._refresh()).token
+
+    def _check_backoff(self) -> None:
+        wait = self._retry_at_mono - self._clock.monotonic()
+        if wait > 0 and (self._inflight is None or self._inflight.done()):
+            raise IdentityProviderError(
+                f"the identity provider is unavailable; retrying in {wait:.0f}s"
+            )
 
     async def force_refresh(self, rejected: Secret | None) -> Secret | None:
         grant = self._grant
@@ -265,6 +276,11 @@ class ClientCredentialsTokenSource:
             and self._usable(grant)
         ):
             return grant.token  # fetched moments ago: a new one would be refused the same way
+        if grant is not None and self._usable(grant) and (
+            self._clock.monotonic() < self._retry_at_mono
+        ):
+            return grant.token  # the IdP is backing off: the current token is all there is
+        self._check_backoff()
         return (await self._refresh()).token
 
     def start(self, spawn: Spawn) -> None:
@@ -322,6 +338,14 @@ class ClientCredentialsTokenSource:
         return headers, urlencode(form).encode()
 
     async def _fetch(self) -> _Grant:
+        try:
+            return await self._grant_request()
+        except GatewayError:
+            self._failures += 1
+            self._retry_at_mono = self._clock.monotonic() + self._backoff_s()
+            raise
+
+    async def _grant_request(self) -> _Grant:
         headers, body = self._request()
         start = self._clock.monotonic()
         status = "error"
@@ -391,15 +415,13 @@ class ClientCredentialsTokenSource:
                         continue  # re-check: a forced refresh may have moved the point
                 await self._refresh()
             except GatewayError as err:
-                self._failures += 1
                 log.warning(
                     "identity provider token refresh failed; keeping the current token",
                     extra={"error_type": err.type_name, "failures": self._failures,
                            "token_usable": self.ready()},
                 )
-                await self._clock.sleep(self._backoff_s())
+                await self._clock.sleep(max(0.5, self._retry_at_mono - self._clock.monotonic()))
             except Exception:
-                self._failures += 1
                 log.exception("token refresh loop iteration failed")
                 await self._clock.sleep(self._backoff_s())
 

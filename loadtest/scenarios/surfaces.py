@@ -36,7 +36,8 @@ def run(ctx: BenchContext) -> dict[str, Any]:
         http_body, grpc_body = _samples(
             gw.http_url + stack.native_path(TABLE), gw.grpc_tcp, grpc_req
         )
-        baseline, bports = _start_baseline(ctx, http_body, grpc_body)
+        aws_body = _http_sample(gw.http_url + stack.aws_path(TABLE))
+        baseline, bports = _start_baseline(ctx, http_body, grpc_body, aws_body)
         b_http_uds = f"unix:{ctx.work_dir / 'baseline-http.sock'}"
         b_grpc_uds = f"unix:{ctx.work_dir / 'baseline-grpc.sock'}"
         b_http_tcp = f"127.0.0.1:{bports['http_port']}"
@@ -188,21 +189,28 @@ def _grpc_request(warehouse: str, namespace: str, table: str) -> bytes:
 def _samples(http_url: str, grpc_target: str, grpc_req: bytes) -> tuple[bytes, bytes]:
     """One real answer per protocol (this also warms the cache for the table)."""
     import grpc
-    import httpx
 
-    resp = httpx.get(http_url, headers={"X-Lakegate-Request": "1"}, timeout=30, trust_env=False)
-    resp.raise_for_status()
+    http_body = _http_sample(http_url)
     with grpc.insecure_channel(grpc_target) as channel:
         raw = channel.unary_unary(GRPC_METHOD)(grpc_req, timeout=30)
-    return resp.content, bytes(raw)
+    return http_body, bytes(raw)
+
+
+def _http_sample(url: str) -> bytes:
+    import httpx
+
+    resp = httpx.get(url, headers={"X-Lakegate-Request": "1"}, timeout=30, trust_env=False)
+    resp.raise_for_status()
+    return resp.content
 
 
 def _start_baseline(
-    ctx: BenchContext, http_body: bytes, grpc_body: bytes
+    ctx: BenchContext, http_body: bytes, grpc_body: bytes, aws_body: bytes
 ) -> tuple[ChildProcess, dict[str, Any]]:
     d = ctx.work_dir
     (d / "baseline-http-body.json").write_bytes(http_body)
     (d / "baseline-grpc-body.bin").write_bytes(grpc_body)
+    (d / "baseline-aws-body.json").write_bytes(aws_body)
     child = ChildProcess(
         "baseline",
         [
@@ -219,6 +227,8 @@ def _start_baseline(
             str(d / "baseline-http-body.json"),
             "--grpc-body",
             str(d / "baseline-grpc-body.bin"),
+            "--aws-body",
+            str(d / "baseline-aws-body.json"),
         ],
         d / "baseline.log",
         ports_file=d / "baseline-ports.json",

@@ -10,6 +10,7 @@ import os
 import sys
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -20,8 +21,6 @@ if TYPE_CHECKING:
 
     from lakegate_client import Client
 
-_ENV = ("LAKEGATE_URL", "LAKEGATE_WAREHOUSE", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")
-
 
 @pytest.fixture(scope="session")
 def stack_info(devstack: Any) -> dict[str, Any]:
@@ -30,37 +29,51 @@ def stack_info(devstack: Any) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="session")
-def gateway_env(stack_info: dict[str, Any]) -> Iterator[str]:
-    """Point this process, and every Spark worker it forks, at the gateway's gRPC Unix socket."""
-    saved = {k: os.environ.get(k) for k in _ENV}
-    url = f"grpc+unix:{stack_info['gateway']['grpc_uds']}"
-    os.environ["LAKEGATE_URL"] = url
-    os.environ["LAKEGATE_WAREHOUSE"] = stack_info["warehouse"]["name"]
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    yield url
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
+def gateway_url(stack_info: dict[str, Any]) -> str:
+    """How tasks reach the gateway: gRPC over its Unix socket."""
+    return f"grpc+unix:{stack_info['gateway']['grpc_uds']}"
+
+
+@contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 @pytest.fixture(scope="session")
-def spark(gateway_env: str) -> Iterator[SparkSession]:
-    """``local[2]`` with the ``lakekeeper`` data source registered (stopped at the end)."""
+def spark(stack_info: dict[str, Any], gateway_url: str) -> Iterator[SparkSession]:
+    """``local[2]`` with the ``lakekeeper`` data source registered (stopped at the end).
+
+    The JVM, and every Python worker it forks, copies the environment when the session starts,
+    so ``LAKEGATE_URL`` is set only around that moment and other tests never see it.
+    """
     from demo.pipeline import spark_session
 
-    session = spark_session(2, app_name="lakegate-e2e")
+    env = {
+        "LAKEGATE_URL": gateway_url,
+        "LAKEGATE_WAREHOUSE": stack_info["warehouse"]["name"],
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+    }
+    with _environment(env):
+        session = spark_session(2, app_name="lakegate-e2e")
     yield session
     session.stop()
 
 
 @pytest.fixture(scope="session")
-def client(gateway_env: str) -> Iterator[Client]:
+def client(stack_info: dict[str, Any], gateway_url: str) -> Iterator[Client]:
     from lakegate_client import Client
 
-    with Client() as c:
+    with Client(gateway_url, warehouse=stack_info["warehouse"]["name"]) as c:
         yield c
 
 

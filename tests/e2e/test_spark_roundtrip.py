@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pickle
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pytest
@@ -11,21 +11,23 @@ import pytest
 from lakegate_client.io import read_table, write_table
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
     from lakegate_client import Client
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
-def _frame(spark: SparkSession, start: int, count: int, partitions: int):  # type: ignore[no-untyped-def]
+def _frame(spark: SparkSession, start: int, count: int, partitions: int) -> DataFrame:
     from pyspark.sql import functions as F
+
+    first_day = F.to_date(F.lit("2026-10-01"))
 
     return (
         spark.range(start, start + count, numPartitions=partitions)
         .withColumn("label", F.concat(F.lit("row-"), F.col("id").cast("string")))
         .withColumn("score", F.col("id") * 0.5)
-        .withColumn("day", F.date_add(F.to_date(F.lit("2026-10-01")), (F.col("id") % 30).cast("int")))
+        .withColumn("day", F.date_add(first_day, (F.col("id") % 30).cast("int")))
     )
 
 
@@ -65,7 +67,8 @@ def test_csv_and_json_tables_are_read_with_one_partition_per_file(
     spark: SparkSession, client: Client, namespace: str, table_name: str, fmt: str
 ) -> None:
     for i in range(3):
-        part = pa.table({"id": [i * 10 + j for j in range(10)], "name": [f"n{j}" for j in range(10)]})
+        ids = [i * 10 + j for j in range(10)]
+        part = pa.table({"id": ids, "name": [f"n{j}" for j in ids]})
         write_table(client, namespace, table_name, part, format=fmt, create=i == 0)
     df = spark.read.format("lakekeeper").option("table", f"{namespace}.{table_name}").load()
     assert df.rdd.getNumPartitions() == 3
@@ -83,14 +86,21 @@ def test_writing_a_csv_table_from_spark_is_refused_with_a_clear_error(
 
 
 def test_partitions_and_options_carry_no_secret(
-    spark: SparkSession, client: Client, namespace: str, table_name: str
+    client: Client, gateway_url: str, stack_info: dict[str, Any], namespace: str, table_name: str
 ) -> None:
     from pyspark.sql.pandas.types import from_arrow_schema
 
     from lakegate_client.spark.datasource import LakekeeperDataSource
 
-    write_table(client, namespace, table_name, pa.table({"id": [1, 2]}), format="parquet", create=True)
-    source = LakekeeperDataSource({"table": f"{namespace}.{table_name}"})
+    data = pa.table({"id": [1, 2]})
+    write_table(client, namespace, table_name, data, format="parquet", create=True)
+    source = LakekeeperDataSource(
+        {
+            "table": f"{namespace}.{table_name}",
+            "url": gateway_url,
+            "warehouse": stack_info["warehouse"]["name"],
+        }
+    )
     reader = source.reader(from_arrow_schema(pa.schema([("id", pa.int64())])))
     shipped = pickle.dumps((source, reader, list(reader.partitions())))
     creds = client.credentials(namespace, table_name, access="read")

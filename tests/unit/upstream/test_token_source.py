@@ -230,3 +230,16 @@ async def test_a_forced_refresh_moves_the_background_refresh_point(registry):
     await clock.run_for(500, step=10)  # t=1400: past the second token's ~80% (t=1300)
     assert idp.grants == 3
     await source.close()
+
+
+async def test_callers_fail_fast_while_the_idp_backs_off_instead_of_hammering_it():
+    clock, idp = FakeClock(), FakeIdP()
+    idp.down = True
+    source = make_source(clock, idp)
+    for _ in range(100):
+        with pytest.raises(IdentityProviderError):
+            await source.token()
+    assert len(idp.requests) == 1
+    idp.down = False
+    clock.advance(31)  # past the longest backoff
+    assert (await source.token()).reveal() == "idp-token-1"

@@ -5,6 +5,10 @@ fragment id (never a secret); each task asks its node's gateway for a credential
 credential never travels through Spark and is always as fresh as the gateway's cache.
 Planning pins the version it saw (Lance version, Delta version, directory-log version), so every
 task reads the same snapshot.
+
+Delta tables are read file by file as plain Parquet: tables with partition columns or files outside
+the table location are refused; deletion vectors and column mapping are not applied (delta-rs
+writers, including this package's, produce neither by default).
 """
 
 from __future__ import annotations
@@ -90,9 +94,13 @@ def plan_partitions(info: TableInfo, creds: TableCredentials) -> list[TableParti
         if delta.metadata().partition_columns:
             raise TableFormatError("partitioned Delta tables are not supported by this reader")
         prefix = creds.location.rstrip("/") + "/"
+        uris = delta.file_uris()
+        outside = [u for u in uris if not u.startswith(prefix)]
+        if outside:
+            raise TableFormatError(f"Delta files outside the table location: {outside[:3]}")
         return [
             TablePartition(index=i, file=uri[len(prefix) :], version=delta.version())
-            for i, uri in enumerate(delta.file_uris())
+            for i, uri in enumerate(uris)
         ]
     snapshot = current_snapshot(creds.pyarrow_filesystem(), fs_path(creds.location), info.format)
     return [
