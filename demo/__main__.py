@@ -25,10 +25,11 @@ if TYPE_CHECKING:
     from devstack.launcher import Stack
 
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
+_DESCRIPTION = "Run the Lakegate demo: local stack + gateway + a PySpark pipeline over it."
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m demo", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m demo", description=_DESCRIPTION)
     parser.add_argument("--workers", type=int, default=2, help="Spark local[N] (default 2)")
     parser.add_argument("--rows", type=int, default=6000, help="raw order lines (default 6000)")
     parser.add_argument("--files", type=int, default=4, help="raw CSV files (default 4)")
@@ -44,6 +45,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.workers < 2:
         parser.error("--workers must be at least 2 (the point is several Python workers)")
+    if args.rows < 100 or not 1 <= args.files <= args.rows:
+        parser.error("--rows must be at least 100 and --files between 1 and --rows")
     return args
 
 

@@ -68,7 +68,12 @@ def run_suites(args: argparse.Namespace, run_dir: Path) -> HardeningReport:
     report = HardeningReport()
     suites = [s.strip() for s in args.suites.split(",") if s.strip()]
     started = time.monotonic()
-    ctx = start_environment(run_dir, REPO_ROOT, token_ttl_s=120)
+    try:
+        ctx = start_environment(run_dir, REPO_ROOT, token_ttl_s=120)
+    except Exception as exc:  # noqa: BLE001 - still write a (failing) report saying why
+        report.suites_skipped["environment"] = _describe(exc)
+        report.duration_s = time.monotonic() - started
+        return report
     try:
         if "faults" in suites:
             timing = (

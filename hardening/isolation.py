@@ -402,6 +402,7 @@ def _grpc_call(
 ) -> tuple[int, str]:
     """One gRPC call mapped to an HTTP-like status (200 OK, 401/403/404 denials, 500 otherwise)."""
     import grpc
+
     from lakegate.v1 import (
         catalog_pb2,
         catalog_pb2_grpc,

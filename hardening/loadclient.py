@@ -240,6 +240,7 @@ class _Runner:
 
     async def _grpc_worker(self, index: int, deadline: float) -> None:
         import grpc
+
         from lakegate.v1 import common_pb2, credentials_pb2, credentials_pb2_grpc
 
         metadata = (("authorization", f"Bearer {self.cfg.token}"),) if self.cfg.token else ()

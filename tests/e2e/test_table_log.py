@@ -17,6 +17,7 @@ from lakegate_client.io import (
     read_file,
     split_table_name,
     write_file,
+    write_parquet_batches,
 )
 
 pytestmark = pytest.mark.e2e
@@ -83,6 +84,14 @@ def test_each_directory_format_round_trips_one_file(
     fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
     assert write_file(fs, path, DATA, fmt) > 0
     assert read_file(fs, path, fmt).to_pylist() == DATA.to_pylist()
+
+
+def test_streamed_batches_land_in_one_parquet_file(fs: pafs.FileSystem, root: str) -> None:
+    path = f"{root}/{new_data_file('w', 0, 'parquet')}"
+    batches = DATA.to_batches(max_chunksize=1)
+    assert len(batches) == 3
+    assert write_parquet_batches(fs, path, DATA.schema, iter(batches)) > 0
+    assert read_file(fs, path, "parquet").to_pylist() == DATA.to_pylist()
 
 
 def test_paths_and_names_are_parsed_the_catalog_way() -> None:

@@ -48,7 +48,10 @@ def test_isolation_leak_and_secret_and_skipped_suite_each_fail_the_run() -> None
 
 def test_soak_report_shows_flatness_instead_of_empty_suites() -> None:
     report = HardeningReport(faults=[FaultResult("soak_20min_periodic_faults")])
-    report.extra["soak"] = {"flatness": {"rss_early_mib": 80.0, "rss_late_mib": 81.0}, "samples": [{}] * 120}
+    report.extra["soak"] = {
+        "flatness": {"rss_early_mib": 80.0, "rss_late_mib": 81.0},
+        "samples": [{}] * 120,
+    }
     text = render_markdown(report)
     assert "rss_late_mib: 81.0" in text
     assert "samples: 120" in text

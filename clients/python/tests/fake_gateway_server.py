@@ -26,6 +26,7 @@ from typing import Any
 import grpc
 import grpc.aio
 from aiohttp import web
+
 from lakegate.v1 import (
     catalog_pb2,
     catalog_pb2_grpc,

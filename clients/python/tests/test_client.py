@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
+
 from lakegate_client import (
     AsyncClient,
     Client,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from lakegate_client import ClientConfig, ConfigurationError, parse_url
 
 

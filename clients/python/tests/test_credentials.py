@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 import pyarrow.fs as pafs
 import pytest
+
 from lakegate_client import StorageCredential, TableCredentials, UnsupportedStorageError
 from lakegate_client.credentials import expiry_from_config, redact
 

@@ -7,6 +7,7 @@ without hanging and without touching the parent's channel or connection pool.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import select
@@ -15,7 +16,8 @@ import time
 from typing import Any
 
 import pytest
-from lakegate_client import Client
+
+from lakegate_client import AsyncClient, Client
 
 FORKS = 1000
 PARALLEL = 4
@@ -113,3 +115,65 @@ def test_thousand_forks_each_use_their_own_channel(fake_gateway: Any) -> None:
         assert client.load("ns", "orders").format == "parquet"
         client.close()
     print(f"{FORKS} forks in {elapsed:.1f} s")
+
+
+ASYNC_FORKS = 100
+
+
+def _async_child(client: AsyncClient, write_fd: int) -> None:
+    """Runs in the forked child with a new event loop; never returns."""
+
+    async def ask() -> dict[str, Any]:
+        first = (await client.credentials("ns", "orders")).outcome
+        again = (await client.credentials("ns", "orders")).outcome
+        return {"pid": os.getpid(), "id": client.connection_id, "first": first, "again": again}
+
+    code = 1
+    try:
+        report = asyncio.run(ask())
+        code = 0
+    except BaseException as exc:  # noqa: BLE001 - reported to the parent, which fails the test
+        report = {"pid": os.getpid(), "error": repr(exc)}
+    try:
+        os.write(write_fd, json.dumps(report).encode())
+    finally:
+        os._exit(code)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_async_client_used_before_fork_works_in_children(fake_gateway: Any) -> None:
+    clients = {
+        form: AsyncClient(url, warehouse="demo", timeout_s=5)
+        for form, url in fake_gateway.urls.items()
+    }
+
+    async def warm() -> dict[str, str]:
+        for client in clients.values():
+            await client.credentials("ns", "orders")
+        return {form: c.connection_id for form, c in clients.items()}
+
+    parent_ids = asyncio.run(warm())
+    reports: list[dict[str, Any]] = []
+    for i in range(ASYNC_FORKS):
+        read_fd, write_fd = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(read_fd)
+            _async_child(clients[FORMS[i % len(FORMS)]], write_fd)
+        os.close(write_fd)
+        ready, _, _ = select.select([read_fd], [], [], CHILD_DEADLINE_S)
+        if not ready:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            os.close(read_fd)
+            pytest.fail(f"async child {i} ({FORMS[i % len(FORMS)]}) hung")
+        reports.append(_reap(pid, read_fd))
+
+    failures = [r for r in reports if r["exit"] != 0 or "error" in r]
+    assert failures == [], failures[:3]
+    for report in reports:
+        assert report["id"].startswith(f"{report['pid']}:")
+        assert report["id"] not in parent_ids.values()
+        assert report["first"] in ("hit", "miss")
+        assert report["again"] == "memo"

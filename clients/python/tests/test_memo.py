@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from lakegate_client import StorageCredential, TableCredentials, _memo
 from lakegate_client._base import TableRef
 from lakegate_client._memo import CredentialMemo

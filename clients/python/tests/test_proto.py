@@ -6,6 +6,7 @@ from typing import Any
 
 import grpc
 import pytest
+
 from lakegate.v1 import catalog_pb2, common_pb2, credentials_pb2
 from lakegate_client import (
     ConflictError,

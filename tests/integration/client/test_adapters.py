@@ -14,6 +14,7 @@ import botocore.exceptions
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
 from lakegate_client import Client, TableCredentials
 
 pytestmark = pytest.mark.integration

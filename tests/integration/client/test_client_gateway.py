@@ -6,6 +6,7 @@ import uuid
 from typing import Any
 
 import pytest
+
 from lakegate_client import AsyncClient, Client, NotFoundError
 
 pytestmark = pytest.mark.integration

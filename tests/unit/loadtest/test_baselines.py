@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 from lakegate.v1 import credentials_pb2
-
 from loadtest.baselines import synthetic_aws_body, synthetic_grpc_body, synthetic_http_body
 
 

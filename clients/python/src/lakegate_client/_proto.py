@@ -9,8 +9,8 @@ from types import MappingProxyType
 
 import grpc  # type: ignore[import-untyped, unused-ignore]
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped, unused-ignore]
-from lakegate.v1 import catalog_pb2, common_pb2, credentials_pb2
 
+from lakegate.v1 import catalog_pb2, common_pb2, credentials_pb2
 from lakegate_client._base import TableRef, retry_after_seconds
 from lakegate_client._errors import (
     ConflictError,

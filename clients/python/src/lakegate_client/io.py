@@ -32,11 +32,11 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from lakegate_client import LakegateError, NotFoundError
+from lakegate_client import ConflictError, LakegateError, NotFoundError
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -87,8 +87,8 @@ def split_table_name(name: str) -> tuple[tuple[str, ...], str]:
 
 
 def namespace_parts(namespace: str | Sequence[str]) -> tuple[str, ...]:
-    """A namespace given as ``"ns"`` (one level) or a sequence of levels, as a tuple."""
-    return (namespace,) if isinstance(namespace, str) else tuple(namespace)
+    """``"a.b"`` or ``["a", "b"]`` → ``("a", "b")`` (the client's rule: dots separate levels)."""
+    return tuple(namespace.split(".")) if isinstance(namespace, str) else tuple(namespace)
 
 
 def check_format(fmt: str) -> str:
@@ -126,7 +126,10 @@ def ensure_table(
             raise
         if fmt is None:
             raise TableFormatError("creating a table needs a format") from None
-        created = client.create(list(ns), table, format=check_format(fmt), warehouse=warehouse)
+        try:
+            created = client.create(list(ns), table, format=check_format(fmt), warehouse=warehouse)
+        except ConflictError:  # another writer created it first: use theirs
+            return ensure_table(client, ns, table, fmt=fmt, create=False, warehouse=warehouse)
         return _table_info(ns, table, created)
     if fmt is not None and check_format(fmt) != info.format:
         raise TableFormatError(
@@ -260,6 +263,19 @@ def read_file(fs: pafs.FileSystem, path: str, fmt: str) -> pa.Table:
 
             return pjson.read_json(stream)
     raise TableFormatError(f"{fmt!r} is not a directory format")
+
+
+def write_parquet_batches(
+    fs: pafs.FileSystem, path: str, schema: pa.Schema, batches: Iterable[pa.RecordBatch]
+) -> int:
+    """Stream batches into one Parquet file (memory stays at one batch); returns its size."""
+    import pyarrow.parquet as pq
+
+    _ensure_parent(fs, path)
+    with fs.open_output_stream(path) as out, pq.ParquetWriter(out, schema) as writer:
+        for batch in batches:
+            writer.write_batch(batch)
+    return int(fs.get_file_info(path).size)
 
 
 def write_file(fs: pafs.FileSystem, path: str, data: pa.Table, fmt: str) -> int:

@@ -18,6 +18,7 @@ either way); uncommitted Lance fragment files are left for Lance's own cleanup.
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from collections.abc import Iterator
@@ -33,7 +34,7 @@ from lakegate_client.io import (
     delete_files,
     fs_path,
     new_data_file,
-    write_file,
+    write_parquet_batches,
 )
 from lakegate_client.spark.connection import table_credentials
 
@@ -89,35 +90,52 @@ class LakekeeperWriter(DataSourceArrowWriter):  # type: ignore[misc]
         self._schema = schema
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskResult:
+        """Stream the batches into one Parquet file or Lance fragments (never all in memory)."""
         from pyspark import TaskContext
 
         context = TaskContext.get()
         partition = context.partitionId() if context is not None else 0
-        batches = [b for b in iterator if b.num_rows]
-        if not batches:
+        non_empty = (b for b in iterator if b.num_rows)
+        first = next(non_empty, None)
+        if first is None:  # nothing to write: no file, no gateway call
             return TaskResult(partition=partition)
-        import pyarrow as pa
-
-        data = pa.Table.from_batches(batches).cast(self._schema)
+        counter = _RowCounter()
+        batches = counter.count(self._conform(b) for b in itertools.chain([first], non_empty))
         creds = table_credentials(self._plan.opts, "write")
         if self._plan.info.format == "lance":
-            return self._write_lance(creds, partition, data)
-        return self._write_parquet(creds, partition, data)
+            return self._write_lance(creds, partition, batches, counter)
+        return self._write_parquet(creds, partition, batches, counter)
 
-    def _write_parquet(self, creds: TableCredentials, partition: int, data: pa.Table) -> TaskResult:
+    def _conform(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        return batch if batch.schema.equals(self._schema) else batch.cast(self._schema)
+
+    def _write_parquet(
+        self,
+        creds: TableCredentials,
+        partition: int,
+        batches: Iterator[pa.RecordBatch],
+        counter: _RowCounter,
+    ) -> TaskResult:
         fs, root = creds.pyarrow_filesystem(), fs_path(creds.location)
         rel = new_data_file(self._plan.write_id, partition, "parquet")
         if self._plan.info.format == "delta":  # Delta files live at the table root
             rel = f"{self._plan.write_id}-{rel.rsplit('/', 1)[-1]}"
-        size = write_file(fs, f"{root}/{rel}", data, "parquet")
-        written = WrittenFile(path=rel, size=size, rows=data.num_rows, modified_ms=_now_ms())
-        return TaskResult(partition=partition, files=(written,), rows=data.num_rows)
+        size = write_parquet_batches(fs, f"{root}/{rel}", self._schema, batches)
+        written = WrittenFile(path=rel, size=size, rows=counter.rows, modified_ms=_now_ms())
+        return TaskResult(partition=partition, files=(written,), rows=counter.rows)
 
-    def _write_lance(self, creds: TableCredentials, partition: int, data: pa.Table) -> TaskResult:
+    def _write_lance(
+        self,
+        creds: TableCredentials,
+        partition: int,
+        batches: Iterator[pa.RecordBatch],
+        counter: _RowCounter,
+    ) -> TaskResult:
+        import pyarrow as pa
         from lance.fragment import write_fragments
 
         fragments = write_fragments(
-            data,
+            pa.RecordBatchReader.from_batches(self._schema, batches),
             creds.location,
             schema=self._schema,
             storage_options=creds.lance_storage_options(),
@@ -125,7 +143,7 @@ class LakekeeperWriter(DataSourceArrowWriter):  # type: ignore[misc]
         return TaskResult(
             partition=partition,
             fragments=tuple(json.dumps(f.to_json()) for f in fragments),
-            rows=data.num_rows,
+            rows=counter.rows,
         )
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
@@ -200,6 +218,18 @@ class LakekeeperWriter(DataSourceArrowWriter):  # type: ignore[misc]
             return
         creds = table_credentials(self._plan.opts, "write")
         delete_files(creds.pyarrow_filesystem(), fs_path(creds.location), files)
+
+
+class _RowCounter:
+    """Counts rows as batches stream past (the writers consume the iterator themselves)."""
+
+    def __init__(self) -> None:
+        self.rows = 0
+
+    def count(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            self.rows += batch.num_rows
+            yield batch
 
 
 def _now_ms() -> int:
