@@ -85,9 +85,8 @@ def _gateway_env(info: dict[str, Any], transport: str) -> None:
 
 
 def _run(args: argparse.Namespace, say: Progress) -> None:
-    from lakegate_client import Client
-
     from demo import data, metrics, pipeline, report
+    from lakegate_client import Client
 
     temp = args.run_dir is None
     run_dir = Path(tempfile.mkdtemp(prefix="lakegate-demo-")) if temp else args.run_dir.resolve()

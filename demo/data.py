@@ -33,7 +33,7 @@ def generate(rows: int, files: int, seed: int = 7) -> Drop:
     Dirt: about 2% duplicated order lines (same ``order_id``), 1% with no customer, 1% with a
     non-positive quantity, and country codes in mixed case with stray spaces.
     """
-    rng = random.Random(seed)
+    rng = random.Random(seed)  # noqa: S311 -- reproducible demo data, not a secret
     start = date(2026, 10, 1)
     records: list[dict[str, object]] = []
     clean: dict[int, tuple[str, str, date]] = {}

@@ -14,10 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from demo.data import Drop
 from lakegate_client import Client
 from lakegate_client.io import write_table
-
-from demo.data import Drop
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -36,7 +36,7 @@ from __future__ import annotations
 import uuid
 from typing import Any, ClassVar
 
-import grpc  # type: ignore[import-untyped]
+import grpc
 
 
 class GatewayError(Exception):
@@ -199,6 +199,17 @@ class CredentialExpiredError(GatewayError):
     http_status = 503
     grpc_code = grpc.StatusCode.UNAVAILABLE
     error_type = "CredentialExpired"
+
+
+def retry_after_value(err: GatewayError) -> str | None:
+    """Whole seconds to wait before retrying, as sent in HTTP `Retry-After` and gRPC `retry-after`.
+
+    Rounded up (at least 1) so a client never comes back before the bucket or upstream is ready;
+    None when the error carries no hint.
+    """
+    if err.retry_after_s is None:
+        return None
+    return str(max(1, round(err.retry_after_s + 0.499)))
 
 
 def new_error_id() -> str:

@@ -216,7 +216,7 @@ def _plots(summary: Mapping[str, Any], out_dir: Path) -> list[str]:
         for name in names:
             by = surfaces[name].get("by_concurrency", {})
             concs = sorted(by, key=int)
-            ax.plot(
+            (line,) = ax.plot(
                 [int(c) for c in concs],
                 [by[c]["rps"] for c in concs],
                 marker="o",
@@ -227,6 +227,7 @@ def _plots(summary: Mapping[str, Any], out_dir: Path) -> list[str]:
                 [by[c]["baseline_rps"] for c in concs],
                 linestyle="--",
                 marker="x",
+                color=line.get_color(),  # same colour: one surface, gateway vs its baseline
                 label=f"baseline {name}",
             )
         ax.set_xscale("log", base=2)

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from devstack.gateway_proc import gateway_available
 from devstack.hooks import EmulatorHooks, IdpHooks
 from devstack.launcher import Stack, start_stack, stop_stack

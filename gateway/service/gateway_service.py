@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
-from cachetools import TTLCache  # type: ignore[import-untyped]
+from cachetools import TTLCache
 
 from gateway.cache import CredentialCache, RefreshAhead, SingleFlight
 from gateway.cache.expiry import is_expiry_key
@@ -33,7 +33,13 @@ from gateway.models import (
     UpstreamResponse,
     Warehouse,
 )
-from gateway.service.validation import check_name, is_uuid, validate_namespace, validate_ref
+from gateway.service.validation import (
+    check_name,
+    check_warehouse,
+    is_uuid,
+    validate_namespace,
+    validate_ref,
+)
 from gateway.service.warehouses import WarehouseResolver
 from gateway.settings import Settings
 from gateway.upstream.lakekeeper import CatalogClient
@@ -294,7 +300,7 @@ class GatewayService:
     # ------------------------------------------------------------------ pass-through
     async def catalog_config(self, warehouse_query: str, ctx: RequestContext) -> dict[str, Any]:
         """The upstream `/catalog/v1/config?warehouse=` JSON (the surface rewrites `uri`)."""
-        check_name("warehouse", warehouse_query)
+        check_warehouse(warehouse_query)
         if is_uuid(warehouse_query):
             wh = await self.resolve_warehouse(warehouse_query, ctx)
             return {"defaults": {"prefix": wh.id}, "overrides": {"prefix": wh.id},

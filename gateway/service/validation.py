@@ -21,13 +21,29 @@ def is_uuid(value: str) -> bool:
 
 
 def check_name(what: str, value: str) -> None:
-    """A warehouse or table name Lakekeeper could hold.
+    """A table (or warehouse) name Lakekeeper could hold.
+
+    Generic table names may contain `/` and spaces: Lakekeeper rejects only an empty name or `+`
+    at create, and takes the `{table}` path segment as-is after percent-decoding
+    (`generic_tables/mod.rs`); the upstream client encodes every segment with `quote(safe="")`.
+    A `+` is left for Lakekeeper to refuse, so the gateway never rejects what the catalog accepts.
+
+    Raises:
+        InvalidRequestError: empty, too long, or with NUL.
+    """
+    if not value or len(value) > MAX_NAME_LEN or "\x00" in value:
+        raise InvalidRequestError(f"invalid {what} name")
+
+
+def check_warehouse(value: str) -> None:
+    """A warehouse name or UUID: a table name's rules, and no `/` (it is the `{prefix}` segment).
 
     Raises:
         InvalidRequestError: empty, too long, or with NUL or `/`.
     """
-    if not value or len(value) > MAX_NAME_LEN or "\x00" in value or "/" in value:
-        raise InvalidRequestError(f"invalid {what} name")
+    check_name("warehouse", value)
+    if "/" in value:
+        raise InvalidRequestError("invalid warehouse name")
 
 
 def validate_namespace(namespace: tuple[str, ...]) -> None:
@@ -41,6 +57,6 @@ def validate_namespace(namespace: tuple[str, ...]) -> None:
 
 def validate_ref(ref: TableRef) -> None:
     """Reject names Lakekeeper could never hold, before any I/O (clear 400, not a 404)."""
-    check_name("warehouse", ref.warehouse)
+    check_warehouse(ref.warehouse)
     validate_namespace(ref.namespace)
     check_name("table", ref.name)

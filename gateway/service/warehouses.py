@@ -7,13 +7,13 @@ from collections import OrderedDict
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from cachetools import TTLCache  # type: ignore[import-untyped]
+from cachetools import TTLCache
 
 from gateway.cache import SingleFlight
 from gateway.clock import Clock
 from gateway.errors import NotFoundError, UpstreamTimeoutError
 from gateway.models import RequestContext, Warehouse
-from gateway.service.validation import check_name, is_uuid
+from gateway.service.validation import check_warehouse, is_uuid
 from gateway.upstream.lakekeeper import CatalogClient
 
 Spawn = Callable[[Coroutine[Any, Any, Any]], "asyncio.Task[Any]"]
@@ -69,7 +69,7 @@ class WarehouseResolver:
 
     async def resolve(self, warehouse: str, project: str, ctx: RequestContext) -> Warehouse:
         """Resolve a name or UUID (see GatewayService.resolve_warehouse)."""
-        check_name("warehouse", warehouse)
+        check_warehouse(warehouse)
         ck = f"{project}|{warehouse.casefold()}"
         hit: Warehouse | None = self._cache.get(ck)
         if hit is not None:

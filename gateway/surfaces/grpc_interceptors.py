@@ -18,13 +18,13 @@ from typing import Any, TypeVar
 
 import grpc
 from google.protobuf.message import DecodeError, Message
-from lakegate.v1 import common_pb2
 
-from gateway.errors import GatewayError, InvalidRequestError
+from gateway.errors import GatewayError, InvalidRequestError, retry_after_value
 from gateway.logging import request_id_var
 from gateway.models import CallerIdentity, RequestContext
 from gateway.surfaces.accounting import Kind, Recorder, Tally
 from gateway.surfaces.ingress import Gate
+from lakegate.v1 import common_pb2
 
 _log = logging.getLogger("lakegate.grpc")
 ERROR_DETAIL_KEY = "lakegate-error-bin"
@@ -62,7 +62,7 @@ class GrpcCall:
     tally: Tally
 
 
-def _metadata(context: grpc.aio.ServicerContext) -> dict[str, str]:
+def _metadata(context: grpc.aio.ServicerContext[Any, Any]) -> dict[str, str]:
     out: dict[str, str] = {}
     for key, value in context.invocation_metadata() or ():
         if isinstance(value, str):
@@ -81,7 +81,7 @@ Behaviour = Callable[[Any, GrpcCall], Awaitable[Message]]
 
 def guarded(
     method: Behaviour, *, gate: Gate, recorder: Recorder, kind: Kind
-) -> Callable[[Any, grpc.aio.ServicerContext], Awaitable[Message]]:
+) -> Callable[[Any, grpc.aio.ServicerContext[Any, Any]], Awaitable[Message]]:
     """Wrap a servicer method with request id, input check, caller admission, errors, metrics.
 
     Args:
@@ -91,7 +91,7 @@ def guarded(
         kind: the metrics `kind` label.
     """
 
-    async def behaviour(request: Any, context: grpc.aio.ServicerContext) -> Message:
+    async def behaviour(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Message:
         md = _metadata(context)
         given = md.get("x-request-id", "")
         request_id = given if 0 < len(given) <= 128 and given.isprintable() else str(uuid.uuid4())
@@ -117,13 +117,18 @@ def guarded(
             error = GatewayError("internal error")
         finally:
             request_id_var.reset(token)
+        trailers: list[tuple[str, str | bytes]] = [
+            (ERROR_DETAIL_KEY, error_detail(error, request_id)),
+            ("x-request-id", request_id),
+        ]
+        retry_after = retry_after_value(error)
+        if retry_after is not None:
+            # Same hint as the HTTP surface's Retry-After; the client reads it into retry_after_s.
+            trailers.append(("retry-after", retry_after))
         await context.abort(
             error.grpc_code,
             f"{error.type_name}: {error.message}",
-            trailing_metadata=(
-                (ERROR_DETAIL_KEY, error_detail(error, request_id)),
-                ("x-request-id", request_id),
-            ),
+            trailing_metadata=tuple(trailers),
         )
         raise AssertionError("unreachable: context.abort raises")
 

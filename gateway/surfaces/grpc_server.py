@@ -10,12 +10,12 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
-from lakegate.v1 import catalog_pb2, credentials_pb2
 
 from gateway.surfaces.accounting import Recorder
 from gateway.surfaces.grpc_servicers import generic_handlers
 from gateway.surfaces.ingress import Gate
 from gateway.surfaces.operations import Operations
+from lakegate.v1 import catalog_pb2, credentials_pb2
 
 SERVICE_NAMES = (
     credentials_pb2.DESCRIPTOR.services_by_name["CredentialService"].full_name,

@@ -11,7 +11,6 @@ from dataclasses import replace
 
 import grpc
 from google.protobuf.message import Message
-from lakegate.v1 import catalog_pb2, common_pb2, credentials_pb2
 
 from gateway.errors import InvalidRequestError
 from gateway.models import (
@@ -27,6 +26,7 @@ from gateway.surfaces.grpc_interceptors import Behaviour, GrpcCall, guarded, saf
 from gateway.surfaces.http_codec import check_name, config_strings
 from gateway.surfaces.ingress import Gate
 from gateway.surfaces.operations import Operations
+from lakegate.v1 import catalog_pb2, common_pb2, credentials_pb2
 
 _OUTCOMES = {
     Outcome.HIT: common_pb2.CACHE_OUTCOME_HIT,
@@ -44,7 +44,7 @@ def access_of(value: int) -> AccessMode:
     raise InvalidRequestError("access must be ACCESS_MODE_READ or ACCESS_MODE_WRITE")
 
 
-def access_pb(access: AccessMode) -> int:
+def access_pb(access: AccessMode) -> common_pb2.AccessMode:
     if access is AccessMode.WRITE:
         return common_pb2.ACCESS_MODE_WRITE
     return common_pb2.ACCESS_MODE_READ

@@ -22,6 +22,7 @@ from gateway.errors import (
     PayloadTooLargeError,
     envelope,
     internal_envelope,
+    retry_after_value,
 )
 from gateway.models import AccessMode, CallerIdentity, RequestContext, StorageCredential
 
@@ -213,8 +214,9 @@ def json_response(
 def error_response(err: GatewayError, request_id: str) -> web.Response:
     """The Lakekeeper error envelope with the error's status (+ Retry-After when known)."""
     headers = {}
-    if err.retry_after_s is not None:
-        headers["Retry-After"] = str(max(1, round(err.retry_after_s + 0.499)))
+    retry_after = retry_after_value(err)
+    if retry_after is not None:
+        headers["Retry-After"] = retry_after
     return json_response(envelope(err, request_id), status=err.status, headers=headers)
 
 

@@ -140,6 +140,8 @@ def parse_rules(doc: Any, source: str) -> dict[str, tuple[Rule, ...]]:
             access_raw = raw.get("access", ["read"])
             if isinstance(access_raw, str):
                 access_raw = [access_raw]
+            if not isinstance(access_raw, list) or not access_raw:
+                raise PolicyFileError(f"{where}.access must be read and/or write")
             try:
                 access = frozenset(AccessMode(str(a).lower()) for a in access_raw)
             except ValueError as exc:

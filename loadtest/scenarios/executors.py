@@ -9,6 +9,7 @@ login is counted.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from loadtest.context import BenchContext
@@ -23,28 +24,26 @@ def run(ctx: BenchContext) -> dict[str, Any]:
     stack.create_tables(tables)
     weights = tuple(zipf_weights(len(tables)))
     executors = prof.exec_processes * prof.exec_per_process
-    common = {
-        "weights": weights,
-        "executors": executors,
-        "duration_s": prof.exec_duration_s,
-        "max_requests": 50_000_000,
-        "think_s": prof.exec_think_s,
-        "processes": prof.exec_processes,
-        "cpus": ctx.client_cpus,
-    }
+    base = ExecutorSpec(
+        mode="gateway",
+        target="",
+        paths=(),
+        weights=weights,
+        executors=executors,
+        duration_s=prof.exec_duration_s,
+        max_requests=50_000_000,
+        think_s=prof.exec_think_s,
+        processes=prof.exec_processes,
+        cpus=ctx.client_cpus,
+    )
 
     stack.idp.reset()
     before = stack.emulator.stats()
     gw = stack.start_gateway("executors")
     try:
         via_gw = run_executors(
-            ExecutorSpec(
-                mode="gateway",
-                target=gw.http_uds,
-                paths=tuple(stack.native_path(t) for t in tables),
-                **common,
-            )
-        )  # type: ignore[arg-type]
+            replace(base, target=gw.http_uds, paths=tuple(stack.native_path(t) for t in tables))
+        )
         after = stack.emulator.stats()
         gateway = _report(via_gw, before, after, stack.idp.token_requests())
     finally:
@@ -55,16 +54,16 @@ def run(ctx: BenchContext) -> dict[str, Any]:
     stack.idp.reset()
     before = stack.emulator.stats()
     direct_run = run_executors(
-        ExecutorSpec(
+        replace(
+            base,
             mode="direct",
             target=stack.info["catalog"]["url"],
             paths=tuple(stack.catalog_load_path(t) for t in tables),
             token_url=stack.info["idp"]["token_url"],
             client_id=client["id"],
             client_secret=client["secret"],
-            **common,
         )
-    )  # type: ignore[arg-type]
+    )
     after = stack.emulator.stats()
     direct = _report(direct_run, before, after, stack.idp.token_requests())
     ctx.say(f"executors direct: {direct}")

@@ -17,11 +17,12 @@ from loadtest.bounds import Bounds
 from loadtest.child import ChildProcess
 from loadtest.context import BenchContext
 from loadtest.rawhttp import build_request
-from loadtest.spec import LoadResult, LoadSpec
+from loadtest.spec import LoadResult, LoadSpec, Mode, Protocol
 from loadtest.workers import run_load
 
 GRPC_METHOD = "/lakegate.v1.CredentialService/GetTableCredentials"
 TABLE = "hot_surface"
+Target = tuple[Protocol, str, bytes]  # protocol, address, request payload
 
 
 def run(ctx: BenchContext) -> dict[str, Any]:
@@ -42,7 +43,7 @@ def run(ctx: BenchContext) -> dict[str, Any]:
         b_grpc_uds = f"unix:{ctx.work_dir / 'baseline-grpc.sock'}"
         b_http_tcp = f"127.0.0.1:{bports['http_port']}"
         b_grpc_tcp = f"127.0.0.1:{bports['grpc_port']}"
-        plan = {
+        plan: dict[str, tuple[Target, Target]] = {
             "http_tcp": (("http", gw.http_tcp, http_req), ("http", b_http_tcp, http_req)),
             "http_uds": (("http", gw.http_uds, http_req), ("http", b_http_uds, http_req)),
             "grpc_tcp": (("grpc", gw.grpc_tcp, grpc_req), ("grpc", b_grpc_tcp, grpc_req)),
@@ -68,8 +69,8 @@ def run(ctx: BenchContext) -> dict[str, Any]:
 def _measure(
     ctx: BenchContext,
     surface: str,
-    target: tuple[ChildProcess, tuple[str, str, bytes]],
-    base: tuple[ChildProcess, tuple[str, str, bytes]],
+    target: tuple[ChildProcess, Target],
+    base: tuple[ChildProcess, Target],
 ) -> dict[str, Any]:
     prof = ctx.profile
     by_conc: dict[str, Any] = {}
@@ -128,7 +129,7 @@ def _measure(
     }
 
 
-def _open_loop(ctx: BenchContext, target: tuple[str, str, bytes], rate: float) -> dict[str, Any]:
+def _open_loop(ctx: BenchContext, target: Target, rate: float) -> dict[str, Any]:
     prof = ctx.profile
     conc = max(prof.surface_concurrencies)
     run = run_load(
@@ -145,7 +146,7 @@ def _per_core(rps: float, cores: float) -> float:
 
 
 def _run_measured(
-    ctx: BenchContext, side: tuple[ChildProcess, tuple[str, str, bytes]], conc: int
+    ctx: BenchContext, side: tuple[ChildProcess, Target], conc: int
 ) -> tuple[LoadResult, float]:
     """One closed-loop run, with the server's CPU use in cores over the load window."""
     child, target = side
@@ -158,8 +159,8 @@ def _run_measured(
 
 def _spec(
     ctx: BenchContext,
-    target: tuple[str, str, bytes],
-    mode: str,
+    target: Target,
+    mode: Mode,
     conc: int,
     rate: float = 0.0,
     duration: float | None = None,
@@ -172,7 +173,7 @@ def _spec(
         addr,
         payload,
         mode,
-        conc,  # type: ignore[arg-type]
+        conc,
         Bounds(10_000_000, duration or prof.surface_duration_s),
         grpc_method=GRPC_METHOD,
         rate_per_s=rate,
@@ -198,7 +199,8 @@ def _samples(http_url: str, grpc_target: str, grpc_req: bytes) -> tuple[bytes, b
 
     http_body = _http_sample(http_url)
     with grpc.insecure_channel(grpc_target) as channel:
-        raw = channel.unary_unary(GRPC_METHOD)(grpc_req, timeout=30)
+        call: Any = channel.unary_unary(GRPC_METHOD)  # raw bytes in and out
+        raw = call(grpc_req, timeout=30)
     return http_body, bytes(raw)
 
 

@@ -183,6 +183,7 @@ async def test_drain_completes_an_in_flight_grpc_call(
     tmp_path: Path, fake_ops: FakeOperations
 ) -> None:
     import grpc
+
     from lakegate.v1 import common_pb2, credentials_pb2, credentials_pb2_grpc
 
     fake_ops.hold = asyncio.Event()

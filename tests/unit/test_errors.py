@@ -74,3 +74,11 @@ def test_internal_envelope_reveals_nothing():
     env = e.internal_envelope("r")
     assert env["error"]["message"] == "internal error"
     assert env["error"]["code"] == 500
+
+
+@pytest.mark.parametrize(
+    ("seconds", "expected"),
+    [(None, None), (0.0, "1"), (0.2, "1"), (1.0, "1"), (1.01, "2"), (2.5, "3"), (30.0, "30")],
+)
+def test_retry_after_value_is_whole_seconds_rounded_up(seconds, expected):
+    assert e.retry_after_value(e.RateLimitedError("slow down", retry_after_s=seconds)) == expected

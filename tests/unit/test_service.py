@@ -203,7 +203,7 @@ async def test_unknown_warehouse_is_not_found_and_remembered_briefly(make, catal
 @pytest.mark.parametrize(
     "ref",
     [TableRef("", ("ns",), "t"), TableRef("demo", (), "t"), TableRef("demo", ("",), "t"),
-     TableRef("demo", ("ns",), ""), TableRef("demo", ("ns",), "a/b"),
+     TableRef("demo", ("ns",), ""), TableRef("demo", ("ns",), "a\x00b"),
      TableRef("demo", ("a\x1fb",), "t"), TableRef("demo", ("ns",), "x" * 2000)],
 )
 async def test_malformed_names_are_rejected_before_any_io(make, catalog, ref):

@@ -13,8 +13,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from devstack.ports import free_port
 
+from devstack.ports import free_port
 from tests.deploy.dockerfile import parse
 from tests.deploy.manifests import DEPLOY, K8S, containers, is_gateway, load_docs, pod_spec
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 import yaml
+
 from devstack.ports import free_port
 
 

@@ -219,21 +219,6 @@ policy_doc = json_values | st.fixed_dictionaries(
 )
 
 
-def _has_scalar_access(doc: object) -> bool:
-    """Whether some rule's `access` is a non-iterable scalar (the known bug below)."""
-    callers = doc.get("callers") if isinstance(doc, dict) else None
-    if not isinstance(callers, dict):
-        return False
-    return any(
-        isinstance(r, dict)
-        and "access" in r
-        and (r["access"] is None or isinstance(r["access"], bool | int | float))
-        for rules in callers.values()
-        if isinstance(rules, list)
-        for r in rules
-    )
-
-
 @PROFILE
 @given(policy_doc)
 def test_policy_documents_parse_or_raise_policy_file_error(doc: object) -> None:
@@ -241,21 +226,11 @@ def test_policy_documents_parse_or_raise_policy_file_error(doc: object) -> None:
         rules = parse_rules(doc, "policy.yaml")
     except PolicyFileError:
         return
-    except TypeError:
-        # Known gateway bug (see the xfail below); anything else must fail this test.
-        assert _has_scalar_access(doc)
-        return
     for caller_rules in rules.values():
         for r in caller_rules:
             assert r.access <= {AccessMode.READ, AccessMode.WRITE}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=TypeError,
-    reason="gateway bug: parse_rules iterates a scalar 'access' (null, 5): TypeError, "
-    "not PolicyFileError",
-)
 @pytest.mark.parametrize("access", [None, 5])
 def test_scalar_access_in_policy_is_a_policy_file_error(access: object) -> None:
     with pytest.raises(PolicyFileError):

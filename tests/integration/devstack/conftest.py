@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 import pytest
+
 from devstack.bootstrap import fetch_token
 from devstack.hooks import EmulatorHooks
 from devstack.launcher import Stack

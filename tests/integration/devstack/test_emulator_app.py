@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
+
 from devstack.emulator.app import create_app
 from devstack.emulator.config import EmulatorConfig
 

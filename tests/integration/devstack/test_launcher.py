@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import psutil
 import pytest
+
 from devstack.errors import StackRunningError
 from devstack.launcher import start_component, start_stack, stop_component, stop_stack
 

@@ -10,6 +10,7 @@ import lance
 import pyarrow as pa
 import pylakekeeper as pk
 import pytest
+
 from devstack.launcher import Stack
 
 pytestmark = pytest.mark.integration

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import httpx
 import pytest
+
 from devstack.gateway_proc import gateway_available
 
 pytestmark = pytest.mark.integration

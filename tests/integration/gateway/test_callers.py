@@ -16,9 +16,9 @@ from typing import Any
 import grpc
 import httpx
 import pytest
-from lakegate.v1 import common_pb2, credentials_pb2, credentials_pb2_grpc
 from pylakekeeper import Client, LakekeeperHTTPError, StaticToken
 
+from lakegate.v1 import common_pb2, credentials_pb2, credentials_pb2_grpc
 from tests.gateway_process import GatewayProcess, stack_env, start_gateway
 from tests.integration.gateway.conftest import ensure_namespace
 

@@ -7,6 +7,7 @@ from typing import Any
 import grpc
 import httpx
 import pytest
+
 from lakegate.v1 import common_pb2, credentials_pb2, credentials_pb2_grpc
 
 pytestmark = pytest.mark.integration

@@ -23,9 +23,14 @@ def lk(info: dict[str, Any]) -> Client:
     client.close()
 
 
-def test_create_load_vended_lance_write_read_list_drop(lk: Client, info: dict[str, Any]) -> None:
+# Lakekeeper accepts `/` and spaces in generic table names (only empty and `+` are refused): the
+# gateway must carry them end to end, percent-encoded in every upstream path segment.
+@pytest.mark.parametrize("stem", ["users", "team a/users 2026"])
+def test_create_load_vended_lance_write_read_list_drop(
+    lk: Client, info: dict[str, Any], stem: str
+) -> None:
     ns = info["namespace"]
-    name = f"users_{uuid.uuid4().hex[:8]}"
+    name = f"{stem}_{uuid.uuid4().hex[:8]}"
     created = lk.generic_tables.create(ns, name, format="lance", doc="test table",
                                        properties={"lance.version": "0.20"})
     assert created.table.name == name
@@ -42,6 +47,7 @@ def test_create_load_vended_lance_write_read_list_drop(lk: Client, info: dict[st
     back = lance.dataset(loaded.location, storage_options=opts).to_table()
     assert back.num_rows == 5
     assert "Alice" in back.column("name").to_pylist()
+    assert name in [t.name for t in lk.generic_tables.list(ns)]
 
     lk.generic_tables.drop(ns, name)
     with pytest.raises(NotFoundError):

@@ -1,6 +1,7 @@
 import json
 
 import jwt
+
 from devstack import idp_config
 
 

@@ -1,6 +1,7 @@
 import sys
 
 import pytest
+
 from devstack.errors import StartupError
 from devstack.processes import ProcessRecord, is_alive, respawn, spawn, stop, wait_until
 

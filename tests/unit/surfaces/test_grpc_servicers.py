@@ -8,13 +8,6 @@ from pathlib import Path
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from lakegate.v1 import (
-    catalog_pb2,
-    catalog_pb2_grpc,
-    common_pb2,
-    credentials_pb2,
-    credentials_pb2_grpc,
-)
 
 from gateway.errors import UnavailableError
 from gateway.metrics import Metrics
@@ -24,6 +17,13 @@ from gateway.surfaces.callers import StaticTokenCallerAuth
 from gateway.surfaces.grpc_interceptors import ERROR_DETAIL_KEY
 from gateway.surfaces.grpc_server import GrpcSurface
 from gateway.surfaces.policy import CallerPolicy, parse_rules
+from lakegate.v1 import (
+    catalog_pb2,
+    catalog_pb2_grpc,
+    common_pb2,
+    credentials_pb2,
+    credentials_pb2_grpc,
+)
 from tests.unit.surfaces.conftest import build_gate, count
 from tests.unit.surfaces.fake_operations import WAREHOUSE, FakeClock, FakeOperations
 

@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import grpc  # type: ignore[import-untyped, unused-ignore]
+import grpc
 
 from lakegate.v1 import catalog_pb2, catalog_pb2_grpc, credentials_pb2_grpc
 from lakegate_client import _proto
@@ -85,7 +85,7 @@ class SyncGrpcTransport:
             raise _proto.error_from_grpc(
                 exc.code(),
                 exc.details(),
-                exc.trailing_metadata(),
+                _proto.trailing_pairs(exc),
                 self._target,
             ) from exc
 
@@ -187,7 +187,7 @@ class AsyncGrpcTransport:
             raise
         except grpc.RpcError as exc:
             raise _proto.error_from_grpc(
-                exc.code(), exc.details(), exc.trailing_metadata(), self._target
+                exc.code(), exc.details(), _proto.trailing_pairs(exc), self._target
             ) from exc
 
     async def credentials(self, ref: TableRef, access: Access) -> TableCredentials:

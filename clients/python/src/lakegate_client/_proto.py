@@ -4,11 +4,12 @@ gRPC status + ``lakegate-error-bin`` trailing metadata (an ErrorDetail) to the L
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
+from typing import cast
 
-import grpc  # type: ignore[import-untyped, unused-ignore]
-from google.protobuf.message import DecodeError  # type: ignore[import-untyped, unused-ignore]
+import grpc
+from google.protobuf.message import DecodeError
 
 from lakegate.v1 import catalog_pb2, common_pb2, credentials_pb2
 from lakegate_client._base import TableRef, retry_after_seconds
@@ -154,6 +155,15 @@ def identifiers_from_proto(
         for i in msg.identifiers
     ]
     return ids, msg.next_page_token or None
+
+
+def trailing_pairs(exc: grpc.RpcError) -> list[tuple[str, str | bytes]]:
+    """A failed RPC's trailing metadata as ``(key, value)`` pairs.
+
+    grpcio hands back plain tuples (sync) or an ``aio.Metadata`` (async), both iterating as pairs;
+    the typeshed stub declares ``_Metadatum`` objects instead, hence the cast.
+    """
+    return list(cast("Iterable[tuple[str, str | bytes]]", exc.trailing_metadata() or ()))
 
 
 def error_from_grpc(

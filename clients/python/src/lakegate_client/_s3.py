@@ -149,7 +149,7 @@ class S3Settings:
     def boto3(self) -> dict[str, Any]:
         """``boto3.client("s3", **kwargs)`` / ``boto3.resource`` keyword arguments."""
         # lazy: boto3 is an optional extra
-        from botocore.config import Config  # type: ignore[import-untyped, unused-ignore]
+        from botocore.config import Config
 
         kwargs: dict[str, Any] = {
             "aws_access_key_id": self.access_key_id,

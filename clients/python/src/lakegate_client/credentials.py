@@ -26,7 +26,7 @@ from lakegate_client._gcs import GcsSettings
 from lakegate_client._s3 import S3Settings
 
 if TYPE_CHECKING:
-    import pyarrow.fs  # type: ignore[import-untyped, unused-ignore]
+    import pyarrow.fs
 
 __all__ = ["StorageCredential", "StorageKind", "TableCredentials", "expiry_from_config"]
 
@@ -286,7 +286,7 @@ class TableCredentials:
 
         Paths on it are ``bucket/key`` (no scheme): use ``creds.location.split("://", 1)[1]``.
         """
-        import pyarrow.fs as pafs  # type: ignore[import-untyped, unused-ignore]  # optional extra
+        import pyarrow.fs as pafs  # optional extra
 
         if self.storage == "s3":
             return pafs.S3FileSystem(**self.s3().pyarrow_kwargs())

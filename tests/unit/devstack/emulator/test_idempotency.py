@@ -1,5 +1,6 @@
 import pytest
 from aiohttp import web
+
 from devstack.emulator.errors import ApiError
 from devstack.emulator.idempotency import IdempotencyStore
 

@@ -1,4 +1,5 @@
 import pytest
+
 from devstack.emulator.errors import ApiError
 from devstack.emulator.names import (
     decode_namespace_segment,

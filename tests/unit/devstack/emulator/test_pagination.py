@@ -2,10 +2,11 @@ import base64
 import uuid
 
 import pytest
-from devstack.emulator.errors import ApiError
-from devstack.emulator.pagination import Cursor, clamp_page_size, decode_token, encode_token
 from hypothesis import given
 from hypothesis import strategies as st
+
+from devstack.emulator.errors import ApiError
+from devstack.emulator.pagination import Cursor, clamp_page_size, decode_token, encode_token
 
 
 @given(st.integers(min_value=0, max_value=2**62), st.uuids())

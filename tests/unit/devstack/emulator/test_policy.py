@@ -1,6 +1,7 @@
 import json
 
 import pytest
+
 from devstack.emulator.errors import ApiError
 from devstack.emulator.policy import (
     Permission,

@@ -1,6 +1,7 @@
 import uuid
 
 import pytest
+
 from devstack.emulator.pagination import Cursor
 from devstack.emulator.store import ConflictError, Store
 

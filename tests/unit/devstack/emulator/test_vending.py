@@ -2,6 +2,7 @@ import asyncio
 import json
 
 import pytest
+
 from devstack.emulator.errors import ApiError
 from devstack.emulator.models import GenericTable, Warehouse
 from devstack.emulator.policy import Permission

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 SOURCE_NAME = "lakekeeper"
 
 
-class LakekeeperDataSource(DataSource):  # type: ignore[misc]
+class LakekeeperDataSource(DataSource):
     """Batch reads and writes of one generic table per DataFrame operation."""
 
     @classmethod

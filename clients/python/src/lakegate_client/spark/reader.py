@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class TablePartition(InputPartition):  # type: ignore[misc]
+class TablePartition(InputPartition):
     """One unit of work: a data file (path relative to the table) or a Lance fragment id."""
 
     index: int
@@ -119,7 +119,13 @@ def read_partition(
         dataset = lance.dataset(
             creds.location, version=partition.version, storage_options=creds.lance_storage_options()
         )
+        if partition.fragment_id is None:
+            raise TableFormatError("a Lance partition without a fragment id")
         fragment = dataset.get_fragment(partition.fragment_id)
+        if fragment is None:
+            raise TableFormatError(
+                f"Lance fragment {partition.fragment_id} is missing at version {partition.version}"
+            )
         for batch in fragment.to_batches(columns=target.names):
             yield _conform(batch, target)
         return
@@ -138,7 +144,7 @@ def _conform(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
     return batch.select(target.names).cast(target)
 
 
-class LakekeeperReader(DataSourceReader):  # type: ignore[misc]
+class LakekeeperReader(DataSourceReader):
     """Driver: plan partitions. Executor: fetch a read credential, yield Arrow batches."""
 
     def __init__(self, opts: SourceOptions, info: TableInfo, schema: StructType) -> None:

@@ -23,7 +23,7 @@ import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
@@ -58,7 +58,7 @@ class WrittenFile:
 
 
 @dataclass(frozen=True)
-class TaskResult(WriterCommitMessage):  # type: ignore[misc]
+class TaskResult(WriterCommitMessage):
     """What one task hands to the driver: files, or Lance fragment metadata as JSON."""
 
     partition: int
@@ -78,7 +78,7 @@ class WritePlan:
     read_version: int | None
 
 
-class LakekeeperWriter(DataSourceArrowWriter):  # type: ignore[misc]
+class LakekeeperWriter(DataSourceArrowWriter):
     """Arrow writer for parquet, delta and lance generic tables."""
 
     def __init__(self, plan: WritePlan, schema: pa.Schema) -> None:
@@ -167,7 +167,7 @@ class LakekeeperWriter(DataSourceArrowWriter):  # type: ignore[misc]
 
     def _commit_delta(self, creds: TableCredentials, results: list[TaskResult]) -> None:
         from deltalake import DeltaTable, Schema
-        from deltalake.transaction import AddAction, create_table_with_add_actions
+        from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
 
         options = creds.delta_storage_options()
         adds = [
@@ -182,10 +182,11 @@ class LakekeeperWriter(DataSourceArrowWriter):  # type: ignore[misc]
             for r in results
             for f in r.files
         ]
-        mode = "overwrite" if self._plan.overwrite else "append"
+        mode: Literal["overwrite", "append"] = "overwrite" if self._plan.overwrite else "append"
         if DeltaTable.is_deltatable(creds.location, storage_options=options):
             table = DeltaTable(creds.location, storage_options=options)
-            table.create_write_transaction(adds, mode=mode, schema=self._schema)
+            actions: list[AddAction | RemoveAction] = [*adds]  # the API takes the wider list type
+            table.create_write_transaction(actions, mode=mode, schema=self._schema)
         else:
             create_table_with_add_actions(
                 creds.location,
@@ -201,6 +202,7 @@ class LakekeeperWriter(DataSourceArrowWriter):  # type: ignore[misc]
 
         fragments = [FragmentMetadata.from_json(f) for r in results for f in r.fragments]
         version = self._plan.read_version
+        operation: lance.LanceOperation.BaseOperation
         if version is None or self._plan.overwrite:
             operation = lance.LanceOperation.Overwrite(self._schema, fragments)
         else:

@@ -9,8 +9,6 @@ import pytest
 from lakegate_client.io import TableFormatError
 from lakegate_client.spark.options import OptionsError, SourceOptions
 
-pytestmark = pytest.mark.e2e
-
 
 def test_a_dotted_table_name_splits_into_namespace_and_table() -> None:
     opts = SourceOptions.parse({"TABLE": "a.b.orders", "Warehouse": "demo", "create": "TRUE"})
@@ -18,7 +16,7 @@ def test_a_dotted_table_name_splits_into_namespace_and_table() -> None:
         ("a", "b"), "orders", "demo", True
     )
     assert opts.url is None  # each task then uses its own node's LAKEGATE_URL
-    assert pickle.loads(pickle.dumps(opts)) == opts
+    assert pickle.loads(pickle.dumps(opts)) == opts  # noqa: S301 - our own bytes
 
 
 def test_namespace_and_table_may_be_given_separately() -> None:
