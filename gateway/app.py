@@ -43,6 +43,11 @@ from gateway.tasks import TaskRegistry
 
 _log = logging.getLogger("lakegate.app")
 
+# aiohttp's default listen backlog is 128: a herd of thousands of executors connecting at once
+# (one connection each) overflows it and sees SYN/connect retries. The kernel caps it at
+# net.core.somaxconn.
+LISTEN_BACKLOG = 4096
+
 Spawn = Callable[[Coroutine[Any, Any, Any]], "asyncio.Task[Any]"]
 
 
@@ -215,11 +220,11 @@ class App:
         self._runner = runner
         sock = _tcp_socket(listen.host, listen.http_port)
         self.http_port = sock.getsockname()[1]
-        await web.SockSite(runner, sock).start()
+        await web.SockSite(runner, sock, backlog=LISTEN_BACKLOG).start()
         if listen.http_uds is not None:
             uds = _uds_socket(listen.http_uds)
             self._uds_paths.append(listen.http_uds)
-            await web.SockSite(runner, uds).start()
+            await web.SockSite(runner, uds, backlog=LISTEN_BACKLOG).start()
 
     async def _bind_grpc(self, surface: GrpcSurface) -> None:
         listen = self.settings.listen

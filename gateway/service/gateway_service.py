@@ -8,6 +8,7 @@ about HTTP or gRPC, and the layers below it know nothing about callers.
 from __future__ import annotations
 
 import asyncio
+from collections import OrderedDict
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
@@ -51,6 +52,10 @@ _T = TypeVar("_T")
 Spawn = Callable[[Coroutine[Any, Any, Any]], "asyncio.Task[Any]"]
 
 _HEALTH_TTL_S = 2.0
+# Credential request → (warehouse resolution key, resolved warehouse, cache key), LRU-bounded.
+_KEY_MEMO_MAX = 1024
+
+KeyMemoKey = tuple[TableRef, AccessMode, str, str | None]
 
 
 def _merge_config(credential: StorageCredential) -> dict[str, str]:
@@ -122,6 +127,10 @@ class GatewayService:
             ttl=max(settings.cache.metadata_ttl_s, 1e-9),
             timer=clock.monotonic,
         )
+        # Per (ref, access, project, delegation): what get_credentials derives before the cache
+        # lookup (validation, warehouse resolution, CacheKey). Valid exactly while the
+        # resolver still holds the SAME resolution (checked by identity on every use).
+        self._key_memo: OrderedDict[KeyMemoKey, tuple[str, Warehouse, CacheKey]] = OrderedDict()
         self._health: tuple[float, bool, str] | None = None
         self._started = False
         self._closed = False
@@ -190,14 +199,38 @@ class GatewayService:
             InvalidRequestError, NotFoundError, ForbiddenError, CredentialExpiredError,
             UpstreamError: as the cache/catalog decide; never an expired credential.
         """
-        validate_ref(ref)
-        wh = await self.resolve_warehouse(ref.warehouse, ctx)
-        key = self._key(wh, ref, access, ctx)
+        wh, key = await self._credential_key(ref, access, ctx)
         creds, outcome = await self._cache.get(key, ctx)
         return CredentialLookup(
             warehouse=wh, ref=ref, access=access, credentials=creds, outcome=outcome,
             remaining_s=creds.remaining_s(self._clock.now()),
         )
+
+    async def _credential_key(self, ref: TableRef, access: AccessMode,
+                              ctx: RequestContext) -> tuple[Warehouse, CacheKey]:
+        """Validate `ref`, resolve its warehouse and build the cache key, memoized.
+
+        The memo is a pure function of its key as long as the warehouse resolution is the same
+        one: it is used only while the resolver's cached entry is identical (a re-resolution,
+        `remember()` or expiry replaces or drops it), so the answer always equals the unmemoized
+        path's.
+        """
+        project = self._project(ctx)
+        mk: KeyMemoKey = (ref, access, project, ctx.delegation)
+        memo = self._key_memo.get(mk)
+        if memo is not None and self._warehouses.peek(memo[0]) is memo[1]:
+            self._key_memo.move_to_end(mk)
+            return memo[1], memo[2]
+        validate_ref(ref)
+        wh = await self._warehouses.resolve(ref.warehouse, project, ctx)
+        key = self._key(wh, ref, access, ctx)
+        ck = self._warehouses.cache_key(ref.warehouse, project)
+        if self._warehouses.peek(ck) is wh:
+            self._key_memo[mk] = (ck, wh, key)
+            self._key_memo.move_to_end(mk)
+            while len(self._key_memo) > _KEY_MEMO_MAX:
+                self._key_memo.popitem(last=False)
+        return wh, key
 
     # ------------------------------------------------------------------ tables
     async def _table_metadata(self, wh: Warehouse, ref: TableRef,

@@ -42,9 +42,12 @@ class WarehouseResolver:
             TTLCache(maxsize=_KNOWN_MAX, ttl=negative_ttl_s, timer=clock.monotonic)
             if negative_ttl_s > 0 else None
         )
-        self._cache: TTLCache[str, Warehouse] = TTLCache(
-            maxsize=_KNOWN_MAX, ttl=max(ttl_s, 1e-9), timer=clock.monotonic
-        )
+        # Resolutions trusted for ttl_s: key → (warehouse, monotonic deadline), LRU-bounded.
+        # A plain OrderedDict rather than cachetools' TTLCache: `peek` runs on every
+        # credential request, and TTLCache's timer bookkeeping per lookup was measurable.
+        self._clock = clock
+        self._ttl_s = max(ttl_s, 1e-9)
+        self._cache: OrderedDict[str, tuple[Warehouse, float]] = OrderedDict()
         # Names seen ever (bounded), so a sync invalidate() can map a name to its id even
         # after the TTL cache expired while credential entries live on.
         self._known: OrderedDict[str, Warehouse] = OrderedDict()
@@ -52,13 +55,34 @@ class WarehouseResolver:
 
     def remember(self, project: str, query: str, wh: Warehouse) -> None:
         """Record a resolution under the query, the name and the id."""
+        deadline = self._clock.monotonic() + self._ttl_s
         for k in {f"{project}|{query.casefold()}", f"{project}|{wh.name.casefold()}",
                   f"{project}|{wh.id.lower()}"}:
-            self._cache[k] = wh
+            self._cache[k] = (wh, deadline)
+            self._cache.move_to_end(k)
             self._known[k] = wh
             self._known.move_to_end(k)
         while len(self._known) > _KNOWN_MAX:
             self._known.popitem(last=False)
+        while len(self._cache) > _KNOWN_MAX:
+            self._cache.popitem(last=False)
+
+    @staticmethod
+    def cache_key(warehouse: str, project: str) -> str:
+        """The key `resolve` caches a resolution under (for `peek`)."""
+        return f"{project}|{warehouse.casefold()}"
+
+    def peek(self, ck: str) -> Warehouse | None:
+        """The cached, unexpired resolution under `ck` (no I/O): what `resolve` would return
+        without asking the catalog. The same Warehouse object until it is re-resolved."""
+        hit = self._cache.get(ck)
+        if hit is None:
+            return None
+        if self._clock.monotonic() < hit[1]:
+            self._cache.move_to_end(ck)
+            return hit[0]
+        del self._cache[ck]
+        return None
 
     def ids_for(self, warehouse: str) -> set[str]:
         """Every warehouse id known under this name or id (any project), without I/O."""
@@ -70,8 +94,8 @@ class WarehouseResolver:
     async def resolve(self, warehouse: str, project: str, ctx: RequestContext) -> Warehouse:
         """Resolve a name or UUID (see GatewayService.resolve_warehouse)."""
         check_warehouse(warehouse)
-        ck = f"{project}|{warehouse.casefold()}"
-        hit: Warehouse | None = self._cache.get(ck)
+        ck = self.cache_key(warehouse, project)
+        hit = self.peek(ck)
         if hit is not None:
             return hit
         missing = self._missing.get(ck) if self._missing is not None else None

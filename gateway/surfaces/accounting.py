@@ -28,16 +28,37 @@ def result_for(exc: BaseException) -> str:
     return "denied" if isinstance(exc, _DENIED) else "error"
 
 
+class _Track:
+    """The metric children of one (surface, kind), bound once: `labels()` takes a lock and a
+    dict lookup per call, measurable on the cached-credential hot path."""
+
+    __slots__ = ("counters", "duration", "kind", "metrics", "surface")
+
+    def __init__(self, metrics: Metrics, surface: str, kind: str) -> None:
+        self.metrics = metrics
+        self.surface = surface
+        self.kind = kind
+        self.duration = metrics.request_duration.labels(surface, kind)
+        # Bound on first use (not up front): a series appears once it has counted something.
+        self.counters: dict[str, Any] = {}
+
+    def counter(self, result: str) -> Any:
+        child = self.counters.get(result)
+        if child is None:
+            child = self.counters[result] = self.metrics.requests.labels(
+                self.surface, self.kind, result
+            )
+        return child
+
+
 class Tally:
     """One request in flight; `served()` sets the success result before the context exits."""
 
-    __slots__ = ("_clock", "_kind", "_recorder", "_remaining_s", "_result", "_started", "_surface")
+    __slots__ = ("_clock", "_remaining_s", "_result", "_started", "_track")
 
-    def __init__(self, recorder: Recorder, surface: Surface, kind: Kind) -> None:
-        self._recorder = recorder
-        self._clock = recorder.clock
-        self._surface = surface
-        self._kind = kind
+    def __init__(self, track: _Track, clock: Clock) -> None:
+        self._track = track
+        self._clock = clock
         self._result: str | None = None
         self._remaining_s: float | None = None
         self._started = 0.0
@@ -57,18 +78,16 @@ class Tally:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        rec = self._recorder
+        track = self._track
         if exc is not None:
             result = result_for(exc)
         else:
             # Metadata calls that went upstream and did not name an outcome count as a miss.
             result = self._result or "miss"
             if self._remaining_s is not None:
-                rec.metrics.served_remaining.observe(max(self._remaining_s, 0.0))
-        rec.counter(self._surface, self._kind, result).inc()
-        rec.histogram(self._surface, self._kind).observe(
-            max(self._clock.monotonic() - self._started, 0.0)
-        )
+                track.metrics.served_remaining.observe(max(self._remaining_s, 0.0))
+        track.counter(result).inc()
+        track.duration.observe(max(self._clock.monotonic() - self._started, 0.0))
 
 
 class Recorder:
@@ -77,24 +96,23 @@ class Recorder:
     def __init__(self, metrics: Metrics, clock: Clock) -> None:
         self.metrics = metrics
         self.clock = clock
-        # Label children cached per label set: `labels()` is a locked dict lookup per call,
-        # measurable on the cached-credential hot path. The label space is small and fixed.
-        self._counters: dict[tuple[str, str, str], Any] = {}
-        self._histograms: dict[tuple[str, str], Any] = {}
+        # The label space is small and fixed: one _Track per (surface, kind), bound lazily.
+        self._tracks: dict[tuple[str, str], _Track] = {}
 
     def track(self, surface: Surface, kind: Kind) -> Tally:
-        return Tally(self, surface, kind)
+        tr = self._tracks.get((surface, kind))
+        if tr is None:
+            tr = self._tracks[(surface, kind)] = _Track(self.metrics, surface, kind)
+        return Tally(tr, self.clock)
 
     def counter(self, surface: str, kind: str, result: str) -> Any:
-        key = (surface, kind, result)
-        child = self._counters.get(key)
-        if child is None:
-            child = self._counters[key] = self.metrics.requests.labels(surface, kind, result)
-        return child
+        return self._track_for(surface, kind).counter(result)
 
     def histogram(self, surface: str, kind: str) -> Any:
-        key = (surface, kind)
-        child = self._histograms.get(key)
-        if child is None:
-            child = self._histograms[key] = self.metrics.request_duration.labels(surface, kind)
-        return child
+        return self._track_for(surface, kind).duration
+
+    def _track_for(self, surface: str, kind: str) -> _Track:
+        tr = self._tracks.get((surface, kind))
+        if tr is None:
+            tr = self._tracks[(surface, kind)] = _Track(self.metrics, surface, kind)
+        return tr

@@ -1,7 +1,9 @@
 """The aiohttp Application factory: one dispatcher, the route modules, error rendering.
 
-Every request gets a request id (the caller's well-formed `x-request-id`, else a new UUID), set
-in the logging context var and echoed back. Errors are rendered in one place: a GatewayError
+Every request gets a request id (the caller's well-formed `x-request-id`, else a new UUID-shaped
+id, see request_ids.py), set in the logging context var and echoed back. Route matches are kept
+per exact (method, raw target) in a small bounded LRU: executors repeat the same few URLs, and
+the match (with the handler's memoized parse of the target) is a pure function of them. Errors are rendered in one place: a GatewayError
 through its status and the Lakekeeper envelope, anything unexpected as a 500 envelope with an
 Error ID and no internals (logged with the traceback, redacted).
 """
@@ -24,9 +26,11 @@ from gateway.surfaces.http_codec import (
     request_id_of,
     split_target,
 )
-from gateway.surfaces.http_routing import Call, SegmentRouter
+from gateway.surfaces.http_routing import Call, Match, SegmentRouter
 from gateway.surfaces.ingress import Gate
+from gateway.surfaces.memo import BoundedLru
 from gateway.surfaces.operations import Operations
+from gateway.surfaces.request_ids import RequestIds
 
 _log = logging.getLogger("lakegate.http")
 
@@ -50,6 +54,14 @@ class HttpDeps:
 
 
 DEPS_KEY: web.AppKey[HttpDeps] = web.AppKey("lakegate_deps", HttpDeps)
+MATCHES_KEY: web.AppKey[BoundedLru[tuple[str, str], Match]] = web.AppKey(
+    "lakegate_matches", BoundedLru
+)
+
+# Route matches remembered (bounded), and only for targets up to this length (aiohttp allows
+# request lines up to 8 KiB; a flood of long distinct URLs must not pin 8 MiB).
+MATCH_CACHE_SIZE = 1024
+MATCH_CACHE_MAX_TARGET = 1024
 
 
 def build_router(deps: HttpDeps) -> SegmentRouter:
@@ -78,20 +90,28 @@ def build_http_app(deps: HttpDeps) -> web.Application:
     # +1 KiB: our own check in read_json answers 413 with the envelope before aiohttp's limit.
     app = web.Application(client_max_size=deps.max_body_bytes + 1024)
     app[DEPS_KEY] = deps
+    ids = RequestIds()
+    matches: BoundedLru[tuple[str, str], Match] = BoundedLru(MATCH_CACHE_SIZE)
+    app[MATCHES_KEY] = matches
 
     async def dispatch(request: web.Request) -> web.StreamResponse:
-        request_id = request_id_of(request)
+        request_id = request_id_of(request, ids)
         token = request_id_var.set(request_id)
         lakekeeper = False
         try:
-            segments, _query = split_target(request.raw_path)
+            raw_target = request.raw_path
             try:
-                match = router.match(request.method, segments)
+                key = (request.method, raw_target)
+                match = matches.get(key)
+                if match is None:
+                    match = router.match(request.method, split_target(raw_target)[0])
+                    if len(raw_target) <= MATCH_CACHE_MAX_TARGET:
+                        matches.put(key, match)
                 lakekeeper = match.route.lakekeeper
-                response = await match.route.handler(request, Call(request_id, match.params))
+                response = await match.route.handler(request, Call(request_id, match))
             except GatewayError as err:
                 if not lakekeeper:
-                    lakekeeper = router.fence_for(segments)[1]
+                    lakekeeper = router.fence_for(split_target(raw_target)[0])[1]
                 response = error_response(err, request_id)
             except web.HTTPException:
                 raise

@@ -8,22 +8,18 @@ In caller mode `none` the token may be any value: it only serves as the anti-SSR
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
 from aiohttp import web
 
 from gateway.errors import ProtocolViolationError
-from gateway.models import CredentialLookup, TableRef
+from gateway.models import CredentialLookup
 from gateway.surfaces.http_app import HttpDeps
-from gateway.surfaces.http_codec import (
-    context_of,
-    decode_segment,
-    json_response,
-    parse_access,
-    parse_namespace,
-)
-from gateway.surfaces.http_routing import Call, Route
+from gateway.surfaces.http_codec import context_of
+from gateway.surfaces.http_native import credential_target, json_body_response
+from gateway.surfaces.http_routing import Call, Match, Route
 
 _KEYS = ("s3.access-key-id", "s3.secret-access-key", "s3.session-token")
 
@@ -57,6 +53,20 @@ def aws_doc(lookup: CredentialLookup) -> dict[str, Any]:
     }
 
 
+def aws_body(lookup: CredentialLookup, match: Match) -> bytes:
+    """The `aws_doc` JSON bytes, rendered once per served credential set (kept on the match).
+
+    The answer depends on the credential set only; a rotated credential is a new set object,
+    so the identity check re-renders it at once. Raises like `aws_doc` (nothing is kept then).
+    """
+    rendered = match.rendered
+    if not isinstance(rendered, tuple) or rendered[0] is not lookup.credentials:
+        body = json.dumps(aws_doc(lookup), separators=(",", ":")).encode()
+        rendered = match.rendered = (lookup.credentials, body)
+    cached: bytes = rendered[1]
+    return cached
+
+
 class AwsApi:
     """`GET /v1/aws-credentials/{wh}/{ns}/{table}?access=read`."""
 
@@ -70,15 +80,11 @@ class AwsApi:
         d = self._d
         with d.recorder.track("aws", "credential") as tally:
             caller = await d.gate.admit(request.headers.get("Authorization"), request.headers)
-            ref = TableRef(
-                warehouse=decode_segment(call.params["wh"], "warehouse"),
-                namespace=parse_namespace(decode_segment(call.params["ns"], "namespace")),
-                name=decode_segment(call.params["table"], "table"),
-            )
-            access = parse_access(request.query.get("access"))
+            # Same {wh}/{ns}/{table} captures and ?access= as the native credential route.
+            ref, access = credential_target(request, call)
             ctx = context_of(request, call.request_id, caller)
             await d.gate.authorize(caller, ctx, ref.warehouse, ref.namespace, ref.name, access)
             lookup = await d.ops.get_credentials(ref, access, ctx)
-            doc = aws_doc(lookup)
+            body = aws_body(lookup, call.match)
             tally.served(lookup.outcome, lookup.remaining_s)
-            return json_response(doc)
+            return json_body_response(body)

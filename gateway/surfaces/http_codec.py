@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import uuid
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import unquote
@@ -25,6 +24,7 @@ from gateway.errors import (
     retry_after_value,
 )
 from gateway.models import AccessMode, CallerIdentity, RequestContext, StorageCredential
+from gateway.surfaces.request_ids import RequestIds
 
 NAMESPACE_SEPARATOR = "\x1f"
 MAX_NAME_LEN = 255
@@ -162,12 +162,12 @@ async def read_json(request: web.Request, max_bytes: int) -> dict[str, Any]:
     return doc
 
 
-def request_id_of(request: web.Request) -> str:
-    """The caller's x-request-id if well-formed, else a new UUID."""
+def request_id_of(request: web.Request, ids: RequestIds) -> str:
+    """The caller's x-request-id if well-formed, else a new (UUID-shaped) id from `ids`."""
     given = request.headers.get("x-request-id")
     if given and _REQUEST_ID.match(given):
         return given
-    return str(uuid.uuid4())
+    return ids.new()
 
 
 def context_of(request: web.Request, request_id: str, caller: CallerIdentity) -> RequestContext:

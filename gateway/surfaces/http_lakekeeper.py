@@ -14,6 +14,7 @@ policy allows); mutations are forwarded and invalidate the cache. `/management/v
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from aiohttp import web
@@ -23,6 +24,7 @@ from gateway.models import (
     AccessMode,
     CallerIdentity,
     CreateTableSpec,
+    CredentialLookup,
     GenericTable,
     LoadResult,
     RequestContext,
@@ -43,8 +45,8 @@ from gateway.surfaces.http_codec import (
     string_field,
     string_map,
 )
-from gateway.surfaces.http_native import rename_pair
-from gateway.surfaces.http_routing import Call, Route
+from gateway.surfaces.http_native import json_body_response, rename_pair
+from gateway.surfaces.http_routing import Call, Match, Route
 
 _GT = ("lakekeeper", "v1", "{prefix}", "namespaces", "{ns}", "generic-tables")
 _NS = ("catalog", "v1", "{prefix}", "namespaces")
@@ -89,6 +91,21 @@ def load_json(result: LoadResult) -> dict[str, Any]:
     return doc
 
 
+def storage_credentials_body(lookup: CredentialLookup, match: Match) -> bytes:
+    """`{"storage-credentials": [...]}` bytes, rendered once per served credential set.
+
+    Depends on the credential set only (kept on the route match with it); a rotated credential
+    is a new set object, so the identity check re-renders it at once.
+    """
+    rendered = match.rendered
+    if not isinstance(rendered, tuple) or rendered[0] is not lookup.credentials:
+        creds = [credential_json(c, with_expiry=False) for c in lookup.credentials.credentials]
+        body = json.dumps({"storage-credentials": creds}, separators=(",", ":")).encode()
+        rendered = match.rendered = (lookup.credentials, body)
+    cached: bytes = rendered[1]
+    return cached
+
+
 def wants_credentials(delegation: str | None) -> bool:
     """Lakekeeper vends on load unless the caller asked for another delegation mode only."""
     if not delegation:
@@ -127,6 +144,13 @@ class LakekeeperApi:
     async def _admit(self, request: web.Request) -> CallerIdentity:
         return await self._d.gate.admit(request.headers.get("Authorization"), request.headers)
 
+    def _parsed_ref(self, call: Call) -> TableRef:
+        """`_ref` memoized on the cached route match (a pure function of the raw target)."""
+        ref = call.match.parsed
+        if not isinstance(ref, TableRef):
+            ref = call.match.parsed = self._ref(call.params)
+        return ref
+
     def _ref(self, params: dict[str, str]) -> TableRef:
         return TableRef(
             warehouse=decode_segment(params["prefix"], "warehouse"),
@@ -150,7 +174,7 @@ class LakekeeperApi:
         vended = wants_credentials(request.headers.get("X-Iceberg-Access-Delegation"))
         with d.recorder.track("rest", "credential" if vended else "metadata") as tally:
             caller = await self._admit(request)
-            ref = self._ref(call.params)
+            ref = self._parsed_ref(call)
             ctx = context_of(request, call.request_id, caller)
             access = await self._vend_access(caller, ctx, ref)
             result = await d.ops.load_table(ref, ctx, vended=vended, access=access)
@@ -161,13 +185,12 @@ class LakekeeperApi:
         d = self._d
         with d.recorder.track("rest", "credential") as tally:
             caller = await self._admit(request)
-            ref = self._ref(call.params)
+            ref = self._parsed_ref(call)
             ctx = context_of(request, call.request_id, caller)
             access = await self._vend_access(caller, ctx, ref)
             lookup = await d.ops.get_credentials(ref, access, ctx)
             tally.served(lookup.outcome, lookup.remaining_s)
-            creds = [credential_json(c, with_expiry=False) for c in lookup.credentials.credentials]
-            return json_response({"storage-credentials": creds})
+            return json_body_response(storage_credentials_body(lookup, call.match))
 
     async def list(self, request: web.Request, call: Call) -> web.StreamResponse:
         d = self._d

@@ -2,10 +2,16 @@
 
 Credential answers carry the remaining lifetime and the cache outcome (hit, miss, coalesced,
 stale), so callers and tests can see what the gateway did.
+
+The credential route is the hot path (executors ask for the same few tables over and over):
+its parsed target is memoized on the cached route match, and its JSON body is kept pre-rendered
+per served credential set, so a cache hit only formats `remaining_s` and `outcome`.
 """
 
 from __future__ import annotations
 
+import json
+import math
 from typing import Any
 
 from aiohttp import web
@@ -18,6 +24,7 @@ from gateway.models import (
     GenericTable,
     ListResult,
     LoadResult,
+    Outcome,
     TableRef,
 )
 from gateway.surfaces.http_app import HttpDeps
@@ -35,7 +42,7 @@ from gateway.surfaces.http_codec import (
     string_field,
     string_map,
 )
-from gateway.surfaces.http_routing import Call, Route
+from gateway.surfaces.http_routing import Call, Match, Route
 from gateway.surfaces.openapi import openapi_document
 
 _WH = ("v1", "warehouses", "{wh}")
@@ -52,6 +59,22 @@ def table_ref(params: dict[str, str]) -> TableRef:
     )
 
 
+def credential_target(request: web.Request, call: Call) -> tuple[TableRef, AccessMode]:
+    """(TableRef, access) of a credential request, parsed once per exact target.
+
+    Memoized on the route match, which is cached per (method, raw target): the parse is a pure
+    function of the raw path and query. A target that fails to parse is not memoized (it raises
+    InvalidRequestError every time, after the caller was admitted).
+    """
+    parsed = call.match.parsed
+    if parsed is None:
+        parsed = (table_ref(call.params), parse_access(request.query.get("access")))
+        call.match.parsed = parsed
+    ref: TableRef = parsed[0]
+    access: AccessMode = parsed[1]
+    return ref, access
+
+
 def credentials_doc(lookup: CredentialLookup) -> dict[str, Any]:
     """The `CredentialsResponse` JSON of the contract."""
     creds = lookup.credentials
@@ -66,6 +89,66 @@ def credentials_doc(lookup: CredentialLookup) -> dict[str, Any]:
         "outcome": lookup.outcome.value,
         "credentials": [credential_json(c, with_expiry=True) for c in creds.credentials],
     }
+
+
+def _json_number(value: float | None) -> bytes:
+    """`value` exactly as json.dumps writes it (float repr; null; NaN/Infinity)."""
+    if type(value) is float and math.isfinite(value):
+        return float.__repr__(value).encode()
+    return json.dumps(value).encode()
+
+
+_OUTCOME_KEY = b',"outcome":'
+_OUTCOME_JSON: dict[str, bytes] = {o.value: json.dumps(o.value).encode() for o in Outcome}
+
+
+class CredentialsBody:
+    """A `CredentialsResponse` pre-rendered for one served credential set.
+
+    Everything but `remaining_s` and `outcome` is fixed by (warehouse, table, access, credential
+    set), so it is rendered once; `render()` splices the two per-request fields in. The bytes
+    equal `json.dumps(credentials_doc(lookup), separators=(",", ":"))`. A rotated credential is
+    a new CredentialSet object: `matches()` compares identities, so it is re-rendered at once.
+    """
+
+    __slots__ = ("_head", "_tail", "access", "credentials", "ref", "warehouse_id")
+
+    def __init__(self, lookup: CredentialLookup) -> None:
+        self.credentials = lookup.credentials
+        self.warehouse_id = lookup.warehouse.id
+        self.ref = lookup.ref
+        self.access = lookup.access
+        doc = credentials_doc(lookup)
+        head = {k: doc[k] for k in ("warehouse_id", "namespace", "table", "access", "location",
+                                    "expires_at_ms")}
+        self._head = json.dumps(head, separators=(",", ":"))[:-1].encode() + b',"remaining_s":'
+        self._tail = (b',"credentials":' + json.dumps(doc["credentials"], separators=(",", ":"))
+                      .encode() + b"}")
+
+    def matches(self, lookup: CredentialLookup) -> bool:
+        return (
+            lookup.credentials is self.credentials
+            and lookup.warehouse.id == self.warehouse_id
+            and (lookup.ref is self.ref or lookup.ref == self.ref)
+            and lookup.access is self.access
+        )
+
+    def render(self, lookup: CredentialLookup) -> bytes:
+        outcome = _OUTCOME_JSON.get(lookup.outcome) or json.dumps(str(lookup.outcome)).encode()
+        return b"".join((self._head, _json_number(lookup.remaining_s), _OUTCOME_KEY, outcome,
+                         self._tail))
+
+
+def credentials_body(lookup: CredentialLookup, match: Match) -> bytes:
+    """The CredentialsResponse bytes, reusing the match's pre-rendered body when it fits."""
+    rendered = match.rendered
+    if not isinstance(rendered, CredentialsBody) or not rendered.matches(lookup):
+        rendered = match.rendered = CredentialsBody(lookup)
+    return rendered.render(lookup)
+
+
+def json_body_response(body: bytes) -> web.Response:
+    return web.Response(body=body, content_type="application/json")
 
 
 def table_doc(table: GenericTable) -> dict[str, Any]:
@@ -124,13 +207,12 @@ class NativeApi:
         d = self._d
         with d.recorder.track("http", "credential") as tally:
             caller = await self._admit(request)
-            ref = table_ref(call.params)
-            access = parse_access(request.query.get("access"))
+            ref, access = credential_target(request, call)
             ctx = context_of(request, call.request_id, caller)
             await d.gate.authorize(caller, ctx, ref.warehouse, ref.namespace, ref.name, access)
             lookup = await d.ops.get_credentials(ref, access, ctx)
             tally.served(lookup.outcome, lookup.remaining_s)
-            return json_response(credentials_doc(lookup))
+            return json_body_response(credentials_body(lookup, call.match))
 
     async def load(self, request: web.Request, call: Call) -> web.StreamResponse:
         d = self._d

@@ -8,19 +8,30 @@ the raw segments and decode each captured segment themselves (http_codec.decode_
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Any
 
 from aiohttp import web
 
 from gateway.errors import GatewayError, NotFoundError
 
 
-@dataclass(frozen=True)
 class Call:
-    """What a handler receives besides the request: the request id and captured raw segments."""
+    """What a handler receives besides the request: the request id and the route match.
 
-    request_id: str
-    params: dict[str, str]
+    A plain slotted class (built once per request, so cheaper than a frozen dataclass).
+    """
+
+    __slots__ = ("match", "request_id")
+
+    def __init__(self, request_id: str, match: Match) -> None:
+        self.request_id = request_id
+        self.match = match
+
+    @property
+    def params(self) -> dict[str, str]:
+        """The captured raw (still percent-encoded) segments."""
+        return self.match.params
 
 
 Handler = Callable[[web.Request, Call], Awaitable[web.StreamResponse]]
@@ -41,10 +52,22 @@ class MethodNotAllowedError(GatewayError):
     error_type = "MethodNotAllowed"
 
 
-@dataclass
 class Match:
-    route: Route
-    params: dict[str, str] = field(default_factory=dict)
+    """A route matched for one exact (method, raw target); cached and shared by the requests
+    that repeat that target.
+
+    `parsed` and `rendered` are memo slots for the route's handler: the parse of the target
+    (a pure function of it, so it is stored only once it succeeded) and the last rendered body
+    (checked by the handler against the identity of what it renders before reuse).
+    """
+
+    __slots__ = ("params", "parsed", "rendered", "route")
+
+    def __init__(self, route: Route, params: dict[str, str] | None = None) -> None:
+        self.route = route
+        self.params: dict[str, str] = params if params is not None else {}
+        self.parsed: Any = None
+        self.rendered: Any = None
 
 
 @dataclass(frozen=True)

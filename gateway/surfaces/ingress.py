@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from cachetools import LRUCache
 
@@ -18,10 +19,15 @@ from gateway.errors import GatewayError, PermissionDeniedError, RateLimitedCalle
 from gateway.metrics import Metrics
 from gateway.models import AccessMode, CallerIdentity, RequestContext
 from gateway.surfaces.callers import CallerAuthenticator
+from gateway.surfaces.memo import BoundedLru
 from gateway.surfaces.operations import Operations
 from gateway.surfaces.policy import CallerPolicy
 
 MARKER_HEADER = "X-Lakegate-Request"
+# Policy decisions remembered per (caller, warehouse as given, namespace, table, access).
+DECISION_MEMO_SIZE = 4096
+_ALLOW, _DENY, _RESOLVE = "allow", "deny", "resolve"
+DecisionKey = tuple[str, str, tuple[str, ...], str | None, AccessMode]
 _log = logging.getLogger("lakegate.ingress")
 
 
@@ -99,9 +105,16 @@ class Gate:
         self._limiter = limiter
         self._ops = ops
         self._metrics = metrics
+        # The policy is fixed for the daemon's life, so the part of a decision that depends only
+        # on the request (not on the warehouse's resolved names) is a pure function: memoized.
+        self._decisions: BoundedLru[DecisionKey, str] = BoundedLru(DECISION_MEMO_SIZE)
+        self._rejected: dict[str, Any] = {}  # label children, bound on first use
 
     def _reject(self, reason: str, err: GatewayError) -> GatewayError:
-        self._metrics.ingress_rejected.labels(reason).inc()
+        child = self._rejected.get(reason)
+        if child is None:
+            child = self._rejected[reason] = self._metrics.ingress_rejected.labels(reason)
+        child.inc()
         _log.info("request refused", extra={"reason": reason, "type": err.type_name})
         return err
 
@@ -169,10 +182,19 @@ class Gate:
         policy = self.policy
         if not policy.enabled:
             return True
-        if policy.allows(caller, (warehouse,), namespace, table, access):
-            return True
-        if not policy.needs_warehouse_names(caller, warehouse):
-            return False
+        dk: DecisionKey = (caller.name, warehouse, namespace, table, access)
+        decision = self._decisions.get(dk)
+        if decision is None:
+            if policy.allows(caller, (warehouse,), namespace, table, access):
+                decision = _ALLOW
+            elif not policy.needs_warehouse_names(caller, warehouse):
+                decision = _DENY
+            else:
+                decision = _RESOLVE
+            self._decisions.put(dk, decision)
+        if decision is not _RESOLVE:
+            return decision is _ALLOW
+        # Depends on the warehouse's names, whose resolution may change: decided every time.
         wh = await self._ops.resolve_warehouse(warehouse, ctx)
         return policy.allows(caller, (warehouse, wh.id, wh.name), namespace, table, access)
 
