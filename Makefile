@@ -36,12 +36,10 @@ prometheus-bin:
 demo: venv
 	$(PY) -m demo
 
-# loadtest/, hardening/ and their tests are not linted yet (still being written).
-LINT_PATHS := gateway clients/python deploy/devstack demo tests proto
-LINT_EXCLUDE := tests/hardening,tests/unit/loadtest
+LINT_PATHS := gateway clients/python deploy/devstack demo loadtest hardening tests proto
 
 lint: venv
-	$(VENV)/bin/ruff check $(LINT_PATHS) --extend-exclude $(LINT_EXCLUDE)
+	$(VENV)/bin/ruff check $(LINT_PATHS)
 	$(VENV)/bin/mypy --strict gateway clients/python/src/lakegate_client
 
 test: venv prometheus-bin
