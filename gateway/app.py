@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import json
 import logging
 import os
@@ -31,11 +32,12 @@ from gateway import __version__
 from gateway.clock import Clock, SystemClock
 from gateway.logging import Redactor, configure_logging
 from gateway.metrics import Metrics
+from gateway.server_log import SERVER_LOGGER, MalformedRequestFilter
 from gateway.settings import Settings, SettingsError
 from gateway.surfaces.accounting import Recorder
 from gateway.surfaces.callers import CallerConfigError, build_authenticator, caller_secrets
 from gateway.surfaces.grpc_server import GrpcSurface
-from gateway.surfaces.http_app import HttpDeps, build_http_app
+from gateway.surfaces.http_app import HttpDeps, build_http_server
 from gateway.surfaces.ingress import Gate, RateLimiter
 from gateway.surfaces.operations import Operations
 from gateway.surfaces.policy import CallerPolicy, PolicyFileError
@@ -134,6 +136,10 @@ class App:
         settings: validated settings.
         clock: time source (tests pass a fake for the surfaces' accounting).
         service_factory: builds the service (tests inject a fake service).
+        freeze_gc: after start, move every object built so far (modules, the object graph)
+            out of the cyclic GC's reach (`gc.freeze()`), so the collections that request
+            garbage triggers stop re-scanning them. The daemon entry sets it; tests, which
+            start many Apps in one process, do not.
     """
 
     def __init__(
@@ -142,8 +148,10 @@ class App:
         *,
         clock: Clock | None = None,
         service_factory: ServiceFactory | None = None,
+        freeze_gc: bool = False,
     ) -> None:
         self.settings = settings
+        self._freeze_gc = freeze_gc
         self.clock = clock or SystemClock()
         self._service_factory = service_factory or _default_service
         self.metrics = Metrics()
@@ -152,13 +160,17 @@ class App:
         self.http_port: int | None = None
         self.grpc_port: int | None = None
         self.service: ServiceLike | None = None
-        self._runner: web.AppRunner | None = None
+        self._runner: web.ServerRunner | None = None
         self._grpc: GrpcSurface | None = None
         self._stop = asyncio.Event()
         # Events (not state polling) for whoever waits on the phases: tests, the CLI.
         self.started = asyncio.Event()
         self.stopping = asyncio.Event()
         self._uds_paths: list[Path] = []
+        # Malformed client requests: one counted WARNING line, not an ERROR traceback each.
+        self._malformed_log = MalformedRequestFilter(
+            self.metrics.ingress_rejected.labels("malformed").inc, self.clock.monotonic
+        )
 
     # ------------------------------------------------------------------ start
     async def start(self) -> None:
@@ -191,10 +203,13 @@ class App:
         )
         self._grpc = grpc_surface
         await service.start()
-        await self._bind_http(build_http_app(deps))
+        await self._bind_http(deps)
         await self._bind_grpc(grpc_surface)
         self._write_ports_file()
         self.tasks.spawn(self._health_loop(), name="grpc-health", loop=True)
+        if self._freeze_gc:
+            gc.collect()
+            gc.freeze()
         self.started.set()
         _log.info(
             "lakegate listening",
@@ -208,16 +223,20 @@ class App:
             },
         )
 
-    async def _bind_http(self, app: web.Application) -> None:
+    async def _bind_http(self, deps: HttpDeps) -> None:
         listen = self.settings.listen
-        runner = web.AppRunner(
-            app,
-            handle_signals=False,
-            access_log=None,
-            shutdown_timeout=self.settings.shutdown_grace_s,
+        server = build_http_server(
+            deps,
+            # aiohttp arms this at connect and only re-arms it after a response, so it also
+            # drops a client still dribbling its request headers (slowloris).
+            keepalive_timeout=listen.idle_timeout_s,
+        )
+        runner = web.ServerRunner(
+            server, handle_signals=False, shutdown_timeout=self.settings.shutdown_grace_s
         )
         await runner.setup()
         self._runner = runner
+        logging.getLogger(SERVER_LOGGER).addFilter(self._malformed_log)
         sock = _tcp_socket(listen.host, listen.http_port)
         self.http_port = sock.getsockname()[1]
         await web.SockSite(runner, sock, backlog=LISTEN_BACKLOG).start()
@@ -316,6 +335,7 @@ class App:
             drains.append(self._runner.cleanup())
         # Both surfaces drain concurrently, so the total stays within one grace period.
         results = await asyncio.gather(*drains, return_exceptions=True)
+        logging.getLogger(SERVER_LOGGER).removeFilter(self._malformed_log)
         for result in results:
             if isinstance(result, BaseException):
                 _log.warning("listener shutdown error", extra={"error": type(result).__name__})
@@ -339,7 +359,7 @@ def _parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 async def _serve(settings: Settings) -> int:
-    app = App(settings)
+    app = App(settings, freeze_gc=True)
     try:
         await app.serve()
     except StartupError as exc:

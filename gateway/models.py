@@ -130,11 +130,17 @@ class StorageCredential:
 
 @dataclass(frozen=True, repr=False)
 class CredentialSet:
-    """The credentials vended for one table; `expires_at_ms` is the earliest expiry of all."""
+    """The credentials vended for one table; `expires_at_ms` is the earliest expiry of all.
+
+    `server_date_s` is the catalog's own clock when it answered (its HTTP `Date`, epoch s), so
+    the cache can measure the lifetime on the issuer's clock rather than on a local wall clock
+    that may have been stepped. `expires_at_ms` stays the catalog's value on every wire.
+    """
 
     credentials: tuple[StorageCredential, ...]
     expires_at_ms: int | None
     location: str = ""
+    server_date_s: float | None = None
 
     def remaining_s(self, now_s: float) -> float | None:
         """Seconds left at wall time `now_s` (None when the set carries no expiry)."""

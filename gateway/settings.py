@@ -123,6 +123,9 @@ class ListenSettings(_Section):
     grpc_uds: Path | None = None
     ports_file: Path | None = None
     max_body_bytes: int = Field(default=1 << 20, ge=1024)
+    # An HTTP connection that has not completed a request this long after it opened (or after
+    # its last answer) is closed: bounds idle keep-alive and slow header senders (slowloris).
+    idle_timeout_s: float = Field(default=75.0, gt=0)
 
     @property
     def is_loopback(self) -> bool:

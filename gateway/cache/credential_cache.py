@@ -5,6 +5,10 @@ still served and RefreshAhead refreshes it in the background; failures mark it s
 with outcome `stale`) while it stays above the floor. At the floor (remaining <= min_remaining)
 the entry is dropped and callers wait for one shared fetch; a fetched credential that is
 already below the floor is an error, never served. Nothing here ever serves an expired value.
+
+Every window is judged on monotonic time: a credential's epoch-ms expiry becomes a monotonic
+deadline when it arrives (policy.expiry_deadline, with the catalog's Date when present), so a
+step of the local wall clock neither makes valid entries look expired nor expired ones valid.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from gateway.cache import policy
 from gateway.cache.singleflight import SingleFlight, Spawn
@@ -33,11 +38,19 @@ _REFRESH_RETRY_BASE_S = 1.0
 _REFRESH_RETRY_CAP_S = 60.0
 
 
+class _Fetched(NamedTuple):
+    """A flight's answer: the value and its monotonic expiry deadline (None: no expiry)."""
+
+    value: CredentialSet
+    deadline_mono: float | None
+
+
 @dataclass
 class _Entry:
     """One cached credential set; mutable bookkeeping, immutable value."""
 
     value: CredentialSet
+    deadline_mono: float | None  # the vended expiry on the monotonic clock (None: no expiry)
     fetched_mono: float
     last_used_mono: float
     lead_s: float  # refresh_lead with this entry's jitter, drawn once per fetch
@@ -75,7 +88,7 @@ class CredentialCache:
         self._settings = settings
         self._clock = clock
         self._metrics = metrics
-        self._flight: SingleFlight[CacheKey, CredentialSet] = SingleFlight(spawn)
+        self._flight: SingleFlight[CacheKey, _Fetched] = SingleFlight(spawn)
         self._deadline_s = deadline_s
         self._rng = rng or random.Random()  # noqa: S311 - jitter, not cryptography
         self._entries: OrderedDict[CacheKey, _Entry] = OrderedDict()
@@ -100,10 +113,10 @@ class CredentialCache:
     def keys(self) -> list[CacheKey]:
         return list(self._entries)
 
-    def _servable(self, entry: _Entry, now_s: float, now_m: float) -> bool:
-        if entry.value.expires_at_ms is None:
+    def _servable(self, entry: _Entry, now_m: float) -> bool:
+        if entry.deadline_mono is None:
             return entry.ttl_deadline_mono is not None and now_m < entry.ttl_deadline_mono
-        return policy.is_servable(now_s, entry.value.expires_at_ms, self._settings.min_remaining_s)
+        return policy.above_floor(entry.deadline_mono - now_m, self._settings.min_remaining_s)
 
     def stale_entries(self) -> int:
         """Entries whose last background refresh failed (recounted: O(n), for checks)."""
@@ -111,11 +124,19 @@ class CredentialCache:
 
     def servable_entries(self) -> int:
         """How many entries could be served now (readiness inside the stale budget)."""
-        now_s, now_m = self._clock.now(), self._clock.monotonic()
-        return sum(1 for e in self._entries.values() if self._servable(e, now_s, now_m))
+        now_m = self._clock.monotonic()
+        return sum(1 for e in self._entries.values() if self._servable(e, now_m))
 
     async def get(self, key: CacheKey, ctx: RequestContext) -> tuple[CredentialSet, Outcome]:
-        """A credential set above the floor for `key`, and how it was obtained.
+        """A credential set above the floor for `key`, and how it was obtained (see `lookup`)."""
+        value, outcome, _ = await self.lookup(key, ctx)
+        return value, outcome
+
+    async def lookup(self, key: CacheKey, ctx: RequestContext) -> tuple[
+        CredentialSet, Outcome, float | None
+    ]:
+        """A credential set above the floor for `key`, how it was obtained, and the seconds
+        it has left on the monotonic clock (None: no expiry).
 
         Raises:
             GatewayError: the fetch failed (or a negative-cached 404/403, or the catalog
@@ -131,17 +152,18 @@ class CredentialCache:
         entry = self._entries.get(key)
         reason = "miss"
         if entry is not None:
-            if self._servable(entry, self._clock.now(), now_m):
+            if self._servable(entry, now_m):
                 entry.last_used_mono = now_m
                 self._entries.move_to_end(key)
-                return entry.value, Outcome.STALE if entry.stale else Outcome.HIT
+                return (entry.value, Outcome.STALE if entry.stale else Outcome.HIT,
+                        policy.remaining_until(now_m, entry.deadline_mono))
             # Below the floor (or past its TTL): never served again.
             self._drop(key, "expired")
             reason = "lazy"
         return await self._wait(key, ctx, reason)
 
     async def _wait(self, key: CacheKey, ctx: RequestContext, reason: str) -> tuple[
-        CredentialSet, Outcome
+        CredentialSet, Outcome, float | None
     ]:
         gen = self._generation  # taken now: an invalidation before the task runs still counts
         task, coalesced = self._flight.start(
@@ -151,22 +173,29 @@ class CredentialCache:
         try:
             # Shielded: a waiter leaving (cancel or own deadline) never cancels the shared fetch.
             async with asyncio.timeout(self._deadline_s):
-                value = await asyncio.shield(task)
+                fetched = await asyncio.shield(task)
         except TimeoutError as exc:
             if task.done() and not task.cancelled() and task.exception() is not None:
                 raise
             raise UpstreamTimeoutError("timed out waiting for the credential fetch") from exc
         finally:
             self._metrics.singleflight_waiters.dec()
-        return value, Outcome.COALESCED if coalesced else Outcome.MISS
+        return (fetched.value, Outcome.COALESCED if coalesced else Outcome.MISS,
+                policy.remaining_until(self._clock.monotonic(), fetched.deadline_mono))
 
     # ------------------------------------------------------------------ fetching
     async def _fetch_and_store(self, key: CacheKey, ctx: RequestContext,
-                               reason: str, gen: int) -> CredentialSet:
+                               reason: str, gen: int) -> _Fetched:
+        sent_m = self._clock.monotonic()
         try:
             value = await self._fetcher(key, ctx)
-            left = policy.remaining_s(self._clock.now(), value.expires_at_ms)
-            if left is not None and left <= self._settings.min_remaining_s:
+            now_m = self._clock.monotonic()
+            deadline = policy.expiry_deadline(
+                value.expires_at_ms, wall_now_s=self._clock.now(), mono_now=now_m,
+                server_date_s=value.server_date_s, sent_mono=sent_m,
+            )
+            if not policy.above_floor(policy.remaining_until(now_m, deadline),
+                                      self._settings.min_remaining_s):
                 raise CredentialExpiredError(
                     "the catalog vended a credential with less than the serve floor left"
                 )
@@ -174,10 +203,10 @@ class CredentialCache:
             self._on_failure(key, err, reason, gen)
             raise
         if gen == self._generation:
-            self._store(key, value, reason)
+            self._store(key, value, deadline, reason)
         if reason != "miss":
             self._metrics.refresh.labels(reason=reason, status="ok").inc()
-        return value
+        return _Fetched(value, deadline)
 
     def _on_failure(self, key: CacheKey, err: GatewayError, reason: str, gen: int) -> None:
         """One place for failure bookkeeping: metric, negative cache, stale marking."""
@@ -208,7 +237,8 @@ class CredentialCache:
             log.warning("background credential refresh failed; serving the current one",
                         extra={"error_type": err.type_name, "failures": entry.failures})
 
-    def _store(self, key: CacheKey, value: CredentialSet, reason: str = "miss") -> None:
+    def _store(self, key: CacheKey, value: CredentialSet, deadline_mono: float | None,
+               reason: str = "miss") -> None:
         now_m = self._clock.monotonic()
         old = self._entries.pop(key, None)
         if old is not None and old.stale:
@@ -220,7 +250,8 @@ class CredentialCache:
                                     self._rng.random())
         ttl_deadline = (now_m + self._settings.no_expiry_ttl_s
                         if value.expires_at_ms is None else None)
-        entry = _Entry(value=value, fetched_mono=now_m, last_used_mono=last_used,
+        entry = _Entry(value=value, deadline_mono=deadline_mono, fetched_mono=now_m,
+                       last_used_mono=last_used,
                        lead_s=lead, ttl_deadline_mono=ttl_deadline)
         if (reason == "ahead" and old is not None and value.expires_at_ms is not None
                 and old.value.expires_at_ms is not None
@@ -244,10 +275,9 @@ class CredentialCache:
         # a burst of fresh misses must not turn into a burst of O(n) scans.
         if self._wake is None:
             return
-        if entry.value.expires_at_ms is None:
+        if entry.deadline_mono is None:
             return  # lapses after its TTL; the periodic scan evicts it
-        left = policy.remaining_s(self._clock.now(), entry.value.expires_at_ms) or 0.0
-        due_mono = now_m + left - entry.lead_s
+        due_mono = entry.deadline_mono - entry.lead_s
         if due_mono < self._planned_scan_mono:
             self._wake.set()
 
@@ -309,21 +339,22 @@ class CredentialCache:
         Returns:
             (due keys, oldest first; seconds until the next entry may become due, or None).
         """
-        now_s, now_m = self._clock.now(), self._clock.monotonic()
+        now_m = self._clock.monotonic()
         due: list[CacheKey] = []
         next_in: float | None = None
         for key, entry in list(self._entries.items()):
             if policy.is_idle(now_m, entry.last_used_mono, self._settings.idle_s):
                 self._drop(key, "idle")
                 continue
-            if not self._servable(entry, now_s, now_m):
+            if not self._servable(entry, now_m):
                 if key not in self._flight:
                     self._drop(key, "expired")
                 continue
             candidates = [entry.last_used_mono + self._settings.idle_s - now_m]
-            if entry.value.expires_at_ms is None:
+            left = policy.remaining_until(now_m, entry.deadline_mono)
+            if left is None:
                 candidates.append((entry.ttl_deadline_mono or now_m) - now_m)
-            elif policy.should_refresh(now_s, entry.value.expires_at_ms, entry.lead_s):
+            elif policy.in_soft_window(left, entry.lead_s):
                 if key in self._flight:
                     pass
                 elif now_m >= entry.next_attempt_mono:
@@ -331,8 +362,6 @@ class CredentialCache:
                 else:
                     candidates.append(entry.next_attempt_mono - now_m)
             else:
-                left = policy.remaining_s(now_s, entry.value.expires_at_ms)
-                assert left is not None
                 candidates.append(left - entry.lead_s)
             soonest = min(candidates)
             next_in = soonest if next_in is None else min(next_in, soonest)
@@ -343,11 +372,12 @@ class CredentialCache:
         entry = self._entries.get(key)
         if entry is None or key in self._flight:
             return False
-        now_s, now_m = self._clock.now(), self._clock.monotonic()
+        now_m = self._clock.monotonic()
         return (
-            self._servable(entry, now_s, now_m)
+            self._servable(entry, now_m)
             and not policy.is_idle(now_m, entry.last_used_mono, self._settings.idle_s)
-            and policy.should_refresh(now_s, entry.value.expires_at_ms, entry.lead_s)
+            and policy.in_soft_window(policy.remaining_until(now_m, entry.deadline_mono),
+                                      entry.lead_s)
             and now_m >= entry.next_attempt_mono
         )
 

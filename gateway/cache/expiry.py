@@ -52,7 +52,8 @@ def earliest(values: Iterable[int | None]) -> int | None:
     return min(known) if known else None
 
 
-def credential_set(credentials: Iterable[StorageCredential], location: str = "") -> CredentialSet:
+def credential_set(credentials: Iterable[StorageCredential], location: str = "", *,
+                   server_date_s: float | None = None) -> CredentialSet:
     """Build a CredentialSet whose expiry is the earliest of its credentials.
 
     A credential without a parseable expiry next to ones with an expiry does not make the set
@@ -63,6 +64,7 @@ def credential_set(credentials: Iterable[StorageCredential], location: str = "")
         credentials=creds,
         expires_at_ms=earliest(c.expires_at_ms for c in creds),
         location=location or (creds[0].prefix if creds else ""),
+        server_date_s=server_date_s,
     )
 
 

@@ -5,6 +5,10 @@ Two windows, as botocore's advisory/mandatory ones:
   the current value, failures only count;
 - hard (`remaining <= min_remaining`, the serve floor): nobody is served the entry, callers
   wait for a fetch and failures propagate.
+
+Clock jumps: a vended epoch-ms expiry is turned into a monotonic deadline once, when the
+credential arrives (`expiry_deadline`); every later decision compares that deadline with
+monotonic time (`remaining_until`), so stepping the wall clock changes nothing once cached.
 """
 
 from __future__ import annotations
@@ -21,8 +25,67 @@ def remaining_s(now_s: float, expires_at_ms: int | None) -> float | None:
 
 def is_servable(now_s: float, expires_at_ms: int | None, floor_s: float) -> bool:
     """Above the serve floor. A credential without expiry is judged by its TTL elsewhere."""
-    left = remaining_s(now_s, expires_at_ms)
-    return left is None or left > floor_s
+    return above_floor(remaining_s(now_s, expires_at_ms), floor_s)
+
+
+def above_floor(left_s: float | None, floor_s: float) -> bool:
+    """`left_s` (None: no expiry, judged by its TTL elsewhere) is above the serve floor."""
+    return left_s is None or left_s > floor_s
+
+
+def in_soft_window(left_s: float | None, lead_s: float) -> bool:
+    """`left_s` is inside the refresh lead (never for a credential without expiry)."""
+    return left_s is not None and left_s < lead_s
+
+
+def remaining_until(now_mono: float, deadline_mono: float | None) -> float | None:
+    """Seconds left before a monotonic deadline (None: no expiry)."""
+    return None if deadline_mono is None else deadline_mono - now_mono
+
+
+# The HTTP Date header has one-second resolution: the issuer's clock may be up to 1 s later.
+DATE_RESOLUTION_S = 1.0
+# Disagreement between the local wall clock and the catalog's Date beyond which the local
+# clock is taken to have been stepped (ahead) and is ignored in favour of the issuer's clock.
+MAX_CLOCK_SKEW_S = 60.0
+
+
+def expiry_deadline(
+    expires_at_ms: int | None,
+    *,
+    wall_now_s: float,
+    mono_now: float,
+    server_date_s: float | None = None,
+    sent_mono: float | None = None,
+    max_skew_s: float = MAX_CLOCK_SKEW_S,
+) -> float | None:
+    """The monotonic deadline of a credential that arrived at (`wall_now_s`, `mono_now`).
+
+    Two estimates of the time left: the local wall clock's (`expires_at - wall_now`) and the
+    issuer's (`expires_at - Date`, counted from `sent_mono`, when the request left: the answer
+    was dated after that, so this never overstates). The smaller wins, for safety; except that
+    a local clock ahead of the catalog's by more than `max_skew_s` has been stepped and would
+    refuse every credential, so then the issuer's clock alone decides.
+
+    Args:
+        expires_at_ms: the vended expiry (None: no expiry, no deadline).
+        wall_now_s: local wall time at arrival.
+        mono_now: monotonic time at arrival.
+        server_date_s: the catalog's `Date` (epoch s), when it sent one.
+        sent_mono: monotonic time when the fetch started (default `mono_now`).
+        max_skew_s: plausible clock disagreement.
+    """
+    if expires_at_ms is None:
+        return None
+    expires_s = expires_at_ms / 1000.0
+    by_wall = mono_now + (expires_s - wall_now_s)
+    if server_date_s is None:
+        return by_wall
+    start = mono_now if sent_mono is None else min(sent_mono, mono_now)
+    by_date = start + (expires_s - server_date_s - DATE_RESOLUTION_S)
+    if by_wall < by_date - max_skew_s:
+        return by_date
+    return min(by_wall, by_date)
 
 
 def jittered_lead(lead_s: float, jitter: float, rand: float) -> float:
@@ -36,8 +99,7 @@ def jittered_lead(lead_s: float, jitter: float, rand: float) -> float:
 def should_refresh(now_s: float, expires_at_ms: int | None, lead_s: float) -> bool:
     """In the soft window: refresh in the background (never for a credential without expiry:
     it simply lapses after its short TTL)."""
-    left = remaining_s(now_s, expires_at_ms)
-    return left is not None and left < lead_s
+    return in_soft_window(remaining_s(now_s, expires_at_ms), lead_s)
 
 
 def is_idle(now_mono: float, last_used_mono: float, idle_s: float) -> bool:

@@ -200,10 +200,11 @@ class GatewayService:
             UpstreamError: as the cache/catalog decide; never an expired credential.
         """
         wh, key = await self._credential_key(ref, access, ctx)
-        creds, outcome = await self._cache.get(key, ctx)
+        # remaining_s on the monotonic clock: a stepped wall clock must not distort it.
+        creds, outcome, remaining = await self._cache.lookup(key, ctx)
         return CredentialLookup(
             warehouse=wh, ref=ref, access=access, credentials=creds, outcome=outcome,
-            remaining_s=creds.remaining_s(self._clock.now()),
+            remaining_s=remaining,
         )
 
     async def _credential_key(self, ref: TableRef, access: AccessMode,

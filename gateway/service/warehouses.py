@@ -1,4 +1,11 @@
-"""Warehouse name → id resolution: cached, single-flight, remembered for invalidation."""
+"""Warehouse name → id resolution: cached, single-flight, remembered for invalidation.
+
+Stale-if-error: a name whose TTL lapsed keeps its last known id. One shared lookup refreshes
+it; a caller waits for that only briefly (`stale_wait_s`) and is answered with the last known
+id if the catalog fails or is slow, so a catalog outage never makes a request wait the whole
+upstream deadline for (or fail on) a name it could already resolve. The stale id is then
+trusted for `stale_retry_s` before the next attempt. Only a deterministic 404 drops it.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +18,7 @@ from cachetools import TTLCache
 
 from gateway.cache import SingleFlight
 from gateway.clock import Clock
-from gateway.errors import NotFoundError, UpstreamTimeoutError
+from gateway.errors import GatewayError, NotFoundError, UpstreamTimeoutError
 from gateway.models import RequestContext, Warehouse
 from gateway.service.validation import check_warehouse, is_uuid
 from gateway.upstream.lakekeeper import CatalogClient
@@ -19,6 +26,10 @@ from gateway.upstream.lakekeeper import CatalogClient
 Spawn = Callable[[Coroutine[Any, Any, Any]], "asyncio.Task[Any]"]
 
 _KNOWN_MAX = 1024
+# How long a stale mapping is served before the next refresh attempt.
+_STALE_RETRY_S = 5.0
+# How long a caller holding a stale mapping waits for its refresh before using it.
+_STALE_WAIT_S = 1.0
 
 
 class WarehouseResolver:
@@ -31,10 +42,14 @@ class WarehouseResolver:
         ttl_s: how long a resolution is trusted.
         wait_s: how long one caller waits for a shared lookup.
         negative_ttl_s: how long an unknown name is remembered (0: not at all).
+        stale_retry_s: while a lapsed mapping is served stale, how often a refresh is tried.
+        stale_wait_s: how long a caller with a lapsed mapping waits for its refresh.
     """
 
     def __init__(self, catalog: CatalogClient, clock: Clock, spawn: Spawn, *, ttl_s: float,
-                 wait_s: float, negative_ttl_s: float = 0.0) -> None:
+                 wait_s: float, negative_ttl_s: float = 0.0,
+                 stale_retry_s: float = _STALE_RETRY_S,
+                 stale_wait_s: float = _STALE_WAIT_S) -> None:
         self._catalog = catalog
         self._wait_s = wait_s
         # Unknown names are remembered briefly, so random names cannot hammer /config.
@@ -47,6 +62,8 @@ class WarehouseResolver:
         # credential request, and TTLCache's timer bookkeeping per lookup was measurable.
         self._clock = clock
         self._ttl_s = max(ttl_s, 1e-9)
+        self._stale_retry_s = max(min(stale_retry_s, self._ttl_s), 1e-9)
+        self._stale_wait_s = min(stale_wait_s, wait_s)
         self._cache: OrderedDict[str, tuple[Warehouse, float]] = OrderedDict()
         # Names seen ever (bounded), so a sync invalidate() can map a name to its id even
         # after the TTL cache expired while credential entries live on.
@@ -66,6 +83,34 @@ class WarehouseResolver:
             self._known.popitem(last=False)
         while len(self._cache) > _KNOWN_MAX:
             self._cache.popitem(last=False)
+
+    async def _refresh_or_stale(self, ck: str, stale: Warehouse,
+                                fetch: Callable[[], Coroutine[Any, Any, Warehouse]]
+                                ) -> Warehouse:
+        """A fresh resolution if the catalog answers within `stale_wait_s`, else `stale`.
+
+        A flight already running (started by an earlier caller that gave up on it) is not
+        waited for again. The shared lookup goes on in the background either way.
+        """
+        running = ck in self._flight
+        task, _ = self._flight.start(ck, fetch)
+        if not running:
+            try:
+                async with asyncio.timeout(self._stale_wait_s):
+                    return await asyncio.shield(task)
+            except NotFoundError:
+                raise
+            except (GatewayError, TimeoutError):
+                pass
+        # Trust the last known id until the next attempt: callers meanwhile need no I/O.
+        self._cache[ck] = (stale, self._clock.monotonic() + self._stale_retry_s)
+        self._cache.move_to_end(ck)
+        return stale
+
+    def _forget(self, ck: str) -> None:
+        """Drop the mapping under `ck` (fresh and last known)."""
+        self._cache.pop(ck, None)
+        self._known.pop(ck, None)
 
     @staticmethod
     def cache_key(warehouse: str, project: str) -> str:
@@ -111,12 +156,18 @@ class WarehouseResolver:
             try:
                 wid = await self._catalog.resolve_warehouse_id(warehouse, ctx)
             except NotFoundError as err:
+                # Deterministic: the name is gone, so its last known id must not be served.
+                self._forget(ck)
                 if self._missing is not None:
                     self._missing[ck] = err
                 raise
             found = Warehouse(id=wid.lower(), name=warehouse)
             self.remember(project, warehouse, found)
             return found
+
+        stale = self._known.get(ck)
+        if stale is not None:
+            return await self._refresh_or_stale(ck, stale, fetch)
 
         try:
             # Each waiter keeps its own deadline; the shared lookup goes on for the others.

@@ -24,8 +24,9 @@ def catalog_fetcher(
     """The cache's fetcher: one upstream credentials call, expiries parsed from the keys."""
 
     async def fetch(key: CacheKey, ctx: RequestContext) -> CredentialSet:
-        creds = await catalog.load_credentials(key, ctx)
-        return credential_set(storage_credential(c.prefix, c.config) for c in creds)
+        creds, date_s = await catalog.load_credentials_dated(key, ctx)
+        return credential_set((storage_credential(c.prefix, c.config) for c in creds),
+                              server_date_s=date_s)
 
     return fetch
 

@@ -3,17 +3,21 @@
 Every request gets a request id (the caller's well-formed `x-request-id`, else a new UUID-shaped
 id, see request_ids.py), set in the logging context var and echoed back. Route matches are kept
 per exact (method, raw target) in a small bounded LRU: executors repeat the same few URLs, and
-the match (with the handler's memoized parse of the target) is a pure function of them. Errors are rendered in one place: a GatewayError
-through its status and the Lakekeeper envelope, anything unexpected as a 500 envelope with an
-Error ID and no internals (logged with the traceback, redacted).
+the match (with the handler's memoized parse of the target) is a pure function of them.
+Errors are rendered in one place: a GatewayError through its status and the Lakekeeper envelope,
+anything unexpected as a 500 envelope with an Error ID and no internals (logged with the
+traceback, redacted).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
+from typing import Any, cast
 
-from aiohttp import web
+from aiohttp import hdrs, web
+from aiohttp.http import HttpVersion11
 
 from gateway.clock import Clock
 from gateway.errors import GatewayError
@@ -80,22 +84,21 @@ def build_router(deps: HttpDeps) -> SegmentRouter:
     return router
 
 
-def build_http_app(deps: HttpDeps) -> web.Application:
-    """The aiohttp application serving every HTTP surface.
+class HttpHandler:
+    """The one request handler of every HTTP surface: request id, routing, error rendering.
 
-    Args:
-        deps: the shared dependencies (service operations, gate, metrics, ...).
+    Both hostings below run it: `build_http_app` behind aiohttp's URL dispatcher (tests and
+    embedding), `build_http_server` directly under aiohttp's low-level server (the daemon).
     """
-    router = build_router(deps)
-    # +1 KiB: our own check in read_json answers 413 with the envelope before aiohttp's limit.
-    app = web.Application(client_max_size=deps.max_body_bytes + 1024)
-    app[DEPS_KEY] = deps
-    ids = RequestIds()
-    matches: BoundedLru[tuple[str, str], Match] = BoundedLru(MATCH_CACHE_SIZE)
-    app[MATCHES_KEY] = matches
 
-    async def dispatch(request: web.Request) -> web.StreamResponse:
-        request_id = request_id_of(request, ids)
+    def __init__(self, deps: HttpDeps) -> None:
+        self.router = build_router(deps)
+        self.ids = RequestIds()
+        self.matches: BoundedLru[tuple[str, str], Match] = BoundedLru(MATCH_CACHE_SIZE)
+
+    async def dispatch(self, request: web.BaseRequest) -> web.StreamResponse:
+        router, matches = self.router, self.matches
+        request_id = request_id_of(request, self.ids)
         token = request_id_var.set(request_id)
         lakekeeper = False
         try:
@@ -108,7 +111,10 @@ def build_http_app(deps: HttpDeps) -> web.Application:
                     if len(raw_target) <= MATCH_CACHE_MAX_TARGET:
                         matches.put(key, match)
                 lakekeeper = match.route.lakekeeper
-                response = await match.route.handler(request, Call(request_id, match))
+                # Handlers use only BaseRequest's API (headers, raw_path, query, read, ...):
+                # the daemon's low-level server builds BaseRequests, not web.Requests.
+                response = await match.route.handler(cast(web.Request, request),
+                                                     Call(request_id, match))
             except GatewayError as err:
                 if not lakekeeper:
                     lakekeeper = router.fence_for(split_target(raw_target)[0])[1]
@@ -128,11 +134,68 @@ def build_http_app(deps: HttpDeps) -> web.Application:
                 _log.debug("request", extra={"method": request.method, "path": request.path,
                                              "status": response.status})
             if lakekeeper:
-                for key, value in LAKEKEEPER_HEADERS.items():
-                    response.headers.setdefault(key, value)
+                for name, value in LAKEKEEPER_HEADERS.items():
+                    response.headers.setdefault(name, value)
             return response
         finally:
             request_id_var.reset(token)
 
-    app.router.add_route("*", "/{tail:.*}", dispatch)
+    async def serve(self, request: web.BaseRequest) -> web.StreamResponse:
+        """`dispatch` plus what aiohttp's URL dispatcher would do first: `Expect` handling."""
+        if hdrs.EXPECT in request.headers:
+            await expect_continue(request)
+        return await self.dispatch(request)
+
+
+async def expect_continue(request: web.BaseRequest) -> None:
+    """aiohttp's default `Expect` handling (web_urldispatcher._default_expect_handler).
+
+    Raises:
+        web.HTTPExpectationFailed: an HTTP/1.1 Expect other than 100-continue (417).
+    """
+    expect = request.headers.get(hdrs.EXPECT, "")
+    if request.version == HttpVersion11:
+        if expect.lower() == "100-continue":
+            await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            request.writer.output_size = 0  # the main body has not started yet
+        else:
+            raise web.HTTPExpectationFailed(text=f"Unknown Expect: {expect}")
+
+
+def build_http_app(deps: HttpDeps) -> web.Application:
+    """The aiohttp application serving every HTTP surface (tests and embedding).
+
+    Args:
+        deps: the shared dependencies (service operations, gate, metrics, ...).
+    """
+    handler = HttpHandler(deps)
+    # +1 KiB: our own check in read_json answers 413 with the envelope before aiohttp's limit.
+    app = web.Application(client_max_size=deps.max_body_bytes + 1024)
+    app[DEPS_KEY] = deps
+    app[MATCHES_KEY] = handler.matches
+    app.router.add_route("*", "/{tail:.*}", handler.dispatch)
     return app
+
+
+def build_http_server(deps: HttpDeps, **protocol_kwargs: Any) -> web.Server:
+    """The daemon's HTTP server: the same handler directly under aiohttp's low-level server.
+
+    The handler routes by itself (SegmentRouter over raw segments), so aiohttp's URL
+    dispatcher, match info and middleware layer only added per-request work (a path walk, a
+    regex and an unquote of the whole path per request: about a sixth of a cached credential
+    answer). Requests are BaseRequests with the same body limit `build_http_app` sets.
+    Must be called with the event loop running; `protocol_kwargs` go to aiohttp's
+    RequestHandler (e.g. keepalive_timeout), as AppRunner's keyword arguments would.
+    """
+    handler = HttpHandler(deps)
+    loop = asyncio.get_running_loop()
+    max_size = deps.max_body_bytes + 1024
+
+    def make_request(message: Any, payload: Any, protocol: Any, writer: Any,
+                     task: asyncio.Task[None]) -> web.BaseRequest:
+        return web.BaseRequest(message, payload, protocol, writer, task, loop,
+                               client_max_size=max_size)
+
+    # access_log=None: aiohttp's access log would print raw paths; our own logging covers it.
+    return web.Server(handler.serve, request_factory=make_request,
+                      **{"access_log": None, **protocol_kwargs})

@@ -162,7 +162,7 @@ async def read_json(request: web.Request, max_bytes: int) -> dict[str, Any]:
     return doc
 
 
-def request_id_of(request: web.Request, ids: RequestIds) -> str:
+def request_id_of(request: web.BaseRequest, ids: RequestIds) -> str:
     """The caller's x-request-id if well-formed, else a new (UUID-shaped) id from `ids`."""
     given = request.headers.get("x-request-id")
     if given and _REQUEST_ID.match(given):

@@ -122,6 +122,19 @@ def parse_retry_after(value: str | None, now_s: float) -> float | None:
     return min(max(0.0, seconds), _MAX_RETRY_AFTER_S)
 
 
+def parse_http_date(value: str | None) -> float | None:
+    """An HTTP `Date` header as epoch seconds; None if absent or unreadable."""
+    if not value:
+        return None
+    try:
+        parsed = parsedate_to_datetime(value.strip())
+    except (TypeError, ValueError, IndexError):
+        return None
+    if parsed.tzinfo is None:  # RFC 9110 dates are GMT; a naive one is not one of them
+        return None
+    return parsed.timestamp()
+
+
 def map_error(resp: RawResponse, op: str, now_s: float) -> UpstreamError:
     """The one translation of a non-success catalog answer into a typed error."""
     lk_type: str | None = None
@@ -305,7 +318,18 @@ class CatalogClient:
     async def load_credentials(self, key: CacheKey, ctx: RequestContext) -> tuple[
         StorageCredential, ...
     ]:
-        """`GET .../generic-tables/{t}/credentials` for the key's access mode.
+        """`GET .../generic-tables/{t}/credentials` for the key's access mode (see
+        `load_credentials_dated`)."""
+        creds, _ = await self.load_credentials_dated(key, ctx)
+        return creds
+
+    async def load_credentials_dated(self, key: CacheKey, ctx: RequestContext) -> tuple[
+        tuple[StorageCredential, ...], float | None
+    ]:
+        """`GET .../generic-tables/{t}/credentials`, with the answer's `Date` (epoch s or None).
+
+        The Date lets the cache measure a credential's lifetime on the catalog's clock
+        instead of the local wall clock alone.
 
         The read/write role (when configured) goes in `x-assume-role`, so a read caller gets
         a read-only credential. Expiries are parsed by the cache, not here.
@@ -324,8 +348,9 @@ class CatalogClient:
         resp = await self._call("load_credentials", "GET", path, ctx, headers=headers)
         parsed: LoadCredentialsResponse = _parse(LoadCredentialsResponse, resp,
                                                  "load_credentials")
-        return tuple(StorageCredential(prefix=c.prefix, config=c.config)
-                     for c in parsed.storage_credentials)
+        creds = tuple(StorageCredential(prefix=c.prefix, config=c.config)
+                      for c in parsed.storage_credentials)
+        return creds, parse_http_date(resp.headers.get("date"))
 
     async def load_table(self, warehouse_id: str, namespace: tuple[str, ...], table: str,
                          ctx: RequestContext) -> GenericTable:

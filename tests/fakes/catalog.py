@@ -14,6 +14,7 @@ import uuid
 from collections import Counter, deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from email.utils import formatdate
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -67,6 +68,7 @@ class FakeCatalog:
         self.valid_tokens: set[str] | None = None
         self.vended = itertools.count(1)
         self.no_expiry = False
+        self.send_date = True
 
     # -- setup ----------------------------------------------------------------
     @property
@@ -97,7 +99,7 @@ class FakeCatalog:
     # -- serving ----------------------------------------------------------------
     def _credential(self, table: FakeTable, access: str) -> dict[str, Any]:
         n = next(self.vended)
-        expires_ms = int((self.clock.now() + self.credential_lifetime_s) * 1000)
+        expires_ms = int((self.clock.true_now() + self.credential_lifetime_s) * 1000)
         config = {
             "s3.region": "us-east-1", "client.region": "us-east-1",
             "s3.endpoint": "http://s3.test/", "s3.path-style-access": "true",
@@ -194,7 +196,12 @@ class FakeCatalog:
                 return RawResponse(204, {}, b"")
             access = "write" if headers.get("x-assume-role") == "write-role" else "read"
             if op == "load_generic_table_credentials":
-                return self._ok({"storage-credentials": [self._credential(table, access)]})
+                resp = self._ok({"storage-credentials": [self._credential(table, access)]})
+                if self.send_date:  # like any HTTP server: its own (real) clock, whole seconds
+                    resp = RawResponse(resp.status, {
+                        **resp.headers, "date": formatdate(self.clock.true_now(), usegmt=True)
+                    }, resp.body)
+                return resp
             out: dict[str, Any] = {"table": self._table_json(table)}
             if headers.get("X-Iceberg-Access-Delegation") != "client-managed":
                 cred = self._credential(table, access)

@@ -8,11 +8,17 @@ import itertools
 
 
 class FakeClock:
-    """Implements gateway.clock.Clock. Wall and monotonic time advance together."""
+    """Implements gateway.clock.Clock. Wall and monotonic time advance together.
+
+    `step_wall` steps only the wall clock the gateway sees (`now()`), like an NTP step or a
+    mis-set host clock; `true_now()` stays the real time, which fakes of the catalog and the
+    storage use to vend and judge expiries.
+    """
 
     def __init__(self, *, wall: float = 1_800_000_000.0, mono: float = 10_000.0) -> None:
         self._wall = wall
         self._mono = mono
+        self._wall_step = 0.0
         self._sleepers: list[tuple[float, int, asyncio.Future[None]]] = []
         self._seq = itertools.count()
 
@@ -20,7 +26,15 @@ class FakeClock:
         return self._mono
 
     def now(self) -> float:
+        return self._wall + self._wall_step
+
+    def true_now(self) -> float:
+        """The real wall time (unaffected by `step_wall`)."""
         return self._wall
+
+    def step_wall(self, seconds: float) -> None:
+        """Step the local wall clock by `seconds` (either way); monotonic time is untouched."""
+        self._wall_step += seconds
 
     async def sleep(self, seconds: float) -> None:
         if seconds <= 0:

@@ -12,7 +12,8 @@ from tests.fakes.clock import FakeClock
 
 
 class FakeFetcher:
-    """Vends a fresh credential per call, expiring `lifetime_s` after the FakeClock's now."""
+    """Vends a fresh credential per call, expiring `lifetime_s` after the real (FakeClock
+    true) time; with `send_date`, dated like a catalog's HTTP `Date` (whole seconds)."""
 
     def __init__(self, clock: FakeClock, lifetime_s: float | None = 3600.0) -> None:
         self.clock = clock
@@ -22,6 +23,7 @@ class FakeFetcher:
         self.errors: deque[GatewayError] = deque()
         self.gate: asyncio.Event | None = None
         self.fail_always: GatewayError | None = None
+        self.send_date = False
 
     async def __call__(self, key: CacheKey, ctx: RequestContext) -> CredentialSet:
         self.calls += 1
@@ -35,6 +37,8 @@ class FakeFetcher:
         config = {"s3.access-key-id": f"AK{self.calls}", "s3.secret-access-key": "x",
                   "s3.session-token": f"tok{self.calls}"}
         if self.lifetime_s is not None:
-            ms = int((self.clock.now() + self.lifetime_s) * 1000)
+            ms = int((self.clock.true_now() + self.lifetime_s) * 1000)
             config["s3.session-token-expires-at-ms"] = str(ms)
-        return credential_set([storage_credential(f"s3://b/{key.table}", config)])
+        date = float(int(self.clock.true_now())) if self.send_date else None
+        return credential_set([storage_credential(f"s3://b/{key.table}", config)],
+                              server_date_s=date)

@@ -304,3 +304,34 @@ async def test_429_with_retry_after_is_one_shared_wait_for_1000_callers(make, ca
         results = await asyncio.gather(*waiters)
     assert catalog.calls["load_generic_table_credentials"] == 2
     assert Counter(r.outcome for r in results) == {Outcome.MISS: 1, Outcome.COALESCED: 999}
+
+
+async def test_a_re_resolved_warehouse_moves_the_credential_key_to_the_new_id(make, catalog):
+    from gateway.models import Warehouse
+
+    svc = await make()
+    first = await svc.get_credentials(REF, AccessMode.READ, CTX)
+    assert (await svc.get_credentials(REF, AccessMode.READ, CTX)).outcome is Outcome.HIT
+    new_id = "0198f0c2-0000-7b0a-9c4d-000000000002"
+    catalog.warehouses["demo"] = new_id
+    catalog.add_table(("ns",), "orders")
+    # A new resolution of the name (as /catalog/v1/config?warehouse=demo records one) must
+    # take effect on the very next request, memoized credential key or not.
+    svc._warehouses.remember("", "demo", Warehouse(id=new_id, name="demo"))
+    moved = await svc.get_credentials(REF, AccessMode.READ, CTX)
+    assert moved.warehouse.id == new_id != first.warehouse.id
+    assert moved.outcome is Outcome.MISS
+
+
+async def test_the_credential_key_memo_stays_bounded(make, catalog, monkeypatch):
+    from gateway.service import gateway_service
+
+    monkeypatch.setattr(gateway_service, "_KEY_MEMO_MAX", 4)
+    for i in range(10):
+        catalog.add_table(("ns",), f"m{i}")
+    svc = await make()
+    for i in range(10):
+        await svc.get_credentials(TableRef("demo", ("ns",), f"m{i}"), AccessMode.READ, CTX)
+    assert len(svc._key_memo) == 4
+    assert (await svc.get_credentials(TableRef("demo", ("ns",), "m0"), AccessMode.READ,
+                                      CTX)).outcome is Outcome.HIT

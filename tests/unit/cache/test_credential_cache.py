@@ -399,3 +399,110 @@ async def test_random_operation_sequences_never_serve_below_the_floor(seed, metr
     assert served > 50
     await registry.drained()
     assert registry.live == 0
+
+
+# --- wall-clock steps (monotonic time advances normally) ---------------------------------
+
+
+def true_left(value, clock):
+    """Seconds the credential really has left (the FakeClock's unstepped wall time)."""
+    return value.remaining_s(clock.true_now())
+
+
+async def test_a_forward_wall_step_keeps_serving_cached_credentials(
+    fetcher, clock, metrics, registry
+):
+    cache = make_cache(fetcher, clock, metrics, registry)
+    first, _ = await cache.get(key(), CTX)
+    clock.step_wall(3600)  # to the local wall clock, every credential now looks expired
+    clock.advance(60)
+    value, outcome, left = await cache.lookup(key(), CTX)
+    assert value is first
+    assert outcome is Outcome.HIT
+    assert left == pytest.approx(3600 - 60)
+    assert fetcher.calls == 1
+    due, _ = cache.scan()  # nor is it dropped or refreshed early by the refresher's scan
+    assert due == []
+    assert key() in cache
+
+
+async def test_a_backward_wall_step_never_extends_a_cached_credential(
+    fetcher, clock, metrics, registry
+):
+    cache = make_cache(fetcher, clock, metrics, registry)
+    first, _ = await cache.get(key(), CTX)
+    clock.step_wall(-3600)  # to the local wall clock, the credential has two hours left
+    clock.advance(3600 - 299)  # really 299 s left: below the floor
+    value, outcome = await cache.get(key(), CTX)
+    assert value is not first
+    assert outcome is Outcome.MISS
+    assert true_left(value, clock) > 300
+
+
+async def test_after_a_forward_step_a_dated_fetch_is_judged_on_the_catalogs_clock(
+    fetcher, clock, metrics, registry
+):
+    fetcher.send_date = True
+    cache = make_cache(fetcher, clock, metrics, registry)
+    clock.step_wall(3600)
+    _, outcome, left = await cache.lookup(key(), CTX)
+    assert outcome is Outcome.MISS
+    assert left is not None
+    assert 3600 - 2 <= left < 3600
+
+
+async def test_after_a_forward_step_an_undated_fetch_is_refused_never_served(
+    fetcher, clock, metrics, registry
+):
+    cache = make_cache(fetcher, clock, metrics, registry)
+    clock.step_wall(3600)  # no Date to tell the local clock is wrong: it looks expired
+    with pytest.raises(CredentialExpiredError):
+        await cache.get(key(), CTX)
+
+
+async def test_after_a_backward_step_a_dated_fetch_is_not_overestimated(
+    fetcher, clock, metrics, registry
+):
+    fetcher.send_date = True
+    cache = make_cache(fetcher, clock, metrics, registry)
+    clock.step_wall(-3600)
+    _, _, left = await cache.lookup(key(), CTX)
+    assert left is not None
+    assert left < 3600
+
+
+@pytest.mark.parametrize("seed", range(4))
+async def test_wall_steps_never_serve_expired_or_below_floor_and_keep_serving(
+    seed, metrics, registry
+):
+    rng = seeded(100 + seed)
+    clock = FakeClock()
+    fetcher = FakeFetcher(clock)
+    fetcher.send_date = True
+    cache = make_cache(fetcher, clock, metrics, registry, idle_s=100_000)
+    served = errors = 0
+    for _ in range(300):
+        op = rng.random()
+        if op < 0.05:
+            clock.step_wall(rng.choice([3600, -3600]))
+        elif op < 0.1:
+            fetcher.errors.append(UnavailableError("catalog 503"))
+        elif op < 0.2:
+            for k in cache.scan()[0]:
+                cache.start_refresh(k)
+            await registry.drained()
+        elif op < 0.4:
+            clock.advance(rng.choice([10, 60, 300]))
+        try:
+            value, _, left = await cache.lookup(key(rng.choice(["a", "b"])), CTX)
+        except UnavailableError:
+            errors += 1
+            continue
+        assert true_left(value, clock) > 300
+        assert left is not None
+        assert left > 300
+        assert left <= true_left(value, clock)
+        served += 1
+    assert served > 250
+    assert errors <= 15
+    await registry.drained()

@@ -63,3 +63,48 @@ def test_negative_cache_can_be_turned_off():
 def test_retry_backoff_is_capped():
     assert policy.retry_backoff_s(20, 1.0, 60.0, 1.0) == 60.0
     assert policy.retry_backoff_s(1, 1.0, 60.0, 0.5) == 0.5
+
+
+WALL = 1_800_000_000.0
+MONO = 10_000.0
+EXPIRES_MS = int((WALL + 3600) * 1000)
+
+
+def test_without_a_date_the_deadline_follows_the_local_wall_clock():
+    assert policy.expiry_deadline(EXPIRES_MS, wall_now_s=WALL, mono_now=MONO) == MONO + 3600
+    assert policy.expiry_deadline(None, wall_now_s=WALL, mono_now=MONO,
+                                  server_date_s=WALL) is None
+
+
+def test_with_agreeing_clocks_the_smaller_estimate_wins():
+    deadline = policy.expiry_deadline(EXPIRES_MS, wall_now_s=WALL + 0.4, mono_now=MONO,
+                                      server_date_s=WALL, sent_mono=MONO - 0.2)
+    assert deadline == pytest.approx(MONO - 0.2 + 3600 - 1.0)  # Date is whole seconds
+
+
+def test_a_local_clock_behind_the_catalog_cannot_lengthen_a_credential():
+    deadline = policy.expiry_deadline(EXPIRES_MS, wall_now_s=WALL - 3600, mono_now=MONO,
+                                      server_date_s=WALL)
+    assert deadline == pytest.approx(MONO + 3600 - 1.0)
+
+
+def test_a_local_clock_stepped_ahead_is_overruled_by_the_catalogs_date():
+    deadline = policy.expiry_deadline(EXPIRES_MS, wall_now_s=WALL + 3600, mono_now=MONO,
+                                      server_date_s=WALL)
+    assert deadline == pytest.approx(MONO + 3600 - 1.0)
+
+
+def test_a_small_local_lead_is_plausible_skew_and_still_counts():
+    deadline = policy.expiry_deadline(EXPIRES_MS, wall_now_s=WALL + 30, mono_now=MONO,
+                                      server_date_s=WALL)
+    assert deadline == pytest.approx(MONO + 3600 - 30)
+
+
+def test_deadline_windows():
+    assert policy.remaining_until(MONO, MONO + 301) == 301
+    assert policy.remaining_until(MONO, None) is None
+    assert policy.above_floor(301, 300)
+    assert not policy.above_floor(300, 300)
+    assert policy.above_floor(None, 300)
+    assert policy.in_soft_window(899, 900)
+    assert not policy.in_soft_window(None, 900)

@@ -198,3 +198,29 @@ async def test_token_mode_refuses_unknown_tokens_with_401(make_client: MakeClien
     resp = await client.get(gt() + "/orders", headers=AUTH)
     assert resp.status == 401
     assert (await resp.json())["error"]["type"] == "Unauthenticated"
+
+
+async def test_a_rotated_credential_is_served_at_once_on_the_lakekeeper_route(
+    metrics, fake_clock
+) -> None:
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from gateway.surfaces.accounting import Recorder
+    from gateway.surfaces.http_app import HttpDeps, build_http_app
+    from tests.unit.surfaces.conftest import build_gate
+    from tests.unit.surfaces.test_http_native import RotatingOperations
+
+    ops = RotatingOperations()
+    ops.add_table(("demo_ns",), "orders")
+    deps = HttpDeps(ops, build_gate(ops, metrics, fake_clock), Recorder(metrics, fake_clock),
+                    metrics, fake_clock, 1 << 20)
+    async with TestClient(TestServer(build_http_app(deps))) as client:
+        keys = []
+        for i in range(4):
+            if i == 2:
+                ops.rotate()
+            resp = await client.get(gt() + "/orders/credentials", headers=AUTH)
+            assert resp.status == 200
+            doc = await resp.json()
+            keys.append(doc["storage-credentials"][0]["config"]["s3.access-key-id"])
+        assert keys == ["ASIAROTATED000000000"] * 2 + ["ASIAROTATED000000001"] * 2

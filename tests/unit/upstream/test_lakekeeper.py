@@ -289,3 +289,29 @@ def test_namespace_segment_round_trips_and_stays_one_path_segment(levels):
     segment = ns_segment(tuple(levels))
     assert not set(segment) & set("/?#")
     assert unquote(segment).split("\x1f") == levels
+
+
+async def test_credentials_come_with_the_catalogs_date(catalog, tokens, metrics, clock):
+    c = client(catalog, tokens, metrics, clock)
+    creds, date_s = await c.load_credentials_dated(key(catalog=catalog), CTX)
+    assert creds
+    assert date_s == float(int(clock.true_now()))
+    catalog.send_date = False
+    _, date_s = await c.load_credentials_dated(key(catalog=catalog), CTX)
+    assert date_s is None
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("Sun, 06 Nov 1994 08:49:37 GMT", 784111777.0),
+        (None, None),
+        ("", None),
+        ("yesterday", None),
+        ("Sun, 06 Nov 1994 08:49:37 -0000", None),  # unknown zone: not an HTTP date
+    ],
+)
+def test_http_dates_parse_to_epoch_seconds(value, expected):
+    from gateway.upstream.lakekeeper import parse_http_date
+
+    assert parse_http_date(value) == expected
