@@ -6,6 +6,8 @@ Names and labels are a contract (docs/contracts.md §6): counters are declared w
 
 from __future__ import annotations
 
+from bisect import bisect_left
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 
 from gateway import __version__
@@ -75,3 +77,37 @@ class Metrics:
         )
         self.build_info = Info("lakegate_build", "Build information.", registry=r)
         self.build_info.info({"version": __version__})
+
+
+class BucketObserver:
+    """`observe()` for one histogram (or label child) with a binary search for the bucket.
+
+    prometheus_client's Histogram.observe walks the bucket bounds one by one, each step in
+    Python; the request accounting observes two histograms per request. The effect is the same:
+    the sum grows by the amount and the first bucket whose bound is >= the amount counts one
+    (none for NaN). Falls back to the library's observe if its internals are not as expected.
+    """
+
+    __slots__ = ("_bounds", "_buckets", "_histogram", "_sum")
+
+    def __init__(self, histogram: Histogram) -> None:
+        self._histogram = histogram
+        bounds = getattr(histogram, "_upper_bounds", None)
+        buckets = getattr(histogram, "_buckets", None)
+        total = getattr(histogram, "_sum", None)
+        usable = (bounds is not None and buckets is not None and total is not None
+                  and len(bounds) == len(buckets) and list(bounds) == sorted(bounds))
+        self._bounds: list[float] | None = list(bounds) if usable else None  # type: ignore[arg-type]
+        self._buckets = buckets
+        self._sum = total
+
+    def observe(self, amount: float) -> None:
+        bounds = self._bounds
+        if bounds is None:
+            self._histogram.observe(amount)
+            return
+        self._sum.inc(amount)  # type: ignore[union-attr]
+        if amount == amount:  # not NaN (NaN is in no bucket, as in Histogram.observe)
+            i = bisect_left(bounds, amount)
+            if i < len(bounds):
+                self._buckets[i].inc(1)  # type: ignore[index]

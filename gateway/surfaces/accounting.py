@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from gateway.clock import Clock
 from gateway.errors import PermissionDeniedError, RateLimitedCallerError, UnauthenticatedError
-from gateway.metrics import Metrics
+from gateway.metrics import BucketObserver, Metrics
 from gateway.models import Outcome
 
 Surface = Literal["http", "grpc", "rest", "aws"]
@@ -32,13 +32,14 @@ class _Track:
     """The metric children of one (surface, kind), bound once: `labels()` takes a lock and a
     dict lookup per call, measurable on the cached-credential hot path."""
 
-    __slots__ = ("counters", "duration", "kind", "metrics", "surface")
+    __slots__ = ("counters", "duration", "kind", "metrics", "remaining", "surface")
 
     def __init__(self, metrics: Metrics, surface: str, kind: str) -> None:
         self.metrics = metrics
+        self.remaining = BucketObserver(metrics.served_remaining)
         self.surface = surface
         self.kind = kind
-        self.duration = metrics.request_duration.labels(surface, kind)
+        self.duration = BucketObserver(metrics.request_duration.labels(surface, kind))
         # Bound on first use (not up front): a series appears once it has counted something.
         self.counters: dict[str, Any] = {}
 
@@ -85,7 +86,7 @@ class Tally:
             # Metadata calls that went upstream and did not name an outcome count as a miss.
             result = self._result or "miss"
             if self._remaining_s is not None:
-                track.metrics.served_remaining.observe(max(self._remaining_s, 0.0))
+                track.remaining.observe(max(self._remaining_s, 0.0))
         track.counter(result).inc()
         track.duration.observe(max(self._clock.monotonic() - self._started, 0.0))
 

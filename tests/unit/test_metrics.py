@@ -1,3 +1,6 @@
+import math
+
+import pytest
 from prometheus_client import generate_latest
 
 from gateway import __version__
@@ -52,3 +55,36 @@ def test_each_metrics_object_has_its_own_registry():
     assert a.registry.get_sample_value("lakegate_requests_total", labels) == 1
     assert b.registry.get_sample_value("lakegate_requests_total", labels) is None
     assert b'result="miss"' not in generate_latest(b.registry)
+
+
+def _histogram_samples(registry: object, name: str) -> list[tuple[str, str | None, float]]:
+    metric = next(m for m in registry.collect() if m.name == name)  # type: ignore[attr-defined]
+    return [(s.name.replace(name, ""), s.labels.get("le"), s.value) for s in metric.samples
+            if not s.name.endswith("_created")]
+
+
+@pytest.mark.parametrize("with_nan", [False, True])
+def test_bucket_observer_counts_exactly_like_histogram_observe(with_nan: bool) -> None:
+    from prometheus_client import CollectorRegistry, Histogram
+
+    from gateway.metrics import BucketObserver
+
+    values = [0.0, 0.0005, 0.00051, 0.3, 1.0, 29.9, 30.0, 31.0, 1e9, -1.0, float("inf")]
+    if with_nan:
+        values.insert(3, float("nan"))
+    registry = CollectorRegistry()
+    buckets = (0.0005, 0.001, 0.25, 1.0, 30.0)
+    plain = Histogram("plain", "h", ["k"], buckets=buckets, registry=registry)
+    fast = Histogram("fast", "h", ["k"], buckets=buckets, registry=registry)
+    observer = BucketObserver(fast.labels("x"))
+    for v in values:
+        plain.labels("x").observe(v)
+        observer.observe(v)
+    got, want = _histogram_samples(registry, "fast"), _histogram_samples(registry, "plain")
+    assert len(got) == len(buckets) + 3  # finite buckets, +Inf, count, sum
+    assert got[:-1] == want[:-1]  # every bucket and the count
+    if with_nan:
+        assert math.isnan(got[-1][2])
+        assert math.isnan(want[-1][2])
+    else:
+        assert got[-1] == want[-1]
