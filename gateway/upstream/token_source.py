@@ -203,13 +203,16 @@ class TokenFile:
 @dataclass(frozen=True)
 class _Grant:
     token: Secret
-    expires_at_s: float  # wall clock, compared with clock.now()
+    expires_at_s: float  # wall clock: only for the expiry-timestamp metric
     issued_at_s: float
     fetched_mono: float
+    lifetime_s: float
 
     @property
-    def lifetime_s(self) -> float:
-        return max(0.0, self.expires_at_s - self.issued_at_s)
+    def expires_mono(self) -> float:
+        # Deadlines run on the monotonic clock so a wall-clock step can neither keep an expired
+        # token in use nor discard a valid one.
+        return self.fetched_mono + self.lifetime_s
 
 
 class ClientCredentialsTokenSource:
@@ -235,7 +238,7 @@ class ClientCredentialsTokenSource:
         self._metrics = metrics
         self._rng = rng or random.Random()  # noqa: S311 - jitter, not cryptography
         self._grant: _Grant | None = None
-        self._refresh_at_s = 0.0  # wall time of the next background refresh
+        self._refresh_at_mono = 0.0  # monotonic time of the next background refresh
         self._inflight: asyncio.Task[_Grant] | None = None
         self._spawn: Spawn | None = None
         self._loop_task: asyncio.Task[None] | None = None
@@ -246,7 +249,7 @@ class ClientCredentialsTokenSource:
 
     # -- public -------------------------------------------------------------
     def _usable(self, grant: _Grant | None) -> bool:
-        return grant is not None and self._clock.now() < grant.expires_at_s - _EXPIRY_MARGIN_S
+        return grant is not None and self._clock.monotonic() < grant.expires_mono - _EXPIRY_MARGIN_S
 
     def ready(self) -> bool:
         return self._usable(self._grant)
@@ -383,11 +386,12 @@ class ClientCredentialsTokenSource:
         if lifetime is None or lifetime <= 0:
             exp = jwt_expiry_s(parsed.access_token)
             lifetime = (exp - now) if exp is not None else _DEFAULT_LIFETIME_S
+        lifetime = max(0.0, lifetime)
         grant = _Grant(token=Secret(parsed.access_token), expires_at_s=now + lifetime,
-                       issued_at_s=now, fetched_mono=self._clock.monotonic())
+                       issued_at_s=now, fetched_mono=self._clock.monotonic(), lifetime_s=lifetime)
         self._grant = grant
-        self._refresh_at_s = refresh_point_s(
-            grant.issued_at_s, grant.lifetime_s, self._settings.refresh_fraction,
+        self._refresh_at_mono = refresh_point_s(
+            grant.fetched_mono, grant.lifetime_s, self._settings.refresh_fraction,
             _REFRESH_JITTER, self._rng.random(),
         )
         self._failures = 0
@@ -400,7 +404,7 @@ class ClientCredentialsTokenSource:
         grant = self._grant
         if grant is not None:
             # Retry again before the current token dies if there is still time to.
-            left = grant.expires_at_s - self._clock.now()
+            left = grant.expires_mono - self._clock.monotonic()
             if left > 1.0:
                 delay = min(delay, left / 2)
         return delay
@@ -409,7 +413,7 @@ class ClientCredentialsTokenSource:
         while True:
             try:
                 if self._grant is not None:
-                    wait = self._refresh_at_s - self._clock.now()
+                    wait = self._refresh_at_mono - self._clock.monotonic()
                     if wait > 0:
                         await self._clock.sleep(wait)
                         continue  # re-check: a forced refresh may have moved the point

@@ -243,3 +243,18 @@ async def test_callers_fail_fast_while_the_idp_backs_off_instead_of_hammering_it
     idp.down = False
     clock.advance(31)  # past the longest backoff
     assert (await source.token()).reveal() == "idp-token-1"
+
+
+async def test_wall_clock_steps_neither_expire_a_valid_token_nor_extend_an_expired_one():
+    clock, idp = FakeClock(), FakeIdP()
+    source = make_source(clock, idp)
+    assert (await source.token()).reveal() == "idp-token-1"
+    clock.step_wall(3600.0)  # a +1 h step: the token is still valid in real time
+    assert source.ready()
+    assert (await source.token()).reveal() == "idp-token-1"
+    assert idp.grants == 1
+    clock.step_wall(-7200.0)  # then -2 h, and real time moves past the token's lifetime
+    clock.advance(idp.expires_in + 1)
+    assert not source.ready()
+    assert (await source.token()).reveal() == "idp-token-2"
+    assert idp.grants == 2
