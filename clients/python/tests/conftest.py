@@ -32,6 +32,9 @@ class FakeClock:
     def now(self) -> float:
         return self.t
 
+    def monotonic(self) -> float:
+        return self.t
+
     def advance(self, seconds: float) -> None:
         self.t += seconds
 

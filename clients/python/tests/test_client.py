@@ -32,6 +32,9 @@ class FakeClock:
     def now(self) -> float:
         return self.t
 
+    def monotonic(self) -> float:
+        return self.t
+
 
 class FakeTransport:
     """In-memory gateway: vends a one-hour credential, counts every call."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from lakegate_client import StorageCredential, TableCredentials, _memo
@@ -16,6 +18,9 @@ class FakeClock:
         self.t = now
 
     def now(self) -> float:
+        return self.t
+
+    def monotonic(self) -> float:
         return self.t
 
 
@@ -90,3 +95,37 @@ def test_forget_table_drops_both_access_modes() -> None:
     memo.put(key("other"), snapshot(3600))
     memo.forget_table("http://gw:1", TableRef("wh", ("ns",), "T"))
     assert len(memo) == 1
+
+
+class SteppingClock(FakeClock):
+    """Wall time can step while monotonic time moves only forward."""
+
+    def __init__(self, now: float) -> None:
+        super().__init__(now)
+        self.wall_offset = 0.0
+
+    def now(self) -> float:
+        return self.t + self.wall_offset
+
+
+def test_wall_clock_steps_neither_expire_nor_extend_a_memoised_credential() -> None:
+    clock = SteppingClock(NOW)
+    memo = CredentialMemo(clock, floor_s=300, max_entries=10)
+    creds = snapshot(3600)
+    memo.put(key(), creds)
+    clock.wall_offset = 7200.0  # +2 h step: still valid in real time
+    assert memo.get(key()) is creds
+    clock.wall_offset = -7200.0  # -2 h step, then real time reaches the floor
+    clock.t += 3301
+    assert memo.get(key()) is None
+
+
+def test_memo_counts_down_from_the_gateways_remaining_when_it_is_smaller() -> None:
+    clock = FakeClock(NOW)
+    memo = CredentialMemo(clock, floor_s=300, max_entries=10)
+    creds = dataclasses.replace(snapshot(3600), served_remaining_s=600.0)
+    memo.put(key(), creds)
+    clock.t += 299
+    assert memo.get(key()) is creds
+    clock.t += 2
+    assert memo.get(key()) is None

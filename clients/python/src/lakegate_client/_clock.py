@@ -1,4 +1,4 @@
-"""Wall-clock time as a parameter, so expiry and memo decisions are testable with a fake clock."""
+"""Time as a parameter, so expiry and memo decisions are testable with a fake clock."""
 
 from __future__ import annotations
 
@@ -9,10 +9,14 @@ __all__ = ["Clock", "SystemClock"]
 
 
 class Clock(Protocol):
-    """Source of wall-clock time (epoch seconds), compared only with vended epoch expiries."""
+    """Wall time (compared only with vended epoch expiries) and monotonic time (for deadlines)."""
 
     def now(self) -> float:
         """Seconds since the epoch."""
+        ...
+
+    def monotonic(self) -> float:
+        """Seconds on a clock that never steps (deadlines survive wall-clock changes)."""
         ...
 
 
@@ -22,3 +26,7 @@ class SystemClock:
     def now(self) -> float:
         """Seconds since the epoch, from ``time.time()``."""
         return time.time()
+
+    def monotonic(self) -> float:
+        """``time.monotonic()``."""
+        return time.monotonic()

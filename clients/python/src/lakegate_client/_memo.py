@@ -31,25 +31,28 @@ class CredentialMemo:
 
     An entry is served only while it has more than ``floor_s`` left (the same floor the gateway
     serves with, so a memo hit is as good as a gateway answer); a credential without an expiry is
-    never memoised (the gateway holds those only briefly). Bounded LRU. Thread-safe; the owner
-    builds a new memo after a fork, so no lock is ever inherited in a held state.
+    never memoised (the gateway holds those only briefly). The remaining lifetime is fixed when an
+    entry is stored (the smaller of the gateway's reported ``remaining_s`` and the expiry against
+    the local wall clock) and then counted down on the monotonic clock, so a wall-clock step in
+    this process can neither serve an expired credential nor discard a valid one. Bounded LRU.
+    Thread-safe; the owner builds a new memo after a fork, so no lock is ever inherited held.
     """
 
     def __init__(self, clock: Clock, floor_s: float, max_entries: int) -> None:
         self._clock = clock
         self._floor_s = floor_s
         self._max_entries = max_entries
-        self._entries: OrderedDict[MemoKey, TableCredentials] = OrderedDict()
+        self._entries: OrderedDict[MemoKey, tuple[TableCredentials, float]] = OrderedDict()
         self._lock = threading.Lock()
 
     def get(self, key: MemoKey) -> TableCredentials | None:
         """A still-comfortable credential for ``key``, else None (and the stale entry dropped)."""
         with self._lock:
-            creds = self._entries.get(key)
-            if creds is None:
+            entry = self._entries.get(key)
+            if entry is None:
                 return None
-            remaining = creds.remaining_at(self._clock.now())
-            if remaining is None or remaining <= self._floor_s:
+            creds, deadline = entry
+            if deadline - self._clock.monotonic() <= self._floor_s:
                 del self._entries[key]
                 return None
             self._entries.move_to_end(key)
@@ -58,10 +61,15 @@ class CredentialMemo:
     def put(self, key: MemoKey, creds: TableCredentials) -> None:
         """Remember ``creds`` if it is worth remembering."""
         remaining = creds.remaining_at(self._clock.now())
-        if remaining is None or remaining <= self._floor_s:
+        if remaining is None:
             return
+        if creds.served_remaining_s is not None:
+            remaining = min(remaining, creds.served_remaining_s)
+        if remaining <= self._floor_s:
+            return
+        deadline = self._clock.monotonic() + remaining
         with self._lock:
-            self._entries[key] = creds
+            self._entries[key] = (creds, deadline)
             self._entries.move_to_end(key)
             while len(self._entries) > self._max_entries:
                 self._entries.popitem(last=False)
