@@ -360,7 +360,7 @@ def scenarios(bench: FaultBench) -> list[Scenario]:
             lambda: bench.set_clock_offset(3600),
             lambda: bench.set_clock_offset(0),
             hold_s=hold,
-            note="gateway wall clock +1h: every credential looks expired to it",
+            note="gateway wall clock +1h, monotonic unchanged (expiry judged by the catalog Date)",
         ),
     ]
 
