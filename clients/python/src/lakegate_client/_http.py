@@ -11,9 +11,10 @@ installed; the httpx fallback is fine for the low rate an executor asks at.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import httpx
@@ -41,6 +42,19 @@ def _decode(status: int, body: bytes, where: str) -> Any:
         ) from exc
 
 
+@contextlib.contextmanager
+def _httpx_errors(where: str) -> Iterator[None]:
+    """Translate httpx transport failures into the client's errors, once for sync and async."""
+    try:
+        yield
+    except httpx.TimeoutException as exc:
+        raise GatewayTimeoutError(f"no answer from the gateway at {where} in time") from exc
+    except (httpx.TransportError, OSError) as exc:
+        raise GatewayConnectionError(
+            f"cannot reach the gateway at {where}: {type(exc).__name__}",
+            type="GatewayUnreachable",
+        ) from exc
+
 class SyncHttpTransport:
     """Blocking HTTP transport on one ``httpx.Client`` (thread-safe, keep-alive pool)."""
 
@@ -63,7 +77,7 @@ class SyncHttpTransport:
         return f"{self._pid}:{id(self._client):x}"
 
     def _send(self, request: HttpRequest) -> Any:
-        try:
+        with _httpx_errors(self._where):
             response = self._client.request(
                 request.method,
                 request.path,
@@ -71,15 +85,6 @@ class SyncHttpTransport:
                 json=request.json,
                 headers={**self._auth.headers(), **request.headers},
             )
-        except httpx.TimeoutException as exc:
-            raise GatewayTimeoutError(
-                f"no answer from the gateway at {self._where} in time"
-            ) from exc
-        except (httpx.TransportError, OSError) as exc:
-            raise GatewayConnectionError(
-                f"cannot reach the gateway at {self._where}: {type(exc).__name__}",
-                type="GatewayUnreachable",
-            ) from exc
         if response.status_code >= 400:
             raise _base.error_from_http(response.status_code, response.content, response.headers)
         return _decode(response.status_code, response.content, self._where)
@@ -210,7 +215,7 @@ class AsyncHttpTransport:
         return _decode(status, body, self._where)
 
     async def _send_httpx(self, client: Any, request: HttpRequest) -> Any:  # pragma: no cover
-        try:
+        with _httpx_errors(self._where):
             response = await client.request(
                 request.method,
                 request.path,
@@ -218,14 +223,6 @@ class AsyncHttpTransport:
                 json=request.json,
                 headers={**self._auth.headers(), **request.headers},
             )
-        except httpx.TimeoutException as exc:
-            raise GatewayTimeoutError(
-                f"no answer from the gateway at {self._where} in time"
-            ) from exc
-        except (httpx.TransportError, OSError) as exc:
-            raise GatewayConnectionError(
-                f"cannot reach the gateway at {self._where}", type="GatewayUnreachable"
-            ) from exc
         if response.status_code >= 400:
             raise _base.error_from_http(response.status_code, response.content, response.headers)
         return _decode(response.status_code, response.content, self._where)
