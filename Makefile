@@ -5,7 +5,7 @@ PY_BOOT ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-IDP_DIR := deploy/devstack/idp
+IDP_DIR := devstack/idp
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export NO_PROXY := localhost,127.0.0.1
@@ -36,7 +36,7 @@ prometheus-bin:
 demo: venv
 	$(PY) -m demo
 
-LINT_PATHS := gateway clients/python deploy/devstack demo loadtest hardening tests proto
+LINT_PATHS := gateway clients/python devstack demo loadtest hardening tests proto
 
 lint: venv
 	$(VENV)/bin/ruff check $(LINT_PATHS)
