@@ -1,4 +1,8 @@
-"""The one exception tree of the daemon and the table that renders it.
+"""The one exception tree of the daemon and its HTTP status table (the class attributes).
+
+This module is a leaf: it knows no transport library. Each surface maps the tree to its own
+codes in one table of its own (gRPC: `gateway/surfaces/grpc_errors.py`); the gRPC code each
+class gets is shown next to its HTTP status below.
 
 ::
 
@@ -36,14 +40,11 @@ from __future__ import annotations
 import uuid
 from typing import Any, ClassVar
 
-import grpc
-
 
 class GatewayError(Exception):
     """Root of every error the daemon raises on purpose."""
 
     http_status: ClassVar[int] = 500
-    grpc_code: ClassVar[grpc.StatusCode] = grpc.StatusCode.INTERNAL
     error_type: ClassVar[str] = "InternalServerError"
     retryable: ClassVar[bool] = False
 
@@ -89,37 +90,31 @@ class CallerError(GatewayError):
     """The local caller's request is wrong or not allowed."""
 
     http_status = 400
-    grpc_code = grpc.StatusCode.INVALID_ARGUMENT
     error_type = "BadRequest"
 
 
 class UnauthenticatedError(CallerError):
     http_status = 401
-    grpc_code = grpc.StatusCode.UNAUTHENTICATED
     error_type = "Unauthenticated"
 
 
 class PermissionDeniedError(CallerError):
     http_status = 403
-    grpc_code = grpc.StatusCode.PERMISSION_DENIED
     error_type = "PermissionDenied"
 
 
 class InvalidRequestError(CallerError):
     http_status = 400
-    grpc_code = grpc.StatusCode.INVALID_ARGUMENT
     error_type = "BadRequest"
 
 
 class PayloadTooLargeError(CallerError):
     http_status = 413
-    grpc_code = grpc.StatusCode.INVALID_ARGUMENT
     error_type = "PayloadTooLarge"
 
 
 class RateLimitedCallerError(CallerError):
     http_status = 429
-    grpc_code = grpc.StatusCode.RESOURCE_EXHAUSTED
     error_type = "TooManyRequests"
 
 
@@ -127,77 +122,65 @@ class UpstreamError(GatewayError):
     """The catalog answered with an error or could not be reached."""
 
     http_status = 502
-    grpc_code = grpc.StatusCode.UNAVAILABLE
     error_type = "BadGateway"
 
 
 class NotFoundError(UpstreamError):
     http_status = 404
-    grpc_code = grpc.StatusCode.NOT_FOUND
     error_type = "NotFound"
 
 
 class ForbiddenError(UpstreamError):
     http_status = 403
-    grpc_code = grpc.StatusCode.PERMISSION_DENIED
     error_type = "Forbidden"
 
 
 class ConflictError(UpstreamError):
     http_status = 409
-    grpc_code = grpc.StatusCode.ALREADY_EXISTS
     error_type = "Conflict"
 
 
 class UpstreamBadRequestError(UpstreamError):
     http_status = 400
-    grpc_code = grpc.StatusCode.INVALID_ARGUMENT
     error_type = "BadRequest"
 
 
 class RateLimitedError(UpstreamError):
     http_status = 429
-    grpc_code = grpc.StatusCode.RESOURCE_EXHAUSTED
     error_type = "TooManyRequests"
     retryable = True
 
 
 class UnavailableError(UpstreamError):
     http_status = 503
-    grpc_code = grpc.StatusCode.UNAVAILABLE
     error_type = "ServiceUnavailable"
     retryable = True
 
 
 class ProtocolViolationError(UpstreamError):
     http_status = 502
-    grpc_code = grpc.StatusCode.INTERNAL
     error_type = "BadGateway"
 
 
 class UpstreamTimeoutError(UpstreamError):
     http_status = 504
-    grpc_code = grpc.StatusCode.DEADLINE_EXCEEDED
     error_type = "GatewayTimeout"
     retryable = True
 
 
 class UpstreamAuthError(UpstreamError):
     http_status = 502
-    grpc_code = grpc.StatusCode.UNAVAILABLE
     error_type = "UpstreamAuthenticationFailed"
 
 
 class IdentityProviderError(GatewayError):
     http_status = 503
-    grpc_code = grpc.StatusCode.UNAVAILABLE
     error_type = "IdentityProviderUnavailable"
     retryable = True
 
 
 class CredentialExpiredError(GatewayError):
     http_status = 503
-    grpc_code = grpc.StatusCode.UNAVAILABLE
     error_type = "CredentialExpired"
 
 

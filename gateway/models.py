@@ -12,6 +12,11 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
 
+from gateway.names import NAMESPACE_SEPARATOR as NAMESPACE_SEPARATOR
+from gateway.names import check_name, check_namespace, check_warehouse
+from gateway.names import join_namespace as join_namespace
+from gateway.names import split_namespace as split_namespace
+
 # Keys that carry a credential's expiry (epoch ms); Lakekeeper's `config` omits them.
 EXPIRY_KEYS: tuple[str, ...] = (
     "s3.session-token-expires-at-ms",
@@ -30,26 +35,6 @@ SECRET_CONFIG_MARKERS: tuple[str, ...] = (
     "key-id",
     "access-key",
 )
-
-
-NAMESPACE_SEPARATOR = "\x1f"  # Lakekeeper joins namespace levels with 0x1F (%1F in a path)
-
-
-def split_namespace(segment: str) -> tuple[str, ...]:
-    """A decoded `{namespace}` path segment → its levels (0x1F-separated, `.` is NOT a separator).
-
-    Raises:
-        ValueError: an empty namespace or an empty level.
-    """
-    parts = tuple(segment.split(NAMESPACE_SEPARATOR))
-    if not segment or any(p == "" for p in parts):
-        raise ValueError("namespace levels must be non-empty")
-    return parts
-
-
-def join_namespace(parts: tuple[str, ...] | list[str]) -> str:
-    """Namespace levels → the (not yet percent-encoded) `{namespace}` path segment."""
-    return NAMESPACE_SEPARATOR.join(parts)
 
 
 def _frozen_map(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
@@ -87,11 +72,23 @@ class Outcome(StrEnum):
 
 @dataclass(frozen=True)
 class TableRef:
-    """A table as the caller named it: warehouse name or UUID, namespace parts, table name."""
+    """A table as the caller named it: warehouse name or UUID, namespace parts, table name.
+
+    Validated on construction by the one set of name rules (gateway/names.py), whichever surface
+    built it, so the service and the layers below trust every TableRef they are given.
+
+    Raises:
+        InvalidRequestError: a part breaks the name rules.
+    """
 
     warehouse: str
     namespace: tuple[str, ...]
     name: str
+
+    def __post_init__(self) -> None:
+        check_warehouse(self.warehouse)
+        object.__setattr__(self, "namespace", check_namespace(self.namespace))
+        check_name(self.name, "table")
 
 
 @dataclass(frozen=True)

@@ -53,6 +53,9 @@ class UpstreamSettings(_Section):
     backoff_base_s: float = Field(default=0.1, gt=0)
     backoff_max_s: float = Field(default=5.0, gt=0)
     pool_size: int = Field(default=100, ge=1)
+    # Page sizes every surface accepts for list calls: 1..max_page_size (Lakekeeper's own
+    # LAKEKEEPER__PAGINATION_SIZE_MAX defaults to 1000).
+    max_page_size: int = Field(default=1000, ge=1)
 
     @model_validator(mode="after")
     def _check(self) -> UpstreamSettings:

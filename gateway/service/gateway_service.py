@@ -34,13 +34,7 @@ from gateway.models import (
     UpstreamResponse,
     Warehouse,
 )
-from gateway.service.validation import (
-    check_name,
-    check_warehouse,
-    is_uuid,
-    validate_namespace,
-    validate_ref,
-)
+from gateway.names import is_uuid
 from gateway.service.warehouses import WarehouseResolver
 from gateway.settings import Settings
 from gateway.upstream.lakekeeper import CatalogClient
@@ -222,7 +216,6 @@ class GatewayService:
         if memo is not None and self._warehouses.peek(memo[0]) is memo[1]:
             self._key_memo.move_to_end(mk)
             return memo[1], memo[2]
-        validate_ref(ref)
         wh = await self._warehouses.resolve(ref.warehouse, project, ctx)
         key = self._key(wh, ref, access, ctx)
         ck = self._warehouses.cache_key(ref.warehouse, project)
@@ -264,7 +257,6 @@ class GatewayService:
         `config` and `credentials` come from ONE cached credential set, so pylakekeeper's
         merge (config wins) never mixes keys of two different credentials.
         """
-        validate_ref(ref)
         wh = await self.resolve_warehouse(ref.warehouse, ctx)
         table = await self._table_metadata(wh, ref, ctx)
         if not vended:
@@ -279,10 +271,14 @@ class GatewayService:
         self, warehouse: str, namespace: tuple[str, ...], ctx: RequestContext, *,
         page_token: str | None = None, page_size: int | None = None,
     ) -> ListResult:
-        """One page of generic tables (tokens are opaque and passed through)."""
-        validate_namespace(namespace)
-        if page_size is not None and not 1 <= page_size <= 10_000:
-            raise InvalidRequestError("page size must be between 1 and 10000")
+        """One page of generic tables (tokens are opaque and passed through).
+
+        Raises:
+            InvalidRequestError: `page_size` outside 1..`upstream.max_page_size`.
+        """
+        max_page_size = self._settings.upstream.max_page_size
+        if page_size is not None and not 1 <= page_size <= max_page_size:
+            raise InvalidRequestError(f"page size must be between 1 and {max_page_size}")
         wh = await self.resolve_warehouse(warehouse, ctx)
         return await self._catalog.list_tables(
             wh.id, namespace, ctx, page_token=page_token, page_size=page_size
@@ -293,8 +289,6 @@ class GatewayService:
         ctx: RequestContext,
     ) -> LoadResult:
         """Create a generic table; clears any negative/metadata entry for that name."""
-        validate_namespace(namespace)
-        check_name("table", spec.name)
         wh = await self.resolve_warehouse(warehouse, ctx)
         try:
             table = await self._catalog.create_table(wh.id, namespace, spec, ctx)
@@ -307,7 +301,6 @@ class GatewayService:
         force: bool = False,
     ) -> None:
         """Drop a table and invalidate every cache entry for it (all access modes)."""
-        validate_ref(ref)
         wh = await self.resolve_warehouse(ref.warehouse, ctx)
         try:
             await self._catalog.drop_table(wh.id, ref.namespace, ref.name, ctx,
@@ -321,9 +314,6 @@ class GatewayService:
         destination: tuple[tuple[str, ...], str], ctx: RequestContext,
     ) -> None:
         """Rename (or move) a table; invalidates both names."""
-        for ns, name in (source, destination):
-            validate_namespace(ns)
-            check_name("table", name)
         wh = await self.resolve_warehouse(warehouse, ctx)
         try:
             await self._catalog.rename_table(wh.id, source, destination, ctx)
@@ -334,7 +324,6 @@ class GatewayService:
     # ------------------------------------------------------------------ pass-through
     async def catalog_config(self, warehouse_query: str, ctx: RequestContext) -> dict[str, Any]:
         """The upstream `/catalog/v1/config?warehouse=` JSON (the surface rewrites `uri`)."""
-        check_warehouse(warehouse_query)
         if is_uuid(warehouse_query):
             wh = await self.resolve_warehouse(warehouse_query, ctx)
             return {"defaults": {"prefix": wh.id}, "overrides": {"prefix": wh.id},
@@ -386,7 +375,6 @@ class GatewayService:
             return n
         if ref is None:
             raise InvalidRequestError("give a table or all=true")
-        validate_ref(ref)
         ids = self._warehouses.ids_for(ref.warehouse)
         return sum(self._invalidate_table(wid, ref.namespace, ref.name) for wid in ids)
 

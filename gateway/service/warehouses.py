@@ -20,7 +20,7 @@ from gateway.cache import SingleFlight
 from gateway.clock import Clock
 from gateway.errors import GatewayError, NotFoundError, UpstreamTimeoutError
 from gateway.models import RequestContext, Warehouse
-from gateway.service.validation import check_warehouse, is_uuid
+from gateway.names import is_uuid
 from gateway.upstream.lakekeeper import CatalogClient
 
 Spawn = Callable[[Coroutine[Any, Any, Any]], "asyncio.Task[Any]"]
@@ -138,7 +138,6 @@ class WarehouseResolver:
 
     async def resolve(self, warehouse: str, project: str, ctx: RequestContext) -> Warehouse:
         """Resolve a name or UUID (see GatewayService.resolve_warehouse)."""
-        check_warehouse(warehouse)
         ck = self.cache_key(warehouse, project)
         hit = self.peek(ck)
         if hit is not None:

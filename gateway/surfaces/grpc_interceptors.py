@@ -23,8 +23,8 @@ from gateway.errors import GatewayError, InvalidRequestError, retry_after_value
 from gateway.logging import request_id_var
 from gateway.models import CallerIdentity, RequestContext
 from gateway.surfaces.accounting import Kind, Recorder, Tally
+from gateway.surfaces.grpc_errors import error_detail, grpc_code_of
 from gateway.surfaces.ingress import Gate
-from lakegate.v1 import common_pb2
 
 _log = logging.getLogger("lakegate.grpc")
 ERROR_DETAIL_KEY = "lakegate-error-bin"
@@ -68,12 +68,6 @@ def _metadata(context: grpc.aio.ServicerContext[Any, Any]) -> dict[str, str]:
         if isinstance(value, str):
             out[key.lower()] = value
     return out
-
-
-def error_detail(err: GatewayError, request_id: str) -> bytes:
-    return common_pb2.ErrorDetail(
-        type=err.type_name, message=err.message, http_status=err.status, request_id=request_id
-    ).SerializeToString()
 
 
 Behaviour = Callable[[Any, GrpcCall], Awaitable[Message]]
@@ -126,7 +120,7 @@ def guarded(
             # Same hint as the HTTP surface's Retry-After; the client reads it into retry_after_s.
             trailers.append(("retry-after", retry_after))
         await context.abort(
-            error.grpc_code,
+            grpc_code_of(error),
             f"{error.type_name}: {error.message}",
             trailing_metadata=tuple(trailers),
         )

@@ -6,7 +6,6 @@ the call wrapper turns into INVALID_ARGUMENT.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import replace
 
 import grpc
@@ -21,11 +20,12 @@ from gateway.models import (
     StorageCredential,
     TableRef,
 )
+from gateway.names import check_name, check_namespace, check_warehouse
 from gateway.surfaces.accounting import Kind, Recorder
 from gateway.surfaces.grpc_interceptors import Behaviour, GrpcCall, guarded, safe_deserializer
-from gateway.surfaces.http_codec import check_name, config_strings
 from gateway.surfaces.ingress import Gate
 from gateway.surfaces.operations import Operations
+from gateway.surfaces.render import config_strings
 from lakegate.v1 import catalog_pb2, common_pb2, credentials_pb2
 
 _OUTCOMES = {
@@ -50,19 +50,8 @@ def access_pb(access: AccessMode) -> common_pb2.AccessMode:
     return common_pb2.ACCESS_MODE_READ
 
 
-def namespace_of(levels: Iterable[str], what: str = "namespace") -> tuple[str, ...]:
-    parts = tuple(levels)
-    if not parts or len(parts) > 16:
-        raise InvalidRequestError(f"{what} must have between 1 and 16 levels")
-    return tuple(check_name(p, f"{what} level") for p in parts)
-
-
 def ref_of(table: common_pb2.TableRef) -> TableRef:
-    return TableRef(
-        warehouse=check_name(table.warehouse, "warehouse"),
-        namespace=namespace_of(table.namespace),
-        name=check_name(table.name, "table"),
-    )
+    return TableRef(warehouse=table.warehouse, namespace=tuple(table.namespace), name=table.name)
 
 
 def credential_pb(cred: StorageCredential) -> common_pb2.StorageCredential:
@@ -149,14 +138,13 @@ class CatalogServicer:
     async def ListTables(
         self, request: catalog_pb2.ListTablesRequest, call: GrpcCall
     ) -> catalog_pb2.ListTablesResponse:
-        warehouse = check_name(request.warehouse, "warehouse")
-        namespace = namespace_of(request.namespace)
-        if request.page_size < 0 or request.page_size > 1000:
-            raise InvalidRequestError("page_size must be between 0 and 1000")
+        warehouse = check_warehouse(request.warehouse)
+        namespace = check_namespace(request.namespace)
         await self._gate.authorize(call.caller, call.ctx, warehouse, namespace, None,
                                    AccessMode.READ)
         result = await self._ops.list_tables(
             warehouse, namespace, call.ctx,
+            # 0 is proto3's "unset"; the bounds are the service's (one setting for all surfaces).
             page_token=request.page_token or None, page_size=request.page_size or None,
         )
         return catalog_pb2.ListTablesResponse(
@@ -198,22 +186,21 @@ class CatalogServicer:
     async def RenameTable(
         self, request: catalog_pb2.RenameTableRequest, call: GrpcCall
     ) -> catalog_pb2.RenameTableResponse:
-        warehouse = check_name(request.warehouse, "warehouse")
-        source = (namespace_of(request.source_namespace, "source_namespace"),
+        warehouse = check_warehouse(request.warehouse)
+        source = (check_namespace(request.source_namespace, "source_namespace"),
                   check_name(request.source_name, "source_name"))
-        destination = (namespace_of(request.destination_namespace, "destination_namespace"),
+        destination = (check_namespace(request.destination_namespace, "destination_namespace"),
                        check_name(request.destination_name, "destination_name"))
-        for ns, name in (source, destination):
-            await self._gate.authorize(call.caller, call.ctx, warehouse, ns, name,
-                                       AccessMode.WRITE)
+        for ref in (TableRef(warehouse, *source), TableRef(warehouse, *destination)):
+            await self._gate.authorize(call.caller, call.ctx, ref.warehouse, ref.namespace,
+                                       ref.name, AccessMode.WRITE)
         await self._ops.rename_table(warehouse, source, destination, call.ctx)
         return catalog_pb2.RenameTableResponse()
 
     async def ResolveWarehouse(
         self, request: catalog_pb2.ResolveWarehouseRequest, call: GrpcCall
     ) -> catalog_pb2.ResolveWarehouseResponse:
-        wh = await self._ops.resolve_warehouse(check_name(request.warehouse, "warehouse"),
-                                               call.ctx)
+        wh = await self._ops.resolve_warehouse(check_warehouse(request.warehouse), call.ctx)
         return catalog_pb2.ResolveWarehouseResponse(warehouse_id=wh.id, name=wh.name)
 
 

@@ -8,7 +8,6 @@ In caller mode `none` the token may be any value: it only serves as the anti-SSR
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,10 +15,10 @@ from aiohttp import web
 
 from gateway.errors import ProtocolViolationError
 from gateway.models import CredentialLookup
-from gateway.surfaces.http_app import HttpDeps
-from gateway.surfaces.http_codec import context_of
-from gateway.surfaces.http_native import credential_target, json_body_response
-from gateway.surfaces.http_routing import Call, Match, Route
+from gateway.surfaces.http_codec import call_target
+from gateway.surfaces.http_pipeline import HttpApi
+from gateway.surfaces.http_routing import HttpCall, Match, Route
+from gateway.surfaces.render import RenderedBody, dumps, json_body_response
 
 _KEYS = ("s3.access-key-id", "s3.secret-access-key", "s3.session-token")
 
@@ -53,38 +52,30 @@ def aws_doc(lookup: CredentialLookup) -> dict[str, Any]:
     }
 
 
-def aws_body(lookup: CredentialLookup, match: Match) -> bytes:
-    """The `aws_doc` JSON bytes, rendered once per served credential set (kept on the match).
+def aws_body(match: Match, lookup: CredentialLookup) -> bytes:
+    """The `aws_doc` JSON bytes, rendered once per served credential set (the match's memo).
 
     The answer depends on the credential set only; a rotated credential is a new set object,
-    so the identity check re-renders it at once. Raises like `aws_doc` (nothing is kept then).
+    so `fits` re-renders it at once. Raises like `aws_doc` (nothing is kept then).
     """
-    rendered = match.rendered
-    if not isinstance(rendered, tuple) or rendered[0] is not lookup.credentials:
-        body = json.dumps(aws_doc(lookup), separators=(",", ":")).encode()
-        rendered = match.rendered = (lookup.credentials, body)
-    cached: bytes = rendered[1]
-    return cached
+    body = match.body
+    if body is None or not body.fits(lookup):
+        body = match.body = RenderedBody(lookup, dumps(aws_doc(lookup)))
+    return body.render(lookup)
 
 
-class AwsApi:
+class AwsApi(HttpApi):
     """`GET /v1/aws-credentials/{wh}/{ns}/{table}?access=read`."""
 
-    def __init__(self, deps: HttpDeps) -> None:
-        self._d = deps
-
     def routes(self) -> list[Route]:
-        return [Route("GET", ("v1", "aws-credentials", "{wh}", "{ns}", "{table}"), self.get)]
+        return [Route("GET", ("v1", "aws-credentials", "{wh}", "{ns}", "{table}"), self.get,
+                      "aws", "credential")]
 
-    async def get(self, request: web.Request, call: Call) -> web.StreamResponse:
-        d = self._d
-        with d.recorder.track("aws", "credential") as tally:
-            caller = await d.gate.admit(request.headers.get("Authorization"), request.headers)
-            # Same {wh}/{ns}/{table} captures and ?access= as the native credential route.
-            ref, access = credential_target(request, call)
-            ctx = context_of(request, call.request_id, caller)
-            await d.gate.authorize(caller, ctx, ref.warehouse, ref.namespace, ref.name, access)
-            lookup = await d.ops.get_credentials(ref, access, ctx)
-            body = aws_body(lookup, call.match)
-            tally.served(lookup.outcome, lookup.remaining_s)
-            return json_body_response(body)
+    async def get(self, call: HttpCall) -> web.StreamResponse:
+        # Same {wh}/{ns}/{table} captures and ?access= as the native credential route.
+        ref, access = call_target(call)
+        await self._authorize(call, ref, access)
+        lookup = await self._ops.get_credentials(ref, access, call.ctx)
+        body = aws_body(call.match, lookup)
+        call.tally.served(lookup.outcome, lookup.remaining_s)
+        return json_body_response(body)

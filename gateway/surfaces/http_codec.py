@@ -1,8 +1,9 @@
-"""HTTP request parsing and response rendering shared by the HTTP surfaces.
+"""HTTP request parsing shared by the HTTP surfaces: raw paths, queries, JSON bodies, headers.
 
 Paths are decoded segment by segment from the RAW request target (never from a pre-decoded path),
 so `%2F` inside a table name stays part of the name and `%1F` separates namespace levels, exactly
-as Lakekeeper (axum) does. Every parse error is an InvalidRequestError (400), never a 500.
+as Lakekeeper (axum) does. Names are checked by the one set of rules (gateway/names.py, through
+`TableRef`). Every parse error is an InvalidRequestError (400), never a 500.
 """
 
 from __future__ import annotations
@@ -15,22 +16,15 @@ from urllib.parse import unquote
 
 from aiohttp import web
 
-from gateway.errors import (
-    GatewayError,
-    InvalidRequestError,
-    PayloadTooLargeError,
-    envelope,
-    internal_envelope,
-    retry_after_value,
-)
-from gateway.models import AccessMode, CallerIdentity, RequestContext, StorageCredential
+from gateway.errors import InvalidRequestError, PayloadTooLargeError
+from gateway.models import AccessMode, CallerIdentity, RequestContext, TableRef
+from gateway.names import NAMESPACE_SEPARATOR as NAMESPACE_SEPARATOR
+from gateway.names import check_name, check_namespace, check_warehouse
+from gateway.surfaces.http_routing import HttpCall
 from gateway.surfaces.request_ids import RequestIds
 
-NAMESPACE_SEPARATOR = "\x1f"
-MAX_NAME_LEN = 255
-MAX_NAMESPACE_DEPTH = 16
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+NameRef = tuple[tuple[str, ...], str]  # (namespace, table) inside a warehouse
 
 
 def split_target(raw_target: str) -> tuple[list[str], str]:
@@ -40,50 +34,73 @@ def split_target(raw_target: str) -> tuple[list[str], str]:
 
 
 def decode_segment(raw: str, what: str) -> str:
-    """Percent-decode one path segment strictly (UTF-8) and validate it as a name.
+    """Percent-decode one path segment strictly (UTF-8); a `warehouse` or `table` is checked
+    as a name, a `namespace` is left for `parse_namespace` (its levels are the names).
 
     Raises:
-        InvalidRequestError: empty, too long, undecodable or containing control characters.
+        InvalidRequestError: undecodable, or not a valid name.
     """
     try:
         value = unquote(raw, encoding="utf-8", errors="strict")
     except UnicodeDecodeError as exc:
         raise InvalidRequestError(f"{what} is not valid UTF-8") from exc
-    return check_name(value, what, allow_separator=what == "namespace")
-
-
-def check_name(value: str, what: str, *, allow_separator: bool = False) -> str:
-    """Validate a warehouse/namespace/table name from a path or a body."""
-    if not value:
-        raise InvalidRequestError(f"{what} must not be empty")
-    if len(value) > MAX_NAME_LEN * (MAX_NAMESPACE_DEPTH if allow_separator else 1):
-        raise InvalidRequestError(f"{what} is too long")
-    if value in {".", ".."}:
-        # Dot segments would be normalised away in the upstream URL: a path-traversal vector.
-        raise InvalidRequestError(f"{what} must not be '.' or '..'")
-    probe = value.replace(NAMESPACE_SEPARATOR, "") if allow_separator else value
-    if _CONTROL.search(probe):
-        raise InvalidRequestError(f"{what} contains control characters")
+    if what == "warehouse":
+        return check_warehouse(value)
+    if what != "namespace":
+        check_name(value, what)
     return value
 
 
 def parse_namespace(decoded: str) -> tuple[str, ...]:
     """Split a decoded namespace segment on U+001F into validated levels."""
-    parts = tuple(decoded.split(NAMESPACE_SEPARATOR))
-    if len(parts) > MAX_NAMESPACE_DEPTH:
-        raise InvalidRequestError("namespace is too deep")
-    for part in parts:
-        check_name(part, "namespace level")
-    return parts
+    return check_namespace(decoded.split(NAMESPACE_SEPARATOR))
+
+
+def warehouse_of(params: Mapping[str, str]) -> str:
+    """The `{wh}` capture, decoded and checked."""
+    return decode_segment(params["wh"], "warehouse")
+
+
+def namespace_of(params: Mapping[str, str]) -> tuple[str, ...]:
+    """The `{ns}` capture, decoded and split into checked levels."""
+    return parse_namespace(decode_segment(params["ns"], "namespace"))
+
+
+def call_ref(call: HttpCall) -> TableRef:
+    """The TableRef of a `{wh}/.../{ns}/.../{table}` target, parsed once per exact target.
+
+    Memoized on the route match, which is cached per (method, raw target): the parse is a pure
+    function of the raw path. A target that fails to parse is not memoized (it raises
+    InvalidRequestError every time, after the caller was admitted).
+    """
+    match = call.match
+    ref = match.ref
+    if ref is None:
+        params = match.params
+        ref = match.ref = TableRef(
+            warehouse=decode_segment(params["wh"], "warehouse"),
+            namespace=namespace_of(params),
+            name=decode_segment(params["table"], "table"),
+        )
+    return ref
+
+
+def call_target(call: HttpCall) -> tuple[TableRef, AccessMode]:
+    """(TableRef, `?access=`) of a credential request, parsed once per exact target."""
+    match = call.match
+    access = match.access
+    if access is None:
+        ref = call_ref(call)
+        access = match.access = parse_access(call.request.query.get("access"))
+        return ref, access
+    return call_ref(call), access
 
 
 def namespace_list(value: Any, what: str = "namespace") -> tuple[str, ...]:
-    """Validate a JSON namespace (array of strings)."""
-    if not isinstance(value, list) or not value or len(value) > MAX_NAMESPACE_DEPTH:
+    """A JSON namespace (array of strings), checked by the name rules."""
+    if not isinstance(value, list):
         raise InvalidRequestError(f"{what} must be a non-empty array of strings")
-    if not all(isinstance(p, str) for p in value):
-        raise InvalidRequestError(f"{what} must be a non-empty array of strings")
-    return tuple(check_name(p, f"{what} level") for p in value)
+    return check_namespace(value, what)
 
 
 def string_field(body: Mapping[str, Any], key: str, *, required: bool = True) -> str | None:
@@ -95,6 +112,11 @@ def string_field(body: Mapping[str, Any], key: str, *, required: bool = True) ->
     return value
 
 
+def required_string(body: Mapping[str, Any], key: str) -> str:
+    """A required non-empty string field."""
+    return str(string_field(body, key))
+
+
 def string_map(body: Mapping[str, Any], key: str) -> dict[str, str] | None:
     value = body.get(key)
     if value is None:
@@ -104,6 +126,18 @@ def string_map(body: Mapping[str, Any], key: str) -> dict[str, str] | None:
     ):
         raise InvalidRequestError(f"'{key}' must be an object of strings")
     return dict(value)
+
+
+def rename_pair(body: Mapping[str, Any]) -> tuple[NameRef, NameRef]:
+    """Parse `{"source": {namespace, name}, "destination": {...}}` (both surfaces use it)."""
+    out = []
+    for key in ("source", "destination"):
+        part = body.get(key)
+        if not isinstance(part, dict):
+            raise InvalidRequestError(f"'{key}' must be an object with namespace and name")
+        out.append((namespace_list(part.get("namespace"), f"{key}.namespace"),
+                    check_name(required_string(part, "name"), f"{key}.name")))
+    return out[0], out[1]
 
 
 def parse_access(value: str | None) -> AccessMode:
@@ -127,18 +161,16 @@ def parse_bool(value: str | None, what: str, default: bool | None) -> bool | Non
 
 
 def parse_page_size(value: str | None) -> int | None:
+    """A page size query value; its bounds are the service's (one setting for all surfaces)."""
     if value is None or value == "":
         return None
     try:
-        size = int(value)
+        return int(value)
     except ValueError:
         raise InvalidRequestError("page size must be an integer") from None
-    if not 1 <= size <= 1000:
-        raise InvalidRequestError("page size must be between 1 and 1000")
-    return size
 
 
-async def read_json(request: web.Request, max_bytes: int) -> dict[str, Any]:
+async def read_json(request: web.BaseRequest, max_bytes: int) -> dict[str, Any]:
     """Read a JSON object body within the size limit.
 
     Raises:
@@ -170,7 +202,8 @@ def request_id_of(request: web.BaseRequest, ids: RequestIds) -> str:
     return ids.new()
 
 
-def context_of(request: web.Request, request_id: str, caller: CallerIdentity) -> RequestContext:
+def context_of(request: web.BaseRequest, request_id: str,
+               caller: CallerIdentity) -> RequestContext:
     """The RequestContext passed down: ids and headers that must reach the upstream."""
     headers = request.headers
     return RequestContext(
@@ -180,45 +213,3 @@ def context_of(request: web.Request, request_id: str, caller: CallerIdentity) ->
         delegation=headers.get("X-Iceberg-Access-Delegation") or None,
         caller=caller,
     )
-
-
-def config_strings(config: Mapping[str, Any]) -> dict[str, str]:
-    """Every config value as a JSON string (pylakekeeper rejects bools and numbers)."""
-    out: dict[str, str] = {}
-    for key, value in config.items():
-        if isinstance(value, bool):
-            out[str(key)] = "true" if value else "false"
-        elif value is not None:
-            out[str(key)] = str(value)
-    return out
-
-
-def credential_json(cred: StorageCredential, *, with_expiry: bool) -> dict[str, Any]:
-    doc: dict[str, Any] = {"prefix": cred.prefix, "config": config_strings(cred.config)}
-    if with_expiry:
-        doc["expires_at_ms"] = cred.expires_at_ms
-    return doc
-
-
-def json_response(
-    doc: Any, status: int = 200, headers: Mapping[str, str] | None = None
-) -> web.Response:
-    return web.Response(
-        body=json.dumps(doc, separators=(",", ":")).encode(),
-        status=status,
-        content_type="application/json",
-        headers=headers,
-    )
-
-
-def error_response(err: GatewayError, request_id: str) -> web.Response:
-    """The Lakekeeper error envelope with the error's status (+ Retry-After when known)."""
-    headers = {}
-    retry_after = retry_after_value(err)
-    if retry_after is not None:
-        headers["Retry-After"] = retry_after
-    return json_response(envelope(err, request_id), status=err.status, headers=headers)
-
-
-def internal_error_response(request_id: str) -> web.Response:
-    return json_response(internal_envelope(request_id), status=500)

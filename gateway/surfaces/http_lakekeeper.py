@@ -14,7 +14,6 @@ policy allows); mutations are forwarded and invalidate the cache. `/management/v
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from aiohttp import web
@@ -22,34 +21,39 @@ from aiohttp import web
 from gateway.errors import InvalidRequestError
 from gateway.models import (
     AccessMode,
-    CallerIdentity,
     CreateTableSpec,
     CredentialLookup,
     GenericTable,
     LoadResult,
-    RequestContext,
     TableRef,
 )
+from gateway.names import check_warehouse
+from gateway.surfaces.accounting import Kind
 from gateway.surfaces.callers import whoami
-from gateway.surfaces.http_app import HttpDeps
 from gateway.surfaces.http_codec import (
-    config_strings,
-    context_of,
-    credential_json,
-    decode_segment,
-    json_response,
+    call_ref,
+    namespace_of,
     parse_bool,
-    parse_namespace,
     parse_page_size,
-    read_json,
+    rename_pair,
+    required_string,
     string_field,
     string_map,
+    warehouse_of,
 )
-from gateway.surfaces.http_native import json_body_response, rename_pair
-from gateway.surfaces.http_routing import Call, Match, Route
+from gateway.surfaces.http_pipeline import HttpApi
+from gateway.surfaces.http_routing import HttpCall, Match, Route
+from gateway.surfaces.render import (
+    RenderedBody,
+    config_strings,
+    credential_json,
+    dumps,
+    json_body_response,
+    json_response,
+)
 
-_GT = ("lakekeeper", "v1", "{prefix}", "namespaces", "{ns}", "generic-tables")
-_NS = ("catalog", "v1", "{prefix}", "namespaces")
+_GT = ("lakekeeper", "v1", "{wh}", "namespaces", "{ns}", "generic-tables")
+_NS = ("catalog", "v1", "{wh}", "namespaces")
 _CREATE_KEYS = {"name", "format", "base-location", "doc", "properties"}
 _PASS_HEADERS = ("Content-Type", "Retry-After", "ETag")
 # The Iceberg endpoints the gateway serves; `/config` advertises only these (not the catalog's).
@@ -91,19 +95,17 @@ def load_json(result: LoadResult) -> dict[str, Any]:
     return doc
 
 
-def storage_credentials_body(lookup: CredentialLookup, match: Match) -> bytes:
+def storage_credentials_body(match: Match, lookup: CredentialLookup) -> bytes:
     """`{"storage-credentials": [...]}` bytes, rendered once per served credential set.
 
-    Depends on the credential set only (kept on the route match with it); a rotated credential
-    is a new set object, so the identity check re-renders it at once.
+    Depends on the credential set only (kept in the route match's memo); a rotated credential
+    is a new set object, so `fits` re-renders it at once.
     """
-    rendered = match.rendered
-    if not isinstance(rendered, tuple) or rendered[0] is not lookup.credentials:
+    body = match.body
+    if body is None or not body.fits(lookup):
         creds = [credential_json(c, with_expiry=False) for c in lookup.credentials.credentials]
-        body = json.dumps({"storage-credentials": creds}, separators=(",", ":")).encode()
-        rendered = match.rendered = (lookup.credentials, body)
-    cached: bytes = rendered[1]
-    return cached
+        body = match.body = RenderedBody(lookup, dumps({"storage-credentials": creds}))
+    return body.render(lookup)
 
 
 def wants_credentials(delegation: str | None) -> bool:
@@ -114,23 +116,27 @@ def wants_credentials(delegation: str | None) -> bool:
     return "vended-credentials" in modes
 
 
-class LakekeeperApi:
+def load_kind(request: web.BaseRequest) -> Kind:
+    """A load that vends credentials counts as a credential request, else as metadata."""
+    vended = wants_credentials(request.headers.get("X-Iceberg-Access-Delegation"))
+    return "credential" if vended else "metadata"
+
+
+class LakekeeperApi(HttpApi):
     """Handlers of the Lakekeeper-compatible routes."""
 
-    def __init__(self, deps: HttpDeps) -> None:
-        self._d = deps
-
     def routes(self) -> list[Route]:
-        def lk(method: str, pattern: tuple[str, ...], handler: Any) -> Route:
-            return Route(method, pattern, handler, lakekeeper=True)
+        def lk(method: str, pattern: tuple[str, ...], handler: Any,
+               kind: Any = "metadata") -> Route:
+            return Route(method, pattern, handler, "rest", kind)
 
         return [
             lk("POST", _GT, self.create),
             lk("GET", _GT, self.list),
-            lk("GET", (*_GT, "{table}"), self.load),
+            lk("GET", (*_GT, "{table}"), self.load, load_kind),
             lk("DELETE", (*_GT, "{table}"), self.drop),
-            lk("GET", (*_GT, "{table}", "credentials"), self.credentials),
-            lk("POST", ("lakekeeper", "v1", "{prefix}", "generic-tables", "rename"), self.rename),
+            lk("GET", (*_GT, "{table}", "credentials"), self.credentials, "credential"),
+            lk("POST", ("lakekeeper", "v1", "{wh}", "generic-tables", "rename"), self.rename),
             lk("GET", ("catalog", "v1", "config"), self.config),
             lk("GET", _NS, self.forward_namespaces),
             lk("POST", _NS, self.forward_namespaces),
@@ -140,190 +146,130 @@ class LakekeeperApi:
             lk("GET", ("management", "v1", "warehouse", "{wh}"), self.warehouse),
         ]
 
-    # -------------------------------------------------------------- helpers
-    async def _admit(self, request: web.Request) -> CallerIdentity:
-        return await self._d.gate.admit(request.headers.get("Authorization"), request.headers)
-
-    def _parsed_ref(self, call: Call) -> TableRef:
-        """`_ref` memoized on the cached route match (a pure function of the raw target)."""
-        ref = call.match.parsed
-        if not isinstance(ref, TableRef):
-            ref = call.match.parsed = self._ref(call.params)
-        return ref
-
-    def _ref(self, params: dict[str, str]) -> TableRef:
-        return TableRef(
-            warehouse=decode_segment(params["prefix"], "warehouse"),
-            namespace=parse_namespace(decode_segment(params["ns"], "namespace")),
-            name=decode_segment(params["table"], "table"),
-        )
-
-    async def _vend_access(self, caller: CallerIdentity, ctx: RequestContext,
-                           ref: TableRef) -> AccessMode:
+    async def _vend_access(self, call: HttpCall, ref: TableRef) -> AccessMode:
         """Lakekeeper vends by the principal's permission: write if the policy allows it."""
-        d = self._d
-        await d.gate.authorize(caller, ctx, ref.warehouse, ref.namespace, ref.name, AccessMode.READ)
-        if await d.gate.allowed(caller, ctx, ref.warehouse, ref.namespace, ref.name,
-                                AccessMode.WRITE):
+        await self._authorize(call, ref, AccessMode.READ)
+        if await self._gate.allowed(call.caller, call.ctx, ref.warehouse, ref.namespace,
+                                    ref.name, AccessMode.WRITE):
             return AccessMode.WRITE
         return AccessMode.READ
 
     # -------------------------------------------------------------- generic tables
-    async def load(self, request: web.Request, call: Call) -> web.StreamResponse:
-        d = self._d
-        vended = wants_credentials(request.headers.get("X-Iceberg-Access-Delegation"))
-        with d.recorder.track("rest", "credential" if vended else "metadata") as tally:
-            caller = await self._admit(request)
-            ref = self._parsed_ref(call)
-            ctx = context_of(request, call.request_id, caller)
-            access = await self._vend_access(caller, ctx, ref)
-            result = await d.ops.load_table(ref, ctx, vended=vended, access=access)
-            tally.served(result.outcome or "miss")
-            return json_response(load_json(result))
+    async def load(self, call: HttpCall) -> web.StreamResponse:
+        vended = wants_credentials(call.request.headers.get("X-Iceberg-Access-Delegation"))
+        ref = call_ref(call)
+        access = await self._vend_access(call, ref)
+        result = await self._ops.load_table(ref, call.ctx, vended=vended, access=access)
+        call.tally.served(result.outcome or "miss")
+        return json_response(load_json(result))
 
-    async def credentials(self, request: web.Request, call: Call) -> web.StreamResponse:
-        d = self._d
-        with d.recorder.track("rest", "credential") as tally:
-            caller = await self._admit(request)
-            ref = self._parsed_ref(call)
-            ctx = context_of(request, call.request_id, caller)
-            access = await self._vend_access(caller, ctx, ref)
-            lookup = await d.ops.get_credentials(ref, access, ctx)
-            tally.served(lookup.outcome, lookup.remaining_s)
-            return json_body_response(storage_credentials_body(lookup, call.match))
+    async def credentials(self, call: HttpCall) -> web.StreamResponse:
+        ref = call_ref(call)
+        access = await self._vend_access(call, ref)
+        lookup = await self._ops.get_credentials(ref, access, call.ctx)
+        call.tally.served(lookup.outcome, lookup.remaining_s)
+        return json_body_response(storage_credentials_body(call.match, lookup))
 
-    async def list(self, request: web.Request, call: Call) -> web.StreamResponse:
-        d = self._d
-        with d.recorder.track("rest", "metadata"):
-            caller = await self._admit(request)
-            warehouse = decode_segment(call.params["prefix"], "warehouse")
-            namespace = parse_namespace(decode_segment(call.params["ns"], "namespace"))
-            page_size = parse_page_size(request.query.get("pageSize"))
-            ctx = context_of(request, call.request_id, caller)
-            await d.gate.authorize(caller, ctx, warehouse, namespace, None, AccessMode.READ)
-            result = await d.ops.list_tables(
-                warehouse, namespace, ctx,
-                page_token=request.query.get("pageToken") or None, page_size=page_size,
-            )
-            identifiers = []
-            for ident in result.identifiers:
-                entry: dict[str, Any] = {"namespace": list(ident.namespace), "name": ident.name}
-                if ident.format is not None:
-                    entry["format"] = ident.format
-                if ident.id is not None:
-                    entry["id"] = ident.id
-                identifiers.append(entry)
-            return json_response(
-                {"identifiers": identifiers, "next-page-token": result.next_page_token}
-            )
+    async def list(self, call: HttpCall) -> web.StreamResponse:
+        warehouse, namespace = warehouse_of(call.params), namespace_of(call.params)
+        query = call.request.query
+        page_size = parse_page_size(query.get("pageSize"))
+        await self._authorize_namespace(call, warehouse, namespace, AccessMode.READ)
+        result = await self._ops.list_tables(
+            warehouse, namespace, call.ctx,
+            page_token=query.get("pageToken") or None, page_size=page_size,
+        )
+        identifiers = []
+        for ident in result.identifiers:
+            entry: dict[str, Any] = {"namespace": list(ident.namespace), "name": ident.name}
+            if ident.format is not None:
+                entry["format"] = ident.format
+            if ident.id is not None:
+                entry["id"] = ident.id
+            identifiers.append(entry)
+        return json_response(
+            {"identifiers": identifiers, "next-page-token": result.next_page_token}
+        )
 
-    async def create(self, request: web.Request, call: Call) -> web.StreamResponse:
-        d = self._d
-        with d.recorder.track("rest", "metadata"):
-            caller = await self._admit(request)
-            warehouse = decode_segment(call.params["prefix"], "warehouse")
-            namespace = parse_namespace(decode_segment(call.params["ns"], "namespace"))
-            body = await read_json(request, d.max_body_bytes)
-            spec = CreateTableSpec(
-                name=str(string_field(body, "name")),
-                format=str(string_field(body, "format")),
-                base_location=string_field(body, "base-location", required=False),
-                doc=string_field(body, "doc", required=False),
-                properties=string_map(body, "properties"),
-                extra={k: v for k, v in body.items() if k not in _CREATE_KEYS},
-            )
-            ctx = context_of(request, call.request_id, caller)
-            await d.gate.authorize(caller, ctx, warehouse, namespace, spec.name, AccessMode.WRITE)
-            result = await d.ops.create_table(warehouse, namespace, spec, ctx)
-            return json_response(load_json(result))
+    async def create(self, call: HttpCall) -> web.StreamResponse:
+        warehouse, namespace = warehouse_of(call.params), namespace_of(call.params)
+        body = await self._body(call)
+        spec = CreateTableSpec(
+            name=required_string(body, "name"),
+            format=required_string(body, "format"),
+            base_location=string_field(body, "base-location", required=False),
+            doc=string_field(body, "doc", required=False),
+            properties=string_map(body, "properties"),
+            extra={k: v for k, v in body.items() if k not in _CREATE_KEYS},
+        )
+        # The same name rules as every load: a name that could not be loaded is not created.
+        await self._authorize(call, TableRef(warehouse, namespace, spec.name), AccessMode.WRITE)
+        result = await self._ops.create_table(warehouse, namespace, spec, call.ctx)
+        return json_response(load_json(result))
 
-    async def drop(self, request: web.Request, call: Call) -> web.StreamResponse:
-        d = self._d
-        with d.recorder.track("rest", "metadata"):
-            caller = await self._admit(request)
-            ref = self._ref(call.params)
-            purge = parse_bool(request.query.get("purgeRequested"), "purgeRequested", None)
-            force = bool(parse_bool(request.query.get("force"), "force", False))
-            ctx = context_of(request, call.request_id, caller)
-            await d.gate.authorize(
-                caller, ctx, ref.warehouse, ref.namespace, ref.name, AccessMode.WRITE
-            )
-            await d.ops.drop_table(ref, ctx, purge=purge, force=force)
-            return web.Response(status=204)
+    async def drop(self, call: HttpCall) -> web.StreamResponse:
+        ref = call_ref(call)
+        query = call.request.query
+        purge = parse_bool(query.get("purgeRequested"), "purgeRequested", None)
+        force = bool(parse_bool(query.get("force"), "force", False))
+        await self._authorize(call, ref, AccessMode.WRITE)
+        await self._ops.drop_table(ref, call.ctx, purge=purge, force=force)
+        return web.Response(status=204)
 
-    async def rename(self, request: web.Request, call: Call) -> web.StreamResponse:
-        d = self._d
-        with d.recorder.track("rest", "metadata"):
-            caller = await self._admit(request)
-            warehouse = decode_segment(call.params["prefix"], "warehouse")
-            source, destination = rename_pair(await read_json(request, d.max_body_bytes))
-            ctx = context_of(request, call.request_id, caller)
-            for ns, name in (source, destination):
-                await d.gate.authorize(caller, ctx, warehouse, ns, name, AccessMode.WRITE)
-            await d.ops.rename_table(warehouse, source, destination, ctx)
-            return web.Response(status=204)
+    async def rename(self, call: HttpCall) -> web.StreamResponse:
+        warehouse = warehouse_of(call.params)
+        source, destination = rename_pair(await self._body(call))
+        for ns, name in (source, destination):
+            await self._authorize(call, TableRef(warehouse, ns, name), AccessMode.WRITE)
+        await self._ops.rename_table(warehouse, source, destination, call.ctx)
+        return web.Response(status=204)
 
     # -------------------------------------------------------------- catalog / management
-    async def config(self, request: web.Request, call: Call) -> web.StreamResponse:
-        d = self._d
-        with d.recorder.track("rest", "metadata"):
-            caller = await self._admit(request)
-            warehouse = request.query.get("warehouse")
-            if not warehouse:
-                raise InvalidRequestError("query parameter 'warehouse' is required")
-            ctx = context_of(request, call.request_id, caller)
-            cfg = dict(await d.ops.catalog_config(warehouse, ctx))
-            overrides = dict(cfg.get("overrides") or {})
-            # Point Iceberg clients back at the gateway, not at the catalog behind it.
-            overrides["uri"] = f"{request.scheme}://{request.host}/catalog"
-            cfg["overrides"] = overrides
-            if isinstance(cfg.get("endpoints"), list):
-                cfg["endpoints"] = [e for e in cfg["endpoints"] if e in SERVED_ICEBERG_ENDPOINTS]
-            return json_response(cfg)
+    async def config(self, call: HttpCall) -> web.StreamResponse:
+        request = call.request
+        warehouse = request.query.get("warehouse")
+        if not warehouse:
+            raise InvalidRequestError("query parameter 'warehouse' is required")
+        cfg = dict(await self._ops.catalog_config(check_warehouse(warehouse), call.ctx))
+        overrides = dict(cfg.get("overrides") or {})
+        # Point Iceberg clients back at the gateway, not at the catalog behind it.
+        overrides["uri"] = f"{request.scheme}://{request.host}/catalog"
+        cfg["overrides"] = overrides
+        if isinstance(cfg.get("endpoints"), list):
+            cfg["endpoints"] = [e for e in cfg["endpoints"] if e in SERVED_ICEBERG_ENDPOINTS]
+        return json_response(cfg)
 
-    async def forward_namespaces(self, request: web.Request, call: Call) -> web.StreamResponse:
-        d = self._d
-        with d.recorder.track("rest", "metadata") as tally:
-            caller = await self._admit(request)
-            params = call.params
-            warehouse = decode_segment(params["prefix"], "warehouse")
-            ctx = context_of(request, call.request_id, caller)
-            body: bytes | None = None
-            if "ns" in params:
-                namespace = parse_namespace(decode_segment(params["ns"], "namespace"))
-                table = decode_segment(params["table"], "table") if "table" in params else None
-                await d.gate.authorize(caller, ctx, warehouse, namespace, table, AccessMode.READ)
-            if request.method == "POST":
-                doc = await read_json(request, d.max_body_bytes)
-                ns_value = doc.get("namespace")
-                if not isinstance(ns_value, list) or not all(isinstance(p, str) for p in ns_value):
-                    raise InvalidRequestError("'namespace' must be an array of strings")
-                await d.gate.authorize(caller, ctx, warehouse, tuple(ns_value), None,
-                                       AccessMode.WRITE)
-                body = await request.read()
-            wh = await d.ops.resolve_warehouse(warehouse, ctx)
-            raw_path, _, query = request.raw_path.partition("?")
-            segments = raw_path.strip("/").split("/")
-            segments[2] = wh.id  # the catalog only understands the warehouse UUID as prefix
-            upstream = await d.ops.forward(
-                request.method, "/" + "/".join(segments), query, body, ctx
-            )
-            if upstream.status >= 400:
-                tally.served("error")
-            headers = {k: v for k, v in upstream.headers.items() if k.title() in _PASS_HEADERS}
-            return web.Response(status=upstream.status, body=upstream.body, headers=headers)
+    async def forward_namespaces(self, call: HttpCall) -> web.StreamResponse:
+        request, params, ctx = call.request, call.params, call.ctx
+        warehouse = warehouse_of(params)
+        body: bytes | None = None
+        if "table" in params:
+            await self._authorize(call, call_ref(call), AccessMode.READ)
+        elif "ns" in params:
+            await self._authorize_namespace(call, warehouse, namespace_of(params),
+                                            AccessMode.READ)
+        if request.method == "POST":
+            doc = await self._body(call)
+            ns_value = doc.get("namespace")
+            if not isinstance(ns_value, list) or not all(isinstance(p, str) for p in ns_value):
+                raise InvalidRequestError("'namespace' must be an array of strings")
+            await self._authorize_namespace(call, warehouse, tuple(ns_value), AccessMode.WRITE)
+            body = await request.read()
+        wh = await self._ops.resolve_warehouse(warehouse, ctx)
+        raw_path, _, query = request.raw_path.partition("?")
+        segments = raw_path.strip("/").split("/")
+        segments[2] = wh.id  # the catalog only understands the warehouse UUID as prefix
+        upstream = await self._ops.forward(request.method, "/" + "/".join(segments), query, body,
+                                           ctx)
+        if upstream.status >= 400:
+            call.tally.served("error")
+        headers = {k: v for k, v in upstream.headers.items() if k.title() in _PASS_HEADERS}
+        return web.Response(status=upstream.status, body=upstream.body, headers=headers)
 
-    async def whoami(self, request: web.Request, call: Call) -> web.StreamResponse:
-        d = self._d
-        with d.recorder.track("rest", "metadata") as tally:
-            caller = await self._admit(request)
-            tally.served("hit")
-            return json_response(whoami(caller))
+    async def whoami(self, call: HttpCall) -> web.StreamResponse:
+        call.tally.served("hit")
+        return json_response(whoami(call.caller))
 
-    async def warehouse(self, request: web.Request, call: Call) -> web.StreamResponse:
-        d = self._d
-        with d.recorder.track("rest", "metadata"):
-            caller = await self._admit(request)
-            given = decode_segment(call.params["wh"], "warehouse")
-            wh = await d.ops.resolve_warehouse(given, context_of(request, call.request_id, caller))
-            return json_response({"id": wh.id, "warehouse-id": wh.id, "name": wh.name})
+    async def warehouse(self, call: HttpCall) -> web.StreamResponse:
+        wh = await self._ops.resolve_warehouse(warehouse_of(call.params), call.ctx)
+        return json_response({"id": wh.id, "warehouse-id": wh.id, "name": wh.name})

@@ -1,22 +1,20 @@
 """The native `/v1` HTTP API (docs/contracts.md §4): JSON snake_case, warehouse by name or id.
 
-Credential answers carry the remaining lifetime and the cache outcome (hit, miss, coalesced,
-stale), so callers and tests can see what the gateway did.
+Parse and render only: the pipeline (http_pipeline.py) has already counted, admitted and
+contextualised the request. Credential answers carry the remaining lifetime and the cache
+outcome (hit, miss, coalesced, stale), so callers and tests can see what the gateway did.
 
-The credential route is the hot path (executors ask for the same few tables over and over):
-its parsed target is memoized on the cached route match, and its JSON body is kept pre-rendered
-per served credential set, so a cache hit only formats `remaining_s` and `outcome`.
+The credential route is the hot path: its parsed target and its pre-rendered body are kept in
+the route match's memo, so a cache hit only formats `remaining_s` and `outcome`.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 from aiohttp import web
 
-from gateway.errors import InvalidRequestError
 from gateway.models import (
     AccessMode,
     CreateTableSpec,
@@ -24,55 +22,35 @@ from gateway.models import (
     GenericTable,
     ListResult,
     LoadResult,
-    Outcome,
     TableRef,
 )
-from gateway.surfaces.http_app import HttpDeps
 from gateway.surfaces.http_codec import (
-    context_of,
-    credential_json,
-    decode_segment,
-    json_response,
+    call_ref,
+    call_target,
     namespace_list,
+    namespace_of,
     parse_access,
     parse_bool,
-    parse_namespace,
     parse_page_size,
-    read_json,
+    rename_pair,
+    required_string,
     string_field,
     string_map,
+    warehouse_of,
 )
-from gateway.surfaces.http_routing import Call, Match, Route
+from gateway.surfaces.http_pipeline import HttpApi
+from gateway.surfaces.http_routing import AnyRoute, HttpCall, Match, OpenRoute, Route
 from gateway.surfaces.openapi import openapi_document
+from gateway.surfaces.render import (
+    RenderedBody,
+    credential_json,
+    json_body_response,
+    json_response,
+)
 
 _WH = ("v1", "warehouses", "{wh}")
 _TABLES = (*_WH, "namespaces", "{ns}", "tables")
 _TABLE = (*_TABLES, "{table}")
-
-
-def table_ref(params: dict[str, str]) -> TableRef:
-    """The TableRef of a `/v1/warehouses/{wh}/namespaces/{ns}/tables/{table}` path."""
-    return TableRef(
-        warehouse=decode_segment(params["wh"], "warehouse"),
-        namespace=parse_namespace(decode_segment(params["ns"], "namespace")),
-        name=decode_segment(params["table"], "table"),
-    )
-
-
-def credential_target(request: web.Request, call: Call) -> tuple[TableRef, AccessMode]:
-    """(TableRef, access) of a credential request, parsed once per exact target.
-
-    Memoized on the route match, which is cached per (method, raw target): the parse is a pure
-    function of the raw path and query. A target that fails to parse is not memoized (it raises
-    InvalidRequestError every time, after the caller was admitted).
-    """
-    parsed = call.match.parsed
-    if parsed is None:
-        parsed = (table_ref(call.params), parse_access(request.query.get("access")))
-        call.match.parsed = parsed
-    ref: TableRef = parsed[0]
-    access: AccessMode = parsed[1]
-    return ref, access
 
 
 def credentials_doc(lookup: CredentialLookup) -> dict[str, Any]:
@@ -91,64 +69,28 @@ def credentials_doc(lookup: CredentialLookup) -> dict[str, Any]:
     }
 
 
-def _json_number(value: float | None) -> bytes:
-    """`value` exactly as json.dumps writes it (float repr; null; NaN/Infinity)."""
-    if type(value) is float and math.isfinite(value):
-        return float.__repr__(value).encode()
-    return json.dumps(value).encode()
+def credentials_body(lookup: CredentialLookup) -> RenderedBody:
+    """`credentials_doc` pre-rendered around its two per-request fields.
 
-
-_OUTCOME_KEY = b',"outcome":'
-_OUTCOME_JSON: dict[str, bytes] = {o.value: json.dumps(o.value).encode() for o in Outcome}
-
-
-class CredentialsBody:
-    """A `CredentialsResponse` pre-rendered for one served credential set.
-
-    Everything but `remaining_s` and `outcome` is fixed by (warehouse, table, access, credential
-    set), so it is rendered once; `render()` splices the two per-request fields in. The bytes
-    equal `json.dumps(credentials_doc(lookup), separators=(",", ":"))`. A rotated credential is
-    a new CredentialSet object: `matches()` compares identities, so it is re-rendered at once.
+    The rendered bytes equal `json.dumps(credentials_doc(lookup), separators=(",", ":"))`.
     """
-
-    __slots__ = ("_head", "_tail", "access", "credentials", "ref", "warehouse_id")
-
-    def __init__(self, lookup: CredentialLookup) -> None:
-        self.credentials = lookup.credentials
-        self.warehouse_id = lookup.warehouse.id
-        self.ref = lookup.ref
-        self.access = lookup.access
-        doc = credentials_doc(lookup)
-        head = {k: doc[k] for k in ("warehouse_id", "namespace", "table", "access", "location",
-                                    "expires_at_ms")}
-        self._head = json.dumps(head, separators=(",", ":"))[:-1].encode() + b',"remaining_s":'
-        self._tail = (b',"credentials":' + json.dumps(doc["credentials"], separators=(",", ":"))
-                      .encode() + b"}")
-
-    def matches(self, lookup: CredentialLookup) -> bool:
-        return (
-            lookup.credentials is self.credentials
-            and lookup.warehouse.id == self.warehouse_id
-            and (lookup.ref is self.ref or lookup.ref == self.ref)
-            and lookup.access is self.access
-        )
-
-    def render(self, lookup: CredentialLookup) -> bytes:
-        outcome = _OUTCOME_JSON.get(lookup.outcome) or json.dumps(str(lookup.outcome)).encode()
-        return b"".join((self._head, _json_number(lookup.remaining_s), _OUTCOME_KEY, outcome,
-                         self._tail))
+    doc = credentials_doc(lookup)
+    head = {k: doc[k] for k in ("warehouse_id", "namespace", "table", "access", "location",
+                                "expires_at_ms")}
+    return RenderedBody(
+        lookup,
+        json.dumps(head, separators=(",", ":"))[:-1].encode() + b',"remaining_s":',
+        b',"credentials":' + json.dumps(doc["credentials"], separators=(",", ":")).encode()
+        + b"}",
+    )
 
 
-def credentials_body(lookup: CredentialLookup, match: Match) -> bytes:
+def memo_body(match: Match, lookup: CredentialLookup) -> bytes:
     """The CredentialsResponse bytes, reusing the match's pre-rendered body when it fits."""
-    rendered = match.rendered
-    if not isinstance(rendered, CredentialsBody) or not rendered.matches(lookup):
-        rendered = match.rendered = CredentialsBody(lookup)
-    return rendered.render(lookup)
-
-
-def json_body_response(body: bytes) -> web.Response:
-    return web.Response(body=body, content_type="application/json")
+    body = match.body
+    if body is None or not body.fits(lookup):
+        body = match.body = credentials_body(lookup)
+    return body.render(lookup)
 
 
 def table_doc(table: GenericTable) -> dict[str, Any]:
@@ -181,160 +123,107 @@ def list_doc(result: ListResult) -> dict[str, Any]:
     }
 
 
-class NativeApi:
+class NativeApi(HttpApi):
     """Handlers of the `/v1` routes."""
 
-    def __init__(self, deps: HttpDeps) -> None:
-        self._d = deps
+    def routes(self) -> list[AnyRoute]:
+        return [*self.admitted_routes(), *self.open_routes()]
 
-    def routes(self) -> list[Route]:
+    def admitted_routes(self) -> list[Route]:
         return [
-            Route("GET", (*_TABLE, "credentials"), self.credentials),
-            Route("GET", _TABLE, self.load),
-            Route("DELETE", _TABLE, self.drop),
-            Route("GET", _TABLES, self.list),
-            Route("POST", _TABLES, self.create),
-            Route("POST", (*_WH, "tables", "rename"), self.rename),
-            Route("GET", _WH, self.warehouse),
-            Route("POST", ("v1", "cache", "invalidate"), self.invalidate),
-            Route("GET", ("v1", "openapi.json"), self.openapi),
+            Route("GET", (*_TABLE, "credentials"), self.credentials, "http", "credential"),
+            Route("GET", _TABLE, self.load, "http", "metadata"),
+            Route("DELETE", _TABLE, self.drop, "http", "metadata"),
+            Route("GET", _TABLES, self.list, "http", "metadata"),
+            Route("POST", _TABLES, self.create, "http", "metadata"),
+            Route("POST", (*_WH, "tables", "rename"), self.rename, "http", "metadata"),
+            Route("GET", _WH, self.warehouse, "http", "metadata"),
+            Route("POST", ("v1", "cache", "invalidate"), self.invalidate, "http", "admin"),
         ]
 
-    async def _admit(self, request: web.Request) -> Any:
-        return await self._d.gate.admit(request.headers.get("Authorization"), request.headers)
+    def open_routes(self) -> list[OpenRoute]:
+        """The contract document: public, neither admitted nor counted."""
+        return [OpenRoute("GET", ("v1", "openapi.json"), self.openapi)]
 
-    async def credentials(self, request: web.Request, call: Call) -> web.StreamResponse:
-        d = self._d
-        with d.recorder.track("http", "credential") as tally:
-            caller = await self._admit(request)
-            ref, access = credential_target(request, call)
-            ctx = context_of(request, call.request_id, caller)
-            await d.gate.authorize(caller, ctx, ref.warehouse, ref.namespace, ref.name, access)
-            lookup = await d.ops.get_credentials(ref, access, ctx)
-            tally.served(lookup.outcome, lookup.remaining_s)
-            return json_body_response(credentials_body(lookup, call.match))
+    async def credentials(self, call: HttpCall) -> web.StreamResponse:
+        ref, access = call_target(call)
+        await self._authorize(call, ref, access)
+        lookup = await self._ops.get_credentials(ref, access, call.ctx)
+        call.tally.served(lookup.outcome, lookup.remaining_s)
+        return json_body_response(memo_body(call.match, lookup))
 
-    async def load(self, request: web.Request, call: Call) -> web.StreamResponse:
-        d = self._d
-        with d.recorder.track("http", "metadata") as tally:
-            caller = await self._admit(request)
-            ref = table_ref(call.params)
-            vended = bool(parse_bool(request.query.get("vended"), "vended", False))
-            access = parse_access(request.query.get("access"))
-            ctx = context_of(request, call.request_id, caller)
-            await d.gate.authorize(caller, ctx, ref.warehouse, ref.namespace, ref.name, access)
-            result = await d.ops.load_table(ref, ctx, vended=vended, access=access)
-            tally.served(result.outcome or "miss")
-            return json_response(load_doc(result))
+    async def load(self, call: HttpCall) -> web.StreamResponse:
+        ref = call_ref(call)
+        query = call.request.query
+        vended = bool(parse_bool(query.get("vended"), "vended", False))
+        access = parse_access(query.get("access"))
+        await self._authorize(call, ref, access)
+        result = await self._ops.load_table(ref, call.ctx, vended=vended, access=access)
+        call.tally.served(result.outcome or "miss")
+        return json_response(load_doc(result))
 
-    async def list(self, request: web.Request, call: Call) -> web.StreamResponse:
-        d = self._d
-        with d.recorder.track("http", "metadata"):
-            caller = await self._admit(request)
-            warehouse = decode_segment(call.params["wh"], "warehouse")
-            namespace = parse_namespace(decode_segment(call.params["ns"], "namespace"))
-            page_size = parse_page_size(request.query.get("page_size"))
-            ctx = context_of(request, call.request_id, caller)
-            await d.gate.authorize(caller, ctx, warehouse, namespace, None, AccessMode.READ)
-            result = await d.ops.list_tables(
-                warehouse,
-                namespace,
-                ctx,
-                page_token=request.query.get("page_token") or None,
-                page_size=page_size,
+    async def list(self, call: HttpCall) -> web.StreamResponse:
+        warehouse, namespace = warehouse_of(call.params), namespace_of(call.params)
+        query = call.request.query
+        page_size = parse_page_size(query.get("page_size"))
+        await self._authorize_namespace(call, warehouse, namespace, AccessMode.READ)
+        result = await self._ops.list_tables(
+            warehouse, namespace, call.ctx,
+            page_token=query.get("page_token") or None, page_size=page_size,
+        )
+        return json_response(list_doc(result))
+
+    async def create(self, call: HttpCall) -> web.StreamResponse:
+        warehouse, namespace = warehouse_of(call.params), namespace_of(call.params)
+        body = await self._body(call)
+        spec = CreateTableSpec(
+            name=required_string(body, "name"),
+            format=required_string(body, "format"),
+            base_location=string_field(body, "base_location", required=False),
+            doc=string_field(body, "doc", required=False),
+            properties=string_map(body, "properties"),
+        )
+        # The same name rules as every load: a name that could not be loaded is not created.
+        await self._authorize(call, TableRef(warehouse, namespace, spec.name), AccessMode.WRITE)
+        result = await self._ops.create_table(warehouse, namespace, spec, call.ctx)
+        return json_response(load_doc(result))
+
+    async def drop(self, call: HttpCall) -> web.StreamResponse:
+        ref = call_ref(call)
+        query = call.request.query
+        purge = parse_bool(query.get("purge"), "purge", None)
+        force = bool(parse_bool(query.get("force"), "force", False))
+        await self._authorize(call, ref, AccessMode.WRITE)
+        await self._ops.drop_table(ref, call.ctx, purge=purge, force=force)
+        return web.Response(status=204)
+
+    async def rename(self, call: HttpCall) -> web.StreamResponse:
+        warehouse = warehouse_of(call.params)
+        source, destination = rename_pair(await self._body(call))
+        for ns, name in (source, destination):
+            await self._authorize(call, TableRef(warehouse, ns, name), AccessMode.WRITE)
+        await self._ops.rename_table(warehouse, source, destination, call.ctx)
+        return web.Response(status=204)
+
+    async def warehouse(self, call: HttpCall) -> web.StreamResponse:
+        wh = await self._ops.resolve_warehouse(warehouse_of(call.params), call.ctx)
+        return json_response({"warehouse_id": wh.id, "name": wh.name})
+
+    async def invalidate(self, call: HttpCall) -> web.StreamResponse:
+        body = await self._body(call)
+        if body.get("all") is True:
+            self._gate.authorize_global(call.caller)
+            count = self._ops.invalidate(all=True)
+        else:
+            ref = TableRef(
+                warehouse=required_string(body, "warehouse"),
+                namespace=namespace_list(body.get("namespace")),
+                name=required_string(body, "table"),
             )
-            return json_response(list_doc(result))
+            await self._authorize(call, ref, AccessMode.WRITE)
+            count = self._ops.invalidate(ref)
+        call.tally.served("hit")
+        return json_response({"invalidated": count})
 
-    async def create(self, request: web.Request, call: Call) -> web.StreamResponse:
-        d = self._d
-        with d.recorder.track("http", "metadata"):
-            caller = await self._admit(request)
-            warehouse = decode_segment(call.params["wh"], "warehouse")
-            namespace = parse_namespace(decode_segment(call.params["ns"], "namespace"))
-            body = await read_json(request, d.max_body_bytes)
-            spec = CreateTableSpec(
-                name=str(string_field(body, "name")),
-                format=str(string_field(body, "format")),
-                base_location=string_field(body, "base_location", required=False),
-                doc=string_field(body, "doc", required=False),
-                properties=string_map(body, "properties"),
-            )
-            ctx = context_of(request, call.request_id, caller)
-            await d.gate.authorize(caller, ctx, warehouse, namespace, spec.name, AccessMode.WRITE)
-            result = await d.ops.create_table(warehouse, namespace, spec, ctx)
-            return json_response(load_doc(result))
-
-    async def drop(self, request: web.Request, call: Call) -> web.StreamResponse:
-        d = self._d
-        with d.recorder.track("http", "metadata"):
-            caller = await self._admit(request)
-            ref = table_ref(call.params)
-            purge = parse_bool(request.query.get("purge"), "purge", None)
-            force = bool(parse_bool(request.query.get("force"), "force", False))
-            ctx = context_of(request, call.request_id, caller)
-            await d.gate.authorize(
-                caller, ctx, ref.warehouse, ref.namespace, ref.name, AccessMode.WRITE
-            )
-            await d.ops.drop_table(ref, ctx, purge=purge, force=force)
-            return web.Response(status=204)
-
-    async def rename(self, request: web.Request, call: Call) -> web.StreamResponse:
-        d = self._d
-        with d.recorder.track("http", "metadata"):
-            caller = await self._admit(request)
-            warehouse = decode_segment(call.params["wh"], "warehouse")
-            body = await read_json(request, d.max_body_bytes)
-            source, destination = rename_pair(body)
-            ctx = context_of(request, call.request_id, caller)
-            for ns, name in (source, destination):
-                await d.gate.authorize(caller, ctx, warehouse, ns, name, AccessMode.WRITE)
-            await d.ops.rename_table(warehouse, source, destination, ctx)
-            return web.Response(status=204)
-
-    async def warehouse(self, request: web.Request, call: Call) -> web.StreamResponse:
-        d = self._d
-        with d.recorder.track("http", "metadata"):
-            caller = await self._admit(request)
-            warehouse = decode_segment(call.params["wh"], "warehouse")
-            ctx = context_of(request, call.request_id, caller)
-            wh = await d.ops.resolve_warehouse(warehouse, ctx)
-            return json_response({"warehouse_id": wh.id, "name": wh.name})
-
-    async def invalidate(self, request: web.Request, call: Call) -> web.StreamResponse:
-        d = self._d
-        with d.recorder.track("http", "admin") as tally:
-            caller = await self._admit(request)
-            body = await read_json(request, d.max_body_bytes)
-            if body.get("all") is True:
-                d.gate.authorize_global(caller)
-                count = d.ops.invalidate(all=True)
-            else:
-                ref = TableRef(
-                    warehouse=str(string_field(body, "warehouse")),
-                    namespace=namespace_list(body.get("namespace")),
-                    name=str(string_field(body, "table")),
-                )
-                ctx = context_of(request, call.request_id, caller)
-                await d.gate.authorize(
-                    caller, ctx, ref.warehouse, ref.namespace, ref.name, AccessMode.WRITE
-                )
-                count = d.ops.invalidate(ref)
-            tally.served("hit")
-            return json_response({"invalidated": count})
-
-    async def openapi(self, request: web.Request, call: Call) -> web.StreamResponse:
+    async def openapi(self, request: web.BaseRequest) -> web.StreamResponse:
         return json_response(openapi_document())
-
-
-def rename_pair(
-    body: dict[str, Any],
-) -> tuple[tuple[tuple[str, ...], str], tuple[tuple[str, ...], str]]:
-    """Parse `{"source": {namespace, name}, "destination": {...}}` (both surfaces use it)."""
-    out = []
-    for key in ("source", "destination"):
-        part = body.get(key)
-        if not isinstance(part, dict):
-            raise InvalidRequestError(f"'{key}' must be an object with namespace and name")
-        out.append((namespace_list(part.get("namespace"), f"{key}.namespace"),
-                    str(string_field(part, "name"))))
-    return out[0], out[1]

@@ -1,32 +1,46 @@
-"""A small segment router over RAW path segments.
+"""Routes, route matches and a small segment router over RAW path segments.
 
 aiohttp matches routes on the decoded path, where `%2F` inside a table name would already have
 become a separator; Lakekeeper's clients percent-encode names fully, so the HTTP surfaces match on
 the raw segments and decode each captured segment themselves (http_codec.decode_segment).
+
+A `Route` declares what the pipeline (http_pipeline.py) needs to run it: its surface and its
+metrics kind. An `OpenRoute` (/livez, /readyz, /metrics) is neither admitted nor counted.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Union
 
 from aiohttp import web
 
 from gateway.errors import GatewayError, NotFoundError
+from gateway.models import AccessMode, CallerIdentity, RequestContext, TableRef
+from gateway.surfaces.accounting import Kind, Surface, Tally
+from gateway.surfaces.render import RenderedBody
 
 
-class Call:
-    """What a handler receives besides the request: the request id and the route match.
+class HttpCall:
+    """What an admitted route's handler receives (the HTTP twin of `GrpcCall`).
 
-    A plain slotted class (built once per request, so cheaper than a frozen dataclass).
+    Built by the pipeline once the caller is admitted: the request (BaseRequest's API only:
+    the daemon's low-level server builds BaseRequests), the cached route match with its memo,
+    the caller, the RequestContext passed down and the request's Tally. A plain slotted class:
+    built once per request, so cheaper than a frozen dataclass.
     """
 
-    __slots__ = ("match", "request_id")
+    __slots__ = ("caller", "ctx", "match", "request", "request_id", "tally")
 
-    def __init__(self, request_id: str, match: Match) -> None:
-        self.request_id = request_id
+    def __init__(self, request: web.BaseRequest, match: Match, request_id: str,
+                 caller: CallerIdentity, ctx: RequestContext, tally: Tally) -> None:
+        self.request = request
         self.match = match
+        self.request_id = request_id
+        self.caller = caller
+        self.ctx = ctx
+        self.tally = tally
 
     @property
     def params(self) -> dict[str, str]:
@@ -34,17 +48,42 @@ class Call:
         return self.match.params
 
 
-Handler = Callable[[web.Request, Call], Awaitable[web.StreamResponse]]
+CallHandler = Callable[[HttpCall], Awaitable[web.StreamResponse]]
+OpenHandler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
+# The `kind` of a route whose kind depends on the request (Lakekeeper's load: vended or not).
+KindOf = Callable[[web.BaseRequest], Kind]
 
 
 @dataclass(frozen=True)
 class Route:
-    """`pattern` segments are literals or `{name}` captures; `lakekeeper` adds cache headers."""
+    """An admitted, counted route: `pattern` segments are literals or `{name}` captures.
+
+    Routes of surface `rest` (the Lakekeeper-compatible mounts) also get Lakekeeper's cache
+    headers on every answer.
+    """
 
     method: str
     pattern: tuple[str, ...]
-    handler: Handler
+    handler: CallHandler
+    surface: Surface
+    kind: Kind | KindOf
+    lakekeeper: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "lakekeeper", self.surface == "rest")
+
+
+@dataclass(frozen=True)
+class OpenRoute:
+    """A route outside the pipeline: no admission, not counted in lakegate_requests_total."""
+
+    method: str
+    pattern: tuple[str, ...]
+    handler: OpenHandler
     lakekeeper: bool = False
+
+
+AnyRoute = Union[Route, OpenRoute]  # noqa: UP007 - a runtime alias, kept readable
 
 
 class MethodNotAllowedError(GatewayError):
@@ -54,20 +93,23 @@ class MethodNotAllowedError(GatewayError):
 
 class Match:
     """A route matched for one exact (method, raw target); cached and shared by the requests
-    that repeat that target.
+    that repeat that target, so it also carries the target's memo.
 
-    `parsed` and `rendered` are memo slots for the route's handler: the parse of the target
-    (a pure function of it, so it is stored only once it succeeded) and the last rendered body
-    (checked by the handler against the identity of what it renders before reuse).
+    The memo (typed slots, filled by the route's handler):
+    - `ref`, `access`: the parse of the target (a pure function of it, so stored only once it
+      succeeded);
+    - `body`: the last pre-rendered response body, which the handler reuses only while
+      `RenderedBody.fits` the lookup it serves.
     """
 
-    __slots__ = ("params", "parsed", "rendered", "route")
+    __slots__ = ("access", "body", "params", "ref", "route")
 
-    def __init__(self, route: Route, params: dict[str, str] | None = None) -> None:
+    def __init__(self, route: AnyRoute, params: dict[str, str] | None = None) -> None:
         self.route = route
         self.params: dict[str, str] = params if params is not None else {}
-        self.parsed: Any = None
-        self.rendered: Any = None
+        self.ref: TableRef | None = None
+        self.access: AccessMode | None = None
+        self.body: RenderedBody | None = None
 
 
 @dataclass(frozen=True)
@@ -83,15 +125,19 @@ class SegmentRouter:
     """Routes by exact segment count and literals; captures are raw (still percent-encoded)."""
 
     def __init__(self) -> None:
-        self._by_len: dict[int, list[Route]] = {}
+        self._by_len: dict[int, list[AnyRoute]] = {}
         self._fences: list[Fence] = []
 
-    def add(self, routes: Sequence[Route]) -> None:
+    def add(self, routes: Sequence[AnyRoute]) -> None:
         for route in routes:
             self._by_len.setdefault(len(route.pattern), []).append(route)
 
     def fence(self, prefix: tuple[str, ...], error_type: str, *, lakekeeper: bool) -> None:
         self._fences.append(Fence(prefix, error_type, lakekeeper))
+
+    def routes(self) -> list[AnyRoute]:
+        """Every registered route (for the OpenAPI check and the hostile-input walk)."""
+        return [r for routes in self._by_len.values() for r in routes]
 
     def match(self, method: str, segments: list[str]) -> Match:
         """The route for (method, segments).

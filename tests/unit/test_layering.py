@@ -4,7 +4,12 @@
   other), never cache/ or upstream/;
 - cache/ and upstream/ never import the layers above them;
 - only upstream/transport.py uses aiohttp.ClientSession;
-- only settings.py reads os.environ / os.getenv.
+- only settings.py reads os.environ / os.getenv;
+- errors.py (a leaf every layer imports) knows no transport library, and cache/ and upstream/
+  reach no grpc through any module;
+- no import cycles inside `gateway` or `lakegate_client` (function-level and TYPE_CHECKING
+  imports count: a cycle dodged by a local import is still a cycle in the design);
+- the daemon never imports the dev stack.
 """
 
 from __future__ import annotations
@@ -14,10 +19,12 @@ from pathlib import Path
 
 import pytest
 
-GATEWAY = Path(__file__).resolve().parents[2] / "gateway"
+ROOT = Path(__file__).resolve().parents[2]
+GATEWAY = ROOT / "gateway"
+CLIENT = ROOT / "clients" / "python" / "src" / "lakegate_client"
 SURFACE_ALLOWED = {
     "gateway", "gateway.service", "gateway.models", "gateway.errors", "gateway.metrics",
-    "gateway.settings", "gateway.clock", "gateway.secrets", "gateway.logging",
+    "gateway.settings", "gateway.clock", "gateway.secrets", "gateway.logging", "gateway.names",
 }
 FORBIDDEN_BELOW = {
     "cache": ("gateway.service", "gateway.surfaces", "gateway.app"),
@@ -97,3 +104,144 @@ def test_only_settings_reads_the_environment() -> None:
             ):
                 readers.add(rel(path))
     assert readers <= {"settings.py"}, sorted(readers)
+
+
+# ---- import graph: cycles, leaves, the dev stack ---------------------------------------------
+
+
+def module_name(path: Path, package_dir: Path) -> str:
+    parts = list(path.relative_to(package_dir.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def package_modules(package_dir: Path) -> dict[str, Path]:
+    return {module_name(p, package_dir): p for p in sorted(package_dir.rglob("*.py"))
+            if "__pycache__" not in p.parts}
+
+
+def imported_names(path: Path, name: str) -> set[str]:
+    """Every module name `path` imports, at any level (relative imports resolved)."""
+    is_package = path.name == "__init__.py"
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name.split(".")
+                base = base if is_package else base[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                module = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                module = node.module or ""
+            out.add(module)
+            out |= {f"{module}.{a.name}" for a in node.names}
+    return out
+
+
+def import_graph(package_dir: Path) -> dict[str, set[str]]:
+    """module → the package's modules it imports (`from pkg import mod` points at `pkg.mod`)."""
+    mods = package_modules(package_dir)
+    graph: dict[str, set[str]] = {}
+    for name, path in mods.items():
+        edges = set()
+        for imported in imported_names(path, name):
+            if imported in mods and imported != name:
+                edges.add(imported)
+        # `from pkg import mod` also names `pkg`; keep only the most specific module.
+        graph[name] = {e for e in edges if not any(o.startswith(e + ".") for o in edges)}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen, todo = set(), [start]
+    while todo:
+        v = todo.pop()
+        if v not in seen:
+            seen.add(v)
+            todo.extend(graph.get(v, ()))
+    return seen
+
+
+def test_the_cycle_check_finds_a_cycle() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_relative_imports_resolve_inside_the_package(tmp_path: Path) -> None:
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("from .a import x\n")
+    (pkg / "a.py").write_text("def f():\n    from .sub import b\n")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "sub" / "b.py").write_text("from .. import a\n")
+    graph = import_graph(pkg)
+    assert graph["pkg.a"] == {"pkg.sub.b"}
+    assert graph["pkg.sub.b"] == {"pkg.a"}
+    assert cycles(graph) == [["pkg.a", "pkg.sub.b"]]
+
+
+def test_no_import_cycles_in_the_gateway() -> None:
+    assert cycles(import_graph(GATEWAY)) == []
+
+
+def test_no_import_cycles_in_the_client() -> None:
+    assert cycles(import_graph(CLIENT)) == []
+
+
+def test_errors_is_a_leaf_without_grpc_and_cache_and_upstream_never_reach_grpc() -> None:
+    graph = import_graph(GATEWAY)
+    assert graph["gateway.errors"] == set()
+    mods = package_modules(GATEWAY)
+    for start in [m for m in graph if m.startswith(("gateway.cache", "gateway.upstream"))]:
+        for name in reachable(graph, start):
+            externals = {i.split(".")[0] for i in imported_names(mods[name], name)}
+            assert "grpc" not in externals, f"{start} reaches grpc through {name}"
+
+
+@pytest.mark.xfail(strict=True, reason="gateway/__main__.py still dispatches `lakegate devstack`; "
+                   "the dev stack's own entry point is being built (issue 10, H1): remove this "
+                   "mark when it lands (strict: an XPASS fails the run)")
+def test_the_daemon_never_imports_the_dev_stack() -> None:
+    users = []
+    for name, path in package_modules(GATEWAY).items():
+        if any(i.split(".")[0] == "devstack" for i in imported_names(path, name)):
+            users.append(name)
+    assert users == []

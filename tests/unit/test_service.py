@@ -202,14 +202,14 @@ async def test_unknown_warehouse_is_not_found_and_remembered_briefly(make, catal
 
 @pytest.mark.parametrize(
     "ref",
-    [TableRef("", ("ns",), "t"), TableRef("demo", (), "t"), TableRef("demo", ("",), "t"),
-     TableRef("demo", ("ns",), ""), TableRef("demo", ("ns",), "a\x00b"),
-     TableRef("demo", ("a\x1fb",), "t"), TableRef("demo", ("ns",), "x" * 2000)],
+    [("", ("ns",), "t"), ("demo", (), "t"), ("demo", ("",), "t"),
+     ("demo", ("ns",), ""), ("demo", ("ns",), "a\x00b"),
+     ("demo", ("a\x1fb",), "t"), ("demo", ("ns",), "x" * 2000)],
 )
 async def test_malformed_names_are_rejected_before_any_io(make, catalog, ref):
     svc = await make()
-    with pytest.raises(InvalidRequestError):
-        await svc.get_credentials(ref, AccessMode.READ, CTX)
+    with pytest.raises(InvalidRequestError):  # TableRef validates on construction
+        await svc.get_credentials(TableRef(*ref), AccessMode.READ, CTX)
     assert sum(catalog.calls.values()) == 0
 
 

@@ -13,7 +13,7 @@ from gateway.surfaces.callers import CallerAuthenticator, NoCallerAuth
 from gateway.surfaces.http_app import HttpDeps, build_http_app
 from gateway.surfaces.ingress import Gate, RateLimiter
 from gateway.surfaces.policy import CallerPolicy
-from tests.unit.surfaces.fake_operations import FakeClock, FakeOperations
+from tests.unit.surfaces.fake_operations import FakeClock, FakeOperations, RotatingOperations
 
 MakeClient = Callable[..., Awaitable[TestClient]]
 
@@ -29,6 +29,13 @@ def fake_ops() -> FakeOperations:
     ops.add_table(("demo_ns",), "orders")
     ops.add_table(("team_a",), "sales")
     ops.add_table(("team_b",), "payroll")
+    return ops
+
+
+@pytest.fixture
+def rotating_ops() -> RotatingOperations:
+    ops = RotatingOperations()
+    ops.add_table(("demo_ns",), "orders")
     return ops
 
 
@@ -56,9 +63,11 @@ async def make_client(
 ) -> AsyncIterator[MakeClient]:
     clients: list[TestClient] = []
 
-    async def make(*, max_body_bytes: int = 1 << 20, **gate_kwargs: object) -> TestClient:
-        gate = build_gate(fake_ops, metrics, fake_clock, **gate_kwargs)  # type: ignore[arg-type]
-        deps = HttpDeps(fake_ops, gate, Recorder(metrics, fake_clock), metrics, fake_clock,
+    async def make(*, max_body_bytes: int = 1 << 20, ops: FakeOperations | None = None,
+                   **gate_kwargs: object) -> TestClient:
+        ops = ops or fake_ops
+        gate = build_gate(ops, metrics, fake_clock, **gate_kwargs)  # type: ignore[arg-type]
+        deps = HttpDeps(ops, gate, Recorder(metrics, fake_clock), metrics, fake_clock,
                         max_body_bytes)
         client = TestClient(TestServer(build_http_app(deps)))
         await client.start_server()

@@ -221,3 +221,28 @@ class FakeOperations:
 
     async def close(self) -> None:
         self.closed = True
+
+
+class RotatingOperations(FakeOperations):
+    """Serves the SAME CredentialSet object until `rotate()`, like the real cache on hits."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.generation = 0
+        self._sets: dict[str, CredentialSet] = {}
+
+    def credential_set(self, table: GenericTable) -> CredentialSet:
+        cached = self._sets.get(table.name)
+        if cached is None:
+            base = super().credential_set(table)
+            cred = base.credentials[0]
+            config = dict(cred.config)
+            config["s3.access-key-id"] = f"ASIAROTATED{self.generation:09d}"
+            cached = self._sets[table.name] = CredentialSet(
+                credentials=(StorageCredential(cred.prefix, config, cred.expires_at_ms),),
+                expires_at_ms=base.expires_at_ms, location=base.location)
+        return cached
+
+    def rotate(self) -> None:
+        self.generation += 1
+        self._sets.clear()

@@ -7,7 +7,13 @@ from datetime import UTC, datetime
 from gateway.models import CredentialSet, StorageCredential
 from gateway.surfaces.callers import StaticTokenCallerAuth
 from tests.unit.surfaces.conftest import MakeClient, count
-from tests.unit.surfaces.fake_operations import NOW_S, SECRET_KEY, SESSION_TOKEN, FakeOperations
+from tests.unit.surfaces.fake_operations import (
+    NOW_S,
+    SECRET_KEY,
+    SESSION_TOKEN,
+    FakeOperations,
+    RotatingOperations,
+)
 
 AWS = "/v1/aws-credentials/demo/demo_ns/orders"
 
@@ -54,25 +60,14 @@ async def test_no_s3_credential_is_a_clear_502(
 
 
 async def test_a_rotated_credential_is_served_at_once_on_the_aws_endpoint(
-    metrics, fake_clock
+    make_client: MakeClient, rotating_ops: RotatingOperations
 ) -> None:
-    from aiohttp.test_utils import TestClient, TestServer
-
-    from gateway.surfaces.accounting import Recorder
-    from gateway.surfaces.http_app import HttpDeps, build_http_app
-    from tests.unit.surfaces.conftest import build_gate
-    from tests.unit.surfaces.test_http_native import RotatingOperations
-
-    ops = RotatingOperations()
-    ops.add_table(("demo_ns",), "orders")
-    deps = HttpDeps(ops, build_gate(ops, metrics, fake_clock), Recorder(metrics, fake_clock),
-                    metrics, fake_clock, 1 << 20)
-    async with TestClient(TestServer(build_http_app(deps))) as client:
-        keys = []
-        for i in range(4):
-            if i == 2:
-                ops.rotate()
-            resp = await client.get(AWS, headers={"Authorization": "anything"})
-            assert resp.status == 200
-            keys.append((await resp.json())["AccessKeyId"])
-        assert keys == ["ASIAROTATED000000000"] * 2 + ["ASIAROTATED000000001"] * 2
+    client = await make_client(ops=rotating_ops)
+    keys = []
+    for i in range(4):
+        if i == 2:
+            rotating_ops.rotate()
+        resp = await client.get(AWS, headers={"Authorization": "anything"})
+        assert resp.status == 200
+        keys.append((await resp.json())["AccessKeyId"])
+    assert keys == ["ASIAROTATED000000000"] * 2 + ["ASIAROTATED000000001"] * 2

@@ -10,7 +10,7 @@ from gateway.models import AccessMode, Outcome
 from gateway.surfaces.callers import StaticTokenCallerAuth
 from gateway.surfaces.policy import CallerPolicy, parse_rules
 from tests.unit.surfaces.conftest import MakeClient, count
-from tests.unit.surfaces.fake_operations import WAREHOUSE, FakeOperations
+from tests.unit.surfaces.fake_operations import WAREHOUSE, FakeOperations, RotatingOperations
 
 AUTH = {"Authorization": "Bearer whatever-pylakekeeper-sends"}
 VENDED = {**AUTH, "X-Iceberg-Access-Delegation": "vended-credentials"}
@@ -201,26 +201,15 @@ async def test_token_mode_refuses_unknown_tokens_with_401(make_client: MakeClien
 
 
 async def test_a_rotated_credential_is_served_at_once_on_the_lakekeeper_route(
-    metrics, fake_clock
+    make_client: MakeClient, rotating_ops: RotatingOperations
 ) -> None:
-    from aiohttp.test_utils import TestClient, TestServer
-
-    from gateway.surfaces.accounting import Recorder
-    from gateway.surfaces.http_app import HttpDeps, build_http_app
-    from tests.unit.surfaces.conftest import build_gate
-    from tests.unit.surfaces.test_http_native import RotatingOperations
-
-    ops = RotatingOperations()
-    ops.add_table(("demo_ns",), "orders")
-    deps = HttpDeps(ops, build_gate(ops, metrics, fake_clock), Recorder(metrics, fake_clock),
-                    metrics, fake_clock, 1 << 20)
-    async with TestClient(TestServer(build_http_app(deps))) as client:
-        keys = []
-        for i in range(4):
-            if i == 2:
-                ops.rotate()
-            resp = await client.get(gt() + "/orders/credentials", headers=AUTH)
-            assert resp.status == 200
-            doc = await resp.json()
-            keys.append(doc["storage-credentials"][0]["config"]["s3.access-key-id"])
-        assert keys == ["ASIAROTATED000000000"] * 2 + ["ASIAROTATED000000001"] * 2
+    client = await make_client(ops=rotating_ops)
+    keys = []
+    for i in range(4):
+        if i == 2:
+            rotating_ops.rotate()
+        resp = await client.get(gt() + "/orders/credentials", headers=AUTH)
+        assert resp.status == 200
+        doc = await resp.json()
+        keys.append(doc["storage-credentials"][0]["config"]["s3.access-key-id"])
+    assert keys == ["ASIAROTATED000000000"] * 2 + ["ASIAROTATED000000001"] * 2

@@ -2,26 +2,13 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 from yarl import URL
 
 from gateway.errors import UnavailableError
-from gateway.models import (
-    AccessMode,
-    CredentialLookup,
-    CredentialSet,
-    GenericTable,
-    Outcome,
-    StorageCredential,
-    TableRef,
-)
-from gateway.surfaces.http_native import CredentialsBody, credentials_doc
+from gateway.models import AccessMode, Outcome
 from tests.unit.surfaces.conftest import MakeClient, count, total_requests
-from tests.unit.surfaces.fake_operations import WAREHOUSE, FakeOperations
+from tests.unit.surfaces.fake_operations import WAREHOUSE, FakeOperations, RotatingOperations
 
 MARK = {"X-Lakegate-Request": "1"}
 CREDS = "/v1/warehouses/demo/namespaces/demo_ns/tables/orders/credentials"
@@ -245,160 +232,38 @@ async def test_resolve_warehouse(make_client: MakeClient) -> None:
     assert (await resp.json()) == {"warehouse_id": WAREHOUSE.id, "name": "demo"}
 
 
-async def test_request_id_is_echoed_and_generated(make_client: MakeClient) -> None:
-    client = await make_client()
-    resp = await client.get(CREDS, headers={**MARK, "x-request-id": "abc-123"})
-    assert resp.headers["x-request-id"] == "abc-123"
-    resp = await client.get(CREDS, headers={**MARK, "x-request-id": "bad id\twith tab"})
-    assert resp.headers["x-request-id"] != "bad id\twith tab"
-    assert len(resp.headers["x-request-id"]) == 36
-
-
-async def test_unknown_route_and_wrong_method(make_client: MakeClient) -> None:
-    client = await make_client()
-    resp = await client.get("/v1/nothing", headers=MARK)
-    assert resp.status == 404
-    resp = await client.put(CREDS, headers=MARK)
-    assert resp.status == 405
-    assert (await resp.json())["error"]["code"] == 405
-
-
-async def test_unexpected_exception_is_500_without_internals(
-    make_client: MakeClient, fake_ops: FakeOperations
-) -> None:
-    fake_ops.errors["get_credentials"] = RuntimeError("db password=hunter2 leaked")  # type: ignore[assignment]
-    client = await make_client()
-    resp = await client.get(CREDS, headers=MARK)
-    assert resp.status == 500
-    text = await resp.text()
-    assert "hunter2" not in text
-    assert "RuntimeError" not in text
-
-
 # ---------------------------------------------------------------- hot path: memo and pre-render
-class RotatingOperations(FakeOperations):
-    """Serves the SAME CredentialSet object until `rotate()`, like the real cache on hits."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.generation = 0
-        self._sets: dict[str, CredentialSet] = {}
-
-    def credential_set(self, table: GenericTable) -> CredentialSet:
-        cached = self._sets.get(table.name)
-        if cached is None:
-            base = super().credential_set(table)
-            cred = base.credentials[0]
-            config = dict(cred.config)
-            config["s3.access-key-id"] = f"ASIAROTATED{self.generation:09d}"
-            cached = self._sets[table.name] = CredentialSet(
-                credentials=(StorageCredential(cred.prefix, config, cred.expires_at_ms),),
-                expires_at_ms=base.expires_at_ms, location=base.location)
-        return cached
-
-    def rotate(self) -> None:
-        self.generation += 1
-        self._sets.clear()
-
-
-@pytest.fixture
-def rotating_ops() -> RotatingOperations:
-    ops = RotatingOperations()
-    ops.add_table(("demo_ns",), "orders")
-    return ops
-
-
-def contract_bytes(lookup: CredentialLookup) -> bytes:
-    return json.dumps(credentials_doc(lookup), separators=(",", ":")).encode()
-
-
-@given(
-    remaining=st.one_of(st.none(), st.floats(allow_nan=False, allow_infinity=False),
-                        st.integers(-10**6, 10**6)),
-    outcome=st.sampled_from(list(Outcome)),
-)
-def test_pre_rendered_body_is_byte_identical_to_the_contract_json(
-    remaining: float | None, outcome: Outcome
-) -> None:
-    ops = RotatingOperations()
-    ops.add_table(("demo_ns", "sub"), "ordérs \"x\"")
-    table = next(iter(ops.tables.values()))
-    ref = TableRef("demo", ("demo_ns", "sub"), table.name)
-    first = CredentialLookup(WAREHOUSE, ref, AccessMode.WRITE, ops.credential_set(table),
-                             Outcome.MISS, 1.5)
-    body = CredentialsBody(first)
-    lookup = CredentialLookup(WAREHOUSE, ref, AccessMode.WRITE, first.credentials, outcome,
-                              remaining)
-    assert body.matches(lookup)
-    assert body.render(lookup) == contract_bytes(lookup)
-
-
-def test_pre_rendered_body_does_not_match_another_set_table_or_access() -> None:
-    ops = RotatingOperations()
-    ops.add_table(("demo_ns",), "orders")
-    table = next(iter(ops.tables.values()))
-    ref = TableRef("demo", ("demo_ns",), "orders")
-    lookup = CredentialLookup(WAREHOUSE, ref, AccessMode.READ, ops.credential_set(table),
-                              Outcome.HIT, 10.0)
-    body = CredentialsBody(lookup)
-    ops.rotate()
-    rotated = CredentialLookup(WAREHOUSE, ref, AccessMode.READ, ops.credential_set(table),
-                               Outcome.HIT, 10.0)
-    assert not body.matches(rotated)
-    assert not body.matches(CredentialLookup(WAREHOUSE, ref, AccessMode.WRITE,
-                                             lookup.credentials, Outcome.HIT, 10.0))
-    other = TableRef("demo", ("demo_ns",), "other")
-    assert not body.matches(CredentialLookup(WAREHOUSE, other, AccessMode.READ,
-                                             lookup.credentials, Outcome.HIT, 10.0))
-
-
 async def test_a_rotated_credential_is_served_at_once_on_the_next_request(
-    rotating_ops: RotatingOperations, metrics, fake_clock
+    make_client: MakeClient, rotating_ops: RotatingOperations, metrics
 ) -> None:
-    from aiohttp.test_utils import TestClient, TestServer
-
-    from gateway.surfaces.accounting import Recorder
-    from gateway.surfaces.http_app import HttpDeps, build_http_app
-    from tests.unit.surfaces.conftest import build_gate
-
     rotating_ops.outcome = Outcome.HIT
-    deps = HttpDeps(rotating_ops, build_gate(rotating_ops, metrics, fake_clock),
-                    Recorder(metrics, fake_clock), metrics, fake_clock, 1 << 20)
-    async with TestClient(TestServer(build_http_app(deps))) as client:
-        keys = []
-        for i in range(4):
-            if i == 2:
-                rotating_ops.rotate()
-            resp = await client.get(CREDS, headers=MARK)
-            assert resp.status == 200
-            doc = await resp.json()
-            keys.append(doc["credentials"][0]["config"]["s3.access-key-id"])
-            assert doc["outcome"] == "hit"
-        assert keys == ["ASIAROTATED000000000"] * 2 + ["ASIAROTATED000000001"] * 2
-        assert count(metrics, "http", "credential", "hit") == 4
-        assert total_requests(metrics) == 4
+    client = await make_client(ops=rotating_ops)
+    keys = []
+    for i in range(4):
+        if i == 2:
+            rotating_ops.rotate()
+        resp = await client.get(CREDS, headers=MARK)
+        assert resp.status == 200
+        doc = await resp.json()
+        keys.append(doc["credentials"][0]["config"]["s3.access-key-id"])
+        assert doc["outcome"] == "hit"
+    assert keys == ["ASIAROTATED000000000"] * 2 + ["ASIAROTATED000000001"] * 2
+    assert count(metrics, "http", "credential", "hit") == 4
+    assert total_requests(metrics) == 4
 
 
 async def test_remaining_and_outcome_change_per_request_on_the_same_body(
-    rotating_ops: RotatingOperations, metrics, fake_clock
+    make_client: MakeClient, rotating_ops: RotatingOperations, metrics
 ) -> None:
-    from aiohttp.test_utils import TestClient, TestServer
-
-    from gateway.surfaces.accounting import Recorder
-    from gateway.surfaces.http_app import HttpDeps, build_http_app
-    from tests.unit.surfaces.conftest import build_gate
-
-    deps = HttpDeps(rotating_ops, build_gate(rotating_ops, metrics, fake_clock),
-                    Recorder(metrics, fake_clock), metrics, fake_clock, 1 << 20)
-    async with TestClient(TestServer(build_http_app(deps))) as client:
-        seen = []
-        for outcome, lifetime in ((Outcome.MISS, 3600.0), (Outcome.HIT, 1234.5),
-                                  (Outcome.STALE, 400.25)):
-            rotating_ops.outcome, rotating_ops.lifetime_s = outcome, lifetime
-            doc = await (await client.get(CREDS, headers=MARK)).json()
-            seen.append((doc["outcome"], doc["remaining_s"]))
-        assert seen == [("miss", 3600.0), ("hit", 1234.5), ("stale", 400.25)]
-        assert count(metrics, "http", "credential", "stale") == 1
+    client = await make_client(ops=rotating_ops)
+    seen = []
+    for outcome, lifetime in ((Outcome.MISS, 3600.0), (Outcome.HIT, 1234.5),
+                              (Outcome.STALE, 400.25)):
+        rotating_ops.outcome, rotating_ops.lifetime_s = outcome, lifetime
+        doc = await (await client.get(CREDS, headers=MARK)).json()
+        seen.append((doc["outcome"], doc["remaining_s"]))
+    assert seen == [("miss", 3600.0), ("hit", 1234.5), ("stale", 400.25)]
+    assert count(metrics, "http", "credential", "stale") == 1
 
 
 async def test_a_bad_target_is_refused_every_time_and_counted_each_time(
@@ -413,37 +278,3 @@ async def test_a_bad_target_is_refused_every_time_and_counted_each_time(
     assert (await client.get(CREDS + "?access=write", headers=MARK)).status == 200
 
 
-async def test_a_memoized_target_still_requires_the_anti_ssrf_marker(
-    make_client: MakeClient, metrics
-) -> None:
-    client = await make_client()
-    assert (await client.get(CREDS, headers=MARK)).status == 200
-    resp = await client.get(CREDS)
-    assert resp.status == 403
-    assert (await resp.json())["error"]["type"] == "ForgeableRequest"
-    resp = await client.get(CREDS, headers={**MARK, "Origin": "http://evil.example"})
-    assert resp.status == 403
-    assert count(metrics, "http", "credential", "denied") == 2
-
-
-async def test_route_matches_are_remembered_only_for_matched_short_targets(
-    make_client: MakeClient,
-) -> None:
-    from gateway.surfaces.http_app import MATCH_CACHE_MAX_TARGET, MATCHES_KEY
-
-    client = await make_client()
-    matches = client.server.app[MATCHES_KEY]
-    await client.get(CREDS, headers=MARK)
-    await client.get(CREDS, headers=MARK)
-    assert len(matches) == 1
-    assert (await client.get("/v1/nope", headers=MARK)).status == 404
-    long_table = "t" * MATCH_CACHE_MAX_TARGET
-    await client.get(CREDS.replace("orders", long_table), headers=MARK)
-    assert len(matches) == 1
-    assert matches.maxsize >= 1
-
-
-async def test_generated_request_ids_differ_per_request(make_client: MakeClient) -> None:
-    client = await make_client()
-    ids = {(await client.get(CREDS, headers=MARK)).headers["x-request-id"] for _ in range(5)}
-    assert len(ids) == 5

@@ -1,0 +1,185 @@
+"""The one HTTP pipeline: request id, routing, track → admit → context, then the route's handler.
+
+Every admitted route runs the same steps, in this order, exactly once (the gRPC surface's
+`guarded()` does the same for its methods):
+
+1. a request id (the caller's well-formed `x-request-id`, else a new UUID-shaped one), set in the
+   logging context var and echoed back;
+2. the route match, kept per exact (method, raw target) in a small bounded LRU: executors repeat
+   the same few URLs, and the match (with its memo of the parsed target and the pre-rendered
+   body) is a pure function of them;
+3. `recorder.track(surface, kind)`: the request is counted once, whatever happens next;
+4. `gate.admit`: anti-SSRF headers, caller authentication, rate limit;
+5. the RequestContext, then the handler with an `HttpCall` (parse, authorize, operate, render).
+
+Errors are rendered in one place: a GatewayError through its status and the Lakekeeper envelope,
+anything unexpected as a 500 envelope with an Error ID and no internals (logged with the
+traceback, redacted).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Coroutine
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import hdrs, web
+from aiohttp.http import HttpVersion11
+
+from gateway.clock import Clock
+from gateway.errors import GatewayError
+from gateway.logging import request_id_var
+from gateway.metrics import Metrics
+from gateway.models import AccessMode, TableRef
+from gateway.surfaces.accounting import Recorder
+from gateway.surfaces.http_codec import context_of, read_json, request_id_of, split_target
+from gateway.surfaces.http_routing import HttpCall, Match, OpenRoute, SegmentRouter
+from gateway.surfaces.ingress import Gate
+from gateway.surfaces.memo import BoundedLru
+from gateway.surfaces.operations import Operations
+from gateway.surfaces.render import error_response, internal_error_response
+from gateway.surfaces.request_ids import RequestIds
+
+_log = logging.getLogger("lakegate.http")
+
+# Lakekeeper sets these on every /catalog, /management, /lakekeeper answer (router.rs).
+LAKEKEEPER_HEADERS = {
+    "Cache-Control": "private",
+    "Vary": "authorization, x-project-id, x-iceberg-access-delegation",
+}
+# Route matches remembered (bounded), and only for targets up to this length (aiohttp allows
+# request lines up to 8 KiB; a flood of long distinct URLs must not pin 8 MiB).
+MATCH_CACHE_SIZE = 1024
+MATCH_CACHE_MAX_TARGET = 1024
+
+
+@dataclass(frozen=True)
+class HttpDeps:
+    """What the HTTP route modules need; built once by the App."""
+
+    ops: Operations
+    gate: Gate
+    recorder: Recorder
+    metrics: Metrics
+    clock: Clock
+    max_body_bytes: int
+
+
+class HttpPipeline:
+    """The one request handler of every HTTP route (see the module docstring).
+
+    Both hostings run it: `build_http_app` behind aiohttp's URL dispatcher (tests and
+    embedding), `build_http_server` directly under aiohttp's low-level server (the daemon).
+    """
+
+    def __init__(self, router: SegmentRouter, deps: HttpDeps) -> None:
+        self.router = router
+        self.ids = RequestIds()
+        self.matches: BoundedLru[tuple[str, str], Match] = BoundedLru(MATCH_CACHE_SIZE)
+        self._gate = deps.gate
+        self._recorder = deps.recorder
+
+    def _match(self, request: web.BaseRequest, raw_target: str) -> Match:
+        key = (request.method, raw_target)
+        match = self.matches.get(key)
+        if match is None:
+            match = self.router.match(request.method, split_target(raw_target)[0])
+            if len(raw_target) <= MATCH_CACHE_MAX_TARGET:
+                self.matches.put(key, match)
+        return match
+
+    async def dispatch(self, request: web.BaseRequest) -> web.StreamResponse:
+        request_id = request_id_of(request, self.ids)
+        token = request_id_var.set(request_id)
+        lakekeeper = False
+        try:
+            raw_target = request.raw_path
+            try:
+                match = self._match(request, raw_target)
+                route = match.route
+                lakekeeper = route.lakekeeper
+                if isinstance(route, OpenRoute):
+                    response = await route.handler(request)
+                else:
+                    # Inline, not a helper coroutine: one frame less on the hot path.
+                    kind = route.kind if isinstance(route.kind, str) else route.kind(request)
+                    headers = request.headers
+                    with self._recorder.track(route.surface, kind) as tally:
+                        caller = await self._gate.admit(headers.get("Authorization"), headers)
+                        ctx = context_of(request, request_id, caller)
+                        response = await route.handler(
+                            HttpCall(request, match, request_id, caller, ctx, tally))
+            except GatewayError as err:
+                if not lakekeeper:
+                    lakekeeper = self.router.fence_for(split_target(raw_target)[0])[1]
+                response = error_response(err, request_id)
+            except web.HTTPException:
+                raise
+            except Exception:  # noqa: BLE001 - the surface boundary
+                # The surface boundary: one of the two places a broad catch is allowed.
+                _log.exception("unhandled error", extra={"path": request.path})
+                response = internal_error_response(request_id)
+            response.headers["x-request-id"] = request_id
+            if response.status >= 500:
+                _log.warning("request failed", extra={"method": request.method,
+                                                      "path": request.path,
+                                                      "status": response.status})
+            elif _log.isEnabledFor(logging.DEBUG):
+                _log.debug("request", extra={"method": request.method, "path": request.path,
+                                             "status": response.status})
+            if lakekeeper:
+                for name, value in LAKEKEEPER_HEADERS.items():
+                    response.headers.setdefault(name, value)
+            return response
+        finally:
+            request_id_var.reset(token)
+
+    async def serve(self, request: web.BaseRequest) -> web.StreamResponse:
+        """`dispatch` plus what aiohttp's URL dispatcher would do first: `Expect` handling."""
+        if hdrs.EXPECT in request.headers:
+            await expect_continue(request)
+        return await self.dispatch(request)
+
+
+async def expect_continue(request: web.BaseRequest) -> None:
+    """aiohttp's default `Expect` handling (web_urldispatcher._default_expect_handler).
+
+    Raises:
+        web.HTTPExpectationFailed: an HTTP/1.1 Expect other than 100-continue (417).
+    """
+    expect = request.headers.get(hdrs.EXPECT, "")
+    if request.version == HttpVersion11:
+        if expect.lower() == "100-continue":
+            await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            request.writer.output_size = 0  # the main body has not started yet
+        else:
+            raise web.HTTPExpectationFailed(text=f"Unknown Expect: {expect}")
+
+
+class HttpApi:
+    """Base of the route modules: what every handler needs besides its own parse and render."""
+
+    def __init__(self, deps: HttpDeps) -> None:
+        self._d = deps
+        self._ops = deps.ops
+        self._gate = deps.gate
+
+    def _authorize(self, call: HttpCall, ref: TableRef,
+                   access: AccessMode) -> Coroutine[Any, Any, None]:
+        """The caller policy for one table (the gate's coroutine itself: no extra frame).
+
+        Raises:
+            PermissionDeniedError: when awaited, if the caller may not use `access` on it.
+        """
+        return self._gate.authorize(call.caller, call.ctx, ref.warehouse, ref.namespace,
+                                    ref.name, access)
+
+    def _authorize_namespace(self, call: HttpCall, warehouse: str, namespace: tuple[str, ...],
+                             access: AccessMode) -> Coroutine[Any, Any, None]:
+        """The caller policy for a whole namespace (list, namespace creation)."""
+        return self._gate.authorize(call.caller, call.ctx, warehouse, namespace, None, access)
+
+    async def _body(self, call: HttpCall) -> dict[str, Any]:
+        """The request's JSON object body, under the size limit."""
+        return await read_json(call.request, self._d.max_body_bytes)

@@ -1,0 +1,125 @@
+"""The one HTTP pipeline (gateway/surfaces/http_pipeline.py): request ids, route matches,
+admission and counting once per request, error rendering."""
+
+from __future__ import annotations
+
+from gateway.surfaces.http_app import ROUTER_KEY
+from gateway.surfaces.http_routing import OpenRoute, Route
+from tests.unit.surfaces.conftest import MakeClient, count, total_requests
+from tests.unit.surfaces.fake_operations import FakeOperations
+
+MARK = {"X-Lakegate-Request": "1"}
+CREDS = "/v1/warehouses/demo/namespaces/demo_ns/tables/orders/credentials"
+
+
+async def test_request_id_is_echoed_and_generated(make_client: MakeClient) -> None:
+    client = await make_client()
+    resp = await client.get(CREDS, headers={**MARK, "x-request-id": "abc-123"})
+    assert resp.headers["x-request-id"] == "abc-123"
+    resp = await client.get(CREDS, headers={**MARK, "x-request-id": "bad id\twith tab"})
+    assert resp.headers["x-request-id"] != "bad id\twith tab"
+    assert len(resp.headers["x-request-id"]) == 36
+
+
+async def test_unknown_route_and_wrong_method(make_client: MakeClient) -> None:
+    client = await make_client()
+    resp = await client.get("/v1/nothing", headers=MARK)
+    assert resp.status == 404
+    resp = await client.put(CREDS, headers=MARK)
+    assert resp.status == 405
+    assert (await resp.json())["error"]["code"] == 405
+
+
+async def test_unexpected_exception_is_500_without_internals(
+    make_client: MakeClient, fake_ops: FakeOperations
+) -> None:
+    fake_ops.errors["get_credentials"] = RuntimeError("db password=hunter2 leaked")  # type: ignore[assignment]
+    client = await make_client()
+    resp = await client.get(CREDS, headers=MARK)
+    assert resp.status == 500
+    text = await resp.text()
+    assert "hunter2" not in text
+    assert "RuntimeError" not in text
+
+
+async def test_a_memoized_target_still_requires_the_anti_ssrf_marker(
+    make_client: MakeClient, metrics
+) -> None:
+    client = await make_client()
+    assert (await client.get(CREDS, headers=MARK)).status == 200
+    resp = await client.get(CREDS)
+    assert resp.status == 403
+    assert (await resp.json())["error"]["type"] == "ForgeableRequest"
+    resp = await client.get(CREDS, headers={**MARK, "Origin": "http://evil.example"})
+    assert resp.status == 403
+    assert count(metrics, "http", "credential", "denied") == 2
+
+
+async def test_route_matches_are_remembered_only_for_matched_short_targets(
+    make_client: MakeClient,
+) -> None:
+    from gateway.surfaces.http_app import MATCH_CACHE_MAX_TARGET, MATCHES_KEY
+
+    client = await make_client()
+    matches = client.server.app[MATCHES_KEY]
+    await client.get(CREDS, headers=MARK)
+    await client.get(CREDS, headers=MARK)
+    assert len(matches) == 1
+    assert (await client.get("/v1/nope", headers=MARK)).status == 404
+    long_table = "t" * MATCH_CACHE_MAX_TARGET
+    await client.get(CREDS.replace("orders", long_table), headers=MARK)
+    assert len(matches) == 1
+    assert matches.maxsize >= 1
+
+
+async def test_generated_request_ids_differ_per_request(make_client: MakeClient) -> None:
+    client = await make_client()
+    ids = {(await client.get(CREDS, headers=MARK)).headers["x-request-id"] for _ in range(5)}
+    assert len(ids) == 5
+
+
+async def test_every_admitted_route_declares_a_surface_and_kind_and_open_routes_are_few(
+    make_client: MakeClient,
+) -> None:
+    client = await make_client()
+    routes = client.server.app[ROUTER_KEY].routes()
+    admitted = [r for r in routes if isinstance(r, Route)]
+    opened = {(r.method, "/".join(r.pattern)) for r in routes if isinstance(r, OpenRoute)}
+    assert opened == {("GET", "metrics"), ("GET", "livez"), ("GET", "readyz"),
+                      ("GET", "v1/openapi.json")}
+    assert {r.surface for r in admitted} == {"http", "rest", "aws"}
+    assert all(r.lakekeeper == (r.surface == "rest") for r in admitted)
+
+
+async def test_a_refused_caller_is_counted_once_as_denied_and_never_reaches_the_handler(
+    make_client: MakeClient, fake_ops: FakeOperations, metrics
+) -> None:
+    client = await make_client(auth=None)
+    resp = await client.post("/v1/cache/invalidate", json={"all": True})  # no marker, no auth
+    assert resp.status == 403
+    assert count(metrics, "http", "admin", "denied") == 1
+    assert total_requests(metrics) == 1
+    assert fake_ops.calls["invalidate"] == 0
+
+
+async def test_open_routes_are_neither_admitted_nor_counted(
+    make_client: MakeClient, metrics
+) -> None:
+    client = await make_client()
+    for path in ("/livez", "/readyz", "/v1/openapi.json", "/metrics"):
+        assert (await client.get(path)).status == 200, path  # no marker: not admitted
+    assert total_requests(metrics) == 0
+
+
+async def test_the_handler_gets_the_admitted_caller_and_the_request_context(
+    make_client: MakeClient, fake_ops: FakeOperations
+) -> None:
+    client = await make_client()
+    resp = await client.get(CREDS, headers={**MARK, "x-request-id": "rid-1",
+                                            "x-project-id": "p1",
+                                            "X-Iceberg-Access-Delegation": "vended-credentials"})
+    assert resp.status == 200
+    ctx = fake_ops.contexts[-1]
+    assert (ctx.request_id, ctx.project_id, ctx.delegation) == ("rid-1", "p1",
+                                                                 "vended-credentials")
+    assert ctx.caller is not None
