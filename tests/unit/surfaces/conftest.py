@@ -1,4 +1,8 @@
-"""Fixtures for the surface tests: a fake service, a manual clock, fresh metrics, an HTTP client."""
+"""Fixtures for the surface tests: a fake service, a manual clock, fresh metrics, an HTTP client.
+
+`clock` and `metrics` are defined once, here, for every surface test (no test module builds its
+own); they move to tests/conftest.py when the suite-wide shared fixtures land there.
+"""
 
 from __future__ import annotations
 
@@ -19,7 +23,8 @@ MakeClient = Callable[..., Awaitable[TestClient]]
 
 
 @pytest.fixture
-def fake_clock() -> FakeClock:
+def clock() -> FakeClock:
+    """A manual clock (time moves only when a test says so)."""
     return FakeClock()
 
 
@@ -59,15 +64,15 @@ def build_gate(
 
 @pytest.fixture
 async def make_client(
-    fake_ops: FakeOperations, metrics: Metrics, fake_clock: FakeClock
+    fake_ops: FakeOperations, metrics: Metrics, clock: FakeClock
 ) -> AsyncIterator[MakeClient]:
     clients: list[TestClient] = []
 
     async def make(*, max_body_bytes: int = 1 << 20, ops: FakeOperations | None = None,
                    **gate_kwargs: object) -> TestClient:
         ops = ops or fake_ops
-        gate = build_gate(ops, metrics, fake_clock, **gate_kwargs)  # type: ignore[arg-type]
-        deps = HttpDeps(ops, gate, Recorder(metrics, fake_clock), metrics, fake_clock,
+        gate = build_gate(ops, metrics, clock, **gate_kwargs)  # type: ignore[arg-type]
+        deps = HttpDeps(ops, gate, Recorder(metrics, clock), metrics, clock,
                         max_body_bytes)
         client = TestClient(TestServer(build_http_app(deps)))
         await client.start_server()

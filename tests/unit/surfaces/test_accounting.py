@@ -34,16 +34,17 @@ from tests.unit.surfaces.fake_operations import FakeClock
         (asyncio.CancelledError(), "error"),
     ],
 )
-def test_failures_are_classified(exc: BaseException, result: str) -> None:
-    metrics = Metrics()
-    with pytest.raises(type(exc)), Recorder(metrics, FakeClock()).track("http", "credential"):
+def test_failures_are_classified(exc: BaseException, result: str, metrics: Metrics,
+                                 clock: FakeClock) -> None:
+    with pytest.raises(type(exc)), Recorder(metrics, clock).track("http", "credential"):
         raise exc
     assert count(metrics, "http", "credential", result) == 1
     assert total_requests(metrics) == 1
 
 
-def test_success_counts_the_outcome_and_observes_duration_and_remaining() -> None:
-    metrics, clock = Metrics(), FakeClock()
+def test_success_counts_the_outcome_and_observes_duration_and_remaining(
+    metrics: Metrics, clock: FakeClock
+) -> None:
     with Recorder(metrics, clock).track("grpc", "credential") as tally:
         clock.advance(0.25)
         tally.served(Outcome.STALE, 400.0)
@@ -54,9 +55,9 @@ def test_success_counts_the_outcome_and_observes_duration_and_remaining() -> Non
     assert reg.get_sample_value("lakegate_served_remaining_seconds_sum") == 400.0
 
 
-def test_metadata_success_without_outcome_counts_as_miss() -> None:
-    metrics = Metrics()
-    with Recorder(metrics, FakeClock()).track("rest", "metadata"):
+def test_metadata_success_without_outcome_counts_as_miss(metrics: Metrics,
+                                                         clock: FakeClock) -> None:
+    with Recorder(metrics, clock).track("rest", "metadata"):
         pass
     assert count(metrics, "rest", "metadata", "miss") == 1
     assert metrics.registry.get_sample_value("lakegate_served_remaining_seconds_count") == 0

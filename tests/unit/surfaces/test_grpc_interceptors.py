@@ -24,11 +24,11 @@ REQUEST = credentials_pb2.GetTableCredentialsRequest(table=ORDERS)
 
 @pytest.fixture
 async def grpc_path(
-    tmp_path: Path, fake_ops: FakeOperations, metrics: Metrics, fake_clock: FakeClock
+    tmp_path: Path, fake_ops: FakeOperations, metrics: Metrics, clock: FakeClock
 ) -> AsyncIterator[Path]:
     """A real grpc.aio server on a UDS; one token per caller per second, burst 1."""
-    gate = build_gate(fake_ops, metrics, fake_clock, rate=(1.0, 1))
-    surface = GrpcSurface(fake_ops, gate, Recorder(metrics, fake_clock),
+    gate = build_gate(fake_ops, metrics, clock, rate=(1.0, 1))
+    surface = GrpcSurface(fake_ops, gate, Recorder(metrics, clock),
                           max_message_bytes=64 * 1024)
     path = tmp_path / "grpc.sock"
     surface.bind_uds(str(path))

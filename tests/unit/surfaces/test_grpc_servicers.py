@@ -40,13 +40,13 @@ class Server:
 
 @pytest.fixture
 async def server_factory(
-    tmp_path: Path, fake_ops: FakeOperations, metrics: Metrics, fake_clock: FakeClock
+    tmp_path: Path, fake_ops: FakeOperations, metrics: Metrics, clock: FakeClock
 ) -> AsyncIterator:
     started: list[Server] = []
 
     async def make(**gate_kwargs: object) -> Server:
-        gate = build_gate(fake_ops, metrics, fake_clock, **gate_kwargs)  # type: ignore[arg-type]
-        surface = GrpcSurface(fake_ops, gate, Recorder(metrics, fake_clock),
+        gate = build_gate(fake_ops, metrics, clock, **gate_kwargs)  # type: ignore[arg-type]
+        surface = GrpcSurface(fake_ops, gate, Recorder(metrics, clock),
                               max_message_bytes=64 * 1024)
         path = tmp_path / f"grpc{len(started)}.sock"
         surface.bind_uds(str(path))

@@ -21,8 +21,7 @@ def test_marker_or_authorization_required_only_when_asked() -> None:
         check_not_forged({}, require_marker=True)
 
 
-def test_rate_limiter_refills_with_time() -> None:
-    clock = FakeClock()
+def test_rate_limiter_refills_with_time(clock: FakeClock) -> None:
     limiter = RateLimiter(2.0, 2, clock)
     limiter.acquire("a")
     limiter.acquire("a")
@@ -49,11 +48,11 @@ async def test_rate_limited_caller_gets_429_with_retry_after(
 
 
 async def test_policy_checked_against_warehouse_id_after_resolution(
-    fake_ops: FakeOperations, metrics: Metrics, fake_clock: FakeClock
+    fake_ops: FakeOperations, metrics: Metrics, clock: FakeClock
 ) -> None:
     policy = CallerPolicy(parse_rules({"callers": {"alice": [
         {"warehouse": WAREHOUSE.id, "namespace": "team_a", "table": "*"}]}}, "t"))
-    gate = build_gate(fake_ops, metrics, fake_clock, policy=policy,
+    gate = build_gate(fake_ops, metrics, clock, policy=policy,
                       auth=StaticTokenCallerAuth({"tok-alice-123": "alice"}))
     caller = await gate.admit("Bearer tok-alice-123")
     ctx = RequestContext(request_id="r")
@@ -66,11 +65,11 @@ async def test_policy_checked_against_warehouse_id_after_resolution(
 
 
 async def test_policy_decisions_are_memoized_but_name_dependent_ones_resolve_every_time(
-    fake_ops: FakeOperations, metrics: Metrics, fake_clock: FakeClock
+    fake_ops: FakeOperations, metrics: Metrics, clock: FakeClock
 ) -> None:
     policy = CallerPolicy(parse_rules({"callers": {"alice": [
         {"warehouse": "demo", "namespace": "team_a", "table": "*"}]}}, "t"))
-    gate = build_gate(fake_ops, metrics, fake_clock, policy=policy,
+    gate = build_gate(fake_ops, metrics, clock, policy=policy,
                       auth=StaticTokenCallerAuth({"tok-alice-123": "alice"}))
     caller = await gate.admit("Bearer tok-alice-123")
     ctx = RequestContext(request_id="r")
@@ -84,18 +83,18 @@ async def test_policy_decisions_are_memoized_but_name_dependent_ones_resolve_eve
         assert await gate.allowed(caller, ctx, WAREHOUSE.id, ("team_a",), "t", AccessMode.READ)
     assert fake_ops.calls["resolve_warehouse"] == 3
     # A different caller with the same request is decided for itself.
-    bob = await build_gate(fake_ops, metrics, fake_clock).admit(None)
+    bob = await build_gate(fake_ops, metrics, clock).admit(None)
     assert not await gate.allowed(bob, ctx, "demo", ("team_a",), "t", AccessMode.READ)
 
 
 async def test_the_decision_memo_stays_bounded(
-    fake_ops: FakeOperations, metrics: Metrics, fake_clock: FakeClock
+    fake_ops: FakeOperations, metrics: Metrics, clock: FakeClock
 ) -> None:
     from gateway.surfaces.ingress import DECISION_MEMO_SIZE
 
     policy = CallerPolicy(parse_rules({"callers": {"*": [
         {"warehouse": "demo", "namespace": "*", "table": "t1*"}]}}, "t"))
-    gate = build_gate(fake_ops, metrics, fake_clock, policy=policy)
+    gate = build_gate(fake_ops, metrics, clock, policy=policy)
     caller = await gate.admit(None)
     ctx = RequestContext(request_id="r")
     for i in range(DECISION_MEMO_SIZE + 50):
