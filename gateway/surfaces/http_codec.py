@@ -8,7 +8,6 @@ as Lakekeeper (axum) does. Names are checked by the one set of rules (gateway/na
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -21,6 +20,7 @@ from gateway.models import AccessMode, CallerIdentity, RequestContext, TableRef
 from gateway.names import NAMESPACE_SEPARATOR as NAMESPACE_SEPARATOR
 from gateway.names import check_name, check_namespace, check_warehouse
 from gateway.surfaces.http_routing import HttpCall
+from gateway.surfaces.json_body import parse_json_object
 from gateway.surfaces.request_ids import RequestIds
 
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
@@ -171,11 +171,12 @@ def parse_page_size(value: str | None) -> int | None:
 
 
 async def read_json(request: web.BaseRequest, max_bytes: int) -> dict[str, Any]:
-    """Read a JSON object body within the size limit.
+    """Read a JSON object body, parsed under the limits of json_body.py (the one JSON parser
+    of every surface).
 
     Raises:
-        PayloadTooLargeError: the body exceeds `max_bytes`.
-        InvalidRequestError: the body is not a JSON object.
+        PayloadTooLargeError: the body exceeds `max_bytes` (413).
+        InvalidRequestError: not a JSON object within the limits (400).
     """
     if request.content_length is not None and request.content_length > max_bytes:
         raise PayloadTooLargeError(f"request body larger than {max_bytes} bytes")
@@ -183,15 +184,7 @@ async def read_json(request: web.BaseRequest, max_bytes: int) -> dict[str, Any]:
         raw = await request.read()
     except web.HTTPRequestEntityTooLarge:
         raise PayloadTooLargeError(f"request body larger than {max_bytes} bytes") from None
-    if len(raw) > max_bytes:
-        raise PayloadTooLargeError(f"request body larger than {max_bytes} bytes")
-    try:
-        doc = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        raise InvalidRequestError("request body is not valid JSON") from None
-    if not isinstance(doc, dict):
-        raise InvalidRequestError("request body must be a JSON object")
-    return doc
+    return parse_json_object(raw, max_bytes)
 
 
 def request_id_of(request: web.BaseRequest, ids: RequestIds) -> str:

@@ -20,7 +20,7 @@ traceback, redacted).
 from __future__ import annotations
 
 import logging
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +48,9 @@ LAKEKEEPER_HEADERS = {
     "Cache-Control": "private",
     "Vary": "authorization, x-project-id, x-iceberg-access-delegation",
 }
+# A failing route logs its WARNING at most once per interval (a /readyz probe loop, an outage):
+# the next line says how many were left out.
+FAILED_LOG_INTERVAL_S = 60.0
 # Route matches remembered (bounded), and only for targets up to this length (aiohttp allows
 # request lines up to 8 KiB; a flood of long distinct URLs must not pin 8 MiB).
 MATCH_CACHE_SIZE = 1024
@@ -66,6 +69,32 @@ class HttpDeps:
     max_body_bytes: int
 
 
+class LogLimiter:
+    """At most one log line per key per `interval_s` (keys: a route and a status, so few).
+
+    `allow` answers None to drop the line, or how many lines of that key were dropped since the
+    last one written (so the count is never lost, only folded into the next line).
+    """
+
+    MAX_KEYS = 1024  # a safety bound: keys come from the route table, not from callers
+
+    def __init__(self, clock: Clock, interval_s: float) -> None:
+        self._clock = clock
+        self._interval_s = interval_s
+        self._seen: dict[Hashable, tuple[float, int]] = {}  # key -> (last written, dropped)
+
+    def allow(self, key: Hashable) -> int | None:
+        now = self._clock.monotonic()
+        last = self._seen.get(key)
+        if last is not None and now - last[0] < self._interval_s:
+            self._seen[key] = (last[0], last[1] + 1)
+            return None
+        if len(self._seen) >= self.MAX_KEYS and key not in self._seen:
+            self._seen.clear()
+        self._seen[key] = (now, 0)
+        return last[1] if last is not None else 0
+
+
 class HttpPipeline:
     """The one request handler of every HTTP route (see the module docstring).
 
@@ -79,6 +108,7 @@ class HttpPipeline:
         self.matches: BoundedLru[tuple[str, str], Match] = BoundedLru(MATCH_CACHE_SIZE)
         self._gate = deps.gate
         self._recorder = deps.recorder
+        self._failed_log = LogLimiter(deps.clock, FAILED_LOG_INTERVAL_S)
 
     def _match(self, request: web.BaseRequest, raw_target: str) -> Match:
         key = (request.method, raw_target)
@@ -93,12 +123,13 @@ class HttpPipeline:
         request_id = request_id_of(request, self.ids)
         token = request_id_var.set(request_id)
         lakekeeper = False
+        pattern: tuple[str, ...] = ()
         try:
             raw_target = request.raw_path
             try:
                 match = self._match(request, raw_target)
                 route = match.route
-                lakekeeper = route.lakekeeper
+                lakekeeper, pattern = route.lakekeeper, route.pattern
                 if isinstance(route, OpenRoute):
                     response = await route.handler(request)
                 else:
@@ -122,9 +153,12 @@ class HttpPipeline:
                 response = internal_error_response(request_id)
             response.headers["x-request-id"] = request_id
             if response.status >= 500:
-                _log.warning("request failed", extra={"method": request.method,
-                                                      "path": request.path,
-                                                      "status": response.status})
+                left_out = self._failed_log.allow((request.method, pattern, response.status))
+                if left_out is not None:
+                    _log.warning("request failed", extra={"method": request.method,
+                                                          "path": request.path,
+                                                          "status": response.status,
+                                                          "left_out": left_out})
             elif _log.isEnabledFor(logging.DEBUG):
                 _log.debug("request", extra={"method": request.method, "path": request.path,
                                              "status": response.status})

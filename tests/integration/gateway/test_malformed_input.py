@@ -50,6 +50,37 @@ def test_http_surfaces_answer_4xx_with_an_envelope(
     assert err["stack"][0].startswith("Error ID: ")
 
 
+BODY_ROUTES = [
+    "/lakekeeper/v1/demo/namespaces/demo_ns/generic-tables",
+    "/lakekeeper/v1/demo/generic-tables/rename",
+    "/v1/warehouses/demo/namespaces/demo_ns/tables",
+    "/v1/warehouses/demo/tables/rename",
+    "/v1/cache/invalidate",
+]
+
+
+@pytest.mark.parametrize("path", BODY_ROUTES)
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [(b"[" * 100_000, "nested deeper"), (b'{"a":' * 50_000, "nested deeper"),
+     (b'{"name": NaN}', "not JSON"), (b'{"name": 1e999}', "out of range"),
+     (b'{"name": "a", "name": "b"}', "duplicate keys"), (b'{"name": "\xff"}', "UTF-8"),
+     (b'"just a string"', "JSON object")],
+    ids=["100k-[", "50k-{a:", "nan", "1e999", "duplicate-keys", "invalid-utf8", "not-object"],
+)
+def test_hostile_json_bodies_are_400_on_every_body_route(
+    info: dict[str, Any], path: str, body: bytes, message: str
+) -> None:
+    with httpx.Client(base_url=info["gateway"]["http_url"], trust_env=False, timeout=30) as c:
+        resp = c.post(path, content=body, headers={"Authorization": "Bearer x",
+                                                   "Content-Type": "application/json"})
+        assert resp.status_code == 400, resp.text
+        err = resp.json()["error"]
+        assert (err["code"], err["type"]) == (400, "BadRequest")
+        assert message in err["message"]
+        assert c.get("/livez").status_code == 200  # and the daemon is still serving
+
+
 @pytest.mark.parametrize(
     ("table", "code"),
     [

@@ -7,16 +7,20 @@ own); they move to tests/conftest.py when the suite-wide shared fixtures land th
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 
+import grpc
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from gateway.metrics import Metrics
 from gateway.surfaces.accounting import Recorder
 from gateway.surfaces.callers import CallerAuthenticator, NoCallerAuth
+from gateway.surfaces.grpc_server import GrpcSurface
 from gateway.surfaces.http_app import HttpDeps, build_http_app
 from gateway.surfaces.ingress import Gate, RateLimiter
 from gateway.surfaces.policy import CallerPolicy
+from lakegate.v1 import catalog_pb2_grpc, credentials_pb2_grpc
 from tests.unit.surfaces.fake_operations import FakeClock, FakeOperations, RotatingOperations
 
 MakeClient = Callable[..., Awaitable[TestClient]]
@@ -100,3 +104,36 @@ def total_requests(metrics: Metrics) -> float:
         for s in fam.samples
         if s.name == "lakegate_requests_total"
     )
+
+
+class Server:
+    """A running gRPC surface and stubs on a channel to it."""
+
+    def __init__(self, surface: GrpcSurface, path: Path) -> None:
+        self.surface = surface
+        self.channel = grpc.aio.insecure_channel(f"unix:{path}")
+        self.creds = credentials_pb2_grpc.CredentialServiceStub(self.channel)
+        self.catalog = catalog_pb2_grpc.CatalogServiceStub(self.channel)
+
+
+@pytest.fixture
+async def server_factory(
+    tmp_path: Path, fake_ops: FakeOperations, metrics: Metrics, clock: FakeClock
+) -> AsyncIterator:
+    started: list[Server] = []
+
+    async def make(**gate_kwargs: object) -> Server:
+        gate = build_gate(fake_ops, metrics, clock, **gate_kwargs)  # type: ignore[arg-type]
+        surface = GrpcSurface(fake_ops, gate, Recorder(metrics, clock),
+                              max_message_bytes=64 * 1024)
+        path = tmp_path / f"grpc{len(started)}.sock"
+        surface.bind_uds(str(path))
+        await surface.server.start()
+        server = Server(surface, path)
+        started.append(server)
+        return server
+
+    yield make
+    for s in started:
+        await s.channel.close()
+        await s.surface.server.stop(0)

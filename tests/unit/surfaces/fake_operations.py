@@ -12,7 +12,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.errors import ConflictError, GatewayError, NotFoundError
+from gateway.errors import (
+    ConflictError,
+    GatewayError,
+    InvalidRequestError,
+    NotFoundError,
+    UpstreamBadRequestError,
+)
 from gateway.models import (
     AccessMode,
     CreateTableSpec,
@@ -151,6 +157,10 @@ class FakeOperations:
         wh = self._wh(warehouse)
         names = sorted(t.name for (w, ns, _), t in self.tables.items()
                        if w == wh.id and ns == tuple(p.lower() for p in namespace))
+        if page_size is not None and not 1 <= page_size <= 1000:  # as the service's setting
+            raise InvalidRequestError("page size must be between 1 and 1000")
+        if page_token is not None and not page_token.isdigit():
+            raise UpstreamBadRequestError("invalid page token")  # the catalog's answer
         start = int(page_token or 0)
         size = page_size or 100
         page = names[start:start + size]

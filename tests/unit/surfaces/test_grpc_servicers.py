@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -12,53 +9,18 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from gateway.errors import UnavailableError
 from gateway.metrics import Metrics
 from gateway.models import AccessMode, Outcome
-from gateway.surfaces.accounting import Recorder
 from gateway.surfaces.callers import StaticTokenCallerAuth
 from gateway.surfaces.grpc_interceptors import ERROR_DETAIL_KEY
-from gateway.surfaces.grpc_server import GrpcSurface
 from gateway.surfaces.policy import CallerPolicy, parse_rules
 from lakegate.v1 import (
     catalog_pb2,
-    catalog_pb2_grpc,
     common_pb2,
     credentials_pb2,
-    credentials_pb2_grpc,
 )
-from tests.unit.surfaces.conftest import build_gate, count
-from tests.unit.surfaces.fake_operations import WAREHOUSE, FakeClock, FakeOperations
+from tests.unit.surfaces.conftest import count
+from tests.unit.surfaces.fake_operations import WAREHOUSE, FakeOperations
 
 ORDERS = common_pb2.TableRef(warehouse="demo", namespace=["demo_ns"], name="orders")
-
-
-class Server:
-    def __init__(self, surface: GrpcSurface, path: Path) -> None:
-        self.surface = surface
-        self.channel = grpc.aio.insecure_channel(f"unix:{path}")
-        self.creds = credentials_pb2_grpc.CredentialServiceStub(self.channel)
-        self.catalog = catalog_pb2_grpc.CatalogServiceStub(self.channel)
-
-
-@pytest.fixture
-async def server_factory(
-    tmp_path: Path, fake_ops: FakeOperations, metrics: Metrics, clock: FakeClock
-) -> AsyncIterator:
-    started: list[Server] = []
-
-    async def make(**gate_kwargs: object) -> Server:
-        gate = build_gate(fake_ops, metrics, clock, **gate_kwargs)  # type: ignore[arg-type]
-        surface = GrpcSurface(fake_ops, gate, Recorder(metrics, clock),
-                              max_message_bytes=64 * 1024)
-        path = tmp_path / f"grpc{len(started)}.sock"
-        surface.bind_uds(str(path))
-        await surface.server.start()
-        server = Server(surface, path)
-        started.append(server)
-        return server
-
-    yield make
-    for s in started:
-        await s.channel.close()
-        await s.surface.server.stop(0)
 
 
 async def test_get_credentials_maps_outcome_and_counts_once(

@@ -3,10 +3,16 @@ admission and counting once per request, error rendering."""
 
 from __future__ import annotations
 
+import logging
+
+import pytest
+
+from gateway.errors import UnavailableError
 from gateway.surfaces.http_app import ROUTER_KEY
+from gateway.surfaces.http_pipeline import FAILED_LOG_INTERVAL_S
 from gateway.surfaces.http_routing import OpenRoute, Route
 from tests.unit.surfaces.conftest import MakeClient, count, total_requests
-from tests.unit.surfaces.fake_operations import FakeOperations
+from tests.unit.surfaces.fake_operations import FakeClock, FakeOperations
 
 MARK = {"X-Lakegate-Request": "1"}
 CREDS = "/v1/warehouses/demo/namespaces/demo_ns/tables/orders/credentials"
@@ -123,3 +129,43 @@ async def test_the_handler_gets_the_admitted_caller_and_the_request_context(
     assert (ctx.request_id, ctx.project_id, ctx.delegation) == ("rid-1", "p1",
                                                                  "vended-credentials")
     assert ctx.caller is not None
+
+
+def failed_lines(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records
+            if r.name == "lakegate.http" and r.getMessage() == "request failed"]
+
+
+async def test_readyz_failing_on_a_loop_logs_one_warning_per_interval(
+    make_client: MakeClient, fake_ops: FakeOperations, clock: FakeClock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    fake_ops.ready = (False, "catalog unreachable")
+    client = await make_client()
+    caplog.set_level(logging.WARNING, logger="lakegate.http")
+    for _ in range(10):
+        assert (await client.get("/readyz")).status == 503
+    assert len(failed_lines(caplog)) == 1
+    clock.advance(FAILED_LOG_INTERVAL_S - 1)
+    assert (await client.get("/readyz")).status == 503
+    assert len(failed_lines(caplog)) == 1
+    clock.advance(1)
+    assert (await client.get("/readyz")).status == 503
+    lines = failed_lines(caplog)
+    assert len(lines) == 2
+    assert lines[1].levelno == logging.WARNING
+    assert lines[1].left_out == 10  # type: ignore[attr-defined]  # the 9 + 1 left out
+
+
+async def test_the_warning_limit_is_per_route(
+    make_client: MakeClient, fake_ops: FakeOperations, caplog: pytest.LogCaptureFixture,
+) -> None:
+    fake_ops.ready = (False, "catalog unreachable")
+    fake_ops.errors["get_credentials"] = UnavailableError("catalog down")
+    client = await make_client()
+    caplog.set_level(logging.WARNING, logger="lakegate.http")
+    for _ in range(3):
+        assert (await client.get("/readyz")).status == 503
+        assert (await client.get(CREDS, headers=MARK)).status == 503
+    assert sorted(r.path for r in failed_lines(caplog)) == [  # type: ignore[attr-defined]
+        "/readyz", CREDS]
