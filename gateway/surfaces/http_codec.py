@@ -10,13 +10,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 from urllib.parse import unquote
 
 from aiohttp import web
 
 from gateway.errors import InvalidRequestError, PayloadTooLargeError
-from gateway.models import AccessMode, CallerIdentity, RequestContext, TableRef
+from gateway.models import (
+    AccessMode,
+    CallerIdentity,
+    CreateTableSpec,
+    RequestContext,
+    TableRef,
+)
 from gateway.names import NAMESPACE_SEPARATOR as NAMESPACE_SEPARATOR
 from gateway.names import check_name, check_namespace, check_warehouse
 from gateway.surfaces.http_routing import HttpCall
@@ -138,6 +145,23 @@ def rename_pair(body: Mapping[str, Any]) -> tuple[NameRef, NameRef]:
         out.append((namespace_list(part.get("namespace"), f"{key}.namespace"),
                     check_name(required_string(part, "name"), f"{key}.name")))
     return out[0], out[1]
+
+
+def create_spec(body: Mapping[str, Any], *, base_location_key: str,
+                pass_extra: bool) -> CreateTableSpec:
+    """A create-table body: the native surface spells `base_location`, Lakekeeper's kebab-case
+    `base-location` and passes unknown keys (schema, statistics) through as `extra`."""
+    spec = CreateTableSpec(
+        name=required_string(body, "name"),
+        format=required_string(body, "format"),
+        base_location=string_field(body, base_location_key, required=False),
+        doc=string_field(body, "doc", required=False),
+        properties=string_map(body, "properties"),
+    )
+    if not pass_extra:
+        return spec
+    known = {"name", "format", base_location_key, "doc", "properties"}
+    return replace(spec, extra={k: v for k, v in body.items() if k not in known})
 
 
 def parse_access(value: str | None) -> AccessMode:

@@ -21,7 +21,6 @@ from aiohttp import web
 from gateway.errors import InvalidRequestError
 from gateway.models import (
     AccessMode,
-    CreateTableSpec,
     CredentialLookup,
     GenericTable,
     LoadResult,
@@ -32,13 +31,10 @@ from gateway.surfaces.accounting import Kind
 from gateway.surfaces.callers import whoami
 from gateway.surfaces.http_codec import (
     call_ref,
+    create_spec,
     namespace_of,
     parse_bool,
     parse_page_size,
-    rename_pair,
-    required_string,
-    string_field,
-    string_map,
     warehouse_of,
 )
 from gateway.surfaces.http_pipeline import HttpApi
@@ -54,7 +50,6 @@ from gateway.surfaces.render import (
 
 _GT = ("lakekeeper", "v1", "{wh}", "namespaces", "{ns}", "generic-tables")
 _NS = ("catalog", "v1", "{wh}", "namespaces")
-_CREATE_KEYS = {"name", "format", "base-location", "doc", "properties"}
 _PASS_HEADERS = ("Content-Type", "Retry-After", "ETag")
 # The Iceberg endpoints the gateway serves; `/config` advertises only these (not the catalog's).
 SERVED_ICEBERG_ENDPOINTS = frozenset({
@@ -174,11 +169,8 @@ class LakekeeperApi(HttpApi):
         warehouse, namespace = warehouse_of(call.params), namespace_of(call.params)
         query = call.request.query
         page_size = parse_page_size(query.get("pageSize"))
-        await self._authorize_namespace(call, warehouse, namespace, AccessMode.READ)
-        result = await self._ops.list_tables(
-            warehouse, namespace, call.ctx,
-            page_token=query.get("pageToken") or None, page_size=page_size,
-        )
+        result = await self._list(call, warehouse, namespace, page_token=query.get("pageToken"),
+                                  page_size=page_size)
         identifiers = []
         for ident in result.identifiers:
             entry: dict[str, Any] = {"namespace": list(ident.namespace), "name": ident.name}
@@ -194,37 +186,16 @@ class LakekeeperApi(HttpApi):
     async def create(self, call: HttpCall) -> web.StreamResponse:
         warehouse, namespace = warehouse_of(call.params), namespace_of(call.params)
         body = await self._body(call)
-        spec = CreateTableSpec(
-            name=required_string(body, "name"),
-            format=required_string(body, "format"),
-            base_location=string_field(body, "base-location", required=False),
-            doc=string_field(body, "doc", required=False),
-            properties=string_map(body, "properties"),
-            extra={k: v for k, v in body.items() if k not in _CREATE_KEYS},
-        )
-        # The same name rules as every load: a name that could not be loaded is not created.
-        await self._authorize(call, TableRef(warehouse, namespace, spec.name), AccessMode.WRITE)
-        result = await self._ops.create_table(warehouse, namespace, spec, call.ctx)
-        return json_response(load_json(result))
+        spec = create_spec(body, base_location_key="base-location", pass_extra=True)
+        return json_response(load_json(await self._create(call, warehouse, namespace, spec)))
 
     async def drop(self, call: HttpCall) -> web.StreamResponse:
         ref = call_ref(call)
         query = call.request.query
         purge = parse_bool(query.get("purgeRequested"), "purgeRequested", None)
         force = bool(parse_bool(query.get("force"), "force", False))
-        await self._authorize(call, ref, AccessMode.WRITE)
-        await self._ops.drop_table(ref, call.ctx, purge=purge, force=force)
-        return web.Response(status=204)
+        return await self._drop(call, ref, purge=purge, force=force)
 
-    async def rename(self, call: HttpCall) -> web.StreamResponse:
-        warehouse = warehouse_of(call.params)
-        source, destination = rename_pair(await self._body(call))
-        for ns, name in (source, destination):
-            await self._authorize(call, TableRef(warehouse, ns, name), AccessMode.WRITE)
-        await self._ops.rename_table(warehouse, source, destination, call.ctx)
-        return web.Response(status=204)
-
-    # -------------------------------------------------------------- catalog / management
     async def config(self, call: HttpCall) -> web.StreamResponse:
         request = call.request
         warehouse = request.query.get("warehouse")

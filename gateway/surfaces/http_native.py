@@ -17,7 +17,6 @@ from aiohttp import web
 
 from gateway.models import (
     AccessMode,
-    CreateTableSpec,
     CredentialLookup,
     GenericTable,
     ListResult,
@@ -27,15 +26,13 @@ from gateway.models import (
 from gateway.surfaces.http_codec import (
     call_ref,
     call_target,
+    create_spec,
     namespace_list,
     namespace_of,
     parse_access,
     parse_bool,
     parse_page_size,
-    rename_pair,
     required_string,
-    string_field,
-    string_map,
     warehouse_of,
 )
 from gateway.surfaces.http_pipeline import HttpApi
@@ -166,44 +163,22 @@ class NativeApi(HttpApi):
         warehouse, namespace = warehouse_of(call.params), namespace_of(call.params)
         query = call.request.query
         page_size = parse_page_size(query.get("page_size"))
-        await self._authorize_namespace(call, warehouse, namespace, AccessMode.READ)
-        result = await self._ops.list_tables(
-            warehouse, namespace, call.ctx,
-            page_token=query.get("page_token") or None, page_size=page_size,
-        )
+        result = await self._list(call, warehouse, namespace, page_token=query.get("page_token"),
+                                  page_size=page_size)
         return json_response(list_doc(result))
 
     async def create(self, call: HttpCall) -> web.StreamResponse:
         warehouse, namespace = warehouse_of(call.params), namespace_of(call.params)
         body = await self._body(call)
-        spec = CreateTableSpec(
-            name=required_string(body, "name"),
-            format=required_string(body, "format"),
-            base_location=string_field(body, "base_location", required=False),
-            doc=string_field(body, "doc", required=False),
-            properties=string_map(body, "properties"),
-        )
-        # The same name rules as every load: a name that could not be loaded is not created.
-        await self._authorize(call, TableRef(warehouse, namespace, spec.name), AccessMode.WRITE)
-        result = await self._ops.create_table(warehouse, namespace, spec, call.ctx)
-        return json_response(load_doc(result))
+        spec = create_spec(body, base_location_key="base_location", pass_extra=False)
+        return json_response(load_doc(await self._create(call, warehouse, namespace, spec)))
 
     async def drop(self, call: HttpCall) -> web.StreamResponse:
         ref = call_ref(call)
         query = call.request.query
         purge = parse_bool(query.get("purge"), "purge", None)
         force = bool(parse_bool(query.get("force"), "force", False))
-        await self._authorize(call, ref, AccessMode.WRITE)
-        await self._ops.drop_table(ref, call.ctx, purge=purge, force=force)
-        return web.Response(status=204)
-
-    async def rename(self, call: HttpCall) -> web.StreamResponse:
-        warehouse = warehouse_of(call.params)
-        source, destination = rename_pair(await self._body(call))
-        for ns, name in (source, destination):
-            await self._authorize(call, TableRef(warehouse, ns, name), AccessMode.WRITE)
-        await self._ops.rename_table(warehouse, source, destination, call.ctx)
-        return web.Response(status=204)
+        return await self._drop(call, ref, purge=purge, force=force)
 
     async def warehouse(self, call: HttpCall) -> web.StreamResponse:
         wh = await self._ops.resolve_warehouse(warehouse_of(call.params), call.ctx)

@@ -31,9 +31,16 @@ from gateway.clock import Clock
 from gateway.errors import GatewayError
 from gateway.logging import request_id_var
 from gateway.metrics import Metrics
-from gateway.models import AccessMode, TableRef
+from gateway.models import AccessMode, CreateTableSpec, ListResult, LoadResult, TableRef
 from gateway.surfaces.accounting import Recorder
-from gateway.surfaces.http_codec import context_of, read_json, request_id_of, split_target
+from gateway.surfaces.http_codec import (
+    context_of,
+    read_json,
+    rename_pair,
+    request_id_of,
+    split_target,
+    warehouse_of,
+)
 from gateway.surfaces.http_routing import HttpCall, Match, OpenRoute, SegmentRouter
 from gateway.surfaces.ingress import Gate
 from gateway.surfaces.memo import BoundedLru
@@ -192,7 +199,11 @@ async def expect_continue(request: web.BaseRequest) -> None:
 
 
 class HttpApi:
-    """Base of the route modules: what every handler needs besides its own parse and render."""
+    """Base of the route modules: the authorize → operate steps every surface shares.
+
+    A route module parses (its own paths, query names and JSON field names) and renders (its own
+    JSON); the operations in between are the same on every surface, so they live here once.
+    """
 
     def __init__(self, deps: HttpDeps) -> None:
         self._d = deps
@@ -217,3 +228,31 @@ class HttpApi:
     async def _body(self, call: HttpCall) -> dict[str, Any]:
         """The request's JSON object body, under the size limit."""
         return await read_json(call.request, self._d.max_body_bytes)
+
+    async def _create(self, call: HttpCall, warehouse: str, namespace: tuple[str, ...],
+                      spec: CreateTableSpec) -> LoadResult:
+        """Create a table; its name passes the same rules as every load (TableRef)."""
+        await self._authorize(call, TableRef(warehouse, namespace, spec.name), AccessMode.WRITE)
+        return await self._ops.create_table(warehouse, namespace, spec, call.ctx)
+
+    async def _list(self, call: HttpCall, warehouse: str, namespace: tuple[str, ...], *,
+                    page_token: str | None, page_size: int | None) -> ListResult:
+        await self._authorize_namespace(call, warehouse, namespace, AccessMode.READ)
+        return await self._ops.list_tables(warehouse, namespace, call.ctx,
+                                           page_token=page_token or None, page_size=page_size)
+
+    async def _drop(self, call: HttpCall, ref: TableRef, *, purge: bool | None,
+                    force: bool) -> web.StreamResponse:
+        await self._authorize(call, ref, AccessMode.WRITE)
+        await self._ops.drop_table(ref, call.ctx, purge=purge, force=force)
+        return web.Response(status=204)
+
+    async def rename(self, call: HttpCall) -> web.StreamResponse:
+        """`POST .../rename` with `{"source": {namespace, name}, "destination": {...}}`: the
+        same body on both surfaces, so one handler."""
+        warehouse = warehouse_of(call.params)
+        source, destination = rename_pair(await self._body(call))
+        for ns, name in (source, destination):
+            await self._authorize(call, TableRef(warehouse, ns, name), AccessMode.WRITE)
+        await self._ops.rename_table(warehouse, source, destination, call.ctx)
+        return web.Response(status=204)

@@ -38,13 +38,19 @@ def test_pre_rendered_body_is_byte_identical_to_the_contract_json(
     assert body.render(lookup) == contract_bytes(lookup)
 
 
-def test_pre_rendered_body_does_not_match_another_set_table_or_access() -> None:
+def orders_lookup(outcome: Outcome) -> tuple[RotatingOperations, CredentialLookup]:
+    """A fake service with one table and a READ lookup of it (remaining 10 s)."""
     ops = RotatingOperations()
     ops.add_table(("demo_ns",), "orders")
     table = next(iter(ops.tables.values()))
     ref = TableRef("demo", ("demo_ns",), "orders")
-    lookup = CredentialLookup(WAREHOUSE, ref, AccessMode.READ, ops.credential_set(table),
-                              Outcome.HIT, 10.0)
+    return ops, CredentialLookup(WAREHOUSE, ref, AccessMode.READ, ops.credential_set(table),
+                                 outcome, 10.0)
+
+
+def test_pre_rendered_body_does_not_match_another_set_table_or_access() -> None:
+    ops, lookup = orders_lookup(Outcome.HIT)
+    table, ref = next(iter(ops.tables.values())), lookup.ref
     body = credentials_body(lookup)
     ops.rotate()
     rotated = CredentialLookup(WAREHOUSE, ref, AccessMode.READ, ops.credential_set(table),
@@ -58,12 +64,8 @@ def test_pre_rendered_body_does_not_match_another_set_table_or_access() -> None:
 
 
 def test_a_static_body_is_returned_as_rendered_whatever_the_outcome() -> None:
-    ops = RotatingOperations()
-    ops.add_table(("demo_ns",), "orders")
-    table = next(iter(ops.tables.values()))
-    ref = TableRef("demo", ("demo_ns",), "orders")
-    lookup = CredentialLookup(WAREHOUSE, ref, AccessMode.READ, ops.credential_set(table),
-                              Outcome.MISS, 10.0)
+    _, lookup = orders_lookup(Outcome.MISS)
+    ref = lookup.ref
     body = RenderedBody(lookup, b'{"static":true}')
     later = CredentialLookup(WAREHOUSE, ref, AccessMode.READ, lookup.credentials, Outcome.HIT, 2.0)
     assert body.fits(later)
