@@ -95,12 +95,11 @@ def call_ref(call: HttpCall) -> TableRef:
 def call_target(call: HttpCall) -> tuple[TableRef, AccessMode]:
     """(TableRef, `?access=`) of a credential request, parsed once per exact target."""
     match = call.match
-    access = match.access
-    if access is None:
+    ref, access = match.ref, match.access
+    if ref is None or access is None:  # first request for this exact target
         ref = call_ref(call)
         access = match.access = parse_access(call.request.query.get("access"))
-        return ref, access
-    return call_ref(call), access
+    return ref, access
 
 
 def namespace_list(value: Any, what: str = "namespace") -> tuple[str, ...]:
