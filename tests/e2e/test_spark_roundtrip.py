@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pytest
 
-from lakegate_client.io import read_table, write_table
+from lakegate_client.tables import read_table, write_table
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

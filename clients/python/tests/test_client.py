@@ -20,7 +20,17 @@ from lakegate_client import (
     TableCredentials,
     TableIdentifier,
 )
-from lakegate_client._base import TableRef
+from lakegate_client._facade import resolve_warehouse
+from lakegate_client._models import TableRef
+from lakegate_client._ops import (
+    CreateTable,
+    DropTable,
+    GetCredentials,
+    ListPage,
+    LoadTable,
+    Operation,
+    RenameTable,
+)
 
 NOW = 1_800_000_000.0
 
@@ -96,6 +106,24 @@ class FakeTransport:
     def rename(self, source: TableRef, destination: TableRef) -> None:
         self.calls.append(("rename", (source, destination)))
 
+    def send(self, op: Operation[Any]) -> Any:
+        """The one transport method: dispatch on the operation's type."""
+        if isinstance(op, GetCredentials):
+            return self.credentials(op.ref, op.access)
+        if isinstance(op, LoadTable):
+            return self.load(op.ref, op.vended, op.access)
+        if isinstance(op, ListPage):
+            return self.list_page(op.warehouse, op.namespace, op.page_token)
+        if isinstance(op, CreateTable):
+            return self.create(
+                op.ref, op.format, op.base_location, op.doc, op.properties, op.idempotency_key
+            )
+        if isinstance(op, DropTable):
+            return self.drop(op.ref, op.purge, op.force)
+        if isinstance(op, RenameTable):
+            return self.rename(op.source, op.destination)
+        raise AssertionError(f"unexpected operation {op!r}")
+
     def close(self) -> None:
         self.closed = True
 
@@ -110,23 +138,8 @@ class AsyncFakeTransport:
     def connection_id(self) -> str:
         return self.inner.connection_id
 
-    async def credentials(self, ref: TableRef, access: str) -> TableCredentials:
-        return self.inner.credentials(ref, access)
-
-    async def load(self, ref: TableRef, vended: bool, access: str) -> LoadedTable:
-        return self.inner.load(ref, vended, access)
-
-    async def list_page(self, warehouse: str, namespace: tuple[str, ...], token: str | None) -> Any:
-        return self.inner.list_page(warehouse, namespace, token)
-
-    async def create(self, *args: Any) -> LoadedTable:
-        return self.inner.create(*args)
-
-    async def drop(self, ref: TableRef, purge: bool, force: bool) -> None:
-        self.inner.drop(ref, purge, force)
-
-    async def rename(self, source: TableRef, destination: TableRef) -> None:
-        self.inner.rename(source, destination)
+    async def send(self, op: Operation[Any]) -> Any:
+        return self.inner.send(op)
 
     async def aclose(self) -> None:
         self.inner.close()
@@ -324,3 +337,62 @@ async def test_async_client_memo_and_lifecycle(clock: FakeClock, transport: Fake
     assert transport.closed
     with pytest.raises(ClientClosedError):
         await client.load("ns", "t")
+
+
+def test_missing_warehouse_is_a_configuration_error_naming_the_variable() -> None:
+    with pytest.raises(ConfigurationError, match="LAKEGATE_WAREHOUSE"):
+        resolve_warehouse(ClientConfig.resolve(environ={}), None)
+
+
+def test_list_is_lazy_and_fetches_the_next_page_only_when_needed(
+    client: Client, transport: FakeTransport
+) -> None:
+    listing = client.list("ns")
+    assert [name for name, _ in transport.calls] == []  # nothing sent before iteration
+    iterator = iter(listing)
+    assert next(iterator).name == "a"
+    assert [args for name, args in transport.calls if name == "list"] == [None]
+    assert [t.name for t in iterator] == ["b", "c"]
+    assert [args for name, args in transport.calls if name == "list"] == [None, "2", "3"]
+
+
+def test_list_pages_come_as_the_gateway_sent_them(client: Client) -> None:
+    assert [[t.name for t in page] for page in client.list("ns").pages()] == [["a", "b"], ["c"], []]
+
+
+async def test_async_list_is_an_async_iterator_and_awaitable(clock: FakeClock) -> None:
+    transport = FakeTransport(clock)
+    client = AsyncClient(
+        config=CONFIG, clock=clock, transport_factory=lambda _: AsyncFakeTransport(transport)
+    )
+    listing = client.list("ns")
+    assert transport.calls == []
+    names = [t.name async for t in listing]
+    assert names == ["a", "b", "c"]
+    assert [t.name for t in await client.list("ns")] == ["a", "b", "c"]
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda c: c.drop("ns", "t", "demo", True),
+        lambda c: c.drop("ns", "t", "demo", False, True),
+        lambda c: c.load("ns", "t", "demo", True),
+    ],
+)
+def test_boolean_parameters_are_keyword_only(
+    client: Client, transport: FakeTransport, call: Any
+) -> None:
+    with pytest.raises(TypeError):
+        call(client)
+    assert transport.calls == []
+
+
+def test_drop_passes_purge_and_force_by_name(client: Client, transport: FakeTransport) -> None:
+    client.drop("ns", "t", purge=True)
+    client.drop("ns", "u", force=True)
+    drops = [args for name, args in transport.calls if name == "drop"]
+    assert drops == [
+        (TableRef("demo", ("ns",), "t"), True, False),
+        (TableRef("demo", ("ns",), "u"), False, True),
+    ]

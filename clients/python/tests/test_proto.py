@@ -21,7 +21,7 @@ from lakegate_client import (
     UnavailableError,
     _proto,
 )
-from lakegate_client._base import TableRef
+from lakegate_client._models import TableRef
 
 REF = TableRef("my wh", ("a", "b/c"), "t 1")
 

@@ -9,25 +9,24 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from lakegate_client import _base
 from lakegate_client._clock import Clock
 from lakegate_client._config import ClientConfig
-from lakegate_client._errors import LakegateError
 from lakegate_client._facade import ClientState, Facade
-from lakegate_client._models import (
-    Access,
-    LoadedTable,
-    Namespace,
-    TableIdentifier,
-    check_access,
-    normalize_namespace,
+from lakegate_client._models import Access, LoadedTable, Namespace, check_access
+from lakegate_client._ops import (
+    CreateTable,
+    DropTable,
+    GetCredentials,
+    ListPage,
+    LoadTable,
+    Page,
+    RenameTable,
 )
+from lakegate_client._pager import AsyncTablePager, TablePager
 from lakegate_client._transport import AsyncTransport, SyncTransport
 from lakegate_client.credentials import TableCredentials
 
 __all__ = ["AsyncClient", "Client", "ClientState"]
-
-_MAX_PAGES = 10_000  # a misbehaving gateway that never ends a listing must not loop forever
 
 
 def _default_sync_transport(config: ClientConfig) -> SyncTransport:
@@ -119,7 +118,7 @@ class Client(Facade[SyncTransport]):
         memoised = self._memo_get(ref, access)
         if memoised is not None:
             return memoised
-        creds = self._transport().credentials(ref, access)
+        creds = self._transport().send(GetCredentials(ref, access))
         self._memo_put(ref, access, creds)
         return creds
 
@@ -128,25 +127,23 @@ class Client(Facade[SyncTransport]):
         namespace: Namespace,
         table: str,
         warehouse: str | None = None,
+        *,
         vended: bool = False,
         access: Access = "read",
     ) -> LoadedTable:
         """A table's metadata (format, base location, properties); credentials when ``vended``."""
         access = check_access(access)
-        return self._transport().load(self._ref(namespace, table, warehouse), vended, access)
+        ref = self._ref(namespace, table, warehouse)
+        return self._transport().send(LoadTable(ref, vended, access))
 
-    def list(self, namespace: Namespace, warehouse: str | None = None) -> list[TableIdentifier]:
-        """Every table of a namespace (all pages)."""
-        ns = normalize_namespace(namespace)
-        wh = _base.resolve_warehouse(self._config, warehouse)
-        result: list[TableIdentifier] = []
-        token: str | None = None
-        for _ in range(_MAX_PAGES):
-            page, token = self._transport().list_page(wh, ns, token)
-            result.extend(page)
-            if not token:
-                return result
-        raise LakegateError("the gateway's table listing did not end", type="ProtocolError")
+    def list(self, namespace: Namespace, warehouse: str | None = None) -> TablePager:
+        """A namespace's tables, iterated lazily across pages (``list(client.list(ns))``)."""
+        wh, ns = self._namespace_ref(namespace, warehouse)
+
+        def fetch(token: str | None) -> Page:
+            return self._transport().send(ListPage(wh, ns, token))
+
+        return TablePager(fetch)
 
     def create(
         self,
@@ -164,21 +161,21 @@ class Client(Facade[SyncTransport]):
             ConflictError: the table exists.
         """
         ref = self._ref(namespace, table, warehouse)
-        key = _base.new_idempotency_key()
-        return self._transport().create(ref, format, base_location, doc, properties, key)
+        return self._transport().send(CreateTable(ref, format, base_location, doc, properties))
 
     def drop(
         self,
         namespace: Namespace,
         table: str,
         warehouse: str | None = None,
+        *,
         purge: bool = False,
         force: bool = False,
     ) -> None:
         """Drop a table (``purge`` also deletes its data, as Lakekeeper's purgeRequested)."""
         ref = self._ref(namespace, table, warehouse)
         self._memo_forget(ref)
-        self._transport().drop(ref, purge, force)
+        self._transport().send(DropTable(ref, purge=purge, force=force))
 
     def rename(
         self,
@@ -192,7 +189,7 @@ class Client(Facade[SyncTransport]):
         source = self._ref(namespace, table, warehouse)
         destination = self._ref(new_namespace, new_table, source.warehouse)
         self._memo_forget(source)
-        self._transport().rename(source, destination)
+        self._transport().send(RenameTable(source, destination))
 
     def open(self) -> Client:
         """Open now instead of on first use (fails fast on a bad configuration)."""
@@ -253,7 +250,7 @@ class AsyncClient(Facade[AsyncTransport]):
         memoised = self._memo_get(ref, access)
         if memoised is not None:
             return memoised
-        creds = await self._transport().credentials(ref, access)
+        creds = await self._transport().send(GetCredentials(ref, access))
         self._memo_put(ref, access, creds)
         return creds
 
@@ -262,27 +259,23 @@ class AsyncClient(Facade[AsyncTransport]):
         namespace: Namespace,
         table: str,
         warehouse: str | None = None,
+        *,
         vended: bool = False,
         access: Access = "read",
     ) -> LoadedTable:
         """A table's metadata; credentials when ``vended``."""
         access = check_access(access)
-        return await self._transport().load(self._ref(namespace, table, warehouse), vended, access)
+        ref = self._ref(namespace, table, warehouse)
+        return await self._transport().send(LoadTable(ref, vended, access))
 
-    async def list(
-        self, namespace: Namespace, warehouse: str | None = None
-    ) -> list[TableIdentifier]:
-        """Every table of a namespace (all pages)."""
-        ns = normalize_namespace(namespace)
-        wh = _base.resolve_warehouse(self._config, warehouse)
-        result: list[TableIdentifier] = []
-        token: str | None = None
-        for _ in range(_MAX_PAGES):
-            page, token = await self._transport().list_page(wh, ns, token)
-            result.extend(page)
-            if not token:
-                return result
-        raise LakegateError("the gateway's table listing did not end", type="ProtocolError")
+    def list(self, namespace: Namespace, warehouse: str | None = None) -> AsyncTablePager:
+        """``async for`` over a namespace's tables, page by page; ``await`` collects a list."""
+        wh, ns = self._namespace_ref(namespace, warehouse)
+
+        async def fetch(token: str | None) -> Page:
+            return await self._transport().send(ListPage(wh, ns, token))
+
+        return AsyncTablePager(fetch)
 
     async def create(
         self,
@@ -296,21 +289,22 @@ class AsyncClient(Facade[AsyncTransport]):
     ) -> LoadedTable:
         """Create a generic table."""
         ref = self._ref(namespace, table, warehouse)
-        key = _base.new_idempotency_key()
-        return await self._transport().create(ref, format, base_location, doc, properties, key)
+        op = CreateTable(ref, format, base_location, doc, properties)
+        return await self._transport().send(op)
 
     async def drop(
         self,
         namespace: Namespace,
         table: str,
         warehouse: str | None = None,
+        *,
         purge: bool = False,
         force: bool = False,
     ) -> None:
         """Drop a table."""
         ref = self._ref(namespace, table, warehouse)
         self._memo_forget(ref)
-        await self._transport().drop(ref, purge, force)
+        await self._transport().send(DropTable(ref, purge=purge, force=force))
 
     async def rename(
         self,
@@ -324,7 +318,7 @@ class AsyncClient(Facade[AsyncTransport]):
         source = self._ref(namespace, table, warehouse)
         destination = self._ref(new_namespace, new_table, source.warehouse)
         self._memo_forget(source)
-        await self._transport().rename(source, destination)
+        await self._transport().send(RenameTable(source, destination))
 
     async def open(self) -> AsyncClient:
         """Open now instead of on first use."""

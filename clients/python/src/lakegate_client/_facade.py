@@ -16,17 +16,28 @@ import threading
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-from lakegate_client._base import TableRef, resolve_warehouse
 from lakegate_client._clock import Clock, SystemClock
 from lakegate_client._config import ClientConfig
 from lakegate_client._errors import ClientClosedError, ConfigurationError
 from lakegate_client._memo import CredentialMemo, memo_key
-from lakegate_client._models import Access, Namespace, normalize_namespace
+from lakegate_client._models import Access, Namespace, TableRef, normalize_namespace
 from lakegate_client.credentials import TableCredentials
 
-__all__ = ["ClientState", "Facade"]
+__all__ = ["ClientState", "Facade", "resolve_warehouse"]
 
 T = TypeVar("T")
+
+
+def resolve_warehouse(config: ClientConfig, warehouse: str | None) -> str:
+    """The call's warehouse, else the configured default.
+
+    Raises:
+        ConfigurationError: neither was given.
+    """
+    chosen = warehouse or config.warehouse
+    if not chosen:
+        raise ConfigurationError("no warehouse: pass warehouse=... or set LAKEGATE_WAREHOUSE")
+    return chosen
 
 
 class ClientState(enum.Enum):
@@ -120,6 +131,11 @@ class Facade(Generic[T]):
             namespace=normalize_namespace(namespace),
             name=table,
         )
+
+    def _namespace_ref(
+        self, namespace: Namespace, warehouse: str | None
+    ) -> tuple[str, tuple[str, ...]]:
+        return resolve_warehouse(self._config, warehouse), normalize_namespace(namespace)
 
     def _memo_get(self, ref: TableRef, access: Access) -> TableCredentials | None:
         if not self._use_memo:

@@ -14,24 +14,26 @@ import asyncio
 import contextlib
 import json
 import os
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, TypeVar
 
 import httpx
 
-from lakegate_client import _base
 from lakegate_client._auth import CallerAuth
-from lakegate_client._base import HttpRequest, TableRef
 from lakegate_client._config import ClientConfig
 from lakegate_client._errors import GatewayConnectionError, GatewayTimeoutError, LakegateError
-from lakegate_client._models import Access, LoadedTable
-from lakegate_client._transport import Page
-from lakegate_client.credentials import TableCredentials
+from lakegate_client._http_codec import HttpRequest, error_from_http
+from lakegate_client._ops import Operation
 
 __all__ = ["AsyncHttpTransport", "SyncHttpTransport"]
 
+R = TypeVar("R")
 
-def _decode(status: int, body: bytes, where: str) -> Any:
+
+def _answer(status: int, body: bytes, headers: Any, where: str) -> Any:
+    """A response → its decoded JSON body, or the matching LakegateError raised."""
+    if status >= 400:
+        raise error_from_http(status, body, headers)
     if status == 204 or not body:
         return None
     try:
@@ -85,45 +87,11 @@ class SyncHttpTransport:
                 json=request.json,
                 headers={**self._auth.headers(), **request.headers},
             )
-        if response.status_code >= 400:
-            raise _base.error_from_http(response.status_code, response.content, response.headers)
-        return _decode(response.status_code, response.content, self._where)
+        return _answer(response.status_code, response.content, response.headers, self._where)
 
-    def credentials(self, ref: TableRef, access: Access) -> TableCredentials:
-        """GET .../credentials."""
-        body = self._send(_base.http_credentials(ref, access))
-        return _base.credentials_from_json(body or {}, ref, access)
-
-    def load(self, ref: TableRef, vended: bool, access: Access) -> LoadedTable:
-        """GET the table."""
-        body = self._send(_base.http_load(ref, vended, access))
-        return _base.loaded_from_json(body or {}, ref, access, vended)
-
-    def list_page(self, warehouse: str, namespace: tuple[str, ...], page_token: str | None) -> Page:
-        """GET one page of tables."""
-        body = self._send(_base.http_list(warehouse, namespace, page_token, None))
-        return _base.identifiers_from_json(body or {})
-
-    def create(
-        self,
-        ref: TableRef,
-        format: str,
-        base_location: str | None,
-        doc: str | None,
-        properties: Mapping[str, str] | None,
-        idempotency_key: str,
-    ) -> LoadedTable:
-        """POST a new table."""
-        request = _base.http_create(ref, format, base_location, doc, properties, idempotency_key)
-        return _base.loaded_from_json(self._send(request) or {}, ref, "read", False)
-
-    def drop(self, ref: TableRef, purge: bool, force: bool) -> None:
-        """DELETE the table."""
-        self._send(_base.http_drop(ref, purge, force))
-
-    def rename(self, source: TableRef, destination: TableRef) -> None:
-        """POST rename."""
-        self._send(_base.http_rename(source, destination))
+    def send(self, op: Operation[R]) -> R:
+        """Send one operation over HTTP and decode its answer."""
+        return op.from_json(self._send(op.http()) or {})
 
     def close(self) -> None:
         """Close the pool."""
@@ -210,9 +178,7 @@ class AsyncHttpTransport:
                 f"cannot reach the gateway at {self._where}: {type(exc).__name__}",
                 type="GatewayUnreachable",
             ) from exc
-        if status >= 400:
-            raise _base.error_from_http(status, body, headers)
-        return _decode(status, body, self._where)
+        return _answer(status, body, headers, self._where)
 
     async def _send_httpx(self, client: Any, request: HttpRequest) -> Any:  # pragma: no cover
         with _httpx_errors(self._where):
@@ -223,47 +189,11 @@ class AsyncHttpTransport:
                 json=request.json,
                 headers={**self._auth.headers(), **request.headers},
             )
-        if response.status_code >= 400:
-            raise _base.error_from_http(response.status_code, response.content, response.headers)
-        return _decode(response.status_code, response.content, self._where)
+        return _answer(response.status_code, response.content, response.headers, self._where)
 
-    async def credentials(self, ref: TableRef, access: Access) -> TableCredentials:
-        """GET .../credentials."""
-        body = await self._send(_base.http_credentials(ref, access))
-        return _base.credentials_from_json(body or {}, ref, access)
-
-    async def load(self, ref: TableRef, vended: bool, access: Access) -> LoadedTable:
-        """GET the table."""
-        body = await self._send(_base.http_load(ref, vended, access))
-        return _base.loaded_from_json(body or {}, ref, access, vended)
-
-    async def list_page(
-        self, warehouse: str, namespace: tuple[str, ...], page_token: str | None
-    ) -> Page:
-        """GET one page of tables."""
-        body = await self._send(_base.http_list(warehouse, namespace, page_token, None))
-        return _base.identifiers_from_json(body or {})
-
-    async def create(
-        self,
-        ref: TableRef,
-        format: str,
-        base_location: str | None,
-        doc: str | None,
-        properties: Mapping[str, str] | None,
-        idempotency_key: str,
-    ) -> LoadedTable:
-        """POST a new table."""
-        request = _base.http_create(ref, format, base_location, doc, properties, idempotency_key)
-        return _base.loaded_from_json(await self._send(request) or {}, ref, "read", False)
-
-    async def drop(self, ref: TableRef, purge: bool, force: bool) -> None:
-        """DELETE the table."""
-        await self._send(_base.http_drop(ref, purge, force))
-
-    async def rename(self, source: TableRef, destination: TableRef) -> None:
-        """POST rename."""
-        await self._send(_base.http_rename(source, destination))
+    async def send(self, op: Operation[R]) -> R:
+        """Send one operation over HTTP and decode its answer."""
+        return op.from_json(await self._send(op.http()) or {})
 
     async def aclose(self) -> None:
         """Close the session if it belongs to the running loop."""

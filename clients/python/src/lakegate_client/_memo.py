@@ -5,9 +5,8 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
-from lakegate_client._base import TableRef
 from lakegate_client._clock import Clock
-from lakegate_client._models import Access
+from lakegate_client._models import Access, TableRef
 from lakegate_client.credentials import TableCredentials
 
 __all__ = ["CredentialMemo", "MemoKey", "memo_key"]

@@ -11,7 +11,14 @@ from lakegate_client._errors import ConfigurationError
 if TYPE_CHECKING:
     from lakegate_client.credentials import TableCredentials
 
-__all__ = ["Access", "LoadedTable", "Namespace", "TableIdentifier", "normalize_namespace"]
+__all__ = [
+    "Access",
+    "LoadedTable",
+    "Namespace",
+    "TableIdentifier",
+    "TableRef",
+    "normalize_namespace",
+]
 
 Access = Literal["read", "write"]
 Namespace = str | Sequence[str]
@@ -39,6 +46,15 @@ def check_access(access: str) -> Access:
     if access == "write":
         return "write"
     raise ConfigurationError(f"access must be 'read' or 'write', not {access!r}")
+
+
+@dataclass(frozen=True)
+class TableRef:
+    """A fully resolved table reference (warehouse already defaulted)."""
+
+    warehouse: str
+    namespace: tuple[str, ...]
+    name: str
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,6 @@ import grpc
 from google.protobuf.message import DecodeError
 
 from lakegate.v1 import catalog_pb2, common_pb2, credentials_pb2
-from lakegate_client._base import TableRef, retry_after_seconds
 from lakegate_client._errors import (
     ConflictError,
     GatewayConnectionError,
@@ -27,7 +26,8 @@ from lakegate_client._errors import (
     UnavailableError,
     error_for_status,
 )
-from lakegate_client._models import Access, LoadedTable, TableIdentifier
+from lakegate_client._http_codec import retry_after_seconds
+from lakegate_client._models import Access, LoadedTable, TableIdentifier, TableRef
 from lakegate_client.credentials import StorageCredential, TableCredentials
 
 __all__ = [
@@ -38,6 +38,7 @@ __all__ = [
     "grpc_credentials_request",
     "identifiers_from_proto",
     "loaded_from_proto",
+    "table_ref_proto",
 ]
 
 ERROR_DETAIL_KEY = "lakegate-error-bin"
@@ -81,11 +82,50 @@ def access_proto(access: Access) -> common_pb2.AccessMode:
     return _ACCESS[access]
 
 
+def table_ref_proto(ref: TableRef) -> common_pb2.TableRef:
+    """The gRPC message for a table reference."""
+    return common_pb2.TableRef(
+        warehouse=ref.warehouse, namespace=list(ref.namespace), name=ref.name
+    )
+
+
 def grpc_credentials_request(
     ref: TableRef, access: Access
 ) -> credentials_pb2.GetTableCredentialsRequest:
     """The GetTableCredentials request."""
-    return credentials_pb2.GetTableCredentialsRequest(table=ref.proto(), access=_ACCESS[access])
+    return credentials_pb2.GetTableCredentialsRequest(
+        table=table_ref_proto(ref), access=_ACCESS[access]
+    )
+
+
+def grpc_create_request(
+    ref: TableRef,
+    format: str,
+    base_location: str | None,
+    doc: str | None,
+    properties: Mapping[str, str] | None,
+    idempotency_key: str,
+) -> catalog_pb2.CreateTableRequest:
+    """The CreateTable request."""
+    return catalog_pb2.CreateTableRequest(
+        table=table_ref_proto(ref),
+        format=format,
+        base_location=base_location or "",
+        doc=doc or "",
+        properties=dict(properties or {}),
+        idempotency_key=idempotency_key,
+    )
+
+
+def grpc_rename_request(source: TableRef, destination: TableRef) -> catalog_pb2.RenameTableRequest:
+    """The RenameTable request."""
+    return catalog_pb2.RenameTableRequest(
+        warehouse=source.warehouse,
+        source_namespace=list(source.namespace),
+        source_name=source.name,
+        destination_namespace=list(destination.namespace),
+        destination_name=destination.name,
+    )
 
 
 def _storage_from_proto(items: Sequence[common_pb2.StorageCredential]) -> list[StorageCredential]:

@@ -6,8 +6,8 @@ import pickle
 
 import pytest
 
-from lakegate_client.io import TableFormatError
 from lakegate_client.spark.options import OptionsError, SourceOptions
+from lakegate_client.tables import TableFormatError
 
 
 def test_a_dotted_table_name_splits_into_namespace_and_table() -> None:

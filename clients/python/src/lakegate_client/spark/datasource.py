@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql.datasource import DataSource
 
-from lakegate_client.io import TableFormatError, TableInfo, describe_table, ensure_table
 from lakegate_client.spark.connection import client_for, table_credentials
 from lakegate_client.spark.options import SourceOptions
 from lakegate_client.spark.reader import LakekeeperReader, arrow_schema, spark_schema
 from lakegate_client.spark.writer import WRITABLE_FORMATS, LakekeeperWriter, WritePlan
+from lakegate_client.tables import TableFormatError, TableInfo, describe_table, ensure_table
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType

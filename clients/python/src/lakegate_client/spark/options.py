@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from lakegate_client.io import check_format, split_table_name
+from lakegate_client.tables import check_format, split_table_name
 
 _SECRET_WORDS = ("secret", "token", "access_key", "password", "credential")
 _TRUE = ("1", "true", "yes", "on")

@@ -19,14 +19,10 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
-from lakegate_client.io import (
-    TableFormatError,
-    TableInfo,
-    current_snapshot,
-    fs_path,
-    read_file,
-)
 from lakegate_client.spark.connection import table_credentials
+from lakegate_client.tables.catalog import TableFormatError, TableInfo
+from lakegate_client.tables.directory import current_snapshot, fs_path
+from lakegate_client.tables.files import read_file
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -27,16 +27,10 @@ from typing import TYPE_CHECKING, Literal
 
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
-from lakegate_client.io import (
-    TableFormatError,
-    TableInfo,
-    commit_files,
-    delete_files,
-    fs_path,
-    new_data_file,
-    write_parquet_batches,
-)
 from lakegate_client.spark.connection import table_credentials
+from lakegate_client.tables.catalog import TableFormatError, TableInfo
+from lakegate_client.tables.directory import commit_files, delete_files, fs_path, new_data_file
+from lakegate_client.tables.files import write_parquet_batches
 
 if TYPE_CHECKING:
     import pyarrow as pa

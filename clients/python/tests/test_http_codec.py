@@ -1,4 +1,4 @@
-"""_base.py: table paths and HTTP requests, JSON answers, the Lakekeeper error envelope."""
+"""_http_codec.py: table paths and HTTP requests, JSON answers, the Lakekeeper error envelope."""
 
 from __future__ import annotations
 
@@ -7,8 +7,6 @@ import json
 import pytest
 
 from lakegate_client import (
-    ClientConfig,
-    ConfigurationError,
     ConflictError,
     InternalError,
     InvalidRequestError,
@@ -17,33 +15,33 @@ from lakegate_client import (
     RateLimitedError,
     UnauthenticatedError,
     UnavailableError,
-    _base,
+    _http_codec,
 )
-from lakegate_client._base import TableRef
+from lakegate_client._models import TableRef
 
 REF = TableRef("my wh", ("a", "b/c"), "t 1")
 NOW = 1_800_000_000.0
 
 
 def test_table_path_joins_namespace_levels_with_1f_and_encodes_every_segment() -> None:
-    request = _base.http_credentials(REF, "write")
+    request = _http_codec.http_credentials(REF, "write")
     assert request.method == "GET"
     assert request.path == "/v1/warehouses/my%20wh/namespaces/a%1Fb%2Fc/tables/t%201/credentials"
     assert request.params == {"access": "write"}
 
 
 def test_load_asks_for_credentials_only_when_vended() -> None:
-    assert _base.http_load(REF, False, "read").params == {}
-    assert _base.http_load(REF, True, "write").params == {"vended": "true", "access": "write"}
+    assert _http_codec.http_load(REF, False, "read").params == {}
+    assert _http_codec.http_load(REF, True, "write").params == {"vended": "true", "access": "write"}
 
 
 def test_list_create_drop_rename_requests() -> None:
-    listing = _base.http_list("wh", ("ns",), "tok", 50)
+    listing = _http_codec.http_list("wh", ("ns",), "tok", 50)
     assert (listing.path, listing.params) == (
         "/v1/warehouses/wh/namespaces/ns/tables",
         {"page_token": "tok", "page_size": "50"},
     )
-    create = _base.http_create(REF, "delta", None, "docs", {"k": "v"}, "key-1")
+    create = _http_codec.http_create(REF, "delta", None, "docs", {"k": "v"}, "key-1")
     assert create.method == "POST"
     assert create.json == {
         "name": "t 1",
@@ -52,19 +50,14 @@ def test_list_create_drop_rename_requests() -> None:
         "properties": {"k": "v"},
     }
     assert create.headers == {"Idempotency-Key": "key-1"}
-    drop = _base.http_drop(REF, True, False)
+    drop = _http_codec.http_drop(REF, True, False)
     assert (drop.method, drop.params) == ("DELETE", {"purge": "true", "force": "false"})
-    rename = _base.http_rename(REF, TableRef("my wh", ("x",), "y"))
+    rename = _http_codec.http_rename(REF, TableRef("my wh", ("x",), "y"))
     assert rename.path == "/v1/warehouses/my%20wh/tables/rename"
     assert rename.json == {
         "source": {"namespace": ["a", "b/c"], "name": "t 1"},
         "destination": {"namespace": ["x"], "name": "y"},
     }
-
-
-def test_missing_warehouse_is_a_configuration_error_naming_the_variable() -> None:
-    with pytest.raises(ConfigurationError, match="LAKEGATE_WAREHOUSE"):
-        _base.resolve_warehouse(ClientConfig.resolve(environ={}), None)
 
 
 def test_credentials_answer_is_parsed_into_a_snapshot() -> None:
@@ -81,7 +74,7 @@ def test_credentials_answer_is_parsed_into_a_snapshot() -> None:
             {"prefix": "s3://w/t", "config": {"s3.region": "r"}, "expires_at_ms": 1_800_000_000_000}
         ],
     }
-    creds = _base.credentials_from_json(body, REF, "write")
+    creds = _http_codec.credentials_from_json(body, REF, "write")
     assert (creds.location, creds.outcome, creds.access, creds.warehouse_id) == (
         "s3://w/t",
         "coalesced",
@@ -107,7 +100,7 @@ def test_load_answer_keeps_credentials_only_when_vended() -> None:
         "credentials": [{"prefix": "s3://w/t", "config": {"s3.access-key-id": "AK"}}],
         "warehouse_id": "uuid",
     }
-    loaded = _base.loaded_from_json(body, REF, "read", True)
+    loaded = _http_codec.loaded_from_json(body, REF, "read", True)
     assert (loaded.format, loaded.base_location, loaded.protected, loaded.doc) == (
         "lance",
         "s3://w/t",
@@ -116,7 +109,7 @@ def test_load_answer_keeps_credentials_only_when_vended() -> None:
     )
     assert loaded.credentials is not None
     assert loaded.credentials.config == {"s3.region": "r", "s3.access-key-id": "AK"}
-    assert _base.loaded_from_json(body, REF, "read", False).credentials is None
+    assert _http_codec.loaded_from_json(body, REF, "read", False).credentials is None
 
 
 def envelope(status: int, type_: str, message: str = "gateway says no") -> bytes:
@@ -151,7 +144,7 @@ def envelope(status: int, type_: str, message: str = "gateway says no") -> bytes
     ],
 )
 def test_http_status_picks_the_error_class(status: int, cls: type[Exception]) -> None:
-    error = _base.error_from_http(status, envelope(status, "SomeType"), {})
+    error = _http_codec.error_from_http(status, envelope(status, "SomeType"), {})
     assert type(error) is cls
     assert (error.status, error.type, error.message, error.request_id) == (
         status,
@@ -162,12 +155,12 @@ def test_http_status_picks_the_error_class(status: int, cls: type[Exception]) ->
 
 
 def test_http_error_without_an_envelope_still_names_the_status() -> None:
-    error = _base.error_from_http(502, b"<html>bad gateway</html>", {})
+    error = _http_codec.error_from_http(502, b"<html>bad gateway</html>", {})
     assert isinstance(error, UnavailableError)
     assert "502" in error.message
 
 
 def test_rate_limit_carries_retry_after() -> None:
-    error = _base.error_from_http(429, envelope(429, "RateLimited"), {"Retry-After": "3"})
+    error = _http_codec.error_from_http(429, envelope(429, "RateLimited"), {"Retry-After": "3"})
     assert isinstance(error, RateLimitedError)
     assert error.retry_after_s == 3.0

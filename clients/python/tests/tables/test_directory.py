@@ -1,4 +1,4 @@
-"""The directory-table commit log of ``lakegate_client.io`` (local filesystem, no servers)."""
+"""The directory-table layout of ``lakegate_client.tables`` (local filesystem, no servers)."""
 
 from __future__ import annotations
 
@@ -8,17 +8,15 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pytest
 
-from lakegate_client.io import (
+from lakegate_client.tables.catalog import split_table_name
+from lakegate_client.tables.directory import (
     commit_files,
     current_snapshot,
     fs_path,
     is_visible,
     new_data_file,
-    read_file,
-    split_table_name,
-    write_file,
-    write_parquet_batches,
 )
+from lakegate_client.tables.files import read_file, write_file, write_parquet_batches
 
 DATA = pa.table({"id": [1, 2, 3], "name": ["a", "b", "c"]})
 

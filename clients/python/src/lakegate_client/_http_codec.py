@@ -1,61 +1,28 @@
-"""Sans-IO core shared by every transport and both clients: table references, native HTTP API
-requests, JSON answers → the client's value types, and the Lakekeeper error envelope → the
-``LakegateError`` tree. Nothing here does I/O.
+"""The HTTP codec (sans-IO): native HTTP API requests, JSON answers → the client's value types,
+and the Lakekeeper error envelope → the ``LakegateError`` tree. Nothing here does I/O.
 
-Its siblings are split out to stay one screenful each: ``_proto.py`` (the gRPC side of the same
-job) and ``_memo.py`` (the per-process credential memo).
+``_proto.py`` is the gRPC side of the same job; ``_ops.py`` pairs the two per operation.
 """
 
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
-from lakegate.v1 import common_pb2
-from lakegate_client._config import ClientConfig
 from lakegate_client._errors import (
-    ConfigurationError,
     LakegateError,
     RateLimitedError,
     error_for_status,
 )
-from lakegate_client._models import Access, LoadedTable, TableIdentifier
+from lakegate_client._models import Access, LoadedTable, TableIdentifier, TableRef
 from lakegate_client.credentials import StorageCredential, TableCredentials
 
-__all__ = ["HttpRequest", "TableRef", "error_from_http", "resolve_warehouse"]
+__all__ = ["HttpRequest", "error_from_http", "retry_after_seconds"]
 
 _NS_SEPARATOR = "\x1f"  # Lakekeeper joins namespace levels with U+001F, sent as %1F
-
-
-@dataclass(frozen=True)
-class TableRef:
-    """A fully resolved table reference (warehouse already defaulted)."""
-
-    warehouse: str
-    namespace: tuple[str, ...]
-    name: str
-
-    def proto(self) -> common_pb2.TableRef:
-        """The gRPC message."""
-        return common_pb2.TableRef(
-            warehouse=self.warehouse, namespace=list(self.namespace), name=self.name
-        )
-
-
-def resolve_warehouse(config: ClientConfig, warehouse: str | None) -> str:
-    """The call's warehouse, else the configured default.
-
-    Raises:
-        ConfigurationError: neither was given.
-    """
-    chosen = warehouse or config.warehouse
-    if not chosen:
-        raise ConfigurationError("no warehouse: pass warehouse=... or set LAKEGATE_WAREHOUSE")
-    return chosen
 
 
 # -- HTTP requests ------------------------------------------------------------------------------
@@ -143,11 +110,6 @@ def http_rename(source: TableRef, destination: TableRef) -> HttpRequest:
         "destination": {"namespace": list(destination.namespace), "name": destination.name},
     }
     return HttpRequest("POST", f"/v1/warehouses/{_seg(source.warehouse)}/tables/rename", json=body)
-
-
-def new_idempotency_key() -> str:
-    """A fresh Idempotency-Key, so a retried create is not applied twice."""
-    return str(uuid.uuid4())
 
 
 # -- HTTP answers --------------------------------------------------------------------------------

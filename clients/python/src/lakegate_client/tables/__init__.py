@@ -1,0 +1,40 @@
+"""Table I/O: read and write a Lakekeeper generic table as Arrow, credentials from the gateway.
+
+Why: a user (or a Spark task) should name a table and get data, never remap catalog keys to an
+engine's option names by hand.
+
+Formats:
+
+- ``parquet``, ``csv``, ``json`` (JSON lines): a *directory table*, data files under the table's
+  base location, read and written with ``pyarrow`` (``directory.py`` holds the commit protocol).
+- ``delta``: a Delta Lake table at the base location (``deltalake``).
+- ``lance``: a Lance dataset at the base location (``pylance``).
+"""
+
+from __future__ import annotations
+
+from lakegate_client.tables.catalog import (
+    DIRECTORY_FORMATS,
+    FORMATS,
+    TableFormatError,
+    TableInfo,
+    check_format,
+    describe_table,
+    ensure_table,
+    split_table_name,
+)
+from lakegate_client.tables.readwrite import Mode, read_table, write_table
+
+__all__ = [
+    "DIRECTORY_FORMATS",
+    "FORMATS",
+    "Mode",
+    "TableFormatError",
+    "TableInfo",
+    "check_format",
+    "describe_table",
+    "ensure_table",
+    "read_table",
+    "split_table_name",
+    "write_table",
+]
