@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -21,7 +20,7 @@ from lakegate_client import (
     TableIdentifier,
 )
 from lakegate_client._facade import resolve_warehouse
-from lakegate_client._models import TableRef
+from lakegate_client._models import TableRef, TableSpec
 from lakegate_client._ops import (
     CreateTable,
     DropTable,
@@ -86,18 +85,13 @@ class FakeTransport:
         names, nxt = pages[token]
         return [TableIdentifier(namespace, n) for n in names], nxt
 
-    def create(
-        self,
-        ref: TableRef,
-        format: str,
-        base_location: str | None,
-        doc: str | None,
-        properties: Mapping[str, str] | None,
-        idempotency_key: str,
-    ) -> LoadedTable:
-        self.calls.append(("create", (ref, format, idempotency_key)))
+    def create(self, ref: TableRef, spec: TableSpec, idempotency_key: str) -> LoadedTable:
+        self.calls.append(("create", (ref, spec.format, idempotency_key)))
         return LoadedTable(
-            namespace=ref.namespace, name=ref.name, format=format, base_location=base_location or ""
+            namespace=ref.namespace,
+            name=ref.name,
+            format=spec.format,
+            base_location=spec.base_location or "",
         )
 
     def drop(self, ref: TableRef, purge: bool, force: bool) -> None:
@@ -115,9 +109,7 @@ class FakeTransport:
         if isinstance(op, ListPage):
             return self.list_page(op.warehouse, op.namespace, op.page_token)
         if isinstance(op, CreateTable):
-            return self.create(
-                op.ref, op.format, op.base_location, op.doc, op.properties, op.idempotency_key
-            )
+            return self.create(op.ref, op.spec, op.idempotency_key)
         if isinstance(op, DropTable):
             return self.drop(op.ref, op.purge, op.force)
         if isinstance(op, RenameTable):

@@ -13,6 +13,7 @@ import os
 import select
 import signal
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -25,13 +26,11 @@ CHILD_DEADLINE_S = 20.0  # per child: a hang is a failure, never a stuck test ru
 FORMS = ["grpc+uds", "http+uds", "grpc", "http"]  # child i uses FORMS[i % 4]: 250 forks each
 
 
-def _child(client: Client, write_fd: int) -> None:
-    """Runs in the forked child; never returns."""
+def _report_and_exit(ask: Callable[[], dict[str, Any]], write_fd: int) -> None:
+    """Runs ``ask`` in the forked child and writes its report (or error) to the parent."""
     code = 1
     try:
-        first = client.credentials("ns", "orders").outcome
-        again = client.credentials("ns", "orders").outcome
-        report = {"pid": os.getpid(), "id": client.connection_id, "first": first, "again": again}
+        report = ask()
         code = 0
     except BaseException as exc:  # noqa: BLE001 - reported to the parent, which fails the test
         report = {"pid": os.getpid(), "error": repr(exc)}
@@ -39,6 +38,17 @@ def _child(client: Client, write_fd: int) -> None:
         os.write(write_fd, json.dumps(report).encode())
     finally:
         os._exit(code)  # no atexit/finalizers: nothing inherited may be torn down here
+
+
+def _child(client: Client, write_fd: int) -> None:
+    """Runs in the forked child; never returns."""
+
+    def ask() -> dict[str, Any]:
+        first = client.credentials("ns", "orders").outcome
+        again = client.credentials("ns", "orders").outcome
+        return {"pid": os.getpid(), "id": client.connection_id, "first": first, "again": again}
+
+    _report_and_exit(ask, write_fd)
 
 
 def _reap(pid: int, read_fd: int) -> dict[str, Any]:
@@ -128,16 +138,7 @@ def _async_child(client: AsyncClient, write_fd: int) -> None:
         again = (await client.credentials("ns", "orders")).outcome
         return {"pid": os.getpid(), "id": client.connection_id, "first": first, "again": again}
 
-    code = 1
-    try:
-        report = asyncio.run(ask())
-        code = 0
-    except BaseException as exc:  # noqa: BLE001 - reported to the parent, which fails the test
-        report = {"pid": os.getpid(), "error": repr(exc)}
-    try:
-        os.write(write_fd, json.dumps(report).encode())
-    finally:
-        os._exit(code)
+    _report_and_exit(lambda: asyncio.run(ask()), write_fd)
 
 
 @pytest.mark.slow

@@ -17,7 +17,7 @@ from lakegate_client import (
     UnavailableError,
     _http_codec,
 )
-from lakegate_client._models import TableRef
+from lakegate_client._models import TableRef, TableSpec
 
 REF = TableRef("my wh", ("a", "b/c"), "t 1")
 NOW = 1_800_000_000.0
@@ -41,7 +41,7 @@ def test_list_create_drop_rename_requests() -> None:
         "/v1/warehouses/wh/namespaces/ns/tables",
         {"page_token": "tok", "page_size": "50"},
     )
-    create = _http_codec.http_create(REF, "delta", None, "docs", {"k": "v"}, "key-1")
+    create = _http_codec.http_create(REF, TableSpec("delta", None, "docs", {"k": "v"}), "key-1")
     assert create.method == "POST"
     assert create.json == {
         "name": "t 1",

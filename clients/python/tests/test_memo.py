@@ -7,8 +7,8 @@ import dataclasses
 import pytest
 
 from lakegate_client import StorageCredential, TableCredentials, _memo
-from lakegate_client._models import TableRef
 from lakegate_client._memo import CredentialMemo
+from lakegate_client._models import TableRef
 
 NOW = 1_800_000_000.0
 

@@ -1,27 +1,19 @@
 """Client and AsyncClient: the public facades over one gateway (sync for executors, asyncio).
 
 Their shared machinery (lifecycle, per-process state that never crosses a fork, the memo, argument
-checks) is in ``_facade.py``.
+checks, and turning arguments into operations) is in ``_facade.py``; each method here only sends
+the operation the facade built, blocking or awaited.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from lakegate_client._clock import Clock
 from lakegate_client._config import ClientConfig
 from lakegate_client._facade import ClientState, Facade
-from lakegate_client._models import Access, LoadedTable, Namespace, check_access
-from lakegate_client._ops import (
-    CreateTable,
-    DropTable,
-    GetCredentials,
-    ListPage,
-    LoadTable,
-    Page,
-    RenameTable,
-)
+from lakegate_client._models import Access, LoadedTable, Namespace
+from lakegate_client._ops import ListPage, Page
 from lakegate_client._pager import AsyncTablePager, TablePager
 from lakegate_client._transport import AsyncTransport, SyncTransport
 from lakegate_client.credentials import TableCredentials
@@ -29,24 +21,8 @@ from lakegate_client.credentials import TableCredentials
 __all__ = ["AsyncClient", "Client", "ClientState"]
 
 
-def _default_sync_transport(config: ClientConfig) -> SyncTransport:
-    if config.endpoint.protocol == "grpc":
-        from lakegate_client._grpc import SyncGrpcTransport
-
-        return SyncGrpcTransport(config)
-    from lakegate_client._http import SyncHttpTransport
-
-    return SyncHttpTransport(config)
-
-
-def _default_async_transport(config: ClientConfig) -> AsyncTransport:
-    if config.endpoint.protocol == "grpc":
-        from lakegate_client._grpc import AsyncGrpcTransport
-
-        return AsyncGrpcTransport(config)
-    from lakegate_client._http import AsyncHttpTransport
-
-    return AsyncHttpTransport(config)
+def _grpc(config: ClientConfig) -> bool:
+    return config.endpoint.protocol == "grpc"
 
 
 class Client(Facade[SyncTransport]):
@@ -66,30 +42,14 @@ class Client(Facade[SyncTransport]):
         ConfigurationError: the URL or another setting is malformed.
     """
 
-    def __init__(
-        self,
-        url: str | None = None,
-        *,
-        token: str | None = None,
-        warehouse: str | None = None,
-        timeout_s: float | None = None,
-        memo: bool = True,
-        memo_floor_s: float | None = None,
-        clock: Clock | None = None,
-        config: ClientConfig | None = None,
-        transport_factory: Callable[[ClientConfig], SyncTransport] = _default_sync_transport,
-    ) -> None:
-        super().__init__(
-            url,
-            token=token,
-            warehouse=warehouse,
-            timeout_s=timeout_s,
-            memo=memo,
-            memo_floor_s=memo_floor_s,
-            clock=clock,
-            config=config,
-            transport_factory=transport_factory,
-        )
+    def _default_transport(self, config: ClientConfig) -> SyncTransport:
+        if _grpc(config):
+            from lakegate_client._grpc import SyncGrpcTransport
+
+            return SyncGrpcTransport(config)
+        from lakegate_client._http import SyncHttpTransport
+
+        return SyncHttpTransport(config)
 
     def credentials(
         self,
@@ -113,14 +73,10 @@ class Client(Facade[SyncTransport]):
             NotFoundError, PermissionDeniedError, UnavailableError, GatewayConnectionError,
             GatewayTimeoutError: see the error tree in ``lakegate_client._errors``.
         """
-        access = check_access(access)
-        ref = self._ref(namespace, table, warehouse)
-        memoised = self._memo_get(ref, access)
+        memoised, op = self._credentials_op(namespace, table, warehouse, access)
         if memoised is not None:
             return memoised
-        creds = self._transport().send(GetCredentials(ref, access))
-        self._memo_put(ref, access, creds)
-        return creds
+        return self._remember(op, self._transport().send(op))
 
     def load(
         self,
@@ -132,9 +88,7 @@ class Client(Facade[SyncTransport]):
         access: Access = "read",
     ) -> LoadedTable:
         """A table's metadata (format, base location, properties); credentials when ``vended``."""
-        access = check_access(access)
-        ref = self._ref(namespace, table, warehouse)
-        return self._transport().send(LoadTable(ref, vended, access))
+        return self._transport().send(self._load_op(namespace, table, warehouse, vended, access))
 
     def list(self, namespace: Namespace, warehouse: str | None = None) -> TablePager:
         """A namespace's tables, iterated lazily across pages (``list(client.list(ns))``)."""
@@ -160,8 +114,8 @@ class Client(Facade[SyncTransport]):
         Raises:
             ConflictError: the table exists.
         """
-        ref = self._ref(namespace, table, warehouse)
-        return self._transport().send(CreateTable(ref, format, base_location, doc, properties))
+        op = self._create_op(namespace, table, format, base_location, warehouse, doc, properties)
+        return self._transport().send(op)
 
     def drop(
         self,
@@ -173,9 +127,7 @@ class Client(Facade[SyncTransport]):
         force: bool = False,
     ) -> None:
         """Drop a table (``purge`` also deletes its data, as Lakekeeper's purgeRequested)."""
-        ref = self._ref(namespace, table, warehouse)
-        self._memo_forget(ref)
-        self._transport().send(DropTable(ref, purge=purge, force=force))
+        self._transport().send(self._drop_op(namespace, table, warehouse, purge, force))
 
     def rename(
         self,
@@ -186,10 +138,9 @@ class Client(Facade[SyncTransport]):
         warehouse: str | None = None,
     ) -> None:
         """Rename a table within its warehouse."""
-        source = self._ref(namespace, table, warehouse)
-        destination = self._ref(new_namespace, new_table, source.warehouse)
-        self._memo_forget(source)
-        self._transport().send(RenameTable(source, destination))
+        self._transport().send(
+            self._rename_op(namespace, table, new_namespace, new_table, warehouse)
+        )
 
     def open(self) -> Client:
         """Open now instead of on first use (fails fast on a bad configuration)."""
@@ -212,30 +163,14 @@ class Client(Facade[SyncTransport]):
 class AsyncClient(Facade[AsyncTransport]):
     """Asyncio client; same arguments, methods and errors as :class:`Client`."""
 
-    def __init__(
-        self,
-        url: str | None = None,
-        *,
-        token: str | None = None,
-        warehouse: str | None = None,
-        timeout_s: float | None = None,
-        memo: bool = True,
-        memo_floor_s: float | None = None,
-        clock: Clock | None = None,
-        config: ClientConfig | None = None,
-        transport_factory: Callable[[ClientConfig], AsyncTransport] = _default_async_transport,
-    ) -> None:
-        super().__init__(
-            url,
-            token=token,
-            warehouse=warehouse,
-            timeout_s=timeout_s,
-            memo=memo,
-            memo_floor_s=memo_floor_s,
-            clock=clock,
-            config=config,
-            transport_factory=transport_factory,
-        )
+    def _default_transport(self, config: ClientConfig) -> AsyncTransport:
+        if _grpc(config):
+            from lakegate_client._grpc import AsyncGrpcTransport
+
+            return AsyncGrpcTransport(config)
+        from lakegate_client._http import AsyncHttpTransport
+
+        return AsyncHttpTransport(config)
 
     async def credentials(
         self,
@@ -245,14 +180,10 @@ class AsyncClient(Facade[AsyncTransport]):
         access: Access = "read",
     ) -> TableCredentials:
         """Vended storage credentials for a table (see :meth:`Client.credentials`)."""
-        access = check_access(access)
-        ref = self._ref(namespace, table, warehouse)
-        memoised = self._memo_get(ref, access)
+        memoised, op = self._credentials_op(namespace, table, warehouse, access)
         if memoised is not None:
             return memoised
-        creds = await self._transport().send(GetCredentials(ref, access))
-        self._memo_put(ref, access, creds)
-        return creds
+        return self._remember(op, await self._transport().send(op))
 
     async def load(
         self,
@@ -264,9 +195,8 @@ class AsyncClient(Facade[AsyncTransport]):
         access: Access = "read",
     ) -> LoadedTable:
         """A table's metadata; credentials when ``vended``."""
-        access = check_access(access)
-        ref = self._ref(namespace, table, warehouse)
-        return await self._transport().send(LoadTable(ref, vended, access))
+        op = self._load_op(namespace, table, warehouse, vended, access)
+        return await self._transport().send(op)
 
     def list(self, namespace: Namespace, warehouse: str | None = None) -> AsyncTablePager:
         """``async for`` over a namespace's tables, page by page; ``await`` collects a list."""
@@ -288,8 +218,7 @@ class AsyncClient(Facade[AsyncTransport]):
         properties: Mapping[str, str] | None = None,
     ) -> LoadedTable:
         """Create a generic table."""
-        ref = self._ref(namespace, table, warehouse)
-        op = CreateTable(ref, format, base_location, doc, properties)
+        op = self._create_op(namespace, table, format, base_location, warehouse, doc, properties)
         return await self._transport().send(op)
 
     async def drop(
@@ -302,9 +231,7 @@ class AsyncClient(Facade[AsyncTransport]):
         force: bool = False,
     ) -> None:
         """Drop a table."""
-        ref = self._ref(namespace, table, warehouse)
-        self._memo_forget(ref)
-        await self._transport().send(DropTable(ref, purge=purge, force=force))
+        await self._transport().send(self._drop_op(namespace, table, warehouse, purge, force))
 
     async def rename(
         self,
@@ -315,10 +242,8 @@ class AsyncClient(Facade[AsyncTransport]):
         warehouse: str | None = None,
     ) -> None:
         """Rename a table within its warehouse."""
-        source = self._ref(namespace, table, warehouse)
-        destination = self._ref(new_namespace, new_table, source.warehouse)
-        self._memo_forget(source)
-        await self._transport().send(RenameTable(source, destination))
+        op = self._rename_op(namespace, table, new_namespace, new_table, warehouse)
+        await self._transport().send(op)
 
     async def open(self) -> AsyncClient:
         """Open now instead of on first use."""

@@ -13,14 +13,22 @@ import dataclasses
 import enum
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Generic, TypeVar
 
 from lakegate_client._clock import Clock, SystemClock
 from lakegate_client._config import ClientConfig
 from lakegate_client._errors import ClientClosedError, ConfigurationError
 from lakegate_client._memo import CredentialMemo, memo_key
-from lakegate_client._models import Access, Namespace, TableRef, normalize_namespace
+from lakegate_client._models import (
+    Access,
+    Namespace,
+    TableRef,
+    TableSpec,
+    check_access,
+    normalize_namespace,
+)
+from lakegate_client._ops import CreateTable, DropTable, GetCredentials, LoadTable, RenameTable
 from lakegate_client.credentials import TableCredentials
 
 __all__ = ["ClientState", "Facade", "resolve_warehouse"]
@@ -63,27 +71,31 @@ class Facade(Generic[T]):
 
     def __init__(
         self,
-        url: str | None,
+        url: str | None = None,
         *,
-        token: str | None,
-        warehouse: str | None,
-        timeout_s: float | None,
-        memo: bool,
-        memo_floor_s: float | None,
-        clock: Clock | None,
-        config: ClientConfig | None,
-        transport_factory: Callable[[ClientConfig], T],
+        token: str | None = None,
+        warehouse: str | None = None,
+        timeout_s: float | None = None,
+        memo: bool = True,
+        memo_floor_s: float | None = None,
+        clock: Clock | None = None,
+        config: ClientConfig | None = None,
+        transport_factory: Callable[[ClientConfig], T] | None = None,
     ) -> None:
         self._config = config or ClientConfig.resolve(
             url, token=token, warehouse=warehouse, timeout_s=timeout_s, memo_floor_s=memo_floor_s
         )
         self._clock: Clock = clock or SystemClock()
         self._use_memo = memo
-        self._factory = transport_factory
+        self._factory = transport_factory or self._default_transport
         self._state = ClientState.UNOPENED
         self._local: _ProcessLocal[T] = _ProcessLocal(self._config, self._clock)
         # Objects inherited from a parent process: kept alive, never used or closed here.
         self._inherited: list[_ProcessLocal[T]] = []
+
+    def _default_transport(self, config: ClientConfig) -> T:
+        """The transport the URL's scheme picks (Client: blocking, AsyncClient: asyncio)."""
+        raise NotImplementedError
 
     @property
     def config(self) -> ClientConfig:
@@ -136,6 +148,61 @@ class Facade(Generic[T]):
         self, namespace: Namespace, warehouse: str | None
     ) -> tuple[str, tuple[str, ...]]:
         return resolve_warehouse(self._config, warehouse), normalize_namespace(namespace)
+
+    # -- arguments → operations (shared by the blocking and the asyncio facade) -----------------
+
+    def _credentials_op(
+        self, namespace: Namespace, table: str, warehouse: str | None, access: str
+    ) -> tuple[TableCredentials | None, GetCredentials]:
+        """The memoised answer if there is one, and the operation that asks the gateway."""
+        checked = check_access(access)
+        ref = self._ref(namespace, table, warehouse)
+        return self._memo_get(ref, checked), GetCredentials(ref, checked)
+
+    def _remember(self, op: GetCredentials, creds: TableCredentials) -> TableCredentials:
+        self._memo_put(op.ref, op.access, creds)
+        return creds
+
+    def _load_op(
+        self, namespace: Namespace, table: str, warehouse: str | None, vended: bool, access: str
+    ) -> LoadTable:
+        checked = check_access(access)
+        return LoadTable(self._ref(namespace, table, warehouse), vended, checked)
+
+    def _create_op(
+        self,
+        namespace: Namespace,
+        table: str,
+        format: str,
+        base_location: str | None,
+        warehouse: str | None,
+        doc: str | None,
+        properties: Mapping[str, str] | None,
+    ) -> CreateTable:
+        spec = TableSpec(format, base_location, doc, properties)
+        return CreateTable(self._ref(namespace, table, warehouse), spec)
+
+    def _drop_op(
+        self, namespace: Namespace, table: str, warehouse: str | None, purge: bool, force: bool
+    ) -> DropTable:
+        ref = self._ref(namespace, table, warehouse)
+        self._memo_forget(ref)
+        return DropTable(ref, purge=purge, force=force)
+
+    def _rename_op(
+        self,
+        namespace: Namespace,
+        table: str,
+        new_namespace: Namespace,
+        new_table: str,
+        warehouse: str | None,
+    ) -> RenameTable:
+        source = self._ref(namespace, table, warehouse)
+        destination = self._ref(new_namespace, new_table, source.warehouse)
+        self._memo_forget(source)
+        return RenameTable(source, destination)
+
+    # -- per-process memo ---------------------------------------------------------------------
 
     def _memo_get(self, ref: TableRef, access: Access) -> TableCredentials | None:
         if not self._use_memo:

@@ -44,18 +44,35 @@ def _answer(status: int, body: bytes, headers: Any, where: str) -> Any:
         ) from exc
 
 
+def _arguments(request: HttpRequest, auth: CallerAuth) -> tuple[str, str, dict[str, Any]]:
+    """``(method, path, keyword arguments)``: the same call for httpx and aiohttp ``request``."""
+    keywords: dict[str, Any] = {
+        "params": dict(request.params) or None,
+        "json": request.json,
+        "headers": {**auth.headers(), **request.headers},
+    }
+    return request.method, request.path, keywords
+
+
+def _timed_out(where: str) -> GatewayTimeoutError:
+    return GatewayTimeoutError(f"no answer from the gateway at {where} in time")
+
+
+def _unreachable(where: str, exc: BaseException) -> GatewayConnectionError:
+    return GatewayConnectionError(
+        f"cannot reach the gateway at {where}: {type(exc).__name__}", type="GatewayUnreachable"
+    )
+
+
 @contextlib.contextmanager
 def _httpx_errors(where: str) -> Iterator[None]:
     """Translate httpx transport failures into the client's errors, once for sync and async."""
     try:
         yield
     except httpx.TimeoutException as exc:
-        raise GatewayTimeoutError(f"no answer from the gateway at {where} in time") from exc
+        raise _timed_out(where) from exc
     except (httpx.TransportError, OSError) as exc:
-        raise GatewayConnectionError(
-            f"cannot reach the gateway at {where}: {type(exc).__name__}",
-            type="GatewayUnreachable",
-        ) from exc
+        raise _unreachable(where, exc) from exc
 
 class SyncHttpTransport:
     """Blocking HTTP transport on one ``httpx.Client`` (thread-safe, keep-alive pool)."""
@@ -80,13 +97,8 @@ class SyncHttpTransport:
 
     def _send(self, request: HttpRequest) -> Any:
         with _httpx_errors(self._where):
-            response = self._client.request(
-                request.method,
-                request.path,
-                params=dict(request.params) or None,
-                json=request.json,
-                headers={**self._auth.headers(), **request.headers},
-            )
+            method, path, keywords = _arguments(request, self._auth)
+            response = self._client.request(method, path, **keywords)
         return _answer(response.status_code, response.content, response.headers, self._where)
 
     def send(self, op: Operation[R]) -> R:
@@ -161,34 +173,19 @@ class AsyncHttpTransport:
         aiohttp = self._aiohttp
         try:
             async with asyncio.timeout(self._config.timeout_s):
-                async with session.request(
-                    request.method,
-                    request.path,
-                    params=dict(request.params) or None,
-                    json=request.json,
-                    headers={**self._auth.headers(), **request.headers},
-                ) as response:
+                method, path, keywords = _arguments(request, self._auth)
+                async with session.request(method, path, **keywords) as response:
                     status, body, headers = response.status, await response.read(), response.headers
         except TimeoutError as exc:
-            raise GatewayTimeoutError(
-                f"no answer from the gateway at {self._where} in time"
-            ) from exc
+            raise _timed_out(self._where) from exc
         except (aiohttp.ClientError, OSError) as exc:
-            raise GatewayConnectionError(
-                f"cannot reach the gateway at {self._where}: {type(exc).__name__}",
-                type="GatewayUnreachable",
-            ) from exc
+            raise _unreachable(self._where, exc) from exc
         return _answer(status, body, headers, self._where)
 
     async def _send_httpx(self, client: Any, request: HttpRequest) -> Any:  # pragma: no cover
         with _httpx_errors(self._where):
-            response = await client.request(
-                request.method,
-                request.path,
-                params=dict(request.params) or None,
-                json=request.json,
-                headers={**self._auth.headers(), **request.headers},
-            )
+            method, path, keywords = _arguments(request, self._auth)
+            response = await client.request(method, path, **keywords)
         return _answer(response.status_code, response.content, response.headers, self._where)
 
     async def send(self, op: Operation[R]) -> R:

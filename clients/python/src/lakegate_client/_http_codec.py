@@ -17,7 +17,7 @@ from lakegate_client._errors import (
     RateLimitedError,
     error_for_status,
 )
-from lakegate_client._models import Access, LoadedTable, TableIdentifier, TableRef
+from lakegate_client._models import Access, LoadedTable, TableIdentifier, TableRef, TableSpec
 from lakegate_client.credentials import StorageCredential, TableCredentials
 
 __all__ = ["HttpRequest", "error_from_http", "retry_after_seconds"]
@@ -72,23 +72,16 @@ def http_list(
     return HttpRequest("GET", f"/v1/warehouses/{_seg(warehouse)}/namespaces/{ns}/tables", params)
 
 
-def http_create(
-    ref: TableRef,
-    format: str,
-    base_location: str | None,
-    doc: str | None,
-    properties: Mapping[str, str] | None,
-    idempotency_key: str,
-) -> HttpRequest:
+def http_create(ref: TableRef, spec: TableSpec, idempotency_key: str) -> HttpRequest:
     """POST a new generic table."""
     ns = _seg(_NS_SEPARATOR.join(ref.namespace))
-    body: dict[str, Any] = {"name": ref.name, "format": format}
-    if base_location:
-        body["base_location"] = base_location
-    if doc is not None:
-        body["doc"] = doc
-    if properties:
-        body["properties"] = dict(properties)
+    body: dict[str, Any] = {"name": ref.name, "format": spec.format}
+    if spec.base_location:
+        body["base_location"] = spec.base_location
+    if spec.doc is not None:
+        body["doc"] = spec.doc
+    if spec.properties:
+        body["properties"] = dict(spec.properties)
     return HttpRequest(
         "POST",
         f"/v1/warehouses/{_seg(ref.warehouse)}/namespaces/{ns}/tables",

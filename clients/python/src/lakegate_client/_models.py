@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -17,6 +17,7 @@ __all__ = [
     "Namespace",
     "TableIdentifier",
     "TableRef",
+    "TableSpec",
     "normalize_namespace",
 ]
 
@@ -55,6 +56,16 @@ class TableRef:
     warehouse: str
     namespace: tuple[str, ...]
     name: str
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """What creating a generic table asks for besides its name."""
+
+    format: str
+    base_location: str | None = None
+    doc: str | None = None
+    properties: Mapping[str, str] | None = None
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,6 @@ transport instead of once per operation per transport. Nothing here does I/O.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
@@ -17,7 +16,7 @@ from google.protobuf.message import Message
 from lakegate.v1 import catalog_pb2
 from lakegate_client import _http_codec as http
 from lakegate_client import _proto as proto
-from lakegate_client._models import Access, LoadedTable, TableIdentifier, TableRef
+from lakegate_client._models import Access, LoadedTable, TableIdentifier, TableRef, TableSpec
 from lakegate_client.credentials import TableCredentials
 
 __all__ = [
@@ -144,35 +143,18 @@ class CreateTable:
     """Create a generic table (the answer never carries credentials)."""
 
     ref: TableRef
-    format: str
-    base_location: str | None = None
-    doc: str | None = None
-    properties: Mapping[str, str] | None = None
+    spec: TableSpec
     idempotency_key: str = field(default_factory=new_idempotency_key)
     rpc: str = field(default="catalog.CreateTable", init=False)
 
     def http(self) -> http.HttpRequest:
-        return http.http_create(
-            self.ref,
-            self.format,
-            self.base_location,
-            self.doc,
-            self.properties,
-            self.idempotency_key,
-        )
+        return http.http_create(self.ref, self.spec, self.idempotency_key)
 
     def from_json(self, body: Any) -> LoadedTable:
         return http.loaded_from_json(body, self.ref, "read", False)
 
     def grpc(self) -> Message:
-        return proto.grpc_create_request(
-            self.ref,
-            self.format,
-            self.base_location,
-            self.doc,
-            self.properties,
-            self.idempotency_key,
-        )
+        return proto.grpc_create_request(self.ref, self.spec, self.idempotency_key)
 
     def from_proto(self, msg: Any) -> LoadedTable:
         return proto.loaded_from_proto(msg, self.ref, "read", False)

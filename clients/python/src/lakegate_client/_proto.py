@@ -13,21 +13,14 @@ from google.protobuf.message import DecodeError
 
 from lakegate.v1 import catalog_pb2, common_pb2, credentials_pb2
 from lakegate_client._errors import (
-    ConflictError,
     GatewayConnectionError,
     GatewayTimeoutError,
-    InternalError,
-    InvalidRequestError,
     LakegateError,
-    NotFoundError,
-    PermissionDeniedError,
     RateLimitedError,
-    UnauthenticatedError,
-    UnavailableError,
     error_for_status,
 )
 from lakegate_client._http_codec import retry_after_seconds
-from lakegate_client._models import Access, LoadedTable, TableIdentifier, TableRef
+from lakegate_client._models import Access, LoadedTable, TableIdentifier, TableRef, TableSpec
 from lakegate_client.credentials import StorageCredential, TableCredentials
 
 __all__ = [
@@ -57,22 +50,22 @@ _OUTCOME = MappingProxyType(
         common_pb2.CACHE_OUTCOME_STALE: "stale",
     }
 )
-_GRPC_ERRORS: Mapping[grpc.StatusCode, type[LakegateError]] = MappingProxyType(
+# A gRPC status without the gateway's ErrorDetail → the HTTP status whose error class it means.
+_GRPC_STATUS: Mapping[grpc.StatusCode, int] = MappingProxyType(
     {
-        grpc.StatusCode.INVALID_ARGUMENT: InvalidRequestError,
-        grpc.StatusCode.FAILED_PRECONDITION: InvalidRequestError,
-        grpc.StatusCode.OUT_OF_RANGE: InvalidRequestError,
-        grpc.StatusCode.UNAUTHENTICATED: UnauthenticatedError,
-        grpc.StatusCode.PERMISSION_DENIED: PermissionDeniedError,
-        grpc.StatusCode.NOT_FOUND: NotFoundError,
-        grpc.StatusCode.ALREADY_EXISTS: ConflictError,
-        grpc.StatusCode.ABORTED: ConflictError,
-        grpc.StatusCode.RESOURCE_EXHAUSTED: RateLimitedError,
-        grpc.StatusCode.UNAVAILABLE: UnavailableError,
-        grpc.StatusCode.INTERNAL: InternalError,
-        grpc.StatusCode.UNKNOWN: InternalError,
-        grpc.StatusCode.UNIMPLEMENTED: InternalError,
-        grpc.StatusCode.DEADLINE_EXCEEDED: GatewayTimeoutError,
+        grpc.StatusCode.INVALID_ARGUMENT: 400,
+        grpc.StatusCode.FAILED_PRECONDITION: 400,
+        grpc.StatusCode.OUT_OF_RANGE: 400,
+        grpc.StatusCode.UNAUTHENTICATED: 401,
+        grpc.StatusCode.PERMISSION_DENIED: 403,
+        grpc.StatusCode.NOT_FOUND: 404,
+        grpc.StatusCode.ALREADY_EXISTS: 409,
+        grpc.StatusCode.ABORTED: 409,
+        grpc.StatusCode.RESOURCE_EXHAUSTED: 429,
+        grpc.StatusCode.UNAVAILABLE: 503,
+        grpc.StatusCode.INTERNAL: 500,
+        grpc.StatusCode.UNKNOWN: 500,
+        grpc.StatusCode.UNIMPLEMENTED: 500,
     }
 )
 
@@ -99,20 +92,15 @@ def grpc_credentials_request(
 
 
 def grpc_create_request(
-    ref: TableRef,
-    format: str,
-    base_location: str | None,
-    doc: str | None,
-    properties: Mapping[str, str] | None,
-    idempotency_key: str,
+    ref: TableRef, spec: TableSpec, idempotency_key: str
 ) -> catalog_pb2.CreateTableRequest:
     """The CreateTable request."""
     return catalog_pb2.CreateTableRequest(
         table=table_ref_proto(ref),
-        format=format,
-        base_location=base_location or "",
-        doc=doc or "",
-        properties=dict(properties or {}),
+        format=spec.format,
+        base_location=spec.base_location or "",
+        doc=spec.doc or "",
+        properties=dict(spec.properties or {}),
         idempotency_key=idempotency_key,
     )
 
@@ -240,8 +228,11 @@ def error_from_grpc(
             f"cannot reach the gateway at {target}: {details or 'unavailable'}",
             type="GatewayUnreachable",
         )
+    elif code == grpc.StatusCode.DEADLINE_EXCEEDED:
+        cls, status = GatewayTimeoutError, None
     else:
-        cls = _GRPC_ERRORS.get(code, LakegateError) if code else LakegateError
+        http_status = _GRPC_STATUS.get(code) if code is not None else None
+        cls = error_for_status(http_status) if http_status else LakegateError
         status = None
     type_ = detail.type if detail else ""
     request_id = detail.request_id if detail else ""
