@@ -34,7 +34,7 @@ prometheus-bin:
 	       $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; }; }
 
 demo: venv
-	$(PY) -m demo
+	$(PY) -m demo $(DEMO_ARGS)
 
 LINT_PATHS := gateway clients/python devstack demo loadtest hardening tests proto
 

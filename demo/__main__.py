@@ -8,6 +8,7 @@ This is the only module that exits.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import signal
@@ -20,33 +21,50 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from demo.progress import Progress
+from demo.runtime import STANDALONE
 
 if TYPE_CHECKING:
     from devstack.launcher import Stack
 
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
-_DESCRIPTION = "Run the Lakegate demo: local stack + gateway + a PySpark pipeline over it."
+_DESCRIPTION = (
+    "Run the Lakegate demo: local stack, a Spark standalone cluster with one gateway per node,"
+    " and a PySpark pipeline over it."
+)
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m demo", description=_DESCRIPTION)
-    parser.add_argument("--workers", type=int, default=2, help="Spark local[N] (default 2)")
+    parser.add_argument(
+        "--master", default=STANDALONE,
+        help="'standalone' (default: start a local Spark master and --nodes workers, one gateway"
+        " per node) or a Spark master URL such as local[2]",
+    )
+    parser.add_argument("--nodes", type=int, default=2, help="standalone workers (default 2)")
     parser.add_argument("--rows", type=int, default=6000, help="raw order lines (default 6000)")
-    parser.add_argument("--files", type=int, default=4, help="raw CSV files (default 4)")
+    parser.add_argument("--files", type=int, default=8, help="raw CSV files (default 8)")
+    parser.add_argument(
+        "--partitions", type=int, default=40,
+        help="write tasks per output table, each writing one file or fragment (default 40)",
+    )
     parser.add_argument(
         "--transport", choices=("grpc", "http"), default="grpc",
         help="how tasks reach the gateway: gRPC or HTTP, both over its Unix socket",
     )
     parser.add_argument("--run-dir", type=Path, default=None, help="stack state (default: temp)")
+    parser.add_argument("--summary-json", type=Path, default=None, help="write a JSON summary")
     parser.add_argument(
         "--keep-running", action="store_true",
-        help="leave the stack up at the end (stop it with `lakegate devstack down --dir DIR`)",
+        help="leave the stack up at the end (stop it with `lakegate devstack down --dir DIR`);"
+        " the Spark cluster and the node gateways are always stopped",
     )
     args = parser.parse_args(argv)
-    if args.workers < 2:
-        parser.error("--workers must be at least 2 (the point is several Python workers)")
+    if args.master == STANDALONE and args.nodes < 2:
+        parser.error("--nodes must be at least 2 (the point is several nodes)")
     if args.rows < 100 or not 1 <= args.files <= args.rows:
         parser.error("--rows must be at least 100 and --files between 1 and --rows")
+    if not 1 <= args.partitions <= 1000:
+        parser.error("--partitions must be between 1 and 1000")
     return args
 
 
@@ -55,28 +73,28 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 
 
 @contextmanager
-def _stack(run_dir: Path, keep_running: bool, say: Progress) -> Iterator[Stack]:
-    """Start the local stack with the gateway; always stop it (unless asked to keep it)."""
+def _stack(run_dir: Path, args: argparse.Namespace, say: Progress) -> Iterator[Stack]:
+    """Start the local stack (with its own gateway in local mode); always stop it (unless asked
+    to keep it)."""
     from devstack.launcher import start_stack, stop_stack
 
-    say(f"starting the local stack and the gateway (state in {run_dir})")
+    local = args.master != STANDALONE
+    say(f"starting the local stack (state in {run_dir})")
     try:
-        stack = start_stack(run_dir, with_gateway=True)
-        say("stack ready: IdP, SeaweedFS (S3+STS), catalog emulator, Lakegate gateway")
+        stack = start_stack(run_dir, with_gateway=local)
+        say("stack ready: IdP, SeaweedFS (S3+STS), catalog emulator"
+            + (", Lakegate gateway" if local else ""))
         yield stack
     finally:
-        if keep_running:
+        if args.keep_running:
             say(f"stack left running: stop it with `lakegate devstack down --dir {run_dir}`")
         else:
             say("stopping the local stack")
             stop_stack(run_dir)
 
 
-def _gateway_env(info: dict[str, Any], transport: str) -> None:
-    """Point this process and the Spark workers it forks at the gateway's Unix sockets."""
-    gateway = info["gateway"]
-    url = f"grpc+unix:{gateway['grpc_uds']}" if transport == "grpc" else f"unix:{gateway['uds']}"
-    os.environ["LAKEGATE_URL"] = url
+def _environment(info: dict[str, Any]) -> None:
+    """Settings this process and the Spark processes it starts share (not the gateway URL)."""
     os.environ["LAKEGATE_WAREHOUSE"] = info["warehouse"]["name"]
     os.environ.setdefault("NO_PROXY", "localhost,127.0.0.1")
     os.environ.setdefault("LANCE_LOG", "error")  # Lance warns "will be created" per fragment
@@ -86,29 +104,36 @@ def _gateway_env(info: dict[str, Any], transport: str) -> None:
 
 def _run(args: argparse.Namespace, say: Progress) -> None:
     from demo import data, metrics, pipeline, report
+    from demo.runtime import runtime
     from lakegate_client import Client
 
     temp = args.run_dir is None
     run_dir = Path(tempfile.mkdtemp(prefix="lakegate-demo-")) if temp else args.run_dir.resolve()
     ok = False
     try:
-        with _stack(run_dir, args.keep_running, say) as stack:
+        with _stack(run_dir, args, say) as stack:
             info = stack.info
-            _gateway_env(info, args.transport)
+            _environment(info)
             drop = data.generate(args.rows, args.files)
-            url = os.environ["LAKEGATE_URL"]
-            say(f"starting Spark local[{args.workers}]; tasks use LAKEGATE_URL={url}")
-            spark = pipeline.spark_session(args.workers)
-            try:
-                with Client() as client:
-                    run = pipeline.run(spark, client, info["namespace"], drop, say)
-            finally:
-                spark.stop()
-            counters = metrics.read_counters(info)
-            text = report.render(
-                run, counters, info, say.elapsed_s, kept_running=args.keep_running
-            )
+            with runtime(args.master, info, run_dir, nodes=args.nodes,
+                         transport=args.transport, say=say) as rt:
+                say(f"starting the Spark application on {rt.master}")
+                spark = pipeline.spark_session(rt.master, conf=rt.conf)
+                try:
+                    with Client(rt.driver_url) as client:
+                        run = pipeline.run(spark, client, info["namespace"], drop, say,
+                                           partitions=args.partitions)
+                    executors = rt.executors_per_node()
+                finally:
+                    spark.stop()
+                counters = metrics.read_counters(info, rt.gateways)
+            text = report.render(run, counters, info, say.elapsed_s, master=rt.master,
+                                 executors=executors, kept_running=args.keep_running)
             print(text, flush=True)
+            if args.summary_json is not None:
+                summary = report.summary(run, counters, rt.master, executors)
+                args.summary_json.write_text(json.dumps(summary, indent=1) + "\n")
+                say(f"summary written to {args.summary_json}")
             ok = True
     finally:
         if temp and ok and not args.keep_running:

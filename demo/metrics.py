@@ -1,11 +1,12 @@
-"""Read the counters that show the saving: the gateway's /metrics, the catalog's and the IdP's.
+"""Read the counters that show the saving: every gateway's /metrics, the catalog's and the IdP's.
 
-Why three sources: the gateway counts what it served (and whether from cache); only the catalog
-and the IdP can say how many calls really reached them.
+Why three sources: each node's gateway counts what it served (and whether from cache) and what it
+asked upstream; only the catalog and the IdP can say how many calls really reached them in total.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,51 +14,88 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 _TIMEOUT_S = 5.0
+_NOT_SERVED = ("denied", "error")
+
+
+@dataclass(frozen=True)
+class NodeCounters:
+    """One node's gateway, read from its own /metrics."""
+
+    name: str
+    gateway: str  # the gateway's HTTP URL
+    served: dict[str, int] = field(default_factory=dict)  # credential requests by cache result
+    metadata: int = 0
+    upstream_credential_calls: int = 0  # catalog credential calls this gateway made
+    idp_token_calls: int = 0  # IdP logins this gateway made
+
+    @property
+    def credential_requests(self) -> int:
+        return sum(v for k, v in self.served.items() if k not in _NOT_SERVED)
 
 
 @dataclass(frozen=True)
 class Counters:
     """One reading of all three sources."""
 
-    gateway_credential: dict[str, int] = field(default_factory=dict)  # by result
-    gateway_metadata: int = 0
+    nodes: tuple[NodeCounters, ...] = ()
     catalog: dict[str, int] = field(default_factory=dict)
     idp_token_requests: int = 0
 
     @property
+    def gateway_credential(self) -> dict[str, int]:
+        """Credential requests served by all gateways, by cache result."""
+        total: dict[str, int] = {}
+        for node in self.nodes:
+            for result, count in node.served.items():
+                total[result] = total.get(result, 0) + count
+        return total
+
+    @property
     def gateway_credential_total(self) -> int:
-        return sum(v for k, v in self.gateway_credential.items() if k not in ("denied", "error"))
+        return sum(n.credential_requests for n in self.nodes)
 
     @property
     def upstream_credential_calls(self) -> int:
-        """Catalog calls that vend credentials (the load with credentials counts too)."""
+        """Catalog calls that vend credentials, as the catalog counted them."""
         return self.catalog.get("load_generic_table_credentials", 0)
 
 
-def read_counters(info: dict[str, Any]) -> Counters:
-    """Read the stack's counters (``info`` is the stack's stack.json)."""
+def read_gateway(http: httpx.Client, name: str, url: str) -> NodeCounters:
+    """Parse one gateway's Prometheus text into the demo's per-node counters."""
+    answer = http.get(f"{url}/metrics")
+    answer.raise_for_status()
+    served: dict[str, int] = {}
+    metadata = upstream = logins = 0
+    for family in text_string_to_metric_families(answer.text):
+        for sample in family.samples:
+            labels, value = sample.labels, int(sample.value)
+            if sample.name == "lakegate_requests_total":
+                if labels.get("kind") == "credential":
+                    result = labels.get("result", "?")
+                    served[result] = served.get(result, 0) + value
+                elif labels.get("kind") == "metadata":
+                    metadata += value
+            elif sample.name == "lakegate_upstream_requests_total":
+                if labels.get("target") == "catalog" and labels.get("op") == "load_credentials":
+                    upstream += value
+                elif labels.get("target") == "idp":
+                    logins += value
+    return NodeCounters(name, url, served, metadata, upstream, logins)
+
+
+def read_counters(info: dict[str, Any], gateways: Mapping[str, str] | None = None) -> Counters:
+    """Read the stack's counters (``info`` is stack.json; ``gateways`` maps node name to gateway
+    HTTP URL, default: the stack's own gateway as the single node ``local``)."""
+    if gateways is None:
+        gateways = {"local": info["gateway"]["http_url"]}
     with httpx.Client(timeout=_TIMEOUT_S, trust_env=False) as http:
-        metrics = http.get(f"{info['gateway']['http_url']}/metrics")
-        metrics.raise_for_status()
+        nodes = tuple(read_gateway(http, name, url) for name, url in gateways.items())
         catalog = http.get(f"{info['catalog']['url']}/_emulator/stats")
         catalog.raise_for_status()
         idp = http.get(f"{info['idp']['issuer']}/_idp/stats")
         idp.raise_for_status()
-    by_result: dict[str, int] = {}
-    metadata = 0
-    for family in text_string_to_metric_families(metrics.text):
-        for sample in family.samples:
-            if sample.name != "lakegate_requests_total":
-                continue
-            kind = sample.labels.get("kind")
-            if kind == "credential":
-                result = sample.labels.get("result", "?")
-                by_result[result] = by_result.get(result, 0) + int(sample.value)
-            elif kind == "metadata":
-                metadata += int(sample.value)
     return Counters(
-        gateway_credential=by_result,
-        gateway_metadata=metadata,
+        nodes=nodes,
         catalog={k: int(v) for k, v in catalog.json().items() if isinstance(v, (int, float))},
         idp_token_requests=int(idp.json().get("token_requests", 0)),
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -52,24 +52,32 @@ class PipelineRun:
         return sum(t.write_tasks + t.read_tasks for t in self.tables)
 
 
-def spark_session(workers: int, app_name: str = "lakegate-demo") -> SparkSession:
-    """A loopback-only ``local[N]`` session whose Python workers run this interpreter."""
+def spark_session(
+    master: str = "local[2]",
+    app_name: str = "lakegate-demo",
+    conf: Mapping[str, str] | None = None,
+) -> SparkSession:
+    """A loopback-only session on ``master`` (``local[N]`` or ``spark://``) whose Python workers
+    run this interpreter; ``conf`` adds settings (e.g. a cluster's executor sizes)."""
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    spark = (
-        SparkSession.builder.master(f"local[{workers}]")
+    builder = (
+        SparkSession.builder.master(master)
         .appName(app_name)
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.memory", "768m")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", str(max(2, workers * 2)))
+        .config("spark.sql.shuffle.partitions", "8")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.python.worker.reuse", "true")
-        .getOrCreate()
     )
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     from lakegate_client.spark import register
 
@@ -124,9 +132,19 @@ def rows_and_tasks(df: DataFrame) -> tuple[int, int]:
 
 
 def write_and_verify(
-    spark: SparkSession, df: DataFrame, qualified: str, fmt: str, expected: int
+    spark: SparkSession,
+    df: DataFrame,
+    qualified: str,
+    fmt: str,
+    expected: int,
+    partitions: int = 0,
 ) -> TableResult:
-    """Write through the data source (creating the table), read it back, compare counts."""
+    """Write through the data source (creating the table), read it back, compare counts.
+
+    ``partitions`` > 0 spreads the write over that many tasks (one file or fragment each).
+    """
+    if partitions > 0:
+        df = df.repartition(partitions)
     df = df.cache()
     rows, write_tasks = rows_and_tasks(df)
     if rows != expected:
@@ -146,6 +164,27 @@ def write_and_verify(
     return TableResult(qualified, fmt, rows, read, expected, write_tasks, read_tasks)
 
 
+def _all_orders(orders: DataFrame) -> DataFrame:
+    return orders
+
+
+@dataclass(frozen=True)
+class Output:
+    """One table the pipeline derives from the clean orders: add an entry to add a table kind."""
+
+    name: str
+    format: str
+    build: Callable[[DataFrame], DataFrame]
+    expected: Callable[[Drop], int]  # the row count a correct pipeline produces
+
+
+OUTPUTS: tuple[Output, ...] = (
+    Output("daily_revenue", "parquet", daily_revenue, lambda d: d.country_days),
+    Output("customer_stats", "delta", customer_stats, lambda d: d.customers),
+    Output("orders_clean", "lance", _all_orders, lambda d: d.clean_rows),
+)
+
+
 def run(
     spark: SparkSession,
     client: Client,
@@ -154,10 +193,12 @@ def run(
     say: Callable[[str], None],
     *,
     suffix: str = "",
+    partitions: int = 0,
 ) -> PipelineRun:
     """The whole pipeline; raises ``PipelineError`` on a wrong result.
 
-    ``suffix`` is appended to every table name (tests share one catalog between runs).
+    ``suffix`` is appended to every table name (tests share one catalog between runs);
+    ``partitions`` is the number of write tasks per output table (0: Spark's choice).
     """
     result = PipelineRun()
     raw_table = f"orders_raw{suffix}"
@@ -176,15 +217,12 @@ def run(
     say(f"Spark read {raw_read} raw lines from {parts} partitions")
 
     orders = clean(raw).cache()
-    outputs = (
-        ("daily_revenue", "parquet", daily_revenue(orders), drop.country_days),
-        ("customer_stats", "delta", customer_stats(orders), drop.customers),
-        ("orders_clean", "lance", orders, drop.clean_rows),
-    )
-    for name, fmt, df, expected in outputs:
+    for output in OUTPUTS:
+        name, fmt = output.name, output.format
+        df, expected = output.build(orders), output.expected(drop)
         qualified = f"{namespace}.{name}{suffix}"
         say(f"writing {qualified} as {fmt} and reading it back")
-        table = write_and_verify(spark, df, qualified, fmt, expected)
+        table = write_and_verify(spark, df, qualified, fmt, expected, partitions)
         result.tables.append(table)
         say(f"{qualified}: {table.rows_read} rows read back ({fmt}), as expected")
     orders.unpersist()

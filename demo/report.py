@@ -1,4 +1,6 @@
-"""The demo's closing report: tables and rows, what the gateway saved, where the metrics are."""
+"""The demo's closing report (tables, the per-node picture, what the gateways saved) and the JSON
+summary written by ``--summary-json``. Every number comes from the run or from a counter read
+from a gateway, the catalog or the IdP."""
 
 from __future__ import annotations
 
@@ -7,6 +9,8 @@ from typing import Any
 from demo.metrics import Counters
 from demo.pipeline import PipelineRun
 
+ACCESS_MODES = 2  # read and write: the most credentials one table can need from the catalog
+
 
 def render(
     run: PipelineRun,
@@ -14,12 +18,14 @@ def render(
     info: dict[str, Any],
     elapsed_s: float,
     *,
+    master: str = "",
+    executors: dict[str, int] | None = None,
     kept_running: bool = False,
 ) -> str:
-    """A short plain-text report (fits one screen)."""
+    """A plain-text report (fits one screen)."""
     lines = [
         "",
-        f"Lakegate demo: OK in {elapsed_s:.0f} s",
+        f"Lakegate demo: OK in {elapsed_s:.0f} s" + (f" on {master}" if master else ""),
         "",
         f"Tables (warehouse {info['warehouse']['name']!r})",
         f"  {'table':<28} {'format':<8} {'rows written':>12} {'rows read':>10} {'tasks':>6}",
@@ -29,42 +35,83 @@ def render(
             f"  {t.name:<28} {t.format:<8} {t.rows_written:>12,} {t.rows_read:>10,}"
             f" {t.write_tasks + t.read_tasks:>6}"
         )
-    served = counters.gateway_credential
-    detail = ", ".join(f"{k} {v}" for k, v in sorted(served.items()) if v)
-    upstream = counters.upstream_credential_calls
-    loads = counters.catalog.get("load_generic_table", 0)
-    sts = counters.catalog.get("sts_assume_role", 0)
-    tokens = counters.idp_token_requests
-    tasks = run.tasks
+    bound = len(run.tables) * ACCESS_MODES
+    lines += ["", f"Nodes (each node's upstream credential calls are bounded by tables x access"
+              f" modes = {len(run.tables)} x {ACCESS_MODES} = {bound})",
+              f"  {'node':<8} {'executors':>9} {'requests served':>16} {'catalog calls':>14}"
+              f" {'IdP logins':>11}  gateway"]
+    for node in counters.nodes:
+        count = (executors or {}).get(node.name, 0)
+        lines.append(
+            f"  {node.name:<8} {count:>9} {node.credential_requests:>16,}"
+            f" {node.upstream_credential_calls:>14} {node.idp_token_calls:>11}  {node.gateway}"
+        )
+    lines += _savings(run, counters)
     lines += [
         "",
-        "Credentials (since the stack started)",
-        f"  Spark tasks that read or wrote table data    {tasks:>5}",
-        f"  credential requests served by the gateway    {counters.gateway_credential_total:>5}"
-        f"   ({detail or 'none'})",
-        f"  upstream catalog credential calls            {upstream:>5}"
-        f"   (per table and access mode, not per task; +{loads} metadata loads)",
-        f"  STS AssumeRole calls made by the catalog     {sts:>5}",
-        f"  IdP token requests                           {tokens:>5}",
-        f"  Without a gateway each task logs in and asks the catalog itself: ~{tasks} token",
-        f"  requests and ~{tasks} credential calls. Saved here: {max(0, tasks - tokens)} IdP and"
-        f" {max(0, tasks - upstream)} catalog calls ({_saving(tasks, upstream)} of the"
-        " catalog load).",
-        "  Tasks in one Python worker share the client's per-process memo, so repeats never even",
-        "  reach the gateway.",
-        "",
-        "Metrics" + (
-            " (the stack is still running)" if kept_running
-            else " (live while the stack runs; `python -m demo --keep-running` to browse them)"
-        ),
-        f"  gateway  {info['gateway']['http_url']}/metrics"
-        "   lakegate_requests_total{kind=\"credential\"}, lakegate_upstream_requests_total",
+        "Metrics" + (" (the stack is still running)" if kept_running else
+                     " (live while the stack runs; `python -m demo --keep-running` keeps it up)"),
+        "  gateways /metrics   lakegate_requests_total{kind=\"credential\"},"
+        " lakegate_upstream_requests_total",
         f"  catalog  {info['catalog']['url']}/_emulator/stats",
         f"  IdP      {info['idp']['issuer']}/_idp/stats",
     ]
     if kept_running:
         lines.append(f"  logs     {info['run_dir']}")
     return "\n".join(lines)
+
+
+def _savings(run: PipelineRun, counters: Counters) -> list[str]:
+    served = counters.gateway_credential
+    detail = ", ".join(f"{k} {v}" for k, v in sorted(served.items()) if v)
+    tasks = run.tasks
+    upstream = counters.upstream_credential_calls
+    tokens = counters.idp_token_requests
+    sts = counters.catalog.get("sts_assume_role", 0)
+    return [
+        "",
+        "Credentials (since the stack started)",
+        f"  Spark tasks that read or wrote table data   {tasks:>6}",
+        f"  credential requests served by the gateways  {counters.gateway_credential_total:>6}"
+        f"   ({detail or 'none'})",
+        f"  catalog credential calls (catalog's count)  {upstream:>6}",
+        f"  STS AssumeRole calls made by the catalog    {sts:>6}",
+        f"  IdP token requests (IdP's count)            {tokens:>6}",
+        f"  Savings: {tasks} task credential needs -> {upstream} upstream catalog calls and"
+        f" {tokens} IdP logins,",
+        f"  where executors alone would make ~{tasks} IdP logins and ~{tasks} catalog calls"
+        f" ({_saving(tasks, upstream)} fewer catalog calls, {_saving(tasks, tokens)} fewer"
+        " logins).",
+        "  Tasks in one Python worker share the client's per-process memo, so repeats never even",
+        "  reach the gateway.",
+    ]
+
+
+def summary(
+    run: PipelineRun, counters: Counters, master: str, executors: dict[str, int] | None = None
+) -> dict[str, Any]:
+    """The ``--summary-json`` document."""
+    return {
+        "spark_master": master,
+        "nodes": [
+            {
+                "name": n.name,
+                "gateway": n.gateway,
+                "executors": (executors or {}).get(n.name, 0),
+                "credential_requests": n.credential_requests,
+                "upstream_credential_calls": n.upstream_credential_calls,
+            }
+            for n in counters.nodes
+        ],
+        "tables": [
+            {"name": t.name, "format": t.format, "rows_written": t.rows_written,
+             "rows_read": t.rows_read}
+            for t in run.tables
+        ],
+        "tasks": run.tasks,
+        "catalog_credential_calls": counters.upstream_credential_calls,
+        "idp_token_requests": counters.idp_token_requests,
+    }
 
 
 def _saving(tasks: int, upstream: int) -> str:

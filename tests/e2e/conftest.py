@@ -64,7 +64,7 @@ def spark(stack_info: dict[str, Any], gateway_url: str) -> Iterator[SparkSession
         "PYSPARK_DRIVER_PYTHON": sys.executable,
     }
     with _environment(env):
-        session = spark_session(2, app_name="lakegate-e2e")
+        session = spark_session("local[2]", app_name="lakegate-e2e")
     yield session
     session.stop()
 

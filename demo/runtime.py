@@ -1,0 +1,84 @@
+"""Where the demo's Spark job runs: a local standalone cluster (default) or ``local[N]``.
+
+Why one object for both: the pipeline, the report and the summary only need the master URL, the
+nodes (name and gateway), the settings of the session and how many executors each node runs. On
+the cluster every node has its own gateway and its executors find it through the worker's
+environment; in ``local[N]`` the stack's single gateway is the only node.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from demo.progress import Progress
+
+if TYPE_CHECKING:
+    from devstack.spark_cluster import SparkCluster
+
+STANDALONE = "standalone"
+
+
+@dataclass
+class Runtime:
+    """The master, the nodes (name → gateway HTTP URL) and the driver's gateway URL."""
+
+    master: str
+    gateways: dict[str, str]
+    driver_url: str
+    conf: dict[str, str] = field(default_factory=dict)
+    cluster: SparkCluster | None = None
+
+    def executors_per_node(self) -> dict[str, int]:
+        """Executors each node runs now (local mode: one JVM holds everything)."""
+        if self.cluster is None:
+            return dict.fromkeys(self.gateways, 1)
+        return {node.name: node.executors() for node in self.cluster.nodes}
+
+
+def _task_url(gateway: dict[str, Any], transport: str) -> str:
+    return f"grpc+unix:{gateway['grpc_uds']}" if transport == "grpc" else f"unix:{gateway['uds']}"
+
+
+@contextmanager
+def runtime(
+    master: str,
+    info: dict[str, Any],
+    run_dir: Path,
+    *,
+    nodes: int,
+    transport: str,
+    say: Progress,
+) -> Iterator[Runtime]:
+    """Start what ``master`` needs (cluster and per-node gateways) and stop it again on exit.
+
+    ``info`` is the running stack's stack.json; in local mode it must include its gateway.
+    The driver process itself talks to node-1's gateway (the node the driver "runs on").
+    """
+    if master != STANDALONE:
+        url = _task_url(info["gateway"], transport)
+        os.environ["LAKEGATE_URL"] = url  # local[N]: Python workers inherit the driver's env
+        yield Runtime(master, {"local": info["gateway"]["http_url"]}, url)
+        return
+    from devstack.spark_cluster import SparkCluster
+
+    cluster = SparkCluster(run_dir, info, workers=nodes, transport=transport)
+    say(f"starting a Spark standalone cluster: 1 master, {nodes} workers, one gateway per node")
+    with cluster:
+        driver_url = cluster.nodes[0].lakegate_url
+        os.environ["LAKEGATE_URL"] = driver_url  # the driver's own node
+        for node in cluster.nodes:
+            say(f"{node.name}: worker pid {node.worker.pid}, gateway {node.gateway_http_url}, "
+                f"tasks use LAKEGATE_URL={node.lakegate_url}")
+        yield Runtime(
+            cluster.master_url,
+            {n.name: n.gateway_http_url for n in cluster.nodes},
+            driver_url,
+            cluster.spark_conf(),
+            cluster,
+        )
+        say("stopping the Spark cluster and the node gateways")
