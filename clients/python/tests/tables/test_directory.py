@@ -1,7 +1,9 @@
-"""The directory-table layout of ``lakegate_client.tables`` (local filesystem, no servers)."""
+"""Directory tables of ``lakegate_client.tables``: plain files, the old log layout, conversion
+(local filesystem, no servers)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pyarrow as pa
@@ -10,13 +12,15 @@ import pytest
 
 from lakegate_client.tables.catalog import split_table_name
 from lakegate_client.tables.directory import (
-    commit_files,
-    current_snapshot,
     fs_path,
     is_visible,
+    list_data_files,
     new_data_file,
+    replace_files,
+    write_id_of,
 )
 from lakegate_client.tables.files import read_file, write_file, write_parquet_batches
+from lakegate_client.tables.snapshot import convert_to_plain, current_snapshot
 
 DATA = pa.table({"id": [1, 2, 3], "name": ["a", "b", "c"]})
 
@@ -45,31 +49,81 @@ def test_a_table_without_log_is_every_visible_file_of_its_format(
     assert current_snapshot(fs, root, "parquet").version == 0
 
 
-def test_uncommitted_files_are_invisible_and_a_commit_publishes_them(
+def _legacy_commit(fs: pafs.FileSystem, root: str, version: int, files: list[str]) -> None:
+    """An entry of the log older Lakegate versions wrote (``_lakegate_log/<version>.json``)."""
+    path = f"{root}/_lakegate_log/{version:020d}.json"
+    fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
+    with fs.open_output_stream(path) as out:
+        out.write(json.dumps({"version": version, "files": files}).encode())
+
+
+def test_new_files_are_plain_files_a_listing_sees(fs: pafs.FileSystem, root: str) -> None:
+    _land(fs, root, "landed.parquet")
+    written = new_data_file("w1", 0, "parquet")
+    assert "/" not in written
+    assert written.startswith("part-w1-")
+    _land(fs, root, written)
+    assert current_snapshot(fs, root, "parquet").files == tuple(sorted([written, "landed.parquet"]))
+    assert write_id_of(written) == "w1"
+    assert write_id_of("landed.parquet") is None
+
+
+def test_a_legacy_log_still_defines_the_table_and_later_versions_win(
     fs: pafs.FileSystem, root: str
 ) -> None:
     _land(fs, root, "landed.parquet")
-    staged = new_data_file("w1", 0, "parquet")
-    _land(fs, root, staged)
-    assert current_snapshot(fs, root, "parquet").files == ("landed.parquet",)
-
-    snapshot = commit_files(fs, root, "parquet", [staged], overwrite=False, write_id="w1")
-
-    assert snapshot.version == 1
-    assert current_snapshot(fs, root, "parquet") == snapshot
-    assert snapshot.files == ("landed.parquet", staged)
-
-
-def test_overwrite_keeps_only_the_new_files_and_later_versions_win(
-    fs: pafs.FileSystem, root: str
-) -> None:
-    first, second = new_data_file("w1", 0, "parquet"), new_data_file("w2", 0, "parquet")
+    first, second = "_data/w1/part-00000-a.parquet", "_data/w2/part-00000-b.parquet"
     _land(fs, root, first)
-    commit_files(fs, root, "parquet", [first], overwrite=False, write_id="w1")
+    _legacy_commit(fs, root, 1, ["landed.parquet", first])
+    assert current_snapshot(fs, root, "parquet").files == ("landed.parquet", first)
     _land(fs, root, second)
-    commit_files(fs, root, "parquet", [second], overwrite=True, write_id="w2")
+    _legacy_commit(fs, root, 2, [second])  # an old overwrite: landed.parquet is dead
     assert current_snapshot(fs, root, "parquet").files == (second,)
     assert current_snapshot(fs, root, "parquet").version == 2
+
+
+def test_converting_a_legacy_table_keeps_its_rows_as_plain_files(
+    fs: pafs.FileSystem, root: str
+) -> None:
+    _land(fs, root, "dead.parquet")
+    _land(fs, root, "kept.parquet")
+    _land(fs, root, "_data/w2/part-00000-b.parquet")
+    _legacy_commit(fs, root, 1, ["dead.parquet"])
+    _legacy_commit(fs, root, 2, ["kept.parquet", "_data/w2/part-00000-b.parquet"])
+
+    assert convert_to_plain(fs, root, "parquet")
+
+    assert list_data_files(fs, root, "parquet") == ["kept.parquet", "part-w2-00000-b.parquet"]
+    listing = fs.get_file_info(pafs.FileSelector(root, recursive=True))
+    hidden = [i.path for i in listing if i.is_file and not is_visible(i.path[len(root) + 1 :])]
+    assert hidden == []  # no _data/ or _lakegate_log/ file left
+    assert current_snapshot(fs, root, "parquet").version == 0
+    assert not convert_to_plain(fs, root, "parquet")  # already plain: nothing to do
+
+
+def test_append_keeps_old_files_and_drops_only_this_jobs_unreported_attempts(
+    fs: pafs.FileSystem, root: str
+) -> None:
+    old, other_job = "old.parquet", new_data_file("w8", 0, "parquet")
+    mine, failed_attempt = new_data_file("w9", 0, "parquet"), new_data_file("w9", 1, "parquet")
+    for rel in (old, mine, failed_attempt, other_job):
+        _land(fs, root, rel)
+    deleted = replace_files(fs, root, "parquet", [mine], overwrite=False, write_id="w9")
+    assert deleted == [failed_attempt]
+    assert list_data_files(fs, root, "parquet") == sorted([old, mine, other_job])
+
+
+def test_overwrite_deletes_every_other_data_file_after_the_new_ones_exist(
+    fs: pafs.FileSystem, root: str
+) -> None:
+    new = new_data_file("w2", 0, "parquet")
+    for rel in ("old.parquet", "day=1/older.parquet", new):
+        _land(fs, root, rel)
+    with fs.open_output_stream(f"{root}/notes.txt") as out:
+        out.write(b"not data")
+    replace_files(fs, root, "parquet", [new], overwrite=True, write_id="w2")
+    assert list_data_files(fs, root, "parquet") == [new]
+    assert fs.get_file_info(f"{root}/notes.txt").is_file  # not a data file: left alone
 
 
 @pytest.mark.parametrize("fmt", ["parquet", "csv", "json"])
@@ -77,7 +131,7 @@ def test_each_directory_format_round_trips_one_file(
     fs: pafs.FileSystem, root: str, fmt: str
 ) -> None:
     path = f"{root}/{new_data_file('w', 3, fmt)}"
-    fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
+    fs.create_dir(root, recursive=True)
     assert write_file(fs, path, DATA, fmt) > 0
     assert read_file(fs, path, fmt).to_pylist() == DATA.to_pylist()
 

@@ -30,7 +30,15 @@ from lakegate_client.spark.connection import client_for, table_credentials
 from lakegate_client.spark.options import SourceOptions
 from lakegate_client.spark.reader import LakekeeperReader, arrow_schema, spark_schema
 from lakegate_client.spark.writer import WRITABLE_FORMATS, LakekeeperWriter, WritePlan
-from lakegate_client.tables import TableFormatError, TableInfo, describe_table, ensure_table
+from lakegate_client.tables import (
+    DIRECTORY_FORMATS,
+    TableFormatError,
+    TableInfo,
+    describe_table,
+    ensure_table,
+)
+from lakegate_client.tables.directory import fs_path
+from lakegate_client.tables.snapshot import convert_to_plain
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
@@ -76,6 +84,9 @@ class LakekeeperDataSource(DataSource):
         )
         if info.format not in WRITABLE_FORMATS:
             raise TableFormatError(f"{info.format!r} tables are read-only in Spark")
+        if info.format in DIRECTORY_FORMATS:  # an old-layout table becomes plain files first
+            creds = table_credentials(opts, "write")
+            convert_to_plain(creds.pyarrow_filesystem(), fs_path(creds.location), info.format)
         plan = WritePlan(
             opts=opts,
             info=info,

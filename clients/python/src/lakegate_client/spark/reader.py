@@ -3,7 +3,7 @@
 Why this shape: partitions carry only the table's identity, the gateway URL option and a file or
 fragment id (never a secret); each task asks its node's gateway for a credential when it runs, so a
 credential never travels through Spark and is always as fresh as the gateway's cache.
-Planning pins the version it saw (Lance version, Delta version, directory-log version), so every
+Planning pins what it saw (Lance version, Delta version, the directory table's file list), so every
 task reads the same snapshot.
 
 Delta tables are read file by file as plain Parquet: tables with partition columns or files outside
@@ -21,8 +21,9 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from lakegate_client.spark.connection import table_credentials
 from lakegate_client.tables.catalog import TableFormatError, TableInfo
-from lakegate_client.tables.directory import current_snapshot, fs_path
+from lakegate_client.tables.directory import fs_path
 from lakegate_client.tables.files import read_file
+from lakegate_client.tables.snapshot import current_snapshot
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -1,10 +1,13 @@
 """Write a Spark DataFrame into a generic table: executors write files, the driver commits.
 
-Why split this way: only one process may make a write visible, and it must do so in one atomic
-step, so a failed job leaves the table readable at its previous state:
+Why split this way: only one process can know which task attempts succeeded, so the driver finishes
+the write; a failed job leaves the table at its previous state (Delta and Lance atomically, Parquet
+once ``abort`` has deleted the job's files):
 
-- ``parquet``: tasks write ``data/<write-id>/part-*.parquet``; the driver publishes them with one
-  new entry of the directory-table log (see ``lakegate_client.io``).
+- ``parquet``: tasks write plain ``part-<write-id>-*.parquet`` files under the table location; the
+  driver's commit deletes what they replace (on overwrite) and any file of this job that no task
+  reported (a failed or duplicate attempt), see ``lakegate_client.tables.directory``. Not atomic:
+  a reader listing during the job sees new files as they land.
 - ``delta``: tasks write Parquet files at the table root; the driver commits their add actions in
   one Delta transaction (creating the table on the first write).
 - ``lance``: tasks write fragments (``write_fragments``); the driver commits one Append or
@@ -12,8 +15,9 @@ step, so a failed job leaves the table readable at its previous state:
 
 Each task asks its node's gateway for a write credential; the commit (which Spark runs in a
 separate Python process) asks too. Commit messages carry paths, sizes and row counts, never keys.
-``abort`` deletes the files of a failed Parquet or Delta job (best effort: they are invisible
-either way); uncommitted Lance fragment files are left for Lance's own cleanup.
+``abort`` deletes every file of a failed Parquet or Delta job, found by its write id (best effort;
+for Delta they are invisible either way); uncommitted Lance fragment files are left for Lance's
+own cleanup.
 """
 
 from __future__ import annotations
@@ -29,7 +33,14 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from lakegate_client.spark.connection import table_credentials
 from lakegate_client.tables.catalog import TableFormatError, TableInfo
-from lakegate_client.tables.directory import commit_files, delete_files, fs_path, new_data_file
+from lakegate_client.tables.directory import (
+    delete_files,
+    fs_path,
+    list_files,
+    new_data_file,
+    replace_files,
+    write_id_of,
+)
 from lakegate_client.tables.files import write_parquet_batches
 
 if TYPE_CHECKING:
@@ -111,9 +122,7 @@ class LakekeeperWriter(DataSourceArrowWriter):
         counter: _RowCounter,
     ) -> TaskResult:
         fs, root = creds.pyarrow_filesystem(), fs_path(creds.location)
-        rel = new_data_file(self._plan.write_id, partition, "parquet")
-        if self._plan.info.format == "delta":  # Delta files live at the table root
-            rel = f"{self._plan.write_id}-{rel.rsplit('/', 1)[-1]}"
+        rel = new_data_file(self._plan.write_id, partition, "parquet")  # at the root (Delta too)
         size = write_parquet_batches(fs, f"{root}/{rel}", self._schema, batches)
         written = WrittenFile(path=rel, size=size, rows=counter.rows, modified_ms=_now_ms())
         return TaskResult(partition=partition, files=(written,), rows=counter.rows)
@@ -149,12 +158,11 @@ class LakekeeperWriter(DataSourceArrowWriter):
         elif fmt == "delta":
             self._commit_delta(creds, results)
         else:
-            files = [f.path for r in results for f in r.files]
-            commit_files(
+            replace_files(
                 creds.pyarrow_filesystem(),
                 fs_path(creds.location),
                 "parquet",
-                files,
+                [f.path for r in results for f in r.files],
                 overwrite=self._plan.overwrite,
                 write_id=self._plan.write_id,
             )
@@ -209,11 +217,13 @@ class LakekeeperWriter(DataSourceArrowWriter):
         )
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
-        files = [f.path for m in messages if isinstance(m, TaskResult) for f in m.files]
-        if not files:
+        if self._plan.info.format == "lance":
             return
         creds = table_credentials(self._plan.opts, "write")
-        delete_files(creds.pyarrow_filesystem(), fs_path(creds.location), files)
+        fs, root = creds.pyarrow_filesystem(), fs_path(creds.location)
+        reported = {f.path for m in messages if isinstance(m, TaskResult) for f in m.files}
+        mine = {rel for rel in list_files(fs, root) if write_id_of(rel) == self._plan.write_id}
+        delete_files(fs, root, sorted(reported | mine))
 
 
 class _RowCounter:

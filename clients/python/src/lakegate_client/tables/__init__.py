@@ -5,8 +5,9 @@ engine's option names by hand.
 
 Formats:
 
-- ``parquet``, ``csv``, ``json`` (JSON lines): a *directory table*, data files under the table's
-  base location, read and written with ``pyarrow`` (``directory.py`` holds the commit protocol).
+- ``parquet``, ``csv``, ``json`` (JSON lines): a *directory table*, plain data files under the
+  table's base location that any engine can list (``directory.py``; older Lakegate tables in
+  ``snapshot.py``), read and written with ``pyarrow``.
 - ``delta``: a Delta Lake table at the base location (``deltalake``).
 - ``lance``: a Lance dataset at the base location (``pylance``).
 """
@@ -23,7 +24,7 @@ from lakegate_client.tables.catalog import (
     ensure_table,
     split_table_name,
 )
-from lakegate_client.tables.readwrite import Mode, read_table, write_table
+from lakegate_client.tables.readwrite import Mode, arrow_dataset, read_table, write_table
 
 __all__ = [
     "DIRECTORY_FORMATS",
@@ -31,6 +32,7 @@ __all__ = [
     "Mode",
     "TableFormatError",
     "TableInfo",
+    "arrow_dataset",
     "check_format",
     "describe_table",
     "ensure_table",

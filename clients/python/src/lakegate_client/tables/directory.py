@@ -1,28 +1,31 @@
-"""The directory-table commit protocol for parquet, csv and json tables.
+"""Directory tables (parquet, csv, json): plain data files under the table location.
 
-Directory-table commit protocol. Why: S3 has no atomic rename and Lakekeeper has no commit endpoint
-for generic tables, so a write can only become visible through one atomic object PUT:
+Why plain files: Spark, pyarrow.dataset, DuckDB and Trino all read a directory of Parquet, CSV or
+JSON files, and all of them skip paths with a ``_``- or ``.``-prefixed component. A table whose data
+lived under such a path would look empty to every one of them.
 
-1. data files are written under ``<base>/_data/<write-id>/``: the leading ``_`` hides them from
-   every directory scan (ours and other engines'), so they are invisible until committed;
-2. the commit writes ONE object, ``<base>/_lakegate_log/<version:020d>.json``, holding the complete
-   list of live files (paths relative to the base location);
-3. readers use the highest version. A table with no log yet (files landed by another tool) is read
-   as every file under the base location whose path has no component starting with ``_`` or ``.``
-   (the Hive convention), and the first commit carries those files forward.
+The table is every file under its location whose relative path has no ``_``/``.``-prefixed
+component and ends with the format's suffix (Hive partition folders such as ``day=1/`` included),
+whoever wrote it. Lakegate writes ``part-<write-id>-<n:05d>-<random>.<ext>`` directly under the
+location: the write id names one job's files, so a job can find (and remove) its own leftovers.
 
-A job that fails before step 2 leaves only unlisted files behind, so the table stays readable at
-its previous version. ``overwrite`` lists only the new files; the old ones stay on storage (a reader
-in flight keeps working) until the table is purged. One writer per table at a time: pyarrow's S3
-filesystem has no conditional PUT, so concurrent commits are last-writer-wins.
+Nothing here is atomic across files (S3 has no rename and no multi-object commit):
+
+- append: new files appear one by one as they are written;
+- overwrite: the new files are written first, then the old ones are deleted, so a reader listing
+  during the swap can see old and new rows (never an empty table);
+- a failed job deletes its own files (best effort: a killed process can leave some behind; an S3
+  object only appears once its upload completes, so there are no half-written objects).
+
+Listings always use a ``FileSelector`` (``ListObjectsV2`` with prefix ``<key>/``), never a HEAD of
+the bare location: a vended credential's session policy allows ``<key>/*`` only.
+Tables written by older Lakegate versions (``_data/`` + ``_lakegate_log/``) are in ``legacy.py``.
 """
 
 from __future__ import annotations
 
-import json
-import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -32,25 +35,26 @@ if TYPE_CHECKING:
     import pyarrow.fs as pafs
 
 __all__ = [
-    "DATA_DIR",
-    "LOG_DIR",
     "Snapshot",
-    "commit_files",
-    "current_snapshot",
     "delete_files",
     "ensure_parent",
     "fs_path",
     "is_visible",
+    "list_data_files",
     "new_data_file",
+    "write_id_of",
 ]
 
-LOG_DIR = "_lakegate_log"
-DATA_DIR = "_data"
+_PREFIX = "part-"
 
 
 @dataclass(frozen=True)
 class Snapshot:
-    """The live files of a directory table at one log version (0 = no log yet)."""
+    """The live files of a directory table (paths relative to its location).
+
+    Attributes:
+        version: the legacy log version the files come from; 0 for a plain table.
+    """
 
     version: int
     files: tuple[str, ...]
@@ -74,64 +78,39 @@ def is_visible(relative: str) -> bool:
 def new_data_file(write_id: str, part: int, fmt: str) -> str:
     """Relative path for one file of one write job (unique per task attempt)."""
     suffix = SUFFIXES[fmt][0]
-    return f"{DATA_DIR}/{write_id}/part-{part:05d}-{uuid.uuid4().hex[:12]}{suffix}"
+    return f"{_PREFIX}{write_id}-{part:05d}-{uuid.uuid4().hex[:12]}{suffix}"
 
 
-def current_snapshot(fs: pafs.FileSystem, root: str, fmt: str) -> Snapshot:
-    """The live files of a directory table: the latest log entry, else a listing."""
-    import pyarrow.fs as pafs
-
-    log_root = f"{root}/{LOG_DIR}"
-    entries = fs.get_file_info(pafs.FileSelector(log_root, allow_not_found=True))
-    versions = sorted(e.base_name for e in entries if e.is_file and e.base_name.endswith(".json"))
-    if versions:
-        with fs.open_input_stream(f"{log_root}/{versions[-1]}") as stream:
-            entry = json.loads(stream.read())
-        return Snapshot(version=int(entry["version"]), files=tuple(entry["files"]))
-    return Snapshot(version=0, files=tuple(_scan(fs, root, fmt)))
+def write_id_of(relative: str) -> str | None:
+    """The write id in a Lakegate-written file name, else None (a file another tool landed)."""
+    name = relative.rsplit("/", 1)[-1]
+    if not name.startswith(_PREFIX):
+        return None
+    write_id, sep, _ = name[len(_PREFIX) :].partition("-")
+    return write_id if sep else None
 
 
-def _scan(fs: pafs.FileSystem, root: str, fmt: str) -> list[str]:
+def list_files(fs: pafs.FileSystem, root: str) -> list[str]:
+    """Every file under ``root`` (relative paths, sorted), by listing the ``root/`` prefix."""
     import pyarrow.fs as pafs
 
     infos = fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True))
     prefix = root.rstrip("/") + "/"
-    found = []
-    for info in infos:
-        if not info.is_file or not info.path.startswith(prefix):
-            continue
-        relative = info.path[len(prefix) :]
-        if is_visible(relative) and relative.endswith(SUFFIXES[fmt]):
-            found.append(relative)
-    return sorted(found)
+    return sorted(
+        info.path[len(prefix) :]
+        for info in infos
+        if info.is_file and info.path.startswith(prefix)
+    )
 
 
-def commit_files(
-    fs: pafs.FileSystem,
-    root: str,
-    fmt: str,
-    new_files: Sequence[str],
-    *,
-    overwrite: bool,
-    write_id: str,
-) -> Snapshot:
-    """Publish ``new_files`` with one atomic PUT of the next log entry."""
-    current = current_snapshot(fs, root, fmt)
-    files = tuple(new_files) if overwrite else current.files + tuple(new_files)
-    version = current.version + 1
-    entry = {
-        "version": version,
-        "operation": "overwrite" if overwrite else "append",
-        "write_id": write_id,
-        "format": fmt,
-        "timestamp_ms": int(time.time() * 1000),
-        "files": list(files),
-    }
-    path = f"{root}/{LOG_DIR}/{version:020d}.json"
-    ensure_parent(fs, path)
-    with fs.open_output_stream(path) as out:
-        out.write(json.dumps(entry, indent=1).encode())
-    return Snapshot(version=version, files=files)
+def data_files(relative_paths: Iterable[str], fmt: str) -> list[str]:
+    """The table's data files among ``relative_paths``: visible, with the format's suffix."""
+    return [rel for rel in relative_paths if is_visible(rel) and rel.endswith(SUFFIXES[fmt])]
+
+
+def list_data_files(fs: pafs.FileSystem, root: str, fmt: str) -> list[str]:
+    """The plain table: every visible file of its format under ``root``."""
+    return data_files(list_files(fs, root), fmt)
 
 
 def ensure_parent(fs: pafs.FileSystem, path: str) -> None:
@@ -144,6 +123,28 @@ def ensure_parent(fs: pafs.FileSystem, path: str) -> None:
 
 
 def delete_files(fs: pafs.FileSystem, root: str, relative: Sequence[str]) -> None:
-    """Remove uncommitted files of a failed job (they are invisible anyway)."""
+    """Delete files under ``root`` (already gone is fine: cleanup may run twice)."""
     for rel in relative:
-        fs.delete_file(f"{root}/{rel}")
+        try:
+            fs.delete_file(f"{root}/{rel}")
+        except FileNotFoundError:
+            continue
+
+
+def replace_files(
+    fs: pafs.FileSystem, root: str, fmt: str, keep: Iterable[str], *, overwrite: bool, write_id: str
+) -> list[str]:
+    """Finish a write whose files ``keep`` are in place; returns what it deleted.
+
+    Deletes this job's other files (failed or duplicate task attempts, never committed), and on
+    ``overwrite`` every other data file of the table, so that a plain listing sees exactly the
+    table's rows. Run only after every new file is written.
+    """
+    kept = set(keep)
+    doomed = [
+        rel
+        for rel in list_data_files(fs, root, fmt)
+        if rel not in kept and (overwrite or write_id_of(rel) == write_id)
+    ]
+    delete_files(fs, root, doomed)
+    return doomed

@@ -13,20 +13,23 @@ from typing import TYPE_CHECKING, Literal
 
 from lakegate_client.tables.catalog import (
     DIRECTORY_FORMATS,
+    TableFormatError,
     TableInfo,
     describe_table,
     ensure_table,
 )
-from lakegate_client.tables.directory import commit_files, current_snapshot, fs_path, new_data_file
+from lakegate_client.tables.directory import delete_files, fs_path, new_data_file, replace_files
 from lakegate_client.tables.files import read_file, write_file
+from lakegate_client.tables.snapshot import convert_to_plain, current_snapshot
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    import pyarrow.dataset as pads
 
     from lakegate_client._client import Client
     from lakegate_client.credentials import TableCredentials
 
-__all__ = ["Mode", "read_table", "write_table"]
+__all__ = ["Mode", "arrow_dataset", "read_table", "write_table"]
 
 Mode = Literal["append", "overwrite"]
 
@@ -65,6 +68,21 @@ def read_table(
     return merged.select(cols) if cols is not None else merged
 
 
+def arrow_dataset(creds: TableCredentials, fmt: str) -> pads.Dataset:
+    """A parquet/csv/json table as a ``pyarrow.dataset.Dataset`` over exactly its live files.
+
+    Why not ``pyarrow.dataset.dataset(location)``: that first HEADs the bare location, which a
+    vended credential (session policy on ``<key>/*``) may not allow; this lists ``<key>/`` only.
+    """
+    import pyarrow.dataset as pads
+
+    if fmt not in DIRECTORY_FORMATS:
+        raise TableFormatError(f"{fmt!r} is not a directory format; use its own library")
+    fs, root = creds.pyarrow_filesystem(), fs_path(creds.location)
+    files = current_snapshot(fs, root, fmt).files
+    return pads.dataset([f"{root}/{rel}" for rel in files], filesystem=fs, format=fmt)
+
+
 def write_table(
     client: Client,
     namespace: str | Sequence[str],
@@ -91,12 +109,7 @@ def write_table(
     info = ensure_table(client, namespace, table, fmt=format, create=create, warehouse=warehouse)
     creds = client.credentials(list(info.namespace), table, warehouse=warehouse, access="write")
     if info.format in DIRECTORY_FORMATS:
-        fs, root = creds.pyarrow_filesystem(), fs_path(creds.location)
-        write_id = uuid.uuid4().hex
-        files = [new_data_file(write_id, i, info.format) for i in range(len(parts))]
-        for rel, part in zip(files, parts, strict=True):
-            write_file(fs, f"{root}/{rel}", part, info.format)
-        commit_files(fs, root, info.format, files, overwrite=mode == "overwrite", write_id=write_id)
+        _write_directory(creds, info.format, parts, overwrite=mode == "overwrite")
         return info
     merged = pa.concat_tables(parts, promote_options="default")
     if info.format == "delta":
@@ -108,6 +121,26 @@ def write_table(
     else:
         _write_lance(creds, merged, mode)
     return info
+
+
+def _write_directory(
+    creds: TableCredentials, fmt: str, parts: Sequence[pa.Table], *, overwrite: bool
+) -> None:
+    """Plain files under the location: write every new file, then delete what they replace."""
+    fs, root = creds.pyarrow_filesystem(), fs_path(creds.location)
+    convert_to_plain(fs, root, fmt)
+    write_id = uuid.uuid4().hex
+    files = [new_data_file(write_id, i, fmt) for i in range(len(parts))]
+    try:
+        for rel, part in zip(files, parts, strict=True):
+            write_file(fs, f"{root}/{rel}", part, fmt)
+    except BaseException:
+        try:  # a failed write leaves nothing behind (files not yet written are simply absent)
+            delete_files(fs, root, files)
+        except OSError:
+            pass  # the original error matters more; the files are named by this write id
+        raise
+    replace_files(fs, root, fmt, files, overwrite=overwrite, write_id=write_id)
 
 
 def _write_lance(creds: TableCredentials, data: pa.Table, mode: Mode) -> None:
