@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -152,3 +153,16 @@ def test_paths_and_names_are_parsed_the_catalog_way() -> None:
     assert is_visible("year=2026/part.parquet")
     with pytest.raises(ValueError, match=r"namespace\.table"):
         split_table_name("justatable")
+
+
+def test_a_stream_that_fails_midway_leaves_no_partial_file(fs: pafs.FileSystem, root: str) -> None:
+    path = f"{root}/{new_data_file('w', 0, 'parquet')}"
+
+    def failing() -> Iterator[pa.RecordBatch]:
+        yield DATA.to_batches()[0]
+        raise RuntimeError("the task failed mid-write")
+
+    with pytest.raises(RuntimeError, match="mid-write"):
+        write_parquet_batches(fs, path, DATA.schema, failing())
+    assert not fs.get_file_info(path).is_file
+    assert list_data_files(fs, root, "parquet") == []

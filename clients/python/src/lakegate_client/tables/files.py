@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from lakegate_client.tables.catalog import TableFormatError
@@ -41,15 +42,41 @@ def write_parquet_batches(
     import pyarrow.parquet as pq
 
     ensure_parent(fs, path)
-    with fs.open_output_stream(path) as out, pq.ParquetWriter(out, schema) as writer:
-        for batch in batches:
-            writer.write_batch(batch)
+    with _removed_on_error(fs, path):
+        with fs.open_output_stream(path) as out, pq.ParquetWriter(out, schema) as writer:
+            for batch in batches:
+                writer.write_batch(batch)
     return int(fs.get_file_info(path).size)
+
+
+@contextlib.contextmanager
+def _removed_on_error(fs: pafs.FileSystem, path: str) -> Iterator[None]:
+    """Delete ``path`` if the block fails.
+
+    Why: a pyarrow output stream closed by an exception still completes its upload, so a failed
+    write would otherwise leave a truncated (or footer-closed, partial) file in the table.
+    """
+    try:
+        yield
+    except BaseException:
+        try:
+            fs.delete_file(path)
+        except OSError:
+            pass  # never written, or already gone; the original error is what matters
+        raise
 
 
 def write_file(fs: pafs.FileSystem, path: str, data: pa.Table, fmt: str) -> int:
     """Encode one data file of a directory table; returns its size in bytes."""
+    if fmt not in ("parquet", "csv", "json"):
+        raise TableFormatError(f"{fmt!r} is not a directory format")
     ensure_parent(fs, path)
+    with _removed_on_error(fs, path):
+        _encode(fs, path, data, fmt)
+    return int(fs.get_file_info(path).size)
+
+
+def _encode(fs: pafs.FileSystem, path: str, data: pa.Table, fmt: str) -> None:
     if fmt == "parquet":
         import pyarrow.parquet as pq
 
@@ -60,9 +87,6 @@ def write_file(fs: pafs.FileSystem, path: str, data: pa.Table, fmt: str) -> int:
                 import pyarrow.csv as pcsv
 
                 pcsv.write_csv(data, out)
-            elif fmt == "json":
+            else:
                 for row in data.to_pylist():
                     out.write(json.dumps(row, default=str).encode() + b"\n")
-            else:
-                raise TableFormatError(f"{fmt!r} is not a directory format")
-    return int(fs.get_file_info(path).size)
