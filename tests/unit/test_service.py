@@ -13,18 +13,11 @@ from gateway.metrics import Metrics
 from gateway.models import AccessMode, CreateTableSpec, Outcome, RequestContext, TableRef
 from gateway.service import build_service
 from tests.fakes.catalog import FakeCatalog, FakeIdP, Fault
-from tests.fakes.clock import FakeClock
 from tests.fakes.rng import seeded
 from tests.fakes.settings import make_settings
-from tests.fakes.tasks import FakeTaskRegistry
 
 CTX = RequestContext(request_id="r-1")
 REF = TableRef("demo", ("ns",), "orders")
-
-
-@pytest.fixture
-def clock():
-    return FakeClock()
 
 
 async def drive(clock, coro, max_fake_s=120.0):
@@ -48,13 +41,6 @@ def catalog(clock):
     cat = FakeCatalog(clock)
     cat.add_table(("ns",), "orders")
     return cat
-
-
-@pytest.fixture
-async def registry():
-    reg = FakeTaskRegistry()
-    yield reg
-    await reg.cancel_all()
 
 
 @pytest.fixture

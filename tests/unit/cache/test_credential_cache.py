@@ -10,13 +10,11 @@ from gateway.errors import (
     UnavailableError,
     UpstreamTimeoutError,
 )
-from gateway.metrics import Metrics
 from gateway.models import AccessMode, CacheKey, Outcome, RequestContext
 from gateway.settings import CacheSettings
 from tests.fakes.clock import FakeClock
 from tests.fakes.fetcher import FakeFetcher
 from tests.fakes.rng import seeded
-from tests.fakes.tasks import FakeTaskRegistry
 
 CTX = RequestContext(request_id="req-1")
 
@@ -27,25 +25,8 @@ def key(table: str = "t", access: AccessMode = AccessMode.READ, ns: str = "ns") 
 
 
 @pytest.fixture
-def clock():
-    return FakeClock()
-
-
-@pytest.fixture
 def fetcher(clock):
     return FakeFetcher(clock)
-
-
-@pytest.fixture
-async def registry():
-    reg = FakeTaskRegistry()
-    yield reg
-    await reg.cancel_all()
-
-
-@pytest.fixture
-def metrics():
-    return Metrics()
 
 
 def make_cache(fetcher, clock, metrics, registry, **settings):

@@ -2,8 +2,6 @@ import asyncio
 import contextlib
 from collections import Counter
 
-import pytest
-
 from gateway.cache.credential_cache import CredentialCache
 from gateway.cache.refresher import RefreshAhead, TokenBucket
 from gateway.errors import UnavailableError
@@ -13,7 +11,6 @@ from gateway.settings import CacheSettings
 from tests.fakes.clock import FakeClock
 from tests.fakes.fetcher import FakeFetcher
 from tests.fakes.rng import seeded
-from tests.fakes.tasks import FakeTaskRegistry
 
 CTX = RequestContext(request_id="req-1")
 
@@ -21,13 +18,6 @@ CTX = RequestContext(request_id="req-1")
 def key(table: str = "t") -> CacheKey:
     return CacheKey.of(project=None, warehouse_id="wh", namespace=("ns",), table=table,
                        access=AccessMode.READ)
-
-
-@pytest.fixture
-async def registry():
-    reg = FakeTaskRegistry()
-    yield reg
-    await reg.cancel_all()
 
 
 def build(clock, registry, fetcher, **settings):

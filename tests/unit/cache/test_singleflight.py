@@ -4,14 +4,6 @@ import pytest
 
 from gateway.cache.singleflight import SingleFlight
 from gateway.errors import UnavailableError
-from tests.fakes.tasks import FakeTaskRegistry
-
-
-@pytest.fixture
-async def registry():
-    reg = FakeTaskRegistry()
-    yield reg
-    await reg.cancel_all()
 
 
 async def test_concurrent_calls_share_one_fetch(registry):

@@ -8,10 +8,8 @@ from gateway.models import RequestContext
 from gateway.service.warehouses import WarehouseResolver
 from gateway.upstream.lakekeeper import CatalogClient
 from tests.fakes.catalog import FakeCatalog, Fault
-from tests.fakes.clock import FakeClock
 from tests.fakes.rng import seeded
 from tests.fakes.settings import make_settings
-from tests.fakes.tasks import FakeTaskRegistry
 from tests.fakes.tokens import FakeTokenSource
 
 CTX = RequestContext(request_id="r-1")
@@ -19,20 +17,8 @@ TTL_S = 60.0
 
 
 @pytest.fixture
-def clock():
-    return FakeClock()
-
-
-@pytest.fixture
 def catalog(clock):
     return FakeCatalog(clock)
-
-
-@pytest.fixture
-async def registry():
-    reg = FakeTaskRegistry()
-    yield reg
-    await reg.cancel_all()
 
 
 @pytest.fixture

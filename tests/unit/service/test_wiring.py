@@ -4,18 +4,12 @@ from gateway.metrics import Metrics
 from gateway.models import AccessMode, Outcome, RequestContext, TableRef
 from gateway.service import build_service
 from tests.fakes.catalog import FakeCatalog, FakeIdP
-from tests.fakes.clock import FakeClock
 from tests.fakes.rng import seeded
 from tests.fakes.settings import make_settings
 from tests.fakes.tasks import FakeTaskRegistry
 
 CTX = RequestContext(request_id="r-1")
 REF = TableRef("demo", ("ns",), "orders")
-
-
-@pytest.fixture
-def clock():
-    return FakeClock()
 
 
 @pytest.fixture

@@ -16,22 +16,15 @@ from gateway.errors import (
     UpstreamAuthError,
     UpstreamBadRequestError,
 )
-from gateway.metrics import Metrics
 from gateway.models import AccessMode, CacheKey, CreateTableSpec, RequestContext
 from gateway.upstream.lakekeeper import CatalogClient, map_error, ns_segment, parse_retry_after
 from gateway.upstream.transport import RawResponse
 from tests.fakes.catalog import FakeCatalog, Fault
-from tests.fakes.clock import FakeClock
 from tests.fakes.rng import seeded
 from tests.fakes.settings import make_settings
 from tests.fakes.tokens import FakeTokenSource
 
 CTX = RequestContext(request_id="0198f2a4-6c1e-7d32-9a51-3f0b2c7e9d10")
-
-
-@pytest.fixture
-def clock():
-    return FakeClock()
 
 
 @pytest.fixture
@@ -45,11 +38,6 @@ def catalog(clock):
 @pytest.fixture
 def tokens():
     return FakeTokenSource()
-
-
-@pytest.fixture
-def metrics():
-    return Metrics()
 
 
 def client(catalog, tokens, metrics, clock, **env):

@@ -19,14 +19,6 @@ from gateway.upstream.token_source import (
 from tests.fakes.catalog import TOKEN_URL, FakeCatalog, FakeIdP
 from tests.fakes.clock import FakeClock
 from tests.fakes.rng import seeded
-from tests.fakes.tasks import FakeTaskRegistry
-
-
-@pytest.fixture
-async def registry():
-    reg = FakeTaskRegistry()
-    yield reg
-    await reg.cancel_all()
 
 
 def cc_settings(**kw):
