@@ -1,5 +1,4 @@
-"""`lakegate devstack up|down|status` (dispatched from `gateway/__main__.py` via
-`devstack.launcher.cli`)."""
+"""`lakegate-devstack up|down|status` / `python -m devstack` (not dispatched by the daemon)."""
 
 from __future__ import annotations
 
@@ -27,13 +26,13 @@ def _summary(stack: Stack) -> str:
     ]
     if i.get("gateway"):
         lines.append(f"  gateway   {i['gateway']['http_url']}  grpc {i['gateway']['grpc_target']}")
-    lines.append(f"  details   {stack.run_dir / 'stack.json'}; stop with `lakegate devstack down`")
+    lines.append(f"  details   {stack.run_dir / 'stack.json'}; stop with `python -m devstack down`")
     return "\n".join(lines)
 
 
 def main(argv: Sequence[str]) -> int:
     """`lakegate devstack up|down|status`; returns the exit code."""
-    parser = argparse.ArgumentParser(prog="lakegate devstack")
+    parser = argparse.ArgumentParser(prog="lakegate-devstack")
     sub = parser.add_subparsers(dest="action", required=True)
     up = sub.add_parser("up", help="start the local stack")
     up.add_argument("--dir", type=Path, default=Path(".devstack"))

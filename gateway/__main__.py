@@ -1,4 +1,4 @@
-"""Command line: `lakegate serve` and `lakegate devstack up|down`.
+"""Command line: `lakegate serve` (the dev stack has its own entry point, `lakegate-devstack`).
 
 The only module that calls sys.exit.
 """
@@ -14,15 +14,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="lakegate", description="Lakekeeper credential gateway")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("serve", help="run the gateway daemon", add_help=False)
-    sub.add_parser("devstack", help="start/stop the local stack", add_help=False)
-    ns, rest = parser.parse_known_args(argv)
-    if ns.command == "serve":
-        from gateway.app import run
+    _ns, rest = parser.parse_known_args(argv)
+    from gateway.app import run  # "serve" is the only command
 
-        return run(rest)
-    from devstack.launcher import cli
-
-    return cli(rest)
+    return run(rest)
 
 
 if __name__ == "__main__":

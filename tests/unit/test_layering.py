@@ -236,9 +236,6 @@ def test_errors_is_a_leaf_without_grpc_and_cache_and_upstream_never_reach_grpc()
             assert "grpc" not in externals, f"{start} reaches grpc through {name}"
 
 
-@pytest.mark.xfail(strict=True, reason="gateway/__main__.py still dispatches `lakegate devstack`; "
-                   "the dev stack's own entry point is being built (issue 10, H1): remove this "
-                   "mark when it lands (strict: an XPASS fails the run)")
 def test_the_daemon_never_imports_the_dev_stack() -> None:
     users = []
     for name, path in package_modules(GATEWAY).items():

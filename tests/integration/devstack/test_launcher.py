@@ -1,4 +1,4 @@
-"""`lakegate devstack up|down` lifecycle: readiness time, refusal of a second up, restart of one
+"""`python -m devstack up|down` lifecycle: readiness time, refusal of a second up, restart of one
 component, and no process or listener left behind."""
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def _listening_pids_and_ports(pids: set[int]) -> set[tuple[int, int]]:
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "gateway", "devstack", *args],
+        [sys.executable, "-m", "devstack", *args],
         cwd=cwd,
         capture_output=True,
         text=True,
