@@ -66,11 +66,11 @@ proto: venv
 	$(PY) proto/generate.py
 
 devstack-up: venv
-	$(VENV)/bin/lakegate devstack up
+	$(PY) -m devstack up
 
 devstack-down: venv
-	$(VENV)/bin/lakegate devstack down
+	$(PY) -m devstack down
 
 clean:
-	-$(VENV)/bin/lakegate devstack down 2>/dev/null
+	-$(PY) -m devstack down 2>/dev/null
 	rm -rf $(VENV) .devstack $(IDP_DIR)/node_modules
