@@ -9,6 +9,7 @@ import pyarrow as pa
 import pytest
 
 from lakegate_client.tables import read_table, write_table
+from tests.integration.client.plain_storage import owner_filesystem, plain_listing_ids
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -38,7 +39,12 @@ def _ids(spark: SparkSession, qualified: str) -> list[int]:
 
 @pytest.mark.parametrize("fmt", ["parquet", "delta", "lance"])
 def test_write_append_overwrite_then_read_back_each_format(
-    spark: SparkSession, client: Client, namespace: str, table_name: str, fmt: str
+    spark: SparkSession,
+    client: Client,
+    stack_info: dict[str, Any],
+    namespace: str,
+    table_name: str,
+    fmt: str,
 ) -> None:
     qualified = f"{namespace}.{table_name}"
     writer = _frame(spark, 0, 40, 3).write.format("lakekeeper").option("table", qualified)
@@ -60,6 +66,11 @@ def test_write_append_overwrite_then_read_back_each_format(
     assert sorted(read_table(client, namespace, table_name).column("id").to_pylist()) == list(
         range(100, 105)
     )
+    if fmt == "parquet":  # plain files: a default pyarrow.dataset listing sees exactly these rows
+        location = client.credentials(namespace, table_name).location
+        owner = owner_filesystem(stack_info)
+        assert plain_listing_ids(owner, location) == list(range(100, 105))
+
 
 
 @pytest.mark.parametrize("fmt", ["csv", "json"])

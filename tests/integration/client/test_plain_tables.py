@@ -22,6 +22,7 @@ import pytest
 from lakegate_client import Client
 from lakegate_client.tables import arrow_dataset, read_table, write_table
 from lakegate_client.tables.directory import fs_path
+from tests.integration.client.plain_storage import owner_filesystem, plain_listing_ids
 
 pytestmark = pytest.mark.integration
 
@@ -39,16 +40,7 @@ class PlainTable:
         self.ns = info["namespace"]
         self.name = f"plain_{uuid.uuid4().hex[:8]}"
         self.client = Client(info["gateway"]["http_url"], warehouse=info["warehouse"]["name"])
-        s3 = info["s3"]
-        scheme, _, host = s3["endpoint"].partition("://")
-        self.owner_fs = pafs.S3FileSystem(  # the storage owner's keys: no session policy
-            access_key=s3["admin_access_key"],
-            secret_key=s3["admin_secret_key"],
-            endpoint_override=host,
-            scheme=scheme,
-            region=s3["region"],
-            force_virtual_addressing=False,
-        )
+        self.owner_fs = owner_filesystem(info)  # the storage owner's keys: no session policy
 
     @property
     def root(self) -> str:
@@ -57,8 +49,8 @@ class PlainTable:
 
     def plain_ids(self) -> list[int]:
         """What a default pyarrow.dataset listing of the location reads."""
-        dataset = pads.dataset(self.root, filesystem=self.owner_fs, format="parquet")
-        return sorted(dataset.to_table().column("id").to_pylist())
+        location = self.client.credentials(self.ns, self.name, access="read").location
+        return plain_listing_ids(self.owner_fs, location)
 
     def objects(self) -> list[str]:
         """Every object under the location (relative keys)."""
