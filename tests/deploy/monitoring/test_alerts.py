@@ -118,3 +118,23 @@ def test_scrape_targets_are_the_gateway_pods_http_port() -> None:
     )
     assert re.fullmatch(port_rule["regex"], "http")
     assert "http" in ports
+
+
+def _readme_anchors() -> set[str]:
+    """GitHub-style anchors of deploy/README.md headings (lowercase, spaces to dashes)."""
+    text = (MONITORING.parent / "README.md").read_text(encoding="utf-8")
+    out = set()
+    for line in text.splitlines():
+        if line.startswith("#"):
+            title = line.lstrip("#").strip().lower()
+            out.add(re.sub(r"[^a-z0-9 _-]", "", title).replace(" ", "-"))
+    return out
+
+
+@pytest.mark.parametrize("alert", sorted(_alerts()))
+def test_every_alert_links_a_runbook_section_that_exists(alert: str) -> None:
+    annotations = _alerts()[alert]["annotations"]
+    assert isinstance(annotations, dict)
+    path, _, anchor = str(annotations["runbook_url"]).partition("#")
+    assert path == "deploy/README.md"
+    assert anchor in _readme_anchors(), f"{alert}: no section #{anchor} in deploy/README.md"
