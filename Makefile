@@ -15,11 +15,11 @@ export no_proxy := localhost,127.0.0.1
 
 venv: $(STAMP)
 
-$(STAMP): requirements/dev.txt pyproject.toml clients/python/pyproject.toml $(IDP_DIR)/package-lock.json
+$(STAMP): requirements/dev.txt pyproject.toml clients/python/pyproject.toml devstack/pyproject.toml $(IDP_DIR)/package-lock.json
 	test -x $(PY) || $(PY_BOOT) -m venv $(VENV)
 	$(PY) -m pip install -q -U pip
 	$(PY) -m pip install -q -r requirements/dev.txt
-	$(PY) -m pip install -q --no-deps -e clients/python -e .
+	$(PY) -m pip install -q --no-deps -e clients/python -e . -e devstack
 	$(PY) -m pip check
 	cd $(IDP_DIR) && npm ci --no-audit --no-fund --loglevel=error
 	touch $(STAMP)

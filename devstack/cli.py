@@ -31,7 +31,7 @@ def _summary(stack: Stack) -> str:
 
 
 def main(argv: Sequence[str]) -> int:
-    """`lakegate devstack up|down|status`; returns the exit code."""
+    """`lakegate-devstack up|down|status`; returns the exit code."""
     parser = argparse.ArgumentParser(prog="lakegate-devstack")
     sub = parser.add_subparsers(dest="action", required=True)
     up = sub.add_parser("up", help="start the local stack")
@@ -72,3 +72,8 @@ def main(argv: Sequence[str]) -> int:
     except DevstackError as exc:
         print(f"devstack: {exc}", file=sys.stderr)
         return 1
+
+
+def console_main() -> int:
+    """The `lakegate-devstack` console script (its wrapper passes the result to sys.exit)."""
+    return main(sys.argv[1:])
