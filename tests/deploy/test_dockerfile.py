@@ -129,7 +129,9 @@ def test_docker_ignore_keeps_local_state_out() -> None:
         ".git/HEAD",
         ".devstack/stack.json",
         "tests/conftest.py",
-        "deploy/devstack/idp/node_modules/jose/package.json",
+        "devstack/idp/node_modules/jose/package.json",
+        "devstack/__init__.py",
+        "devstack/emulator/app.py",
         "gateway/__pycache__/app.cpython-311.pyc",
         "loadtest/results/x.json",
     ):
@@ -139,9 +141,15 @@ def test_docker_ignore_keeps_local_state_out() -> None:
         "requirements/dev.txt",
         "pyproject.toml",
         "clients/python/src/lakegate_client/__init__.py",
-        "deploy/devstack/__init__.py",
     ):
         assert not ignore.excluded(path), path
+
+
+def test_image_does_not_contain_the_dev_stack(stages: list[Stage]) -> None:
+    """The dev stack is a development distribution, never part of the daemon image."""
+    sources = [src for s in stages for ins in s.of("COPY") for src in copy_sources(ins)]
+    assert sources, "no COPY found: the parse is broken"
+    assert not [src for src in sources if "devstack" in src], sources
 
 
 def test_every_copy_source_exists_and_reaches_the_build_context(stages: list[Stage]) -> None:
