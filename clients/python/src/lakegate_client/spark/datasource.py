@@ -26,17 +26,11 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql.datasource import DataSource
 
+from lakegate_client import tables
 from lakegate_client.spark.connection import client_for, table_credentials
 from lakegate_client.spark.options import SourceOptions
 from lakegate_client.spark.reader import LakekeeperReader, arrow_schema, spark_schema
 from lakegate_client.spark.writer import WRITABLE_FORMATS, LakekeeperWriter, WritePlan
-from lakegate_client.tables import (
-    DIRECTORY_FORMATS,
-    TableFormatError,
-    TableInfo,
-    describe_table,
-    ensure_table,
-)
 from lakegate_client.tables.directory import fs_path
 from lakegate_client.tables.snapshot import convert_to_plain
 
@@ -57,9 +51,9 @@ class LakekeeperDataSource(DataSource):
     def _opts(self) -> SourceOptions:
         return SourceOptions.parse(self.options)
 
-    def _describe(self) -> TableInfo:
+    def _describe(self) -> tables.TableInfo:
         opts = self._opts
-        return describe_table(
+        return tables.describe_table(
             client_for(opts.url), opts.namespace, opts.table, warehouse=opts.warehouse
         )
 
@@ -74,7 +68,7 @@ class LakekeeperDataSource(DataSource):
         from pyspark.sql.pandas.types import to_arrow_schema
 
         opts = self._opts
-        info = ensure_table(
+        info = tables.ensure_table(
             client_for(opts.url),
             opts.namespace,
             opts.table,
@@ -83,8 +77,8 @@ class LakekeeperDataSource(DataSource):
             warehouse=opts.warehouse,
         )
         if info.format not in WRITABLE_FORMATS:
-            raise TableFormatError(f"{info.format!r} tables are read-only in Spark")
-        if info.format in DIRECTORY_FORMATS:  # an old-layout table becomes plain files first
+            raise tables.TableFormatError(f"{info.format!r} tables are read-only in Spark")
+        if info.format in tables.DIRECTORY_FORMATS:  # an old-layout table becomes plain files first
             creds = table_credentials(opts, "write")
             convert_to_plain(creds.pyarrow_filesystem(), fs_path(creds.location), info.format)
         plan = WritePlan(
