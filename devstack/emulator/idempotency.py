@@ -1,8 +1,13 @@
-"""`Idempotency-Key` handling for mutating calls (Lakekeeper `service/idempotency.rs`).
+"""`Idempotency-Key` handling (Lakekeeper `service/idempotency.rs`, `request_metadata.rs`,
+lakekeeper-storage-postgres `idempotency.rs`).
 
-The key must be a UUID (empty is ignored); a duplicated header -> 400 DuplicateIdempotencyKey,
-a non-UUID -> 400 InvalidIdempotencyKey. A successful result is remembered for the key's
-lifetime and replayed; a second request while the first runs -> 409 RequestInProgress.
+The header is parsed on every request, GET included: the key must be a UUID (empty is
+ignored); a duplicated header -> 400 DuplicateIdempotencyKey, a non-UUID -> 400
+InvalidIdempotencyKey. Mutations record a successful result under (warehouse, key) together with
+the operation; the same key for another operation -> 400 IdempotencyKeyReused. A replay of the
+same operation answers from the record (a create re-loads the table, see routes_tables). A
+second request while the first runs -> 409 RequestInProgress (emulator only: Lakekeeper has no
+in-progress state).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ _MAX_KEYS = 100_000
 
 @dataclass(frozen=True)
 class Recorded:
+    operation: str
     status: int
     body: bytes
     content_type: str | None
@@ -43,18 +49,25 @@ def parse_key(request: web.Request) -> str | None:
 
 
 class IdempotencyStore:
-    """Remembered results and in-progress keys, scoped by (operation, key)."""
+    """Remembered results and in-progress keys, scoped by (warehouse, key)."""
 
     def __init__(self, lifetime_s: float) -> None:
         self._lifetime_s = lifetime_s
         self._done: dict[tuple[str, str], Recorded] = {}
         self._running: set[tuple[str, str]] = set()
 
-    def begin(self, scope: tuple[str, str]) -> Recorded | None:
+    def begin(self, scope: tuple[str, str], operation: str) -> Recorded | None:
         """A recorded result to replay, or None after marking the key in progress."""
         rec = self._done.get(scope)
         if rec is not None:
             if time.monotonic() < rec.expires_monotonic:
+                if rec.operation != operation:
+                    raise ApiError(
+                        400,
+                        "IdempotencyKeyReused",
+                        "Idempotency-Key was already used for a different operation. Keys must"
+                        " be globally unique and must not be reused across operations.",
+                    )
                 return rec
             del self._done[scope]
         if scope in self._running:
@@ -64,12 +77,15 @@ class IdempotencyStore:
         self._running.add(scope)
         return None
 
-    def finish(self, scope: tuple[str, str], response: web.StreamResponse | None) -> None:
+    def finish(
+        self, scope: tuple[str, str], operation: str, response: web.StreamResponse | None
+    ) -> None:
         self._running.discard(scope)
         if isinstance(response, web.Response) and 200 <= response.status < 300:
             if len(self._done) >= _MAX_KEYS:
                 self._done.clear()
             self._done[scope] = Recorded(
+                operation=operation,
                 status=response.status,
                 body=bytes(response.body) if isinstance(response.body, (bytes, bytearray)) else b"",
                 content_type=response.content_type if response.body else None,

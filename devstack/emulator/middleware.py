@@ -5,7 +5,7 @@
    ApiError (envelope), PlainRejection (axum plain text) and unexpected errors (500 envelope,
    no internals).
 2. `gate_middleware`: per-operation counters, fault injection, authentication, `x-assume-role`,
-   and `Idempotency-Key` replay for mutations.
+   `Idempotency-Key` validation on every request and replay for mutations.
 """
 
 from __future__ import annotations
@@ -20,13 +20,15 @@ from aiohttp import web
 from devstack.emulator.errors import ApiError, PlainRejection, envelope, uuid7
 from devstack.emulator.idempotency import parse_key
 from devstack.emulator.policy import Permission
-from devstack.emulator.state import PERMISSION_KEY, PRINCIPAL_KEY, state_of
+from devstack.emulator.state import PERMISSION_KEY, PRINCIPAL_KEY, REPLAY_KEY, state_of
 
 log = logging.getLogger(__name__)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 LAKEKEEPER_PREFIXES = ("/catalog/", "/management/", "/lakekeeper/")
 VARY = "authorization, x-project-id, x-iceberg-access-delegation"
 MUTATING = frozenset({"POST", "DELETE", "PUT"})
+# Lakekeeper answers a replayed create by loading the table (client-managed), not from a record.
+REPLAY_BY_LOADING = "create_generic_table"
 
 
 def _lakekeeper_path(path: str) -> bool:
@@ -127,14 +129,15 @@ async def gate_middleware(request: web.Request, handler: Handler) -> web.StreamR
             st.stats.incr("auth_failures")
             raise
     request[PERMISSION_KEY] = _permission(request)
-    if request.method not in MUTATING:
+    key = parse_key(request)  # validated on every request, GET included (request_metadata.rs)
+    if key is None or request.method not in MUTATING:
         return await handler(request)
-    key = parse_key(request)
-    if key is None:
-        return await handler(request)
-    scope = (op, key)
-    recorded = st.idempotency.begin(scope)
+    scope = (request.match_info.get("prefix", ""), key)
+    recorded = st.idempotency.begin(scope, op)
     if recorded is not None:
+        if op == REPLAY_BY_LOADING:
+            request[REPLAY_KEY] = True
+            return await handler(request)
         if not recorded.body:
             return web.Response(status=recorded.status)
         return web.Response(
@@ -145,4 +148,4 @@ async def gate_middleware(request: web.Request, handler: Handler) -> web.StreamR
         resp = await handler(request)
         return resp
     finally:
-        st.idempotency.finish(scope, resp)
+        st.idempotency.finish(scope, op, resp)

@@ -1,8 +1,13 @@
 """Lakekeeper's list page tokens: URL-safe base64 (no padding) of `1&<created_at micros>&<uuid>`.
 
-The emulator accepts only tokens of that shape; anything else is a 400 `InvalidPageToken`
-(real Lakekeeper answers an undecodable token with an unexpected-backend error, probably 5xx;
-the emulator deliberately never answers 5xx for bad input).
+The emulator accepts only tokens of that shape; anything else is a 400 `InvalidPaginationToken`
+(`InvalidPaginationToken` in lakekeeper-storage-postgres `pagination.rs`; the namespace list
+answers exactly that. The generic-table list wraps it as an unexpected backend error, 5xx; the
+emulator deliberately never answers 5xx for bad input).
+
+Page sizes (`config.rs` `page_size_or_pagination_*`, `server/mod.rs` `fetch_until_full_page`):
+always clamped to [1, 1000]. Generic tables default to 100. Namespaces default to 1000 without
+a `pageToken` and 100 with one, and a partial namespace page carries no next token.
 """
 
 from __future__ import annotations
@@ -32,8 +37,8 @@ def encode_token(cursor: Cursor) -> str:
 
 
 def decode_token(token: str) -> Cursor:
-    """Parse a page token, raising 400 InvalidPageToken if it is not one of ours."""
-    bad = ApiError(400, "InvalidPageToken", "Invalid page token")
+    """Parse a page token, raising 400 InvalidPaginationToken if it is not one of ours."""
+    bad = ApiError(400, "InvalidPaginationToken", "Invalid pagination token")
     try:
         padded = token + "=" * (-len(token) % 4)
         raw = base64.urlsafe_b64decode(padded.encode("ascii")).decode("utf-8")
@@ -50,12 +55,12 @@ def decode_token(token: str) -> Cursor:
     return Cursor(created_at_us=created, id=ident)
 
 
-def clamp_page_size(raw: str | None) -> int:
-    """`pageSize` clamped to [1, 1000], default 100 whether or not a token is given.
+def clamp_page_size(raw: str | None, default: int = PAGE_SIZE_DEFAULT) -> int:
+    """`pageSize` clamped to [1, 1000]; `default` when absent.
 
     A non-integer value is an axum query rejection in Lakekeeper (plain-text 400); callers
     check that before calling this.
     """
     if raw is None or raw == "":
-        return PAGE_SIZE_DEFAULT
+        return default
     return max(1, min(PAGE_SIZE_MAX, int(raw)))

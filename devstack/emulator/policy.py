@@ -1,8 +1,11 @@
 """The inline STS session policy Lakekeeper attaches to a vended S3 credential.
 
-Mirrors `get_sts_policy_string` (lakekeeper-api.md §3.2): object actions on `<bucket>/<key>/*`,
-`s3:ListBucket` only for keys under the table prefix, `s3:GetBucketLocation`. Read access gets
-get actions only; read-write-delete adds put, delete and multipart actions.
+Mirrors `get_sts_policy_string` in Lakekeeper's `crates/lakekeeper/src/service/storage/s3.rs`:
+object actions on `<bucket>/<key>/*`, `s3:ListBucket` only with `s3:prefix` like `<key>/*` (never
+the bare `<key>`, so a credential for `.../t1` cannot list a sibling `.../t10/`), and
+`s3:GetBucketLocation`. IAM glob characters (`*`, `?`, `$`) in the key are escaped as `${*}`,
+`${?}`, `${$}` (`escape_iam_glob_literal`). Read access gets get actions only; read-write-delete
+adds put, delete and multipart actions.
 """
 
 from __future__ import annotations
@@ -37,30 +40,43 @@ def split_s3_location(location: str) -> tuple[str, str]:
     return parts.netloc, parts.path.strip("/")
 
 
+_IAM_ESCAPES = {"*": "${*}", "?": "${?}", "$": "${$}"}
+
+
+def escape_iam_glob(value: str) -> str:
+    """Make `*`, `?` and `$` match literally in an IAM Resource ARN or StringLike value."""
+    return "".join(_IAM_ESCAPES.get(c, c) for c in value)
+
+
 def session_policy(location: str, permission: Permission) -> dict[str, object]:
     """The policy document scoped to `location` (a table's base location)."""
     bucket, key = split_s3_location(location)
     actions = list(READ_ACTIONS)
     if permission is Permission.READ_WRITE_DELETE:
         actions.extend(WRITE_ACTIONS)
+    key_wildcard = escape_iam_glob(f"{key}/") + "*"
+    bucket_arn = f"arn:aws:s3:::{bucket}"
     return {
         "Version": "2012-10-17",
         "Statement": [
             {
+                "Sid": "TableAccess",
                 "Effect": "Allow",
                 "Action": actions,
-                "Resource": [f"arn:aws:s3:::{bucket}/{key}/*"],
+                "Resource": f"{bucket_arn}/{key_wildcard}",
             },
             {
+                "Sid": "ListBucketForFolder",
                 "Effect": "Allow",
-                "Action": ["s3:ListBucket"],
-                "Resource": [f"arn:aws:s3:::{bucket}"],
-                "Condition": {"StringLike": {"s3:prefix": [f"{key}/*", key]}},
+                "Action": "s3:ListBucket",
+                "Resource": bucket_arn,
+                "Condition": {"StringLike": {"s3:prefix": key_wildcard}},
             },
             {
+                "Sid": "GetBucketLocation",
                 "Effect": "Allow",
-                "Action": ["s3:GetBucketLocation"],
-                "Resource": [f"arn:aws:s3:::{bucket}"],
+                "Action": "s3:GetBucketLocation",
+                "Resource": bucket_arn,
             },
         ],
     }

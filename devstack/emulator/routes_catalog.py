@@ -10,7 +10,14 @@ from aiohttp import web
 from devstack.emulator.errors import ApiError, not_found_warehouse
 from devstack.emulator.models import Namespace, Warehouse
 from devstack.emulator.names import decode_namespace_segment, validate_namespace
-from devstack.emulator.pagination import Cursor, clamp_page_size, decode_token, encode_token
+from devstack.emulator.pagination import (
+    PAGE_SIZE_DEFAULT,
+    PAGE_SIZE_MAX,
+    Cursor,
+    clamp_page_size,
+    decode_token,
+    encode_token,
+)
 from devstack.emulator.state import (
     namespace_from_path,
     project_of,
@@ -64,12 +71,13 @@ async def get_config(request: web.Request) -> web.Response:
     )
 
 
-def _location(wh: Warehouse, ns_id: str) -> str:
-    return f"{wh.base_location}/{wh.id}/{ns_id}"
+def _location(wh: Warehouse) -> str:
+    """Lakekeeper 0.13's default (flat) layout emits no namespace directory: `<base>`."""
+    return wh.base_location
 
 
 def _ns_json(wh: Warehouse, ns: Namespace, with_uuid: bool) -> dict[str, Any]:
-    props = {"location": _location(wh, ns.id), **ns.properties}
+    props = {"location": _location(wh), **ns.properties}
     out: dict[str, Any] = {"namespace": ns.parts, "properties": props}
     if with_uuid:
         out["namespace-uuid"] = ns.id
@@ -99,14 +107,15 @@ async def list_namespaces(request: web.Request) -> web.Response:
         validate_namespace(parent)
         if st.store.get_namespace(wh.id, parent) is None:
             raise ApiError(404, "NoSuchNamespaceException", "Parent namespace does not exist")
-    size = clamp_page_size(query_page_size(request))
     token = request.query.get("pageToken")
+    # `fetch_until_full_page`: 1000 per page without a token, 100 with one; partial -> no token.
+    size = clamp_page_size(query_page_size(request), PAGE_SIZE_DEFAULT if token else PAGE_SIZE_MAX)
     after = decode_token(token) if token else None
     rows = st.store.list_namespaces(wh.id, parent, after, size)
     out: dict[str, Any] = {"namespaces": [ns.parts for ns, _ in rows]}
     if query_bool(request, "returnUuids", False):
         out["namespace-uuids"] = [ns.id for ns, _ in rows]
-    if rows:
+    if len(rows) >= size:
         last: Cursor = rows[-1][1]
         out["next-page-token"] = encode_token(last)
     return web.json_response(out)
@@ -130,7 +139,7 @@ async def drop_namespace(request: web.Request) -> web.Response:
     ns = namespace_from_path(request, wh)
     recursive = query_bool(request, "recursive", False)
     if not recursive and st.store.namespace_has_children(ns):
-        raise ApiError(409, "NamespaceNotEmpty", "Namespace is not empty")
+        raise ApiError(409, "NamespaceNotEmptyException", "Namespace is not empty")
     st.store.drop_namespace(ns, recursive=recursive)
     return web.Response(status=204)
 
@@ -143,9 +152,10 @@ async def load_table_credentials(request: web.Request) -> web.Response:
 
 
 def add_routes(app: web.Application) -> None:
-    app.router.add_get("/catalog/v1/config", get_config, name="config", allow_head=False)
+    app.router.add_get("/catalog/v1/config", get_config, name="config")
     app.router.add_post(NS, create_namespace, name="create_namespace")
-    app.router.add_get(NS, list_namespaces, name="list_namespaces", allow_head=False)
+    app.router.add_get(NS, list_namespaces, name="list_namespaces")
+    # HEAD here is the spec's namespaceExists (204), registered below.
     app.router.add_get(NS + "/{namespace}", get_namespace, name="get_namespace", allow_head=False)
     app.router.add_head(NS + "/{namespace}", namespace_exists, name="namespace_exists")
     app.router.add_delete(NS + "/{namespace}", drop_namespace, name="drop_namespace")
@@ -153,5 +163,4 @@ def add_routes(app: web.Application) -> None:
         NS + "/{namespace}/tables/{table}/credentials",
         load_table_credentials,
         name="load_table_credentials",
-        allow_head=False,
     )

@@ -47,7 +47,7 @@ async def clear_stc(request: web.Request) -> web.Response:
 
 
 def add_routes(app: web.Application) -> None:
-    app.router.add_get("/health", health, name="health", allow_head=False)
+    app.router.add_get("/health", health, name="health")
     app.router.add_get("/_emulator/stats", get_stats, name="_emulator", allow_head=False)
     app.router.add_post("/_emulator/stats/reset", reset_stats, name="_emulator_reset")
     app.router.add_get("/_emulator/faults", get_faults, name="_emulator_faults", allow_head=False)

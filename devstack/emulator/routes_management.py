@@ -190,16 +190,15 @@ async def undrop_tabulars(request: web.Request) -> web.Response:
 def add_routes(app: web.Application) -> None:
     app.router.add_post(M + "/bootstrap", bootstrap, name="bootstrap")
     app.router.add_post(M + "/warehouse", create_warehouse, name="create_warehouse")
-    app.router.add_get(M + "/warehouse", list_warehouses, name="list_warehouses", allow_head=False)
-    app.router.add_get(WH, get_warehouse, name="get_warehouse", allow_head=False)
-    app.router.add_get(M + "/whoami", whoami, name="whoami", allow_head=False)
+    app.router.add_get(M + "/warehouse", list_warehouses, name="list_warehouses")
+    app.router.add_get(WH, get_warehouse, name="get_warehouse")
+    app.router.add_get(M + "/whoami", whoami, name="whoami")
     prot = WH + "/generic-table/{table_id}/protection"
-    app.router.add_get(prot, get_protection, name="get_protection", allow_head=False)
+    app.router.add_get(prot, get_protection, name="get_protection")
     app.router.add_post(prot, set_protection, name="set_protection")
     app.router.add_get(
         WH + "/deleted-tabulars",
         list_deleted_tabulars,
         name="list_deleted_tabulars",
-        allow_head=False,
     )
     app.router.add_post(WH + "/deleted-tabulars/undrop", undrop_tabulars, name="undrop_tabulars")

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import json
-import uuid
 from typing import Any
 
 from aiohttp import web
 
-from devstack.emulator.errors import ApiError, not_found_table
+from devstack.emulator.errors import ApiError, not_found_table, uuid7
 from devstack.emulator.models import GenericTable, Warehouse
-from devstack.emulator.names import validate_format, validate_namespace, validate_table_name
+from devstack.emulator.names import (
+    decode_namespace_segment,
+    validate_format,
+    validate_namespace,
+    validate_table_name,
+)
 from devstack.emulator.pagination import Cursor, clamp_page_size, decode_token, encode_token
 from devstack.emulator.purge import schedule_purge
 from devstack.emulator.state import (
+    REPLAY_KEY,
     namespace_from_body,
     namespace_from_path,
     permission_of,
@@ -51,9 +56,19 @@ def table_json(t: GenericTable) -> dict[str, Any]:
     return out
 
 
-def _delegation(request: web.Request) -> set[str]:
-    raw = ",".join(request.headers.getall(DELEGATION_HEADER, []))
-    return {v.strip() for v in raw.split(",") if v.strip()}
+def client_managed(request: web.Request) -> bool:
+    """Lakekeeper's `parse_data_access` (`api/iceberg/v1/tables.rs`).
+
+    All header lines are merged and split on commas; values match exactly after trimming, so
+    unknown or differently cased values are ignored and the server chooses (it vends). Only
+    `client-managed` without `vended-credentials` or `remote-signing` turns vending off.
+    Remote signing is not emulated, so `remote-signing` alone also falls back to vending
+    (Lakekeeper does the same on a warehouse with remote signing disabled).
+    """
+    values = {
+        v.strip() for line in request.headers.getall(DELEGATION_HEADER, []) for v in line.split(",")
+    }
+    return "client-managed" in values and not values & {"vended-credentials", "remote-signing"}
 
 
 def _json_size(value: Any) -> int:
@@ -70,14 +85,24 @@ async def create_generic_table(request: web.Request) -> web.Response:
     for field, value in (("schema", body.schema_), ("statistics", body.statistics)):
         if value is not None and _json_size(value) > MAX_JSON_FIELD_BYTES:
             raise ApiError(400, "PayloadTooLarge", f"Generic table {field} exceeds 1 MiB")
-    if st.store.get_table(ns, body.name) is not None:
-        raise ApiError(409, "GenericTableAlreadyExists", "Generic table already exists")
-    table_id = str(uuid.uuid4())
-    location = _location(wh, ns.id, table_id, body.base_location)
+    if request.get(REPLAY_KEY):
+        # Lakekeeper (`generic_tables/create.rs`): a replay loads the table, client-managed.
+        table = st.store.get_table(ns, body.name)
+        if table is None:
+            raise not_found_table()
+        return web.json_response(
+            {"table": table_json(table), "config": load_config(wh.storage_profile, None)}
+        )
+    table_id = str(uuid7())
+    location = _location(wh, table_id, body.base_location)
+    # Lakekeeper checks the location before the INSERT that trips the unique name constraint
+    # (`ensure_location_available`, lakekeeper-storage-postgres `tabular/mod.rs`).
     if st.store.location_taken(wh.id, location):
         raise ApiError(
             409, "LocationAlreadyTaken", "Location is already taken by another table or view"
         )
+    if st.store.get_table(ns, body.name) is not None:
+        raise ApiError(409, "GenericTableAlreadyExists", "Generic table already exists")
     try:
         table = st.store.create_table(
             table_id=table_id,
@@ -95,10 +120,11 @@ async def create_generic_table(request: web.Request) -> web.Response:
     return web.json_response({"table": table_json(table)})
 
 
-def _location(wh: Warehouse, namespace_id: str, table_id: str, requested: str | None) -> str:
+def _location(wh: Warehouse, table_id: str, requested: str | None) -> str:
+    """Lakekeeper 0.13's default (flat) storage layout: `<base>/<table uuid>`."""
     base = wh.base_location
     if requested is None or requested.strip() == "":
-        return f"{base}/{wh.id}/{namespace_id}/{table_id}"
+        return f"{base}/{table_id}"
     location = requested.strip().rstrip("/")
     if not location.startswith(base + "/"):
         raise ApiError(
@@ -117,9 +143,11 @@ async def list_generic_tables(request: web.Request) -> web.Response:
     token = request.query.get("pageToken")
     after = decode_token(token) if token else None
     rows = st.store.list_tables(ns, after, size)
+    # `generic_tables/list.rs` echoes the request path's namespace, not the stored case.
+    requested = decode_namespace_segment(request.match_info["namespace"])
     out: dict[str, Any] = {
         "identifiers": [
-            {"namespace": ns.parts, "name": t.name, "format": t.format, "id": t.id} for t in rows
+            {"namespace": requested, "name": t.name, "format": t.format, "id": t.id} for t in rows
         ]
     }
     # Lakekeeper emits a token whenever the page had a row, even on the last page.
@@ -140,13 +168,10 @@ def _table_from_path(request: web.Request) -> tuple[Warehouse, GenericTable]:
 
 async def load_generic_table(request: web.Request) -> web.Response:
     wh, table = _table_from_path(request)
-    modes = _delegation(request)
     profile = wh.storage_profile
     out: dict[str, Any] = {"table": table_json(table)}
-    vend = bool(profile.get("sts-enabled")) and modes != {"client-managed"}
-    if modes and "vended-credentials" not in modes:
-        vend = False  # remote-signing only (not emulated) or client-managed: no credentials
-    if vend:
+    # `config` always carries the region/endpoint keys; `storage-credentials` only a real one.
+    if profile.get("sts-enabled") and not client_managed(request):
         cred = await state_of(request).vendor.vend(wh, table, permission_of(request))
         out["config"] = load_config(profile, cred)
         out["storage-credentials"] = [
@@ -159,9 +184,9 @@ async def load_generic_table(request: web.Request) -> web.Response:
 
 async def load_generic_table_credentials(request: web.Request) -> web.Response:
     wh, table = _table_from_path(request)
-    modes = _delegation(request) - {"client-managed"}
     profile = wh.storage_profile
-    if not profile.get("sts-enabled") or (modes and "vended-credentials" not in modes):
+    # Lakekeeper maps `client-managed` to "not specified" here, so the server chooses: it vends.
+    if not profile.get("sts-enabled"):
         return web.json_response({"storage-credentials": []})
     cred = await state_of(request).vendor.vend(wh, table, permission_of(request))
     return web.json_response(
@@ -206,13 +231,15 @@ async def rename_generic_table(request: web.Request) -> web.Response:
             raise ApiError(400, kind, exc.message) from exc
         if ident.name == "":
             raise ApiError(400, "IdentifierNameEmpty", "Identifier name must not be empty")
-    if src.namespace == dst.namespace and src.name == dst.name:
-        return web.Response(status=204)
+    # Lakekeeper (`generic_tables/rename.rs`) resolves the source namespace and table and the
+    # destination namespace before the same-name no-op: a missing source is 404 even then.
     src_ns = namespace_from_body(request, wh, src.namespace)
     table = st.store.get_table(src_ns, src.name)
     if table is None:
         raise not_found_table()
     dst_ns = namespace_from_body(request, wh, dst.namespace)
+    if src.namespace == dst.namespace and src.name == dst.name:
+        return web.Response(status=204)
     validate_table_name(dst.name)
     existing = st.store.get_table(dst_ns, dst.name)
     if existing is not None and existing.id != table.id:
@@ -226,16 +253,13 @@ async def rename_generic_table(request: web.Request) -> web.Response:
 
 def add_routes(app: web.Application) -> None:
     app.router.add_post(TABLES, create_generic_table, name="create_generic_table")
-    app.router.add_get(TABLES, list_generic_tables, name="list_generic_tables", allow_head=False)
-    app.router.add_get(
-        TABLES + "/{table}", load_generic_table, name="load_generic_table", allow_head=False
-    )
+    app.router.add_get(TABLES, list_generic_tables, name="list_generic_tables")
+    app.router.add_get(TABLES + "/{table}", load_generic_table, name="load_generic_table")
     app.router.add_delete(TABLES + "/{table}", drop_generic_table, name="drop_generic_table")
     app.router.add_get(
         TABLES + "/{table}/credentials",
         load_generic_table_credentials,
         name="load_generic_table_credentials",
-        allow_head=False,
     )
     app.router.add_post(
         BASE + "/generic-tables/rename", rename_generic_table, name="rename_generic_table"

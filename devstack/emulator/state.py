@@ -41,6 +41,7 @@ class EmulatorState:
 STATE: web.AppKey[EmulatorState] = web.AppKey("emulator_state", EmulatorState)
 PRINCIPAL_KEY: web.RequestKey[Principal] = web.RequestKey("emulator_principal", Principal)
 PERMISSION_KEY: web.RequestKey[Permission] = web.RequestKey("emulator_permission", Permission)
+REPLAY_KEY: web.RequestKey[bool] = web.RequestKey("emulator_idempotent_replay", bool)
 
 
 def state_of(request: web.Request) -> EmulatorState:
@@ -104,15 +105,22 @@ def namespace_from_body(request: web.Request, wh: Warehouse, parts: list[str]) -
     return ns
 
 
+TRUE_VALUES = frozenset({"1", "t", "T", "TRUE", "true", "True"})
+FALSE_VALUES = frozenset({"0", "f", "F", "FALSE", "false", "False"})
+
+
 def query_bool(request: web.Request, name: str, default: bool) -> bool:
-    """Lakekeeper's lenient bool parsing (`true/false/1/0/t/f`, any case)."""
+    """Lakekeeper's `deserialize_bool` (`api/iceberg/types.rs` -> iceberg-ext `ParseFromStr`).
+
+    Exactly `1 t T TRUE true True` / `0 f F FALSE false False`, untrimmed; anything else,
+    the empty string included, is an axum query rejection (plain-text 400).
+    """
     raw = request.query.get(name)
-    if raw is None or raw == "":
+    if raw is None:
         return default
-    low = raw.strip().lower()
-    if low in ("true", "t", "1", "yes", "y"):
+    if raw in TRUE_VALUES:
         return True
-    if low in ("false", "f", "0", "no", "n"):
+    if raw in FALSE_VALUES:
         return False
     raise PlainRejection(400, f"Failed to deserialize query string: {name}: invalid boolean")
 

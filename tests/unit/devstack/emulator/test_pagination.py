@@ -36,7 +36,7 @@ def test_token_is_lakekeeper_shaped_urlsafe_base64_without_padding():
 def test_undecodable_tokens_are_400(token):
     with pytest.raises(ApiError) as info:
         decode_token(token)
-    assert (info.value.status, info.value.error_type) == (400, "InvalidPageToken")
+    assert (info.value.status, info.value.error_type) == (400, "InvalidPaginationToken")
 
 
 @pytest.mark.parametrize(
