@@ -1,15 +1,18 @@
 """aiohttp application factory of the Lakekeeper emulator.
 
-Deliberate deviations from Lakekeeper (everything else follows lakekeeper-api.md):
-- An undecodable `pageToken` is a 400 `InvalidPageToken` envelope (Lakekeeper: probably 5xx);
-  the emulator never answers 5xx for bad input.
+The emulator follows Lakekeeper `main` at v0.13.1-78-g90892e9cc (docs/lakekeeper-fidelity.md).
+Deliberate deviations (everything else follows Lakekeeper's source):
+- An undecodable generic-table `pageToken` is a 400 `InvalidPaginationToken` envelope
+  (Lakekeeper wraps it as an unexpected backend error, 5xx); the emulator never answers 5xx for
+  bad input. The namespace list answers the same 400 as Lakekeeper.
 - `x-assume-role` is honoured in no-auth mode too (Lakekeeper reads it only with authn on), so
   read-only vending can be tested without an IdP; an unknown role UUID is 400 InvalidRoleIdError.
-- Only S3 storage profiles; no remote signing (a `remote-signing`-only request gets no
-  credentials); no Iceberg tables (Iceberg table routes answer 404); storage access is not
-  validated at warehouse creation; `allowall` authorization (every authenticated caller may do
+- Only S3 storage profiles; no remote signing (`remote-signing` falls back to vending, as on a
+  Lakekeeper warehouse with remote signing disabled); storage access is not validated at
+  warehouse creation; `allowall` authorization (every authenticated caller may do
   everything); the `x-project-id` header selects a project but projects are not managed.
 - Soft-deleted tables past their expiration are hidden but not purged.
+- A second request with an Idempotency-Key while the first runs is 409 RequestInProgress.
 """
 
 from __future__ import annotations
@@ -18,7 +21,13 @@ import asyncio
 
 from aiohttp import web
 
-from devstack.emulator import routes_catalog, routes_hooks, routes_management, routes_tables
+from devstack.emulator import (
+    routes_catalog,
+    routes_hooks,
+    routes_iceberg,
+    routes_management,
+    routes_tables,
+)
 from devstack.emulator.auth import JwtAuthenticator
 from devstack.emulator.config import EmulatorConfig
 from devstack.emulator.faults import Faults
@@ -86,5 +95,6 @@ def create_app(config: EmulatorConfig) -> web.Application:
     routes_catalog.add_routes(app)
     routes_management.add_routes(app)
     routes_tables.add_routes(app)
+    routes_iceberg.setup(app, config.db_path)
     app.on_cleanup.append(_close)
     return app

@@ -81,7 +81,7 @@ def test_bad_page_token_is_400(catalog, token):
     _envelope(
         catalog.http.get(catalog.tables_path(), params={"pageToken": token}),
         400,
-        "InvalidPageToken",
+        "InvalidPaginationToken",
     )
 
 

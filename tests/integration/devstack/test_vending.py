@@ -104,6 +104,56 @@ def test_shorter_advertised_lifetime_fault(catalog, hooks):
     assert int(_vend(catalog, name)["expiration-time"]) / 1000 - time.time() > 1800
 
 
+def test_credential_cannot_list_a_sibling_whose_name_extends_its_own(catalog):
+    # Lakekeeper grants s3:ListBucket only for `<key>/*`; with the bare `<key>` as well a
+    # credential for `.../t1` could list `.../t10/` (SeaweedFS enforces the session policy).
+    _, bucket, key = _table(catalog)
+    base = f"s3://{bucket}/{key.rpartition('/')[0]}".rstrip("/") + f"/sib_{uuid.uuid4().hex[:8]}"
+    names = {}
+    for leaf in ("t1", "t10"):
+        name = f"sib_{leaf}_{uuid.uuid4().hex[:8]}"
+        resp = catalog.create(name, **{"base-location": f"{base}/{leaf}"})
+        assert resp.status_code == 200, resp.text
+        names[leaf] = (name, resp.json()["table"]["base-location"].removeprefix(f"s3://{bucket}/"))
+    t10_name, t10_key = names["t10"]
+    _s3(_vend(catalog, t10_name)).put_object(Bucket=bucket, Key=f"{t10_key}/f", Body=b"x")
+    t1_name, t1_key = names["t1"]
+    t1 = _s3(_vend(catalog, t1_name))
+    assert t1.list_objects_v2(Bucket=bucket, Prefix=f"{t1_key}/").get("KeyCount", 0) == 0
+    for prefix in (f"{t10_key}/", t1_key):
+        with pytest.raises(ClientError) as info:
+            t1.list_objects_v2(Bucket=bucket, Prefix=prefix)
+        assert info.value.response["Error"]["Code"] == "AccessDenied"
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        ["Vended-Credentials"],
+        ["bogus"],
+        ["client-managed", "vended-credentials"],
+        ["remote-signing"],
+    ],
+)
+def test_unknown_or_merged_delegation_values_vend(catalog, header):
+    name, _, _ = _table(catalog)
+    headers = [("X-Iceberg-Access-Delegation", v) for v in header]
+    body = catalog.http.get(f"{catalog.tables_path()}/{name}", headers=headers).json()
+    assert "s3.session-token" in body["storage-credentials"][0]["config"]
+
+
+def test_client_managed_load_has_region_keys_and_no_credentials(catalog):
+    name, _, _ = _table(catalog)
+    body = catalog.http.get(
+        f"{catalog.tables_path()}/{name}",
+        headers={"X-Iceberg-Access-Delegation": "bogus , client-managed"},
+    ).json()
+    assert "storage-credentials" not in body
+    for k in ("s3.region", "region", "client.region", "s3.endpoint", "s3.path-style-access"):
+        assert body["config"][k]
+    assert not [k for k in body["config"] if "key" in k or "token" in k]
+
+
 def test_load_config_carries_keys_but_no_expiry(catalog):
     name, _, _ = _table(catalog)
     body = catalog.http.get(
