@@ -129,6 +129,11 @@ class ListenSettings(_Section):
     # An HTTP connection that has not completed a request this long after it opened (or after
     # its last answer) is closed: bounds idle keep-alive and slow header senders (slowloris).
     idle_timeout_s: float = Field(default=75.0, gt=0)
+    # Probes (/livez, /readyz) and /metrics on their own listener, never credentials: the pod IP
+    # can serve kubelet and Prometheus while credentials stay on the sockets. None: they stay on
+    # the HTTP listener.
+    ops_host: str = "127.0.0.1"
+    ops_port: int | None = Field(default=None, ge=0, le=65535)
 
     @property
     def is_loopback(self) -> bool:
@@ -168,6 +173,10 @@ class CallerSettings(_Section):
     mode: CallerMode = CallerMode.NONE
     tokens_file: Path | None = None
     jwks_url: str | None = None
+    # The in-cluster JWKS (https://kubernetes.default.svc/openid/v1/jwks) needs the cluster CA and
+    # a bearer token; the token file is re-read per fetch (kubelet rotates it).
+    ca_file: Path | None = None
+    bearer_token_file: Path | None = None
     issuer: str | None = None
     audience: str | None = None
     name_claim: str = "sub"

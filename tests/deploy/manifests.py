@@ -19,7 +19,11 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = REPO_ROOT / "deploy"
 K8S = DEPLOY / "k8s"
 MONITORING = DEPLOY / "monitoring"
-OVERLAYS = ("daemonset", "sidecar")
+OVERLAYS = ("daemonset", "nodelocal", "sidecar")
+# Kinds without a namespace (the namespace transformer leaves them alone).
+CLUSTER_KINDS = frozenset({"Namespace", "PriorityClass", "ClusterRoleBinding", "ClusterRole"})
+# configMapGenerator inputs that happen to be YAML: data, not Kubernetes objects.
+GENERATOR_INPUTS = frozenset({"policy.yaml"})
 # Custom resources: no schema in kubernetes-validate; tests check their structure instead.
 CUSTOM_KINDS = frozenset({"PodMonitor", "PrometheusRule", "SparkApplication"})
 GATEWAY_IMAGE = "lakegate/lakegate"
@@ -45,6 +49,7 @@ def k8s_manifest_files() -> list[Path]:
         for f in files
         if f.name != "kustomization.yaml"
         and f.name not in {"alerts.yaml", "prometheus.yaml", "alerts_test.yaml"}
+        and not (f.parent.is_relative_to(K8S) and f.name in GENERATOR_INPUTS)
         and not f.name.endswith("-patch.yaml")
     ]
 

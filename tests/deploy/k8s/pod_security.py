@@ -116,3 +116,67 @@ def _probe_path(probe: Doc | None) -> str | None:
         if f"127.0.0.1:8765{path}" in command:
             return path
     return None
+
+
+# --- Pod Security Standards "restricted" (what a namespace labelled enforce=restricted admits) --
+
+RESTRICTED_VOLUMES = frozenset(
+    {
+        "configMap", "csi", "downwardAPI", "emptyDir", "ephemeral",
+        "persistentVolumeClaim", "projected", "secret",
+    }
+)
+RESTRICTED_ADD_CAPS = frozenset({"NET_BIND_SERVICE"})
+_VOLUME_META = frozenset({"name"})
+
+
+def scan_restricted(spec: Doc, name: str) -> list[Finding]:
+    """Every violation of the Kubernetes "restricted" Pod Security Standard (v1.30 profile).
+
+    Stricter than `scan_pod` where the standard is: no hostPath at all and no root init step.
+    """
+    out: list[Finding] = []
+    for field in ("hostNetwork", "hostPID", "hostIPC"):
+        if spec.get(field):
+            out.append(Finding(field, name))
+    pod_ctx = spec.get("securityContext") or {}
+    for vol in spec.get("volumes") or []:
+        kinds = set(vol) - _VOLUME_META
+        if not kinds <= RESTRICTED_VOLUMES:
+            out.append(Finding("volumeType", f"{name}/volumes/{vol.get('name')}"))
+    if (pod_ctx.get("seccompProfile") or {}).get("type") == "Unconfined":
+        out.append(Finding("seccompProfile", name))
+    if pod_ctx.get("runAsUser") == 0:
+        out.append(Finding("runAsUser", name))
+    if pod_ctx.get("sysctls"):
+        out.append(Finding("sysctls", name))
+    ephemeral = [("ephemeralContainers", c) for c in spec.get("ephemeralContainers") or []]
+    for field, c in [*containers(spec), *ephemeral]:
+        out.extend(_restricted_container(c, pod_ctx, f"{name}/{field}/{c.get('name')}"))
+    return out
+
+
+def _restricted_container(c: Doc, pod_ctx: Doc, where: str) -> list[Finding]:
+    out: list[Finding] = []
+    ctx = c.get("securityContext") or {}
+    caps = ctx.get("capabilities") or {}
+    if ctx.get("privileged"):
+        out.append(Finding("privileged", where))
+    if ctx.get("allowPrivilegeEscalation") is not False:
+        out.append(Finding("allowPrivilegeEscalation", where))
+    if "ALL" not in (caps.get("drop") or []):
+        out.append(Finding("capabilities.drop", where))
+    if not frozenset(caps.get("add") or []) <= RESTRICTED_ADD_CAPS:
+        out.append(Finding("capabilities.add", where))
+    if ctx.get("runAsNonRoot", pod_ctx.get("runAsNonRoot")) is not True:
+        out.append(Finding("runAsNonRoot", where))
+    if ctx.get("runAsUser") == 0:
+        out.append(Finding("runAsUser", where))
+    seccomp = (ctx.get("seccompProfile") or pod_ctx.get("seccompProfile") or {}).get("type")
+    if seccomp not in {"RuntimeDefault", "Localhost"}:
+        out.append(Finding("seccompProfile", where))
+    if any(p.get("hostPort") for p in c.get("ports") or []):
+        out.append(Finding("hostPort", where))
+    if ctx.get("procMount", "Default") != "Default":
+        out.append(Finding("procMount", where))
+    return out

@@ -12,9 +12,11 @@ import tomllib
 from typing import Any
 
 import pytest
+import yaml
 
 from gateway.settings import Settings, SettingsError
 from tests.deploy.manifests import (
+    CLUSTER_KINDS,
     K8S,
     OVERLAYS,
     REPO_ROOT,
@@ -50,7 +52,7 @@ def _release() -> str:
 
 
 def _gateway_pod(variant: str, docs: list[Doc]) -> Doc:
-    if variant == "daemonset":
+    if variant in {"daemonset", "nodelocal"}:
         spec = pod_spec(_by_kind(docs, "DaemonSet")["lakegate"])
     else:
         (template,) = load_docs(K8S / "spark/executor-pod-template-sidecar.yaml")
@@ -75,8 +77,8 @@ def _gateway(spec: Doc) -> Doc:
 
 def test_overlay_objects_share_one_namespace(rendered: tuple[str, list[Doc]]) -> None:
     variant, docs = rendered
-    expected = {"daemonset": "lakegate", "sidecar": "spark-jobs"}[variant]
-    namespaced = [d for d in docs if d["kind"] != "Namespace"]
+    expected = {"daemonset": "lakegate", "nodelocal": "lakegate", "sidecar": "spark-jobs"}[variant]
+    namespaced = [d for d in docs if d["kind"] not in CLUSTER_KINDS]
     assert namespaced
     assert {d["metadata"].get("namespace") for d in namespaced} == {expected}
 
@@ -91,6 +93,10 @@ def test_gateway_configuration_is_accepted_by_the_gateway_settings(
     assert settings.token.client_secret is not None
     if variant == "daemonset":
         assert settings.callers.mode.value == "token"
+        # Credentials on the sockets and loopback only; the pod IP serves probes and metrics.
+        assert settings.listen.is_loopback
+    elif variant == "nodelocal":
+        assert settings.callers.mode.value == "jwt"
     else:
         assert settings.listen.is_loopback
 
@@ -139,6 +145,8 @@ def test_referenced_secrets_are_documented_by_an_example(rendered: tuple[str, li
 
 def test_executors_connect_to_the_socket_the_gateway_binds(rendered: tuple[str, list[Doc]]) -> None:
     variant, docs = rendered
+    if variant == "nodelocal":
+        pytest.skip("no shared socket: executors use the node-local Service (tested below)")
     gw_spec = _gateway_pod(variant, docs)
     env = _gateway_env(_gateway(gw_spec), _by_kind(docs, "ConfigMap"))
     sock = env["LAKEGATE__LISTEN__HTTP_UDS"]
@@ -187,3 +195,130 @@ def test_spark_examples_point_executors_at_the_socket() -> None:
         assert env["LAKEGATE_URL"] == "unix:/var/run/lakegate/http.sock"
         assert 10001 in app["spec"][role]["podSecurityContext"]["supplementalGroups"]
     assert app["spec"]["volumes"][0]["hostPath"]["path"] == "/var/run/lakegate"
+
+
+def _probe_ports(container: Doc) -> set[object]:
+    return {
+        container[p]["httpGet"]["port"]
+        for p in ("startupProbe", "livenessProbe", "readinessProbe")
+        if "httpGet" in container.get(p, {})
+    }
+
+
+@pytest.mark.parametrize("variant", ["daemonset", "nodelocal"])
+def test_probes_and_metrics_use_the_ops_port_of_the_ops_listener(variant: str) -> None:
+    try:
+        docs = render(K8S / "overlays" / variant)
+    except KustomizeUnavailableError as exc:
+        pytest.skip(str(exc))
+    gw = _gateway(_gateway_pod(variant, docs))
+    env = _gateway_env(gw, _by_kind(docs, "ConfigMap"))
+    ports = {p["name"]: p["containerPort"] for p in gw["ports"]}
+    assert _probe_ports(gw) == {"ops"}
+    assert ports["ops"] == int(env["LAKEGATE__LISTEN__OPS_PORT"])
+    assert ports["ops"] not in {
+        int(env["LAKEGATE__LISTEN__HTTP_PORT"]),
+        int(env["LAKEGATE__LISTEN__GRPC_PORT"]),
+    }
+    (policy,) = _by_kind(docs, "NetworkPolicy").values()
+    monitoring = [
+        rule
+        for rule in policy["spec"]["ingress"]
+        if rule["from"][0]["namespaceSelector"]["matchLabels"].get("kubernetes.io/metadata.name")
+        == "monitoring"
+    ]
+    assert [p["port"] for rule in monitoring for p in rule["ports"]] == [ports["ops"]]
+
+
+@pytest.mark.parametrize("variant", ["daemonset", "nodelocal"])
+def test_daemonset_rollout_is_prioritised_tolerant_and_by_percentage(variant: str) -> None:
+    try:
+        docs = render(K8S / "overlays" / variant)
+    except KustomizeUnavailableError as exc:
+        pytest.skip(str(exc))
+    ds = _by_kind(docs, "DaemonSet")["lakegate"]
+    spec = pod_spec(ds)
+    assert spec is not None
+    assert spec["priorityClassName"] in _by_kind(docs, "PriorityClass")
+    assert any(t.get("operator") == "Exists" for t in spec["tolerations"])
+    rolling = ds["spec"]["updateStrategy"]["rollingUpdate"]
+    moving = rolling["maxUnavailable"] or rolling["maxSurge"]
+    assert str(moving).endswith("%")
+    if variant == "daemonset":
+        # Two gateways on one node would race for the socket path: never surge there.
+        assert rolling["maxSurge"] == 0
+
+
+@pytest.mark.parametrize("variant", ["daemonset", "nodelocal"])
+def test_settings_changes_roll_the_pods(variant: str) -> None:
+    """Generated ConfigMaps carry a content hash, so an edited setting changes the pod template."""
+    try:
+        before = render(K8S / "overlays" / variant)
+    except KustomizeUnavailableError as exc:
+        pytest.skip(str(exc))
+    refs = {
+        s["configMapRef"]["name"]
+        for _, c in containers(_gateway_pod(variant, before))
+        for s in c.get("envFrom") or []
+    }
+    (name,) = refs
+    assert name.startswith("lakegate-config-")
+    assert name in _by_kind(before, "ConfigMap")
+
+
+def test_nodelocal_executors_reach_the_local_service_with_an_audience_bound_token() -> None:
+    try:
+        docs = render(K8S / "overlays/nodelocal")
+    except KustomizeUnavailableError as exc:
+        pytest.skip(str(exc))
+    gw = _gateway(_gateway_pod("nodelocal", docs))
+    env = _gateway_env(gw, _by_kind(docs, "ConfigMap"))
+    service = _by_kind(docs, "Service")["lakegate-local"]
+    assert service["spec"]["internalTrafficPolicy"] == "Local"
+    gw_ports = {p["name"]: p["containerPort"] for p in gw["ports"]}
+    svc_ports = {p["name"]: p for p in service["spec"]["ports"]}
+    assert gw_ports[svc_ports["http"]["targetPort"]] == int(env["LAKEGATE__LISTEN__HTTP_PORT"])
+    assert gw_ports[svc_ports["grpc"]["targetPort"]] == int(env["LAKEGATE__LISTEN__GRPC_PORT"])
+    assert "ops" not in {p["targetPort"] for p in svc_ports.values()}
+    labels = _gateway_pod_labels(docs)
+    assert service["spec"]["selector"].items() <= labels.items()
+    (template,) = load_docs(K8S / "spark/executor-pod-template-nodelocal.yaml")
+    ex_spec = pod_spec(template)
+    assert ex_spec is not None
+    assert not [v for v in ex_spec["volumes"] if "hostPath" in v]
+    executor = next(c for c in ex_spec["containers"] if c["name"] == "spark-executor")
+    ex_env = {v["name"]: v.get("value") for v in executor["env"]}
+    ns = service["metadata"]["namespace"]
+    port = svc_ports["http"]["port"]
+    assert ex_env["LAKEGATE_URL"] == f"http://lakegate-local.{ns}.svc.cluster.local:{port}"
+    token_file = ex_env["LAKEGATE_TOKEN_FILE"]
+    (vol,) = [v for v in ex_spec["volumes"] if "projected" in v]
+    (source,) = vol["projected"]["sources"]
+    sat = source["serviceAccountToken"]
+    assert sat["audience"] == env["LAKEGATE__CALLERS__AUDIENCE"]
+    assert 600 <= sat["expirationSeconds"] <= 3600
+    (mount,) = [m for m in executor["volumeMounts"] if m["name"] == vol["name"]]
+    assert token_file == f"{mount['mountPath']}/{sat['path']}"
+    # The gateway's own token (to read the issuer's JWKS) and the cluster CA are mounted.
+    gw_mounts = {m["mountPath"] for m in gw["volumeMounts"]}
+    for key in ("LAKEGATE__CALLERS__CA_FILE", "LAKEGATE__CALLERS__BEARER_TOKEN_FILE"):
+        assert env[key].rsplit("/", 1)[0] in gw_mounts
+    (binding,) = _by_kind(docs, "ClusterRoleBinding").values()
+    assert binding["roleRef"]["name"] == "system:service-account-issuer-discovery"
+    assert binding["subjects"][0]["name"] == _gateway_pod("nodelocal", docs)["serviceAccountName"]
+    # Policy keyed by service account (with a wildcard).
+    policy = yaml.safe_load(_by_kind(docs, "ConfigMap")[_policy_name(docs)]["data"]["policy.yaml"])
+    callers = policy["callers"]
+    assert any(k.startswith("system:serviceaccount:") and k.endswith("*") for k in callers)
+
+
+def _gateway_pod_labels(docs: list[Doc]) -> dict[str, str]:
+    labels: dict[str, str] = _by_kind(docs, "DaemonSet")["lakegate"]["spec"]["template"][
+        "metadata"
+    ]["labels"]
+    return labels
+
+
+def _policy_name(docs: list[Doc]) -> str:
+    (name,) = [n for n in _by_kind(docs, "ConfigMap") if n.startswith("lakegate-policy-")]
+    return name

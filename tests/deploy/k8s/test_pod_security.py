@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.deploy.k8s.pod_security import Finding, scan_pod
+from tests.deploy.k8s.pod_security import Finding, scan_pod, scan_restricted
 from tests.deploy.manifests import (
     K8S,
     containers,
@@ -201,3 +201,111 @@ def test_finding_names_the_container() -> None:
 
 def test_manifest_file_list_covers_spark_templates() -> None:
     assert Path(K8S / "spark/executor-pod-template-sidecar.yaml") in k8s_manifest_files()
+
+
+# --- Pod Security "restricted": the node-local variant and its executor template -------------
+
+RESTRICTED_FILES = (
+    "spark/executor-pod-template-nodelocal.yaml",
+    "overlays/nodelocal/daemonset.yaml",
+)
+
+
+@pytest.mark.parametrize("path", RESTRICTED_FILES)
+def test_nodelocal_pods_meet_pod_security_restricted(path: str) -> None:
+    (doc,) = load_docs(K8S / path)
+    spec = pod_spec(doc)
+    assert spec is not None
+    assert scan_restricted(spec, path) == []
+    assert scan_pod(spec, path) == []
+
+
+def test_nodelocal_namespace_enforces_restricted() -> None:
+    (ns,) = load_docs(K8S / "overlays/nodelocal/namespace.yaml")
+    assert ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+
+
+def test_hostpath_variants_are_not_restricted() -> None:
+    """The reason the node-local variant exists: the hostPath pods fail "restricted"."""
+    for path in ("spark/executor-pod-template-daemonset.yaml", "overlays/daemonset/daemonset.yaml"):
+        (doc,) = load_docs(K8S / path)
+        spec = pod_spec(doc)
+        assert spec is not None
+        assert "volumeType" in {f.rule for f in scan_restricted(spec, path)}
+
+
+def test_nodelocal_executor_mounts_an_audience_bound_expiring_token() -> None:
+    (doc,) = load_docs(K8S / "spark/executor-pod-template-nodelocal.yaml")
+    spec = pod_spec(doc)
+    assert spec is not None
+    assert spec["automountServiceAccountToken"] is False
+    tokens = [
+        s["serviceAccountToken"]
+        for v in spec["volumes"]
+        for s in (v.get("projected") or {}).get("sources", [])
+        if "serviceAccountToken" in s
+    ]
+    assert len(tokens) == 1
+    assert tokens[0]["audience"]
+    assert tokens[0]["expirationSeconds"] >= 600
+
+
+RESTRICTED_MUTATIONS: list[tuple[str, Callable[[Doc], object], str]] = [
+    (
+        "socket hostPath",
+        lambda p: p["volumes"].append({"name": "s", "hostPath": {"path": "/var/run/lakegate"}}),
+        "volumeType",
+    ),
+    (
+        "root init with CHOWN",
+        lambda p: _root_init(p, ["CHOWN"]),
+        "capabilities.add",
+    ),
+    (
+        "NET_RAW added",
+        lambda p: _gw(p)["securityContext"]["capabilities"].update(add=["NET_RAW"]),
+        "capabilities.add",
+    ),
+    (
+        "host port",
+        lambda p: _gw(p).update(ports=[{"containerPort": 80, "hostPort": 80}]),
+        "hostPort",
+    ),
+    ("non-root unset", lambda p: p["securityContext"].pop("runAsNonRoot"), "runAsNonRoot"),
+    (
+        "unconfined seccomp",
+        lambda p: p["securityContext"].update(seccompProfile={"type": "Unconfined"}),
+        "seccompProfile",
+    ),
+    (
+        "escalation allowed",
+        lambda p: _gw(p)["securityContext"].update(allowPrivilegeEscalation=True),
+        "allowPrivilegeEscalation",
+    ),
+    (
+        "unmasked proc",
+        lambda p: _gw(p)["securityContext"].update(procMount="Unmasked"),
+        "procMount",
+    ),
+]
+
+
+def _restricted_pod() -> Doc:
+    pod = _secure_pod()
+    pod["volumes"] = [{"name": "t", "projected": {"sources": []}}]
+    return pod
+
+
+def test_restricted_scan_accepts_the_secure_pod() -> None:
+    assert scan_restricted(_restricted_pod(), "p") == []
+
+
+@pytest.mark.parametrize(
+    ("change", "rule"),
+    [(m[1], m[2]) for m in RESTRICTED_MUTATIONS],
+    ids=[m[0] for m in RESTRICTED_MUTATIONS],
+)
+def test_restricted_scan_reports_each_violation(change: Callable[[Doc], object], rule: str) -> None:
+    pod = copy.deepcopy(_restricted_pod())
+    change(pod)
+    assert rule in {f.rule for f in scan_restricted(pod, "p")}

@@ -98,8 +98,9 @@ def test_scrape_config_is_valid_prometheus_configuration(tmp_path: Path) -> None
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_scrape_targets_are_the_gateway_pods_http_port() -> None:
-    (ds,) = load_docs(K8S / "overlays/daemonset/daemonset.yaml")
+@pytest.mark.parametrize("variant", ["daemonset", "nodelocal"])
+def test_scrape_targets_are_the_gateway_pods_ops_port(variant: str) -> None:
+    (ds,) = load_docs(K8S / f"overlays/{variant}/daemonset.yaml")
     spec = pod_spec(ds)
     assert spec is not None
     pod_labels = ds["spec"]["template"]["metadata"]["labels"]
@@ -116,8 +117,8 @@ def test_scrape_targets_are_the_gateway_pods_http_port() -> None:
     assert label_rule["regex"] == ";".join(
         pod_labels[k] for k in ("app.kubernetes.io/name", "app.kubernetes.io/component")
     )
-    assert re.fullmatch(port_rule["regex"], "http")
-    assert "http" in ports
+    assert re.fullmatch(port_rule["regex"], "ops")
+    assert "ops" in ports
 
 
 def _readme_anchors() -> set[str]:
