@@ -11,7 +11,7 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export NO_PROXY := localhost,127.0.0.1
 export no_proxy := localhost,127.0.0.1
 
-.PHONY: venv prometheus-bin demo test test-unit test-integration bench harden soak proto proto-check lint clean devstack-up devstack-down
+.PHONY: venv prometheus-bin demo long-job test test-unit test-integration bench harden soak proto proto-check lint clean devstack-up devstack-down
 
 venv: $(STAMP)
 
@@ -61,6 +61,10 @@ harden: venv
 
 soak: venv
 	$(PY) -m hardening --soak
+
+# A Spark job whose tasks outlive their first 900 s STS credential (~17 min; not part of `test`).
+long-job: venv
+	$(PY) -m demo.long_job $(LONG_JOB_ARGS)
 
 proto: venv
 	$(PY) proto/generate.py

@@ -40,10 +40,6 @@ class Runtime:
         return {node.name: node.executors() for node in self.cluster.nodes}
 
 
-def _task_url(gateway: dict[str, Any], transport: str) -> str:
-    return f"grpc+unix:{gateway['grpc_uds']}" if transport == "grpc" else f"unix:{gateway['uds']}"
-
-
 @contextmanager
 def runtime(
     master: str,
@@ -60,7 +56,9 @@ def runtime(
     The driver process itself talks to node-1's gateway (the node the driver "runs on").
     """
     if master != STANDALONE:
-        url = _task_url(info["gateway"], transport)
+        from devstack.spark_cluster import task_url
+
+        url = task_url(info["gateway"], transport)
         os.environ["LAKEGATE_URL"] = url  # local[N]: Python workers inherit the driver's env
         yield Runtime(master, {"local": info["gateway"]["http_url"]}, url)
         return

@@ -44,6 +44,18 @@ def spark_class() -> Path:
     return path
 
 
+def task_url(gateway: dict[str, Any], transport: str) -> str:
+    """``LAKEGATE_URL`` for a gateway: ``grpc`` / ``http`` over its Unix sockets, or ``tcp``
+    (HTTP over loopback TCP, which AWS SDKs need for the container-credentials endpoint)."""
+    if transport == "grpc":
+        return f"grpc+unix:{gateway['grpc_uds']}"
+    if transport == "http":
+        return f"unix:{gateway['uds']}"
+    if transport == "tcp":
+        return str(gateway["http_url"])
+    raise ValueError(f"unknown transport {transport!r} (grpc, http or tcp)")
+
+
 @dataclass(frozen=True)
 class SparkNode:
     """One worker ("node") and the gateway that serves the executors on it."""
@@ -72,7 +84,7 @@ class SparkCluster:
     """Master + ``workers`` workers + one gateway per worker; ``start()`` then ``stop()``.
 
     ``stack_info`` is the running local stack's stack.json (the gateways log in to its IdP and
-    call its catalog). ``transport`` picks the URL tasks use: gRPC or HTTP over the node's UDS.
+    call its catalog). ``transport`` picks the URL tasks use (see ``task_url``).
     """
 
     run_dir: Path
@@ -150,8 +162,7 @@ class SparkCluster:
         name = f"node-{index}"
         node_dir = self.run_dir / name
         port, ui_port = free_ports(2)
-        url = (f"grpc+unix:{gw_info['grpc_uds']}" if self.transport == "grpc"
-               else f"unix:{gw_info['uds']}")
+        url = task_url(gw_info, self.transport)
         # The DaemonSet picture: the node's environment names the node's gateway.
         env = {
             "LAKEGATE_URL": url,
