@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from demo.progress import Progress
-from demo.streams import ENGINES, EXPIRED, StreamSpec
+from demo.streams import DEFAULT_ENGINES, ENGINES, EXPIRED, StreamSpec
 
 STS_LIFETIME_S = 900  # SeaweedFS's minimum, and what the warehouse asks for
 # Gateway cache for 900 s credentials: refresh ahead at 420 s left (the catalog re-issues an
@@ -35,8 +35,11 @@ EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m demo.long_job", description=__doc__)
     parser.add_argument("--nodes", type=int, default=2, help="standalone workers (default 2)")
-    parser.add_argument("--engines", default=",".join(ENGINES),
-                        help=f"comma-separated subset of {','.join(ENGINES)}")
+    parser.add_argument("--engines", default=",".join(DEFAULT_ENGINES),
+                        help=f"comma-separated subset of {','.join(ENGINES)} (*-static: the"
+                        " baseline without refresh, expected to fail)")
+    parser.add_argument("--baseline", action="store_true",
+                        help="report each task's error instead of failing the job at the first")
     parser.add_argument("--margin-s", type=float, default=120.0,
                         help="keep streaming this long after the first credential expired")
     parser.add_argument("--stream-s", type=float, default=0.0,
@@ -65,13 +68,14 @@ def _specs(args: argparse.Namespace, client: Any, info: dict[str, Any]) -> list[
     suffix = f"{int(time.time())}"
     specs = []
     for engine in args.engines:
-        table = f"long_{engine}_{suffix}"
+        table = f"long_{engine.replace('-', '_')}_{suffix}"
         loaded = client.create(namespace, table, format=ENGINES[engine])
         specs.append(StreamSpec(
             engine=engine, namespace=namespace, table=table, location=loaded.base_location,
             warehouse=warehouse, region=info["s3"]["region"], endpoint=info["s3"]["endpoint"],
             chunk_rows=args.chunk_rows, interval_s=args.interval_s, margin_s=args.margin_s,
             stream_s=args.stream_s, max_s=STS_LIFETIME_S + args.margin_s + 300,
+            raise_errors=not args.baseline,
         ))
     return specs
 
@@ -161,7 +165,9 @@ def _run(args: argparse.Namespace, say: Progress) -> dict[str, Any]:
                     duration = time.monotonic() - t0
                     tasks, attempts_failed, not_completed = _stage_counts(spark, group)
                     say(f"job done in {duration:.0f} s; reading every table back")
-                    checks = {s.engine: _rows(client, s) for s in specs} if not error else {}
+                    failed = {r["engine"] for r in results if r["error"]}
+                    checks = {s.engine: _rows(client, s) for s in specs
+                              if s.engine not in failed} if not error else {}
             finally:
                 spark.stop()
             nodes = metrics.read_counters(info, {n.name: n.gateway_http_url
@@ -186,7 +192,8 @@ def _summary(args: argparse.Namespace, results: list[dict[str, Any]],
         "tasks": tasks,
         "failed_tasks": not_completed,
         "task_retries": max(0, attempts_failed - not_completed),
-        "expired_errors": expired_logged + len(EXPIRED.findall(error)),
+        "expired_errors": expired_logged + len(EXPIRED.findall(error))
+        + sum(len(EXPIRED.findall(r["error"])) for r in results),
         "formats": sorted({r["format"] for r in results}),
         "rows_ok": rows_ok,
         "streams": [
@@ -196,7 +203,8 @@ def _summary(args: argparse.Namespace, results: list[dict[str, Any]],
              "outlived_first_credential": r["ended"] > r["first_expiry"],
              "rows": r["rows"], "chunks": r["chunks"],
              "rows_read": checks.get(r["engine"], (-1, 0))[0],
-             "data_objects": checks.get(r["engine"], (-1, 0))[1]}
+             "data_objects": checks.get(r["engine"], (-1, 0))[1],
+             "error": r["error"]}
             for r in results
         ],
         "gateways": [

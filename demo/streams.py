@@ -26,7 +26,13 @@ if TYPE_CHECKING:
 
     from lakegate_client.refresh import ContainerCredentials
 
-ENGINES = {"pyarrow": "parquet", "boto3": "parquet", "deltalake": "delta", "lance": "lance"}
+# Engine -> table format. ``*-static`` engines are the baseline without refresh: the static key
+# pair of one vended credential, as any job gets it from a catalog (expected to fail).
+ENGINES = {
+    "pyarrow": "parquet", "boto3": "parquet", "deltalake": "delta", "lance": "lance",
+    "pyarrow-static": "parquet", "deltalake-static": "delta", "lance-static": "lance",
+}
+DEFAULT_ENGINES = ("pyarrow", "boto3", "deltalake", "lance")
 EXPIRED = re.compile(
     r"ExpiredToken|InvalidAccessKeyId|InvalidToken|token is expired"
     r"|credentials? ha(?:s|ve) expired",
@@ -51,6 +57,7 @@ class StreamSpec:
     margin_s: float  # keep streaming this long after the first credential expired
     stream_s: float  # > 0: stream this long instead (smoke runs)
     max_s: float  # hard bound on the stream
+    raise_errors: bool = True  # False: return the error in the result (baseline runs)
 
     @property
     def format(self) -> str:
@@ -70,6 +77,7 @@ class StreamResult:
     lifetime_s: float  # that credential's real STS lifetime (session token exp - iat)
     rows: int
     chunks: int
+    error: str = ""
 
     @property
     def duration_s(self) -> float:
@@ -237,6 +245,37 @@ def _write_lance(spec: StreamSpec, cc: ContainerCredentials, batches: Iterator[A
         os.unlink(token_file)
 
 
+def _write_static(spec: StreamSpec, batches: Iterator[Any]) -> None:
+    """Baseline: one vended credential's static keys, which nothing refreshes."""
+    import pyarrow as pa
+
+    from lakegate_client import Client
+
+    with Client(warehouse=spec.warehouse) as client:
+        creds = client.credentials(spec.namespace, spec.table, access="write")
+    if spec.format == "parquet":
+        import pyarrow.parquet as pq
+
+        bucket, prefix = _path(spec.location)
+        with creds.pyarrow_filesystem().open_output_stream(
+            f"{bucket}/{prefix}/part-00000.parquet"
+        ) as out, pq.ParquetWriter(out, _schema()) as writer:
+            for batch in batches:
+                writer.write_batch(batch)
+        return
+    reader = pa.RecordBatchReader.from_batches(_schema(), batches)
+    if spec.format == "delta":
+        from deltalake import write_deltalake
+
+        write_deltalake(spec.location, reader, mode="overwrite", target_file_size=1 << 40,
+                        storage_options=creds.delta_storage_options())
+        return
+    import lance
+
+    lance.write_dataset(reader, spec.location, schema=_schema(), mode="overwrite",
+                        max_rows_per_file=10**9, storage_options=creds.lance_storage_options())
+
+
 def run_stream(spec: StreamSpec) -> dict[str, Any]:
     """The Spark task: stream one object past the first credential's expiry."""
     from lakegate_client.refresh import container_credentials
@@ -257,7 +296,16 @@ def run_stream(spec: StreamSpec) -> dict[str, Any]:
         "deltalake": lambda: _write_delta(spec, cc, batches),
         "lance": lambda: _write_lance(spec, cc, batches),
     }
-    writers[spec.engine]()  # a failure fails the Spark task (the driver counts it)
+    error = ""
+    try:
+        if spec.engine.endswith("-static"):
+            _write_static(spec, batches)
+        else:
+            writers[spec.engine]()
+    except Exception as exc:
+        if spec.raise_errors:
+            raise  # fails the Spark task (the driver counts it)
+        error = f"{type(exc).__name__}: {str(exc)[:600]}"
     result = StreamResult(spec.engine, spec.format, os.environ.get("LAKEGATE_URL", ""), started,
-                          time.time(), first_expiry, lifetime, counter[1], counter[0])
+                          time.time(), first_expiry, lifetime, counter[1], counter[0], error)
     return result.to_json()
