@@ -11,7 +11,7 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export NO_PROXY := localhost,127.0.0.1
 export no_proxy := localhost,127.0.0.1
 
-.PHONY: venv prometheus-bin demo long-job test test-unit test-integration bench harden soak proto proto-check lint clean devstack-up devstack-down
+.PHONY: venv prometheus-bin demo long-job test test-unit test-integration bench harden soak proto proto-check lint clean devstack-up devstack-down client-min-deps
 
 venv: $(STAMP)
 
@@ -45,7 +45,13 @@ lint: venv
 test: venv prometheus-bin
 	$(MAKE) --no-print-directory lint
 	$(PY) proto/generate.py --check
+	$(MAKE) --no-print-directory client-min-deps
 	$(PY) -m pytest -p no:cacheprovider tests clients/python/tests
+
+# The client at its declared minimum protobuf/grpcio/httpx, in a clean venv cached in .venv-min
+# (rebuilt only when the floors change): import + one HTTP and one gRPC call against fakes.
+client-min-deps: venv
+	timeout 900 $(PY) -m tests.deploy.client_min_deps
 
 test-unit: venv
 	$(PY) -m pytest -p no:cacheprovider tests/unit clients/python/tests
@@ -77,4 +83,4 @@ devstack-down: venv
 
 clean:
 	-$(PY) -m devstack down 2>/dev/null
-	rm -rf $(VENV) .devstack $(IDP_DIR)/node_modules
+	rm -rf $(VENV) .venv-min .devstack $(IDP_DIR)/node_modules
