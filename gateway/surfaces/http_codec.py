@@ -28,6 +28,7 @@ from gateway.names import NAMESPACE_SEPARATOR as NAMESPACE_SEPARATOR
 from gateway.names import check_name, check_namespace, check_warehouse
 from gateway.surfaces.http_routing import HttpCall
 from gateway.surfaces.json_body import parse_json_object
+from gateway.surfaces.lakekeeper_compat import client_managed, header_lines
 from gateway.surfaces.request_ids import RequestIds
 
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
@@ -151,7 +152,8 @@ def create_spec(body: Mapping[str, Any], *, base_location_key: str,
     """A create-table body: the native surface spells `base_location`, Lakekeeper's kebab-case
     `base-location` and passes unknown keys (schema, statistics) through as `extra`."""
     spec = CreateTableSpec(
-        name=required_string(body, "name"),
+        # The same name rules as a path segment, so what can be created can be loaded.
+        name=check_name(required_string(body, "name"), "table"),
         format=required_string(body, "format"),
         base_location=string_field(body, base_location_key, required=False),
         doc=string_field(body, "doc", required=False),
@@ -226,6 +228,7 @@ def context_of(request: web.BaseRequest, request_id: str,
         request_id=request_id,
         idempotency_key=headers.get("Idempotency-Key") or None,
         project_id=headers.get("x-project-id") or headers.get("x-project-ident") or None,
-        delegation=headers.get("X-Iceberg-Access-Delegation") or None,
+        # Lakekeeper's parse_data_access: only client-managed-only changes what is vended.
+        delegation="client-managed" if client_managed(header_lines(headers)) else None,
         caller=caller,
     )

@@ -33,12 +33,17 @@ from gateway.surfaces.http_codec import (
     call_ref,
     create_spec,
     namespace_of,
-    parse_bool,
     parse_page_size,
     warehouse_of,
 )
 from gateway.surfaces.http_pipeline import HttpApi
 from gateway.surfaces.http_routing import HttpCall, Match, Route
+from gateway.surfaces.lakekeeper_compat import (
+    client_managed,
+    gateway_refresh_endpoints,
+    header_lines,
+    lakekeeper_bool,
+)
 from gateway.surfaces.render import (
     RenderedBody,
     config_strings,
@@ -51,6 +56,7 @@ from gateway.surfaces.render import (
 _GT = ("lakekeeper", "v1", "{wh}", "namespaces", "{ns}", "generic-tables")
 _NS = ("catalog", "v1", "{wh}", "namespaces")
 _PASS_HEADERS = ("Content-Type", "Retry-After", "ETag")
+LAKEKEEPER_MAX_PAGE_SIZE = 1000  # Lakekeeper's default `pagination_size_max` (config.rs)
 # The Iceberg endpoints the gateway serves; `/config` advertises only these (not the catalog's).
 SERVED_ICEBERG_ENDPOINTS = frozenset({
     "GET /v1/{prefix}/namespaces",
@@ -83,7 +89,7 @@ def load_json(result: LoadResult) -> dict[str, Any]:
     doc: dict[str, Any] = {"table": table_json(result.table)}
     if result.config is not None:
         doc["config"] = config_strings(result.config)
-    if result.credentials is not None:
+    if result.credentials:  # Lakekeeper omits `storage-credentials` when nothing was vended
         doc["storage-credentials"] = [
             credential_json(c, with_expiry=False) for c in result.credentials
         ]
@@ -103,18 +109,22 @@ def storage_credentials_body(match: Match, lookup: CredentialLookup) -> bytes:
     return body.render(lookup)
 
 
-def wants_credentials(delegation: str | None) -> bool:
-    """Lakekeeper vends on load unless the caller asked for another delegation mode only."""
-    if not delegation:
-        return True
-    modes = {m.strip() for m in delegation.split(",")}
-    return "vended-credentials" in modes
+def wants_credentials(request: web.BaseRequest) -> bool:
+    """Lakekeeper vends on load unless the caller asked for `client-managed` only."""
+    return not client_managed(header_lines(request.headers))
 
 
 def load_kind(request: web.BaseRequest) -> Kind:
     """A load that vends credentials counts as a credential request, else as metadata."""
-    vended = wants_credentials(request.headers.get("X-Iceberg-Access-Delegation"))
-    return "credential" if vended else "metadata"
+    return "credential" if wants_credentials(request) else "metadata"
+
+
+def upstream_path(request: web.BaseRequest, warehouse_id: str) -> tuple[str, str]:
+    """(raw path with the `{prefix}` segment replaced by the warehouse UUID, raw query)."""
+    raw_path, _, query = request.raw_path.partition("?")
+    segments = raw_path.strip("/").split("/")
+    segments[2] = warehouse_id  # the catalog only understands the warehouse UUID as prefix
+    return "/" + "/".join(segments), query
 
 
 class LakekeeperApi(HttpApi):
@@ -151,12 +161,26 @@ class LakekeeperApi(HttpApi):
 
     # -------------------------------------------------------------- generic tables
     async def load(self, call: HttpCall) -> web.StreamResponse:
-        vended = wants_credentials(call.request.headers.get("X-Iceberg-Access-Delegation"))
         ref = call_ref(call)
         access = await self._vend_access(call, ref)
-        result = await self._ops.load_table(ref, call.ctx, vended=vended, access=access)
+        if not wants_credentials(call.request):
+            return await self._client_managed_load(call, ref)
+        result = await self._ops.load_table(ref, call.ctx, vended=True, access=access)
         call.tally.served(result.outcome or "miss")
         return json_response(load_json(result))
+
+    async def _client_managed_load(self, call: HttpCall, ref: TableRef) -> web.StreamResponse:
+        """Lakekeeper's client-managed answer (table plus the storage region/endpoint `config`,
+        no credentials), passed through from the catalog: rare (pylakekeeper never asks for
+        it), and only the catalog knows the storage profile's keys."""
+        wh = await self._ops.resolve_warehouse(ref.warehouse, call.ctx)
+        path, query = upstream_path(call.request, wh.id)
+        upstream = await self._ops.forward(
+            "GET", path, query, None, call.ctx,
+            headers={"X-Iceberg-Access-Delegation": "client-managed"})
+        call.tally.served("error" if upstream.status >= 400 else "miss")
+        headers = {k: v for k, v in upstream.headers.items() if k.title() in _PASS_HEADERS}
+        return web.Response(status=upstream.status, body=upstream.body, headers=headers)
 
     async def credentials(self, call: HttpCall) -> web.StreamResponse:
         ref = call_ref(call)
@@ -169,19 +193,23 @@ class LakekeeperApi(HttpApi):
         warehouse, namespace = warehouse_of(call.params), namespace_of(call.params)
         query = call.request.query
         page_size = parse_page_size(query.get("pageSize"))
+        if page_size is not None:  # Lakekeeper clamps to [1, pagination_size_max]
+            page_size = max(1, min(LAKEKEEPER_MAX_PAGE_SIZE, page_size))
         result = await self._list(call, warehouse, namespace, page_token=query.get("pageToken"),
                                   page_size=page_size)
         identifiers = []
         for ident in result.identifiers:
-            entry: dict[str, Any] = {"namespace": list(ident.namespace), "name": ident.name}
+            # Lakekeeper echoes the request path's namespace (its case), not the stored one.
+            entry: dict[str, Any] = {"namespace": list(namespace), "name": ident.name}
             if ident.format is not None:
                 entry["format"] = ident.format
             if ident.id is not None:
                 entry["id"] = ident.id
             identifiers.append(entry)
-        return json_response(
-            {"identifiers": identifiers, "next-page-token": result.next_page_token}
-        )
+        doc: dict[str, Any] = {"identifiers": identifiers}
+        if result.next_page_token is not None:  # Lakekeeper omits a null token
+            doc["next-page-token"] = result.next_page_token
+        return json_response(doc)
 
     async def create(self, call: HttpCall) -> web.StreamResponse:
         warehouse, namespace = warehouse_of(call.params), namespace_of(call.params)
@@ -192,8 +220,8 @@ class LakekeeperApi(HttpApi):
     async def drop(self, call: HttpCall) -> web.StreamResponse:
         ref = call_ref(call)
         query = call.request.query
-        purge = parse_bool(query.get("purgeRequested"), "purgeRequested", None)
-        force = bool(parse_bool(query.get("force"), "force", False))
+        purge = lakekeeper_bool(query.get("purgeRequested"), "purgeRequested", None)
+        force = bool(lakekeeper_bool(query.get("force"), "force", False))
         return await self._drop(call, ref, purge=purge, force=force)
 
     async def config(self, call: HttpCall) -> web.StreamResponse:
@@ -227,19 +255,21 @@ class LakekeeperApi(HttpApi):
             await self._authorize_namespace(call, warehouse, tuple(ns_value), AccessMode.WRITE)
             body = await request.read()
         wh = await self._ops.resolve_warehouse(warehouse, ctx)
-        raw_path, _, query = request.raw_path.partition("?")
-        segments = raw_path.strip("/").split("/")
-        segments[2] = wh.id  # the catalog only understands the warehouse UUID as prefix
-        upstream = await self._ops.forward(request.method, "/" + "/".join(segments), query, body,
-                                           ctx)
+        path, query = upstream_path(request, wh.id)
+        upstream = await self._ops.forward(request.method, path, query, body, ctx)
         if upstream.status >= 400:
             call.tally.served("error")
         headers = {k: v for k, v in upstream.headers.items() if k.title() in _PASS_HEADERS}
-        return web.Response(status=upstream.status, body=upstream.body, headers=headers)
+        out = upstream.body
+        if "table" in params:  # Iceberg credentials: the refresh URL must name the gateway
+            out = gateway_refresh_endpoints(out, f"{request.scheme}://{request.host}")
+        return web.Response(status=upstream.status, body=out, headers=headers)
 
     async def whoami(self, call: HttpCall) -> web.StreamResponse:
         call.tally.served("hit")
-        return json_response(whoami(call.caller))
+        doc = whoami(call.caller)
+        doc["id"] = f"oidc~{call.caller.name}"  # Lakekeeper's user id form (`oidc~<sub>`)
+        return json_response(doc)
 
     async def warehouse(self, call: HttpCall) -> web.StreamResponse:
         wh = await self._ops.resolve_warehouse(warehouse_of(call.params), call.ctx)

@@ -43,6 +43,7 @@ from gateway.surfaces.http_codec import (
 )
 from gateway.surfaces.http_routing import HttpCall, Match, OpenRoute, SegmentRouter
 from gateway.surfaces.ingress import Gate
+from gateway.surfaces.lakekeeper_compat import lakekeeper_error
 from gateway.surfaces.memo import BoundedLru
 from gateway.surfaces.operations import Operations
 from gateway.surfaces.render import error_response, internal_error_response
@@ -151,6 +152,8 @@ class HttpPipeline:
             except GatewayError as err:
                 if not lakekeeper:
                     lakekeeper = self.router.fence_for(split_target(raw_target)[0])[1]
+                if lakekeeper:
+                    err = lakekeeper_error(err, pattern, request.headers.get("Authorization"))
                 response = error_response(err, request_id)
             except web.HTTPException:
                 raise
@@ -172,6 +175,9 @@ class HttpPipeline:
             if lakekeeper:
                 for name, value in LAKEKEEPER_HEADERS.items():
                     response.headers.setdefault(name, value)
+                # Lakekeeper (tower-http) echoes any caller id; a malformed one is echoed
+                # but not used in logs or upstream calls.
+                response.headers["x-request-id"] = request.headers.get("x-request-id", request_id)
             return response
         finally:
             request_id_var.reset(token)

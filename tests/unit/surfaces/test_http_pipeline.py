@@ -126,8 +126,8 @@ async def test_the_handler_gets_the_admitted_caller_and_the_request_context(
                                             "X-Iceberg-Access-Delegation": "vended-credentials"})
     assert resp.status == 200
     ctx = fake_ops.contexts[-1]
-    assert (ctx.request_id, ctx.project_id, ctx.delegation) == ("rid-1", "p1",
-                                                                 "vended-credentials")
+    # Only client-managed-only reaches the context (Lakekeeper: anything else vends).
+    assert (ctx.request_id, ctx.project_id, ctx.delegation) == ("rid-1", "p1", None)
     assert ctx.caller is not None
 
 
