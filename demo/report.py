@@ -79,8 +79,8 @@ def _savings(run: PipelineRun, counters: Counters) -> list[str]:
         f"  IdP token requests (IdP's count)            {tokens:>6}",
         f"  Savings: {tasks} task credential needs -> {upstream} upstream catalog calls and"
         f" {tokens} IdP logins,",
-        f"  where executors alone would make ~{tasks} IdP logins and ~{tasks} catalog calls"
-        f" ({_saving(tasks, upstream)} fewer catalog calls, {_saving(tasks, tokens)} fewer"
+        f"  where executors alone would make ~{tasks} IdP logins and ~{tasks} catalog calls",
+        f"  ({_saving(tasks, upstream)} fewer catalog calls, {_saving(tasks, tokens)} fewer"
         " logins).",
         "  Tasks in one Python worker share the client's per-process memo, so repeats never even",
         "  reach the gateway.",
