@@ -28,7 +28,7 @@ from gateway.names import NAMESPACE_SEPARATOR as NAMESPACE_SEPARATOR
 from gateway.names import check_name, check_namespace, check_warehouse
 from gateway.surfaces.http_routing import HttpCall
 from gateway.surfaces.json_body import parse_json_object
-from gateway.surfaces.lakekeeper_compat import client_managed, header_lines
+from gateway.surfaces.lakekeeper_compat import client_managed, header_lines, idempotency_key
 from gateway.surfaces.request_ids import RequestIds
 
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
@@ -226,7 +226,7 @@ def context_of(request: web.BaseRequest, request_id: str,
     headers = request.headers
     return RequestContext(
         request_id=request_id,
-        idempotency_key=headers.get("Idempotency-Key") or None,
+        idempotency_key=idempotency_key(header_lines(headers, "Idempotency-Key")),
         project_id=headers.get("x-project-id") or headers.get("x-project-ident") or None,
         # Lakekeeper's parse_data_access: only client-managed-only changes what is vended.
         delegation="client-managed" if client_managed(header_lines(headers)) else None,

@@ -12,6 +12,9 @@ Checked against Lakekeeper `main` v0.13.1-78-g90892e9cc (docs/lakekeeper-fidelit
 - Visibility and 401 types (`service/authz`, `service/authn.rs`): a table the caller may not
   see is 404 `NoSuchGenericTableException`; 401 is `MissingAuthorizationHeader` or
   `AuthenticationFailed`.
+- `Idempotency-Key` (`service/idempotency.rs`, `request_metadata.rs`): checked on every request,
+  GET included: a UUID (empty is ignored), else 400 `InvalidIdempotencyKey`; two header lines
+  are 400 `DuplicateIdempotencyKey`.
 - `client.refresh-credentials-endpoint` (`request_metadata.rs`) must name the gateway, not the
   catalog behind it.
 """
@@ -19,6 +22,7 @@ Checked against Lakekeeper `main` v0.13.1-78-g90892e9cc (docs/lakekeeper-fidelit
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -45,6 +49,26 @@ def client_managed(lines: list[str]) -> bool:
     """Whether the header lines ask for client-managed access only (no credentials)."""
     values = delegation_values(lines)
     return "client-managed" in values and not values & {"vended-credentials", "remote-signing"}
+
+
+def idempotency_key(lines: list[str]) -> str | None:
+    """The caller's Idempotency-Key, checked as Lakekeeper checks it; None when absent/empty.
+
+    Raises:
+        InvalidRequestError: two header lines, or not a UUID (400, Lakekeeper's types).
+    """
+    if len(lines) > 1:
+        raise InvalidRequestError("Multiple Idempotency-Key headers",
+                                  lakekeeper_type="DuplicateIdempotencyKey")
+    raw = lines[0].strip() if lines else ""
+    if not raw:
+        return None
+    try:
+        uuid.UUID(raw)
+    except ValueError:
+        raise InvalidRequestError("Idempotency-Key must be a UUID",
+                                  lakekeeper_type="InvalidIdempotencyKey") from None
+    return raw
 
 
 def lakekeeper_bool(value: str | None, what: str, default: bool | None) -> bool | None:

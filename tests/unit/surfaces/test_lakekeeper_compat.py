@@ -10,6 +10,7 @@ from gateway.errors import InvalidRequestError, PermissionDeniedError, Unauthent
 from gateway.surfaces.lakekeeper_compat import (
     client_managed,
     gateway_refresh_endpoints,
+    idempotency_key,
     lakekeeper_bool,
     lakekeeper_error,
 )
@@ -91,3 +92,16 @@ def test_bodies_without_the_key_are_untouched():
     assert gateway_refresh_endpoints(body, "http://gw") is body
     assert gateway_refresh_endpoints(b"not json client.refresh-credentials-endpoint", "http://gw")\
         == b"not json client.refresh-credentials-endpoint"
+
+
+def test_idempotency_key_is_checked_like_lakekeeper():
+    key = "0198f2a4-6c1e-7d32-9a51-3f0b2c7e9d10"
+    assert idempotency_key([key]) == key
+    assert idempotency_key([]) is None
+    assert idempotency_key(["  "]) is None
+    with pytest.raises(InvalidRequestError) as info:
+        idempotency_key(["not-a-uuid"])
+    assert info.value.type_name == "InvalidIdempotencyKey"
+    with pytest.raises(InvalidRequestError) as info:
+        idempotency_key([key, key])
+    assert info.value.type_name == "DuplicateIdempotencyKey"
