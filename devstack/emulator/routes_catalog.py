@@ -18,6 +18,7 @@ from devstack.emulator.pagination import (
     decode_token,
     encode_token,
 )
+from devstack.emulator.routes_iceberg import ENDPOINTS as ICEBERG_TABLE_ENDPOINTS
 from devstack.emulator.state import (
     namespace_from_path,
     project_of,
@@ -36,7 +37,7 @@ ENDPOINTS = (
     "GET /v1/{prefix}/namespaces/{namespace}",
     "HEAD /v1/{prefix}/namespaces/{namespace}",
     "DELETE /v1/{prefix}/namespaces/{namespace}",
-    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials",
+    *ICEBERG_TABLE_ENDPOINTS,  # routes_iceberg.py
 )
 
 
@@ -144,13 +145,6 @@ async def drop_namespace(request: web.Request) -> web.Response:
     return web.Response(status=204)
 
 
-async def load_table_credentials(request: web.Request) -> web.Response:
-    """Iceberg tables do not exist in the emulator: every lookup is a 404."""
-    wh = warehouse_from_prefix(request)
-    namespace_from_path(request, wh)
-    raise ApiError(404, "NoSuchTableException", "Table does not exist")
-
-
 def add_routes(app: web.Application) -> None:
     app.router.add_get("/catalog/v1/config", get_config, name="config")
     app.router.add_post(NS, create_namespace, name="create_namespace")
@@ -159,8 +153,3 @@ def add_routes(app: web.Application) -> None:
     app.router.add_get(NS + "/{namespace}", get_namespace, name="get_namespace", allow_head=False)
     app.router.add_head(NS + "/{namespace}", namespace_exists, name="namespace_exists")
     app.router.add_delete(NS + "/{namespace}", drop_namespace, name="drop_namespace")
-    app.router.add_get(
-        NS + "/{namespace}/tables/{table}/credentials",
-        load_table_credentials,
-        name="load_table_credentials",
-    )

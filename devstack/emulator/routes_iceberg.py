@@ -1,0 +1,372 @@
+"""Iceberg REST table routes (`/catalog/v1/{prefix}/...`), as Lakekeeper serves them.
+
+Create, list, load (with `X-Iceberg-Access-Delegation` vending), exists, commit (requirements
+and updates, pyiceberg's semantics via `iceberg_meta`), drop, rename and the credential refresh
+endpoint. Vended credentials come from the same STS vending and STC cache as generic tables,
+scoped to the table location; the S3 credential maps also carry Lakekeeper's
+`client.refresh-credentials-endpoint`. Metadata files are really written to storage.
+
+Deviations: no ETag/304 on load, no remote signing, no views, no multi-table transactions;
+Iceberg tables are always hard-deleted (soft-delete warehouses too) and a namespace drop does
+not look at Iceberg tables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+from aiohttp import web
+from pyiceberg.exceptions import CommitFailedException
+from pyiceberg.table.update import AssertCreate
+
+from devstack.emulator.errors import ApiError, uuid7
+from devstack.emulator.iceberg_meta import (
+    CommitIcebergTable,
+    CreateIcebergTable,
+    RenameIcebergTable,
+    TableLocks,
+    apply_commit,
+    create_metadata,
+    dump_metadata,
+    metadata_dict,
+    metadata_file_location,
+    parse_metadata,
+    write_metadata,
+)
+from devstack.emulator.iceberg_store import IcebergStore, IcebergTable
+from devstack.emulator.models import GenericTable, Namespace, Warehouse
+from devstack.emulator.names import NAMESPACE_SEPARATOR, validate_namespace
+from devstack.emulator.pagination import Cursor, clamp_page_size, decode_token, encode_token
+from devstack.emulator.policy import Permission
+from devstack.emulator.purge import schedule_purge
+from devstack.emulator.routes_tables import client_managed
+from devstack.emulator.state import (
+    namespace_from_body,
+    namespace_from_path,
+    permission_of,
+    query_bool,
+    query_page_size,
+    state_of,
+    warehouse_from_prefix,
+)
+from devstack.emulator.store import ConflictError
+from devstack.emulator.vending import TemporaryCredential, credential_config, load_config
+from devstack.emulator.wire import read_json
+
+TABLES = "/catalog/v1/{prefix}/namespaces/{namespace}/tables"
+RENAME = "/catalog/v1/{prefix}/tables/rename"
+ENDPOINTS = (
+    "GET /v1/{prefix}/namespaces/{namespace}/tables",
+    "POST /v1/{prefix}/namespaces/{namespace}/tables",
+    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+    "HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+    "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+    "POST /v1/{prefix}/tables/rename",
+    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials",
+)
+
+
+@dataclass
+class IcebergCatalog:
+    store: IcebergStore
+    locks: TableLocks
+
+
+ICEBERG: web.AppKey[IcebergCatalog] = web.AppKey("emulator_iceberg", IcebergCatalog)
+
+
+def _not_found() -> ApiError:
+    return ApiError(404, "NoSuchTableException", "Table does not exist")
+
+
+def _already_exists() -> ApiError:
+    return ApiError(409, "AlreadyExistsException", "Table already exists")
+
+
+def _validate_name(name: str) -> None:
+    if name == "":
+        raise ApiError(400, "InvalidName", "Table name must not be empty")
+
+
+def _as_tabular(table_id: str, ns: Namespace, name: str, location: str) -> GenericTable:
+    """The vendor and purge take a tabular record; they read only its id and location."""
+    return GenericTable(
+        id=table_id, warehouse_id=ns.warehouse_id, namespace_id=ns.id, name=name,
+        format="iceberg", base_location=location, doc=None, properties={}, schema=None,
+        statistics=None, protected=False, protected_updated_at_us=None, created_at_us=0,
+        deleted_at_us=None, expiration_at_us=None,
+    )  # fmt: skip
+
+
+def _pct(value: str) -> str:
+    """Lakekeeper percent-encodes every non-alphanumeric character of the path parts."""
+    return "".join(c if c.isascii() and c.isalnum() else quote(c, safe="") for c in value)
+
+
+def _refresh_endpoint(request: web.Request, wh: Warehouse, ns: Namespace, name: str) -> str:
+    base = f"{request.scheme}://{request.host}"
+    ns_seg = _pct(NAMESPACE_SEPARATOR.join(ns.parts))
+    return f"{base}/catalog/v1/{wh.id}/namespaces/{ns_seg}/tables/{_pct(name)}/credentials"
+
+
+def _storage_credentials(
+    request: web.Request, wh: Warehouse, ns: Namespace, name: str, location: str,
+    cred: TemporaryCredential,
+) -> list[dict[str, Any]]:  # fmt: skip
+    config = credential_config(wh.storage_profile, cred)
+    config["client.refresh-credentials-endpoint"] = _refresh_endpoint(request, wh, ns, name)
+    return [{"prefix": location, "config": config}]
+
+
+async def _vend(
+    request: web.Request, wh: Warehouse, ns: Namespace, table_id: str, name: str, location: str,
+    permission: Permission,
+) -> TemporaryCredential:  # fmt: skip
+    tabular = _as_tabular(table_id, ns, name, location)
+    return await state_of(request).vendor.vend(wh, tabular, permission)
+
+
+def _io_props(wh: Warehouse, cred: TemporaryCredential) -> dict[str, str]:
+    return credential_config(wh.storage_profile, cred)
+
+
+async def _table_response(
+    request: web.Request, wh: Warehouse, ns: Namespace, table: IcebergTable, *, vend: bool
+) -> dict[str, Any]:
+    """`LoadTableResult`: metadata plus `config`/`storage-credentials` when vending."""
+    profile = wh.storage_profile
+    out: dict[str, Any] = {
+        "metadata-location": table.metadata_location,
+        "metadata": metadata_dict(parse_metadata(table.metadata_json)),
+    }
+    if vend and profile.get("sts-enabled"):
+        cred = await _vend(
+            request, wh, ns, table.id, table.name, table.location, permission_of(request)
+        )
+        out["config"] = load_config(profile, cred)
+        out["storage-credentials"] = _storage_credentials(
+            request, wh, ns, table.name, table.location, cred
+        )
+    else:
+        out["config"] = load_config(profile, None)
+    return out
+
+
+def catalog_of(request: web.Request) -> IcebergCatalog:
+    return request.app[ICEBERG]
+
+
+def _table_from_path(request: web.Request) -> tuple[Warehouse, Namespace, IcebergTable]:
+    wh = warehouse_from_prefix(request)
+    ns = namespace_from_path(request, wh)
+    name = request.match_info["table"].replace("+", " ")
+    table = catalog_of(request).store.get(ns, name)
+    if table is None:
+        raise _not_found()
+    return wh, ns, table
+
+
+def _location(wh: Warehouse, table_id: str, requested: str | None) -> str:
+    base = wh.base_location
+    if requested is None or requested.strip() == "":
+        return f"{base}/{table_id}"
+    location = requested.strip().rstrip("/")
+    if not location.startswith(base + "/"):
+        raise ApiError(
+            400, "InvalidLocation", "Table location is not inside the warehouse location"
+        )
+    return location
+
+
+async def list_tables(request: web.Request) -> web.Response:
+    wh = warehouse_from_prefix(request)
+    ns = namespace_from_path(request, wh)
+    size = clamp_page_size(query_page_size(request))
+    token = request.query.get("pageToken")
+    after = decode_token(token) if token else None
+    rows = catalog_of(request).store.list(ns, after, size)
+    out: dict[str, Any] = {"identifiers": [{"namespace": ns.parts, "name": t.name} for t in rows]}
+    if rows:
+        out["next-page-token"] = encode_token(Cursor(rows[-1].created_at_us, rows[-1].id))
+    return web.json_response(out)
+
+
+async def create_table(request: web.Request) -> web.Response:
+    st = state_of(request)
+    cat = catalog_of(request)
+    wh = warehouse_from_prefix(request)
+    ns = namespace_from_path(request, wh)
+    body = await read_json(request, CreateIcebergTable)
+    _validate_name(body.name)
+    if cat.store.get(ns, body.name) is not None or st.store.get_table(ns, body.name) is not None:
+        raise _already_exists()
+    table_id = str(uuid7())
+    location = _location(wh, table_id, body.location)
+    if cat.store.location_taken(wh.id, location) or st.store.location_taken(wh.id, location):
+        raise ApiError(409, "LocationAlreadyTaken", "Location is already taken by another table")
+    try:
+        metadata = create_metadata(body, location, table_id)
+    except ValueError as exc:
+        raise ApiError(400, "BadRequestException", f"Invalid table metadata: {exc}") from exc
+    cred = None
+    if wh.storage_profile.get("sts-enabled"):
+        cred = await _vend(
+            request, wh, ns, table_id, body.name, location, Permission.READ_WRITE_DELETE
+        )
+    out: dict[str, Any] = {"metadata": metadata_dict(metadata)}
+    if not body.stage_create:
+        if cred is None:
+            raise ApiError(400, "Misconfiguration", "Writing metadata needs an STS warehouse")
+        metadata_location = metadata_file_location(metadata, 0)
+        await write_metadata(metadata, metadata_location, _io_props(wh, cred))
+        try:
+            cat.store.create(
+                table_id=table_id, ns=ns, name=body.name, location=location,
+                metadata_location=metadata_location, metadata_json=dump_metadata(metadata),
+            )  # fmt: skip
+        except ConflictError as exc:
+            raise _already_exists() from exc
+        out["metadata-location"] = metadata_location
+    profile = wh.storage_profile
+    if cred is not None and not client_managed(request):
+        user_cred = cred
+        if permission_of(request) is not Permission.READ_WRITE_DELETE:
+            user_cred = await _vend(
+                request, wh, ns, table_id, body.name, location, permission_of(request)
+            )
+        out["config"] = load_config(profile, user_cred)
+        out["storage-credentials"] = _storage_credentials(
+            request, wh, ns, body.name, location, user_cred
+        )
+    else:
+        out["config"] = load_config(profile, None)
+    return web.json_response(out)
+
+
+async def load_table(request: web.Request) -> web.Response:
+    wh, ns, table = _table_from_path(request)
+    vend = not client_managed(request)
+    out = await _table_response(request, wh, ns, table, vend=vend)
+    if "storage-credentials" in out:
+        state_of(request).stats.incr("load_table_vended")
+    return web.json_response(out)
+
+
+async def table_exists(request: web.Request) -> web.Response:
+    _table_from_path(request)
+    return web.Response(status=204)
+
+
+async def commit_table(request: web.Request) -> web.Response:
+    cat = catalog_of(request)
+    wh = warehouse_from_prefix(request)
+    ns = namespace_from_path(request, wh)
+    name = request.match_info["table"].replace("+", " ")
+    body = await read_json(request, CommitIcebergTable)
+    existing = cat.store.get(ns, name)
+    creating = any(isinstance(r, AssertCreate) for r in body.requirements)
+    if existing is None and not creating:
+        raise _not_found()
+    lock_key = existing.id if existing is not None else f"create:{ns.id}:{name.casefold()}"
+    async with cat.locks.hold(lock_key):
+        current = cat.store.get(ns, name)
+        base = parse_metadata(current.metadata_json) if current is not None else None
+        base_location = current.metadata_location if current is not None else None
+        try:
+            metadata, new_location = apply_commit(base, base_location, body)
+        except CommitFailedException as exc:
+            raise ApiError(409, "CommitFailedException", f"Commit failed: {exc}") from exc
+        except ValueError as exc:
+            raise ApiError(400, "BadRequestException", f"Invalid update: {exc}") from exc
+        table_id = current.id if current is not None else str(metadata.table_uuid)
+        if current is None and not metadata.location:
+            raise ApiError(400, "BadRequestException", "A created table needs a location")
+        location = current.location if current is not None else metadata.location
+        cred = await _vend(request, wh, ns, table_id, name, location, Permission.READ_WRITE_DELETE)
+        await write_metadata(metadata, new_location, _io_props(wh, cred))
+        raw = dump_metadata(metadata)
+        if current is None:
+            try:
+                cat.store.create(
+                    table_id=table_id, ns=ns, name=name, location=location,
+                    metadata_location=new_location, metadata_json=raw,
+                )  # fmt: skip
+            except ConflictError as exc:
+                raise ApiError(
+                    409, "CommitFailedException", "Table was created concurrently"
+                ) from exc
+        elif not cat.store.swap_metadata(current.id, current.metadata_location, new_location, raw):
+            raise ApiError(409, "CommitFailedException", "Table metadata changed concurrently")
+    return web.json_response(
+        {"metadata-location": new_location, "metadata": metadata_dict(metadata)}
+    )
+
+
+async def drop_table(request: web.Request) -> web.Response:
+    wh, ns, table = _table_from_path(request)
+    purge = query_bool(request, "purgeRequested", False)
+    catalog_of(request).store.delete(table.id)
+    if purge:
+        schedule_purge(request.app, wh, _as_tabular(table.id, ns, table.name, table.location))
+    return web.Response(status=204)
+
+
+async def rename_table(request: web.Request) -> web.Response:
+    st = state_of(request)
+    cat = catalog_of(request)
+    wh = warehouse_from_prefix(request)
+    body = await read_json(request, RenameIcebergTable)
+    src, dst = body.source, body.destination
+    for ident in (src, dst):
+        validate_namespace(list(ident.namespace.root))
+        _validate_name(ident.name)
+    src_ns = namespace_from_body(request, wh, list(src.namespace.root))
+    table = cat.store.get(src_ns, src.name)
+    if table is None:
+        raise _not_found()
+    dst_ns = namespace_from_body(request, wh, list(dst.namespace.root))
+    if src_ns.id == dst_ns.id and src.name == dst.name:
+        return web.Response(status=204)
+    other = cat.store.get(dst_ns, dst.name)
+    if (other is not None and other.id != table.id) or st.store.get_table(dst_ns, dst.name):
+        raise _already_exists()
+    try:
+        cat.store.rename(table.id, dst_ns, dst.name)
+    except ConflictError as exc:
+        raise _already_exists() from exc
+    return web.Response(status=204)
+
+
+async def load_table_credentials(request: web.Request) -> web.Response:
+    wh, ns, table = _table_from_path(request)
+    if not wh.storage_profile.get("sts-enabled"):
+        return web.json_response({"storage-credentials": []})
+    cred = await _vend(
+        request, wh, ns, table.id, table.name, table.location, permission_of(request)
+    )
+    creds = _storage_credentials(request, wh, ns, table.name, table.location, cred)
+    return web.json_response({"storage-credentials": creds})
+
+
+async def _close(app: web.Application) -> None:
+    app[ICEBERG].store.close()
+
+
+def setup(app: web.Application, db_path: str) -> None:
+    """Register the Iceberg table routes and their store on the emulator app."""
+    app[ICEBERG] = IcebergCatalog(store=IcebergStore(db_path), locks=TableLocks())
+    t = TABLES + "/{table}"
+    app.router.add_get(TABLES, list_tables, name="list_tables", allow_head=False)
+    app.router.add_post(TABLES, create_table, name="create_table")
+    app.router.add_get(t, load_table, name="load_table", allow_head=False)
+    app.router.add_head(t, table_exists, name="table_exists")
+    app.router.add_post(t, commit_table, name="commit_table")
+    app.router.add_delete(t, drop_table, name="drop_table")
+    app.router.add_get(
+        t + "/credentials", load_table_credentials, name="load_table_credentials", allow_head=False
+    )
+    app.router.add_post(RENAME, rename_table, name="rename_table")
+    app.on_cleanup.append(_close)
