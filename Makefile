@@ -11,18 +11,28 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export NO_PROXY := localhost,127.0.0.1
 export no_proxy := localhost,127.0.0.1
 
-.PHONY: venv prometheus-bin demo long-job test test-unit test-integration bench harden soak proto proto-check lint clean devstack-up devstack-down client-min-deps
+.PHONY: venv prometheus-bin demo long-job test test-unit test-integration bench harden soak proto proto-check lint clean devstack-up devstack-down client-min-deps lock
 
 venv: $(STAMP)
 
-$(STAMP): requirements/dev.txt pyproject.toml clients/python/pyproject.toml devstack/pyproject.toml $(IDP_DIR)/package-lock.json
+$(STAMP): requirements/dev.lock pyproject.toml clients/python/pyproject.toml devstack/pyproject.toml $(IDP_DIR)/package-lock.json
 	test -x $(PY) || $(PY_BOOT) -m venv $(VENV)
 	$(PY) -m pip install -q -U pip
-	$(PY) -m pip install -q -r requirements/dev.txt
+	$(PY) -m pip install -q --require-hashes -r requirements/dev.lock
 	$(PY) -m pip install -q --no-deps -e clients/python -e . -e devstack
 	$(PY) -m pip check
 	cd $(IDP_DIR) && npm ci --no-audit --no-fund --loglevel=error
 	touch $(STAMP)
+
+# requirements/*.lock: every transitive package pinned with hashes (pip-compile from pip-tools,
+# in its own cached tool venv .venv-lock), from requirements/dev.txt (tests, `make venv`) and
+# requirements/daemon.in (the daemon image). Run after editing either input.
+LOCK_TOOLS := .venv-lock/bin/pip-compile
+PIP_COMPILE := $(LOCK_TOOLS) -q --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url --no-emit-find-links
+lock:
+	test -x $(LOCK_TOOLS) || { $(PY_BOOT) -m venv .venv-lock && .venv-lock/bin/pip install -q pip==26.3 pip-tools==7.6.2; }
+	timeout 1200 $(PIP_COMPILE) -o requirements/dev.lock requirements/dev.txt
+	timeout 600 $(PIP_COMPILE) -o requirements/daemon.lock requirements/daemon.in
 
 # Prometheus + promtool from Debian's `prometheus` package, for tests/deploy (rule checks and the
 # scrape integration test). Skipped when promtool is already on PATH.
@@ -83,4 +93,4 @@ devstack-down: venv
 
 clean:
 	-$(PY) -m devstack down 2>/dev/null
-	rm -rf $(VENV) .venv-min .devstack $(IDP_DIR)/node_modules
+	rm -rf $(VENV) .venv-min .venv-lock .devstack $(IDP_DIR)/node_modules

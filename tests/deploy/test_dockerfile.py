@@ -138,7 +138,7 @@ def test_docker_ignore_keeps_local_state_out() -> None:
         assert ignore.excluded(path), path
     for path in (
         "gateway/__init__.py",
-        "requirements/dev.txt",
+        "requirements/daemon.lock",
         "pyproject.toml",
         "clients/python/src/lakegate_client/__init__.py",
     ):
@@ -166,35 +166,38 @@ def test_every_copy_source_exists_and_reaches_the_build_context(stages: list[Sta
                 assert sent, f"COPY {src}: everything excluded by .dockerignore"
 
 
-def _install_step(stage: Stage) -> tuple[str, list[str]]:
-    """(constraints command, pip install argv) of the build stage's install RUN."""
+def _install_steps(stage: Stage) -> tuple[list[str], list[str]]:
+    """(lock install argv, local distributions install argv) of the build stage's install RUN."""
     (run,) = [r for r in stage.of("RUN") if "pip install" in r.args]
-    commands = [c.strip() for c in run.args.split("&&")]
-    (constraints,) = [c for c in commands if c.startswith("sed ")]
-    (install,) = [c for c in commands if "pip install" in c]
-    return constraints, shlex.split(install)
+    commands = [shlex.split(c.strip()) for c in run.args.split("&&") if "pip install" in c]
+    (lock,) = [c for c in commands if "--require-hashes" in c]
+    (local,) = [c for c in commands if "--no-deps" in c]
+    return lock, local
 
 
-def test_image_installs_the_two_distributions_with_the_tested_pins(stages: list[Stage]) -> None:
-    constraints, argv = _install_step(stages[0])
-    assert "requirements/dev.txt" in constraints
-    targets = [a for a in argv[argv.index("install") + 1 :] if not a.startswith("-")]
-    targets.remove(argv[argv.index("-c") + 1])
-    assert targets == ["./clients/python", "."]
-    # The Makefile's venv target installs the same pins and the same two distributions.
+def _targets(argv: list[str]) -> list[str]:
+    return [a for a in argv[argv.index("install") + 1 :] if not a.startswith("-")]
+
+
+def test_image_installs_the_hashed_lock_then_the_two_distributions(stages: list[Stage]) -> None:
+    lock, local = _install_steps(stages[0])
+    assert lock[lock.index("-r") + 1] == "requirements/daemon.lock"
+    assert _targets(local) == ["./clients/python", "."]
+    assert "--no-build-isolation" in local  # the build backend comes from the lock as well
+    # The Makefile's venv target installs the test lock the same way, and the same distributions.
     makefile = (REPO_ROOT / "Makefile").read_text(encoding="utf-8")
-    assert "pip install -q -r requirements/dev.txt" in makefile
+    assert "pip install -q --require-hashes -r requirements/dev.lock" in makefile
     assert re.search(r"pip install -q --no-deps -e clients/python -e \.", makefile)
 
 
 @pytest.mark.slow
-def test_image_install_step_resolves_offline_to_the_installed_pins(
+def test_image_install_steps_resolve_offline_to_the_installed_pins(
     stages: list[Stage], tmp_path: Path
 ) -> None:
-    """Replay the build stage in a staged context: its sed, then its pip install as a dry run.
+    """Replay the build stage's installs in a staged context as offline dry runs.
 
-    `--no-index` keeps it offline: every dependency must already be satisfied here at the pinned
-    version, so a constraint or a pyproject dependency that disagrees with the pins fails.
+    `--no-index` keeps it offline: every locked package must already be installed here at the
+    locked version, and the two distributions must then install without anything else.
     """
     ignore = DockerIgnore(DOCKERIGNORE.read_text(encoding="utf-8"))
     context = tmp_path / "context"
@@ -208,40 +211,23 @@ def test_image_install_step_resolves_offline_to_the_installed_pins(
                     if not ignore.excluded(rel):
                         (context / rel).parent.mkdir(parents=True, exist_ok=True)
                         shutil.copy2(f, context / rel)
-    constraints_cmd, argv = _install_step(stages[0])
-    constraints_file = tmp_path / "constraints.txt"
-    image_path = "/tmp/constraints.txt"  # noqa: S108 (the path inside the image's build stage)
-    subprocess.run(
-        ["bash", "-c", constraints_cmd.replace(image_path, str(constraints_file))],
-        cwd=context,
-        check=True,
-        timeout=30,
-    )
-    args = argv[argv.index("install") + 1 :]
-    args[args.index("-c") + 1] = str(constraints_file)
-    report = tmp_path / "report.json"
-    done = subprocess.run(
-        [
-            str(VENV_PYTHON),
-            "-m",
-            "pip",
-            "install",
-            "--dry-run",
-            "--no-index",
-            "--no-build-isolation",
-            "--quiet",
-            "--report",
-            str(report),
-            *args,
-        ],
-        cwd=context,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    installed = {item["metadata"]["name"] for item in json.loads(report.read_text())["install"]}
-    assert installed == {"lakegate", "lakegate-client"}
+    installed: dict[str, set[str]] = {}
+    for step, argv in zip(("lock", "local"), _install_steps(stages[0]), strict=True):
+        report = tmp_path / f"{step}.json"
+        args = [a for a in argv[argv.index("install") + 1 :] if a != "--no-cache-dir"]
+        done = subprocess.run(
+            [
+                str(VENV_PYTHON), "-m", "pip", "install", "--dry-run", "--no-index",
+                "--no-build-isolation", "--quiet", "--report", str(report), *args,
+            ],
+            cwd=context,
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        installed[step] = {i["metadata"]["name"] for i in json.loads(report.read_text())["install"]}
+    assert installed == {"lock": set(), "local": {"lakegate", "lakegate-client"}}
 
 
 def test_pyproject_python_requirement_matches_the_image(stages: list[Stage]) -> None:
