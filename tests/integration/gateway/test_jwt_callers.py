@@ -41,7 +41,8 @@ def test_jwt_callers_are_verified_and_named_by_claim(
     ) as c:
         who = c.get("/management/v1/whoami", headers={"Authorization": f"Bearer {alice}"})
         assert who.status_code == 200, who.text
-        assert who.json()["id"] == "alice"
+        assert who.json()["id"] == "oidc~alice"  # Lakekeeper's id form
+        assert who.json()["name"] == "alice"
         path = f"/v1/warehouses/demo/namespaces/{info['namespace']}/tables/nope/credentials"
         # alice passes auth and policy (then the table does not exist); bob has no grant
         assert c.get(path, headers={"Authorization": f"Bearer {alice}"}).status_code == 404

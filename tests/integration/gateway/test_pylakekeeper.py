@@ -74,7 +74,7 @@ def test_duplicate_create_is_conflict_and_whoami_is_local(lk: Client, info: dict
     lk.generic_tables.create(info["namespace"], name, format="lance")
     with pytest.raises(ConflictError):
         lk.generic_tables.create(info["namespace"], name, format="lance")
-    assert lk.whoami()["id"] == "anonymous"
+    assert lk.whoami()["id"] == "oidc~anonymous"  # Lakekeeper's id form, the local caller
 
 
 def test_warehouse_uuid_prefix_works_too(info: dict[str, Any]) -> None:
