@@ -147,7 +147,7 @@ class ListenSettings(_Section):
 
 
 class CacheSettings(_Section):
-    """The credential cache windows and bounds (DESIGN §3.1)."""
+    """The credential cache windows and bounds (docs/contracts.md §3)."""
 
     min_remaining_s: float = Field(default=300.0, ge=0)
     refresh_lead_s: float = Field(default=900.0, gt=0)
@@ -168,7 +168,7 @@ class CallerMode(StrEnum):
 
 
 class CallerSettings(_Section):
-    """Who may ask (DESIGN §3.4)."""
+    """Who may ask (deploy/README.md, "Security model")."""
 
     mode: CallerMode = CallerMode.NONE
     tokens_file: Path | None = None

@@ -1,6 +1,7 @@
 """Identifier rules of Lakekeeper: namespace path decoding, name and format validation, case keys.
 
-Sources (lakekeeper-api.md §1.3, §1.4, §2.1): namespace levels are one path segment joined by
+Sources (Lakekeeper's REST catalog and generic-table OpenAPI specs, docs/docs/api/ in
+https://github.com/lakekeeper/lakekeeper): namespace levels are one path segment joined by
 0x1F (`%1F`), every `+` in a level becomes a space, depth <= 5, no empty level, no `.` in a
 level, no `+` at creation, reserved top-level names; names compare case-insensitively but keep
 their case.

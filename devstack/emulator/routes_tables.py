@@ -1,4 +1,5 @@
-"""The Generic Table API (`/lakekeeper/v1/{prefix}/...`), lakekeeper-api.md §2."""
+"""The Generic Table API (`/lakekeeper/v1/{prefix}/...`; upstream spec:
+docs/docs/api/generic-table-open-api.yaml in https://github.com/lakekeeper/lakekeeper)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,8 @@
 - AssumeRole with `RoleSessionName=lakekeeper-sts`, `DurationSeconds` from the storage profile
   (at least 900, STS's minimum), `RoleArn` from `sts-role-arn`/`assume-role-arn`, and the inline
   session policy of `policy.py` scoped to the table location.
-- STC cache (lakekeeper-api.md §3.5): key = (location, permission, warehouse, table, hash of
+- STC cache (as Lakekeeper's short-term-credential cache behaves): key = (location,
+  permission, warehouse, table, hash of
   profile and credential, advertised validity); an entry is reused for min(validity / 2, 1 h),
   measured from the configured validity; concurrent misses share one STS call; errors are not
   cached. Callers therefore see 50-100 % of the lifetime left, as with the real server.

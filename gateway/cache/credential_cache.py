@@ -61,7 +61,7 @@ class _Entry:
 
 
 class CredentialCache:
-    """The credential cache of DESIGN §3.1.
+    """The credential cache (its windows and bounds: docs/contracts.md §3, `CACHE__*`).
 
     Args:
         fetcher: the upstream call, `(key, ctx) -> CredentialSet`.

@@ -1,4 +1,4 @@
-"""The AWS container-credentials endpoint, one URL per table (DESIGN §3.3.3).
+"""The AWS container-credentials endpoint, one URL per table (docs/contracts.md §4).
 
 Unmodified AWS SDKs (botocore, pyarrow's C++ SDK) read `AWS_CONTAINER_CREDENTIALS_FULL_URI` and
 send `AWS_CONTAINER_AUTHORIZATION_TOKEN` as the raw Authorization header, then refresh by

@@ -1,7 +1,8 @@
 """The Lakekeeper-compatible REST surface: same paths, bodies and envelopes as Lakekeeper.
 
 So pylakekeeper 0.4.0, curl scripts and other clients work unchanged with `base_url=<gateway>`
-(reference pylakekeeper.md §12): raw-path segment decoding, `%1F` namespaces, kebab-case JSON with
+(tests/integration/gateway/test_pylakekeeper.py; the routes: docs/contracts.md §5): raw-path
+segment decoding, `%1F` namespaces, kebab-case JSON with
 string-only config values and never-null `protected`/`properties`, pagination tokens passed
 through, 404/409 statuses, the error envelope, `{prefix}` = warehouse UUID or name.
 
@@ -63,6 +64,14 @@ SERVED_ICEBERG_ENDPOINTS = frozenset({
     "POST /v1/{prefix}/namespaces",
     "GET /v1/{prefix}/namespaces/{namespace}",
     "HEAD /v1/{prefix}/namespaces/{namespace}",
+    # the Iceberg table routes (http_iceberg.py)
+    "GET /v1/{prefix}/namespaces/{namespace}/tables",
+    "POST /v1/{prefix}/namespaces/{namespace}/tables",
+    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+    "HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+    "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+    "POST /v1/{prefix}/tables/rename",
     "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials",
 })
 
@@ -146,7 +155,6 @@ class LakekeeperApi(HttpApi):
             lk("GET", _NS, self.forward_namespaces),
             lk("POST", _NS, self.forward_namespaces),
             lk("GET", (*_NS, "{ns}"), self.forward_namespaces),
-            lk("GET", (*_NS, "{ns}", "tables", "{table}", "credentials"), self.forward_namespaces),
             lk("GET", ("management", "v1", "whoami"), self.whoami),
             lk("GET", ("management", "v1", "warehouse", "{wh}"), self.warehouse),
         ]

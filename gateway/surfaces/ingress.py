@@ -36,7 +36,9 @@ def forgeable(message: str) -> PermissionDeniedError:
 
 
 def check_not_forged(headers: Mapping[str, str], *, require_marker: bool) -> None:
-    """Refuse what a browser or an SSRF could send (DESIGN §3.4, Vault's X-Vault-Request).
+    """Refuse what a browser or an SSRF could send (like Vault's X-Vault-Request).
+
+    Why: deploy/README.md, "Security model".
 
     Args:
         headers: the request headers (case-insensitive mapping).

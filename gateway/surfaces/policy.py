@@ -1,7 +1,8 @@
 """Caller policy: which warehouses, namespaces and tables each caller may use, read or write.
 
 The gateway's upstream identity is shared by every caller, so this check is what keeps one
-tenant's pods from obtaining another tenant's credentials (DESIGN §3.4). It runs before the cache
+tenant's pods from obtaining another tenant's credentials (deploy/README.md, "Security
+model"). It runs before the cache
 is consulted. Patterns are fnmatch globs matched case-insensitively (Lakekeeper names are
 case-insensitive); the warehouse pattern matches the warehouse name OR its UUID; the namespace
 pattern matches the levels joined with ".".

@@ -1,4 +1,4 @@
-"""TokenSource: the gateway's ONE upstream session token (DESIGN §3.2).
+"""TokenSource: the gateway's ONE upstream session token (docs/contracts.md §3).
 
 Kinds: none, static, file (re-read when it rotates, like a Kubernetes projected token) and
 OAuth2 client credentials (`client_secret_basic` / `client_secret_post`, `scope`,

@@ -1,4 +1,4 @@
-"""pylakekeeper 0.4.0, unmodified, with base_url = the gateway (reference pylakekeeper.md §12)."""
+"""pylakekeeper 0.4.0, unmodified, with base_url = the gateway (routes: docs/contracts.md §5)."""
 
 from __future__ import annotations
 

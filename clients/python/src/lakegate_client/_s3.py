@@ -1,7 +1,7 @@
 """S3: Iceberg-style vended keys → the option names each engine wants.
 
-Key names follow ``reference/engine-options.md`` §3 (checked against each library's source and a
-real S3 server). Three things every shape must get right for a non-AWS endpoint:
+Key names are each library's own (checked against each library's source and a real S3
+server). Three things every shape must get right for a non-AWS endpoint:
 
 * the plain-HTTP switch (Lance ``allow_http``, deltalake ``AWS_ALLOW_HTTP``, pyarrow
   ``scheme="http"``, s3fs/boto3 by the URL scheme, S3A ``connection.ssl.enabled=false``);
