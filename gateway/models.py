@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal
 
 from gateway.names import NAMESPACE_SEPARATOR as NAMESPACE_SEPARATOR
 from gateway.names import check_name, check_namespace, check_warehouse
@@ -54,6 +54,9 @@ def redacted_config(config: Mapping[str, str]) -> dict[str, str]:
     return {k: ("***" if is_secret_config_key(k) else v) for k, v in config.items()}
 
 
+TableKind = Literal["generic", "iceberg"]
+
+
 class AccessMode(StrEnum):
     """The permission a caller asks for; read credentials are never upgraded to write."""
 
@@ -84,6 +87,9 @@ class TableRef:
     warehouse: str
     namespace: tuple[str, ...]
     name: str
+    # "generic" (Lakekeeper's generic-table API) or "iceberg" (the Iceberg REST tables): the
+    # catalog serves their credentials on different paths, so it is part of the cache key.
+    kind: TableKind = "generic"
 
     def __post_init__(self) -> None:
         check_warehouse(self.warehouse)
@@ -275,7 +281,7 @@ def normalize_delegation(header: str | None) -> str:
 
 @dataclass(frozen=True)
 class CacheKey:
-    """The credential cache key (DESIGN §3.1): names case-folded, as Lakekeeper matches them.
+    """The credential cache key: names case-folded, as Lakekeeper matches them.
 
     `namespace_as_given`/`table_as_given` keep the first caller's spelling for the upstream
     call; they take no part in equality or hashing.
@@ -287,6 +293,7 @@ class CacheKey:
     table: str
     access: AccessMode
     delegation: str = "vended"
+    kind: TableKind = "generic"
     namespace_as_given: tuple[str, ...] = field(default=(), compare=False, hash=False)
     table_as_given: str = field(default="", compare=False, hash=False)
 
@@ -300,6 +307,7 @@ class CacheKey:
         table: str,
         access: AccessMode,
         delegation: str | None = None,
+        kind: TableKind = "generic",
     ) -> CacheKey:
         return cls(
             project=project or "",
@@ -308,6 +316,7 @@ class CacheKey:
             table=table.casefold(),
             access=access,
             delegation=normalize_delegation(delegation),
+            kind=kind,
             namespace_as_given=tuple(namespace),
             table_as_given=table,
         )

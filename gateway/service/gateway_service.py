@@ -74,7 +74,7 @@ def _credential_for(location: str, creds: CredentialSet) -> StorageCredential | 
 
 
 class GatewayService:
-    """The operations of DESIGN §3.3, shared by the HTTP and gRPC surfaces.
+    """The operations of docs/contracts.md §4 and §5, shared by the HTTP and gRPC surfaces.
 
     Args:
         catalog: the upstream Lakekeeper client.
@@ -180,7 +180,7 @@ class GatewayService:
              ctx: RequestContext) -> CacheKey:
         return CacheKey.of(
             project=self._project(ctx), warehouse_id=wh.id, namespace=ref.namespace,
-            table=ref.name, access=access, delegation=ctx.delegation,
+            table=ref.name, access=access, delegation=ctx.delegation, kind=ref.kind,
         )
 
     # ------------------------------------------------------------------ credentials

@@ -1,7 +1,8 @@
 """The HTTP surface assembled: every route module behind the one pipeline, hosted two ways.
 
-This module only composes: the route modules (http_native, http_lakekeeper, http_aws, http_ops)
-know nothing of it, and the pipeline (http_pipeline.py) knows nothing of the route modules.
+This module only composes: the route modules (http_native, http_lakekeeper, http_iceberg,
+http_aws, http_ops) know nothing of it, and the pipeline (http_pipeline.py) knows nothing of the
+route modules.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 from aiohttp import web
 
 from gateway.surfaces.http_aws import AwsApi
+from gateway.surfaces.http_iceberg import IcebergApi
 from gateway.surfaces.http_lakekeeper import LakekeeperApi
 from gateway.surfaces.http_native import NativeApi
 from gateway.surfaces.http_ops import OpsApi
@@ -31,7 +33,8 @@ ROUTER_KEY: web.AppKey[SegmentRouter] = web.AppKey("lakegate_router", SegmentRou
 def build_router(deps: HttpDeps) -> SegmentRouter:
     """All HTTP routes of the daemon, with the 404 fences of the Lakekeeper mounts."""
     router = SegmentRouter()
-    for api in (OpsApi(deps), NativeApi(deps), AwsApi(deps), LakekeeperApi(deps)):
+    for api in (OpsApi(deps), NativeApi(deps), AwsApi(deps), LakekeeperApi(deps),
+                IcebergApi(deps)):
         router.add(api.routes())
     for mount in ("lakekeeper", "catalog", "management"):
         router.fence((mount,), "RouteNotAllowed", lakekeeper=True)

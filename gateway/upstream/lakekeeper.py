@@ -338,6 +338,9 @@ class CatalogClient:
         table = key.table_as_given or key.table
         path = (f"/lakekeeper/v1/{_seg(key.warehouse_id)}/namespaces/{ns_segment(ns)}"
                 f"/generic-tables/{_seg(table)}/credentials")
+        if key.kind == "iceberg":  # Iceberg REST `loadCredentials`, same answer shape
+            path = (f"/catalog/v1/{_seg(key.warehouse_id)}/namespaces/{ns_segment(ns)}"
+                    f"/tables/{_seg(table)}/credentials")
         headers = {"X-Iceberg-Access-Delegation":
                    "vended-credentials" if key.delegation == "vended" else key.delegation}
         role = (self._settings.write_role_id if key.access is AccessMode.WRITE

@@ -1,0 +1,276 @@
+"""The Iceberg REST table routes (`/catalog/v1/{prefix}/...`): the gateway is pyiceberg's catalog.
+
+What is forwarded and what is cached:
+- Table metadata is never cached. Load, exists, list, create, commit, drop and rename go to the
+  catalog every time, so a scan right after a commit (through any gateway) sees that commit.
+- A load is forwarded with `client-managed` delegation (the catalog vends nothing for it) and
+  the caller's credentials are merged in from the credential cache, the same cache as generic
+  tables (single-flight, refresh-ahead, serve floor; key kind "iceberg", fetched from the
+  catalog's `GET .../tables/{t}/credentials`). So N concurrent loads of a warm table cost N
+  metadata loads and no credential call.
+- `GET .../tables/{t}/credentials` (Iceberg's credential refresh) is served from the cache.
+- `client.refresh-credentials-endpoint` always names the gateway, never the catalog.
+- Credentials are vended by the caller's policy: write if it may write, else read (the
+  read/write roles of the generic surface). Create and commit need write; a commit that moves
+  the table (`set-location`), a create, drop and rename invalidate the table's cached
+  credentials, which are scoped to the table location. A cached credential whose prefix does
+  not cover the loaded table's location (the table was re-created elsewhere behind the
+  gateway's back) is dropped and fetched again.
+- Create is forwarded with the caller's delegation header (a staged create has no table yet to
+  vend for through the cache), and its refresh endpoints are rewritten to the gateway.
+Bodies are parsed under the same limits as every other JSON body before they are forwarded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+from typing import Any
+from urllib.parse import urlsplit
+
+from aiohttp import web
+
+from gateway.errors import InvalidRequestError
+from gateway.models import AccessMode, CredentialLookup, TableRef
+from gateway.surfaces.http_codec import call_ref, decode_segment, namespace_of, warehouse_of
+from gateway.surfaces.http_lakekeeper import (
+    LakekeeperApi,
+    load_kind,
+    upstream_path,
+    wants_credentials,
+)
+from gateway.surfaces.http_routing import HttpCall, Route
+from gateway.surfaces.lakekeeper_compat import (
+    DELEGATION_HEADER,
+    REFRESH_ENDPOINT_KEY,
+    gateway_refresh_endpoints,
+)
+from gateway.surfaces.render import config_strings, dumps
+
+_NS = ("catalog", "v1", "{wh}", "namespaces", "{ns}")
+_TABLES = (*_NS, "tables")
+_TABLE = (*_TABLES, "{table}")
+_PASS_HEADERS = ("Content-Type", "Retry-After", "ETag")
+_EXPIRY_KEYS = ("s3.session-token-expires-at-ms", "expiration-time",
+                "adls.sas-token-expires-at-ms", "gcs.oauth2.token-expires-at")
+CLIENT_MANAGED = {DELEGATION_HEADER: "client-managed"}
+
+
+def iceberg_ref(call: HttpCall) -> TableRef:
+    """The target's TableRef of kind "iceberg" (memoized on the route match)."""
+    ref = call.match.ref
+    if ref is None or ref.kind != "iceberg":
+        ref = call.match.ref = dataclasses.replace(call_ref(call), kind="iceberg")
+    return ref
+
+
+def _rebased(url: str, base: str) -> str:
+    parts = urlsplit(url)
+    return base + parts.path + (f"?{parts.query}" if parts.query else "")
+
+
+def _base(call: HttpCall) -> str:
+    return f"{call.request.scheme}://{call.request.host}"
+
+
+def storage_credentials(lookup: CredentialLookup, base: str) -> list[dict[str, Any]]:
+    """The cached credentials as Iceberg `storage-credentials`, refresh URL on the gateway."""
+    out = []
+    for cred in lookup.credentials.credentials:
+        config = config_strings(cred.config)
+        if REFRESH_ENDPOINT_KEY in config:
+            config[REFRESH_ENDPOINT_KEY] = _rebased(config[REFRESH_ENDPOINT_KEY], base)
+        out.append({"prefix": cred.prefix, "config": config})
+    return out
+
+
+def load_config(upstream: dict[str, Any], creds: list[dict[str, Any]],
+                location: str) -> dict[str, str]:
+    """Lakekeeper's load `config`: the catalog's storage keys plus the raw credential keys of
+    the credential covering `location` (no expiry keys, no refresh endpoint)."""
+    config = {k: v for k, v in upstream.items() if isinstance(v, str)}
+    best: dict[str, Any] | None = None
+    for cred in creds:
+        prefix = str(cred["prefix"]).rstrip("/")
+        if location.startswith(prefix) and (best is None or len(prefix) > len(best["prefix"])):
+            best = cred
+    if best is not None:
+        for key, value in best["config"].items():
+            if key not in _EXPIRY_KEYS and key != REFRESH_ENDPOINT_KEY:
+                config[key] = value
+    return config
+
+
+def _covers(lookup: CredentialLookup, location: str) -> bool:
+    return any(location.startswith(c.prefix.rstrip("/"))
+               for c in lookup.credentials.credentials)
+
+
+def _moves_table(doc: dict[str, Any]) -> bool:
+    """Whether a commit changes the table location or creates it (credentials are scoped to
+    the location, so they must be fetched again)."""
+    updates = doc.get("updates")
+    requirements = doc.get("requirements")
+    moves = isinstance(updates, list) and any(
+        isinstance(u, dict) and u.get("action") == "set-location" for u in updates)
+    creates = isinstance(requirements, list) and any(
+        isinstance(r, dict) and r.get("type") == "assert-create" for r in requirements)
+    return moves or creates
+
+
+class IcebergApi(LakekeeperApi):
+    """Handlers of the Iceberg table routes (the Lakekeeper-compatible surface's policy)."""
+
+    def routes(self) -> list[Route]:
+        def ice(method: str, pattern: tuple[str, ...], handler: Any,
+                kind: Any = "metadata") -> Route:
+            return Route(method, pattern, handler, "rest", kind)
+
+        return [
+            ice("GET", _TABLES, self.list_iceberg),
+            ice("POST", _TABLES, self.create_iceberg),
+            ice("HEAD", _TABLE, self.forward_table),  # before GET: the router maps HEAD to GET
+            ice("GET", _TABLE, self.load_iceberg, load_kind),
+            ice("POST", _TABLE, self.commit_iceberg),
+            ice("DELETE", _TABLE, self.drop_iceberg),
+            ice("GET", (*_TABLE, "credentials"), self.iceberg_credentials, "credential"),
+            ice("POST", ("catalog", "v1", "{wh}", "tables", "rename"), self.rename_iceberg),
+        ]
+
+    async def _upstream(self, call: HttpCall, body: bytes | None = None,
+                        headers: dict[str, str] | None = None) -> tuple[int, bytes, dict[str, str]]:
+        """Forward the request as is (prefix = the warehouse UUID) with the gateway's token."""
+        request = call.request
+        wh = await self._ops.resolve_warehouse(warehouse_of(call.params), call.ctx)
+        path, query = upstream_path(request, wh.id)
+        upstream = await self._ops.forward(request.method, path, query, body, call.ctx,
+                                           headers=headers)
+        if upstream.status >= 400:
+            call.tally.served("error")
+        out_headers = {k: v for k, v in upstream.headers.items() if k.title() in _PASS_HEADERS}
+        return upstream.status, upstream.body, out_headers
+
+    async def _passthrough(self, call: HttpCall, body: bytes | None = None,
+                           headers: dict[str, str] | None = None) -> web.StreamResponse:
+        status, out, out_headers = await self._upstream(call, body, headers)
+        out = gateway_refresh_endpoints(out, _base(call))
+        return web.Response(status=status, body=out, headers=out_headers)
+
+    async def _json_bytes(self, call: HttpCall) -> tuple[dict[str, Any], bytes]:
+        """The body parsed under the JSON limits (hostile input stops here), and its bytes."""
+        doc = await self._body(call)
+        return doc, await call.request.read()
+
+    # ------------------------------------------------------------------ reads
+    async def list_iceberg(self, call: HttpCall) -> web.StreamResponse:
+        await self._authorize_namespace(call, warehouse_of(call.params), namespace_of(call.params),
+                                        AccessMode.READ)
+        return await self._passthrough(call)
+
+    async def forward_table(self, call: HttpCall) -> web.StreamResponse:
+        await self._authorize(call, iceberg_ref(call), AccessMode.READ)
+        return await self._passthrough(call)
+
+    async def load_iceberg(self, call: HttpCall) -> web.StreamResponse:
+        """Metadata from the catalog (client-managed), credentials from the cache."""
+        ref = iceberg_ref(call)
+        access = await self._vend_access(call, ref)
+        if not wants_credentials(call.request):
+            return await self._passthrough(call, headers=CLIENT_MANAGED)
+        creds_task = asyncio.ensure_future(self._ops.get_credentials(ref, access, call.ctx))
+        try:
+            status, body, headers = await self._upstream(call, headers=CLIENT_MANAGED)
+        except BaseException:
+            creds_task.cancel()
+            raise
+        if status >= 400:
+            creds_task.cancel()
+            return web.Response(status=status, body=body, headers=headers)
+        try:
+            doc = json.loads(body)
+        except ValueError:
+            doc = None
+        if not isinstance(doc, dict) or not isinstance(doc.get("metadata"), dict):
+            creds_task.cancel()
+            return web.Response(status=status, body=body, headers=headers)
+        location = str(doc["metadata"].get("location") or "")
+        lookup = await creds_task
+        if location and not _covers(lookup, location):
+            # Re-created elsewhere behind this gateway's back: the cached credential is stale.
+            self._ops.invalidate(ref)
+            lookup = await self._ops.get_credentials(ref, access, call.ctx)
+        call.tally.served(lookup.outcome, lookup.remaining_s)
+        creds = storage_credentials(lookup, _base(call))
+        upstream_config = doc.get("config")
+        doc["config"] = load_config(upstream_config if isinstance(upstream_config, dict) else {},
+                                    creds, location)
+        if creds:
+            doc["storage-credentials"] = creds
+        return web.Response(status=status, body=dumps(doc), headers=headers)
+
+    async def iceberg_credentials(self, call: HttpCall) -> web.StreamResponse:
+        """Iceberg's credential refresh endpoint, answered from the cache."""
+        ref = iceberg_ref(call)
+        access = await self._vend_access(call, ref)
+        lookup = await self._ops.get_credentials(ref, access, call.ctx)
+        call.tally.served(lookup.outcome, lookup.remaining_s)
+        doc = {"storage-credentials": storage_credentials(lookup, _base(call))}
+        return web.Response(body=dumps(doc), content_type="application/json")
+
+    # ------------------------------------------------------------------ mutations
+    async def create_iceberg(self, call: HttpCall) -> web.StreamResponse:
+        warehouse, namespace = warehouse_of(call.params), namespace_of(call.params)
+        doc, raw = await self._json_bytes(call)
+        name = doc.get("name")
+        if not isinstance(name, str):
+            raise InvalidRequestError("'name' must be a string")
+        ref = TableRef(warehouse, namespace, name, kind="iceberg")
+        await self._authorize(call, ref, AccessMode.WRITE)
+        self._ops.invalidate(ref)
+        try:
+            return await self._passthrough(call, raw)
+        finally:
+            self._ops.invalidate(ref)
+
+    async def commit_iceberg(self, call: HttpCall) -> web.StreamResponse:
+        ref = iceberg_ref(call)
+        await self._authorize(call, ref, AccessMode.WRITE)
+        doc, raw = await self._json_bytes(call)
+        try:
+            return await self._passthrough(call, raw)
+        finally:
+            if _moves_table(doc):
+                self._ops.invalidate(ref)
+
+    async def drop_iceberg(self, call: HttpCall) -> web.StreamResponse:
+        ref = iceberg_ref(call)
+        await self._authorize(call, ref, AccessMode.WRITE)
+        try:
+            return await self._passthrough(call)
+        finally:
+            self._ops.invalidate(ref)
+
+    async def rename_iceberg(self, call: HttpCall) -> web.StreamResponse:
+        warehouse = decode_segment(call.params["wh"], "warehouse")
+        doc, raw = await self._json_bytes(call)
+        refs = [self._ident(warehouse, doc.get(side)) for side in ("source", "destination")]
+        for ref in refs:
+            await self._authorize(call, ref, AccessMode.WRITE)
+        try:
+            return await self._passthrough(call, raw)
+        finally:
+            for ref in refs:
+                self._ops.invalidate(ref)
+
+    @staticmethod
+    def _ident(warehouse: str, value: Any) -> TableRef:
+        """An Iceberg `TableIdentifier` object ({namespace: [...], name}) as a TableRef."""
+        if not isinstance(value, dict):
+            raise InvalidRequestError("'source' and 'destination' must be table identifiers")
+        ns, name = value.get("namespace"), value.get("name")
+        if (not isinstance(ns, list) or not all(isinstance(p, str) for p in ns)
+                or not isinstance(name, str)):
+            raise InvalidRequestError("a table identifier needs 'namespace' (strings) and 'name'")
+        return TableRef(warehouse, tuple(ns), name, kind="iceberg")
+
