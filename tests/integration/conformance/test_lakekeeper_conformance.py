@@ -10,9 +10,11 @@ import uuid
 
 import boto3
 import botocore.config
+import httpx
 import pytest
 from botocore.exceptions import ClientError
 
+from devstack.bootstrap import fetch_token
 from tests.integration.conformance.conftest import Target
 
 pytestmark = pytest.mark.integration
@@ -275,3 +277,29 @@ def test_whoami_id_has_lakekeepers_form(target: Target):
     doc = target.http.get("/management/v1/whoami").json()
     assert doc["id"].startswith("oidc~")
     assert len(doc["id"]) > len("oidc~")
+
+
+# ------------------------------------------------------------------ 11. refresh endpoint key
+def test_iceberg_refresh_endpoint_names_the_server_the_client_called(target: Target):
+    # The Iceberg table is created on the catalog itself; its credentials are then read
+    # through the target, whose own address the refresh URL must carry.
+    c = target.info["idp"]["clients"]["direct"]
+    token = fetch_token(target.info["idp"]["token_url"], c["id"], c["secret"])
+    name = f"ice_{_uid()}"
+    schema = {"type": "struct", "schema-id": 0,
+              "fields": [{"id": 1, "name": "x", "required": False, "type": "long"}]}
+    created = httpx.post(
+        f"{target.info['catalog']['url']}/catalog/v1/{target.wh}/namespaces/{target.ns}/tables",
+        json={"name": name, "schema": schema},
+        headers={"Authorization": f"Bearer {token}"}, timeout=30, trust_env=False)
+    assert created.status_code == 200, created.text
+    resp = target.http.get(
+        f"/catalog/v1/{target.wh}/namespaces/{target.ns}/tables/{name}/credentials")
+    assert resp.status_code == 200, resp.text
+    creds = resp.json()["storage-credentials"]
+    assert creds
+    base = str(target.http.base_url).rstrip("/")
+    for cred in creds:
+        endpoint = cred["config"]["client.refresh-credentials-endpoint"]
+        assert endpoint.startswith(f"{base}/catalog/v1/{target.wh}/namespaces/"), endpoint
+        assert endpoint.endswith(f"/tables/{name}/credentials")
