@@ -181,7 +181,7 @@ async def test_namespace_reads_are_forwarded_with_the_uuid_prefix(
     [
         ("GET", "/management/v1/warehouse"),
         ("POST", "/management/v1/bootstrap"),
-        ("GET", "/catalog/v1/demo/namespaces/demo_ns/tables"),
+        ("GET", "/catalog/v1/demo/namespaces/demo_ns/views"),  # Iceberg tables are served
         ("DELETE", "/catalog/v1/demo/namespaces/demo_ns"),
         ("GET", "/lakekeeper/v1/demo/something-else"),
     ],
