@@ -32,6 +32,7 @@ from gateway import __version__
 from gateway.clock import Clock, SystemClock
 from gateway.logging import Redactor, configure_logging
 from gateway.metrics import Metrics
+from gateway.preflight import startup_problems
 from gateway.server_log import SERVER_LOGGER, MalformedRequestFilter
 from gateway.settings import Settings, SettingsError
 from gateway.surfaces.accounting import Recorder
@@ -379,6 +380,10 @@ def run(argv: list[str]) -> int:
         settings = Settings.load(args.config)
     except SettingsError as exc:
         print(str(exc), file=sys.stderr)
+        return 2
+    problems = startup_problems(settings)  # unusable files: exit 2 before any logging
+    if problems:
+        print("\n".join(problems), file=sys.stderr)
         return 2
     redactor = Redactor(tuple(settings.secret_values()) + tuple(caller_secrets(settings.callers)))
     configure_logging(settings.log.level, settings.log.format, redactor)

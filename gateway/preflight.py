@@ -1,0 +1,58 @@
+"""Start-up file checks: every file a setting names must be readable and well-formed before serve.
+
+Why: a missing tokens or policy file used to surface only inside `App.start()`, after logging had
+started, as exit 1 followed by "lakegate stopped". Checked here first, each problem names the
+setting to fix and `lakegate serve` exits 2 (as for any invalid setting) before logging anything.
+Never echoes file contents (the tokens file holds secrets).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gateway.settings import CallerMode, Settings, env_name
+from gateway.surfaces.callers import CallerConfigError, StaticTokenCallerAuth
+from gateway.surfaces.policy import CallerPolicy, PolicyFileError
+
+
+def _readable(path: Path, setting: str) -> str | None:
+    try:
+        with path.open("rb") as fh:
+            fh.read(1)
+    except OSError as exc:
+        return f"{setting}={path}: cannot read ({type(exc).__name__}: {exc.strerror})"
+    return None
+
+
+def startup_problems(settings: Settings) -> list[str]:
+    """One line per unusable file setting (empty when every named file is usable)."""
+    problems: list[str] = []
+    callers = settings.callers
+    if callers.mode is CallerMode.TOKEN and callers.tokens_file is not None:
+        setting = env_name("callers", "tokens_file")
+        problem = _readable(callers.tokens_file, setting)
+        if problem is None:
+            try:
+                StaticTokenCallerAuth.read_tokens(callers.tokens_file)
+            except CallerConfigError as exc:
+                problem = f"{setting}: {exc}"
+        if problem:
+            problems.append(problem)
+    if callers.policy_file is not None:
+        setting = env_name("callers", "policy_file")
+        problem = _readable(callers.policy_file, setting)
+        if problem is None:
+            try:
+                CallerPolicy.from_file(callers.policy_file)
+            except PolicyFileError as exc:
+                problem = f"{setting}: {exc}"
+        if problem:
+            problems.append(problem)
+    if callers.mode is CallerMode.JWT:
+        for field in ("ca_file", "bearer_token_file"):
+            path = getattr(callers, field)
+            if path is not None:
+                problem = _readable(path, env_name("callers", field))
+                if problem:
+                    problems.append(problem)
+    return problems

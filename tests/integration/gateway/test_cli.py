@@ -1,0 +1,101 @@
+"""`lakegate --version`, `lakegate check` against the real local stack, and start-up exits."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gateway import __version__
+from tests.gateway_process import REPO_ROOT, stack_env
+
+pytestmark = pytest.mark.integration
+
+
+def _lakegate(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("LAKEGATE")}
+    return subprocess.run(
+        [sys.executable, "-m", "gateway", *args], cwd=REPO_ROOT, env=clean | env,
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+
+
+def test_version() -> None:
+    done = _lakegate(["--version"], {})
+    assert done.returncode == 0
+    assert done.stdout.strip() == f"lakegate {__version__}"
+
+
+def test_check_passes_every_step_against_the_local_stack(info: dict[str, Any]) -> None:
+    env = stack_env(info)
+    done = _lakegate(["check", "--warehouse", "demo"], env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert [line.split()[1].rstrip(":") for line in lines] == [
+        "settings", "files", "idp", "catalog", "warehouse",
+    ]
+    assert all(line.startswith("ok ") for line in lines)
+    assert "'demo' resolves to " in lines[-1]
+    assert env["LAKEGATE__TOKEN__CLIENT_SECRET"] not in done.stdout + done.stderr
+
+
+def test_check_fails_at_the_idp_without_printing_the_secret(info: dict[str, Any]) -> None:
+    wrong = "not-the-secret-" + "x" * 20
+    env = stack_env(info) | {"LAKEGATE__TOKEN__CLIENT_SECRET": wrong}
+    done = _lakegate(["check", "--warehouse", "demo"], env)
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[-1].startswith("FAIL idp:"), done.stdout
+    assert not any(line.split()[1].startswith("catalog") for line in lines)
+    assert wrong not in done.stdout + done.stderr
+
+
+def test_check_fails_on_an_unknown_warehouse(info: dict[str, Any]) -> None:
+    done = _lakegate(["check", "--warehouse", "no-such-warehouse"], stack_env(info))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stdout.splitlines()[-1].startswith("FAIL catalog:"), done.stdout
+
+
+_OFFLINE = {
+    "LAKEGATE__UPSTREAM__URL": "http://127.0.0.1:9",
+    "LAKEGATE__TOKEN__KIND": "none",
+}
+
+
+@pytest.mark.parametrize("command", ["serve", "check"])
+def test_missing_tokens_file_exits_2_naming_the_setting(command: str, tmp_path: Path) -> None:
+    env = _OFFLINE | {
+        "LAKEGATE__CALLERS__MODE": "token",
+        "LAKEGATE__CALLERS__TOKENS_FILE": str(tmp_path / "absent.yaml"),
+    }
+    done = _lakegate([command], env)
+    assert done.returncode == 2
+    assert "LAKEGATE__CALLERS__TOKENS_FILE" in done.stdout + done.stderr
+    assert "stopped" not in done.stdout + done.stderr
+
+
+def test_unreadable_policy_file_exits_2_naming_the_setting(tmp_path: Path) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("callers: [not, a, mapping]\n")
+    done = _lakegate(["serve"], _OFFLINE | {"LAKEGATE__CALLERS__POLICY_FILE": str(policy)})
+    assert done.returncode == 2
+    assert "LAKEGATE__CALLERS__POLICY_FILE" in done.stderr
+    assert "stopped" not in done.stdout + done.stderr
+
+
+def test_broken_tokens_file_is_named_without_echoing_its_content(tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens.yaml"
+    secret = "s3cr3t-token-value-0123456789"  # noqa: S105 (a test value)
+    tokens.write_text(f"- {secret}\n")  # a list, not a token -> name mapping
+    env = _OFFLINE | {
+        "LAKEGATE__CALLERS__MODE": "token",
+        "LAKEGATE__CALLERS__TOKENS_FILE": str(tokens),
+    }
+    done = _lakegate(["serve"], env)
+    assert done.returncode == 2
+    assert "LAKEGATE__CALLERS__TOKENS_FILE" in done.stderr
+    assert secret not in done.stdout + done.stderr
