@@ -174,6 +174,8 @@ class LakekeeperApi(HttpApi):
         if not wants_credentials(call.request):
             return await self._client_managed_load(call, ref)
         result = await self._ops.load_table(ref, call.ctx, vended=True, access=access)
+        if not result.credentials:  # nothing vended: Lakekeeper's answer is the client-managed one
+            return await self._client_managed_load(call, ref)
         call.tally.served(result.outcome or "miss")
         return json_response(load_json(result))
 

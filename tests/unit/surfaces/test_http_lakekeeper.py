@@ -220,3 +220,46 @@ async def test_a_rotated_credential_is_served_at_once_on_the_lakekeeper_route(
         doc = await resp.json()
         keys.append(doc["storage-credentials"][0]["config"]["s3.access-key-id"])
     assert keys == ["ASIAROTATED000000000"] * 2 + ["ASIAROTATED000000001"] * 2
+
+
+async def test_client_managed_load_is_the_catalogs_answer(
+    make_client: MakeClient, fake_ops: FakeOperations
+) -> None:
+    client = await make_client()
+    headers = [("Authorization", "Bearer x"), ("X-Iceberg-Access-Delegation", "client-managed")]
+    resp = await client.get(gt() + "/orders", headers=headers)
+    assert resp.status == 200
+    assert fake_ops.calls["load_table"] == 0
+    method, path, _ = fake_ops.forwarded[-1]
+    assert (method, path) == (
+        "GET", f"/lakekeeper/v1/{WAREHOUSE.id}/namespaces/demo_ns/generic-tables/orders")
+    # A second line asking for vended credentials is merged: the cache answers, no forward.
+    both = [*headers, ("X-Iceberg-Access-Delegation", "vended-credentials")]
+    resp = await client.get(gt() + "/orders", headers=both)
+    assert "storage-credentials" in await resp.json()
+    assert len(fake_ops.forwarded) == 1
+
+
+@pytest.mark.parametrize("size", ["0", "-2", "5000"])
+async def test_page_size_is_clamped_not_refused(
+    make_client: MakeClient, fake_ops: FakeOperations, size: str
+) -> None:
+    client = await make_client()
+    resp = await client.get(gt(), params={"pageSize": size}, headers=AUTH)
+    assert resp.status == 200
+    assert "orders" in [i["name"] for i in (await resp.json())["identifiers"]]
+
+
+@pytest.mark.parametrize(("value", "status"), [("t", 204), ("True", 204), ("yes", 400)])
+async def test_drop_query_booleans_are_lakekeepers(
+    make_client: MakeClient, fake_ops: FakeOperations, value: str, status: int
+) -> None:
+    client = await make_client()
+    resp = await client.delete(gt() + "/orders", params={"force": value}, headers=AUTH)
+    assert resp.status == status
+
+
+async def test_any_request_id_is_echoed_on_the_lakekeeper_surface(make_client: MakeClient) -> None:
+    client = await make_client()
+    resp = await client.get(gt(), headers={**AUTH, "x-request-id": "not a uuid"})
+    assert resp.headers["x-request-id"] == "not a uuid"
