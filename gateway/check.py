@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
 import uuid
 from collections.abc import Awaitable, Callable
@@ -27,8 +26,6 @@ from gateway.upstream.lakekeeper import CatalogClient
 from gateway.upstream.token_source import build_token_source
 from gateway.upstream.transport import AiohttpTransport
 from gateway.upstream.wire import CatalogConfig
-
-WAREHOUSE_ENV = "LAKEGATE_WAREHOUSE"
 
 
 class _Report:
@@ -51,11 +48,7 @@ def _parse_args(argv: list[str]) -> argparse.Namespace:
         prog="lakegate check", description="check settings, IdP, catalog and a warehouse"
     )
     parser.add_argument("--config", type=Path, default=None, help="YAML settings file")
-    parser.add_argument(
-        "--warehouse",
-        default=os.environ.get(WAREHOUSE_ENV),
-        help=f"warehouse name to resolve (default ${WAREHOUSE_ENV})",
-    )
+    parser.add_argument("--warehouse", default=None, help="warehouse name to resolve")
     return parser.parse_args(argv)
 
 
@@ -116,8 +109,7 @@ async def _upstream_steps(settings: Settings, warehouse: str | None, report: _Re
             where = settings.token.token_url or settings.token.kind.value
             report.line(True, "idp", f"token granted ({where})")
         if not warehouse:
-            hint = f"no warehouse to resolve: pass --warehouse or set {WAREHOUSE_ENV}"
-            report.line(False, "catalog", hint)
+            report.line(False, "catalog", "no warehouse to resolve: pass --warehouse NAME")
             return
         ctx = RequestContext(request_id=f"check-{uuid.uuid4().hex[:12]}")
         config = await _step(report, "catalog", timeout_s, lambda: catalog.config(warehouse, ctx))
