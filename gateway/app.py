@@ -162,6 +162,8 @@ class App:
         self.grpc_port: int | None = None
         self.service: ServiceLike | None = None
         self._runner: web.ServerRunner | None = None
+        self._ops_runner: web.ServerRunner | None = None
+        self.ops_port: int | None = None
         self._grpc: GrpcSurface | None = None
         self._stop = asyncio.Event()
         # Events (not state polling) for whoever waits on the phases: tests, the CLI.
@@ -217,6 +219,7 @@ class App:
             extra={
                 "version": __version__,
                 "http_port": self.http_port,
+                "ops_port": self.ops_port,
                 "grpc_port": self.grpc_port,
                 "http_uds": str(s.listen.http_uds) if s.listen.http_uds else None,
                 "grpc_uds": str(s.listen.grpc_uds) if s.listen.grpc_uds else None,
@@ -245,6 +248,22 @@ class App:
             uds = _uds_socket(listen.http_uds)
             self._uds_paths.append(listen.http_uds)
             await web.SockSite(runner, uds, backlog=LISTEN_BACKLOG).start()
+        if listen.ops_port is not None:
+            await self._bind_ops(deps)
+
+    async def _bind_ops(self, deps: HttpDeps) -> None:
+        """Probes and /metrics on their own listener (LISTEN__OPS_HOST/OPS_PORT), no credentials."""
+        listen = self.settings.listen
+        assert listen.ops_port is not None
+        server = build_http_server(deps, ops_only=True, keepalive_timeout=listen.idle_timeout_s)
+        runner = web.ServerRunner(
+            server, handle_signals=False, shutdown_timeout=self.settings.shutdown_grace_s
+        )
+        await runner.setup()
+        self._ops_runner = runner
+        sock = _tcp_socket(listen.ops_host, listen.ops_port)
+        self.ops_port = sock.getsockname()[1]
+        await web.SockSite(runner, sock).start()
 
     async def _bind_grpc(self, surface: GrpcSurface) -> None:
         listen = self.settings.listen
@@ -266,7 +285,10 @@ class App:
             return
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps({"http_port": self.http_port, "grpc_port": self.grpc_port}))
+        ports = {"http_port": self.http_port, "grpc_port": self.grpc_port}
+        if self.ops_port is not None:
+            ports["ops_port"] = self.ops_port
+        tmp.write_text(json.dumps(ports))
         tmp.replace(path)  # atomic: a reader never sees a half-written file
 
     async def _health_loop(self) -> None:
@@ -334,6 +356,8 @@ class App:
             drains.append(self._grpc.server.stop(grace))
         if self._runner is not None:
             drains.append(self._runner.cleanup())
+        if self._ops_runner is not None:
+            drains.append(self._ops_runner.cleanup())
         # Both surfaces drain concurrently, so the total stays within one grace period.
         results = await asyncio.gather(*drains, return_exceptions=True)
         logging.getLogger(SERVER_LOGGER).removeFilter(self._malformed_log)

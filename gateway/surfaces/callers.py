@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import ssl
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -113,8 +114,18 @@ class JwksKeys:
     into a flood of JWKS requests.
     """
 
-    def __init__(self, jwks_url: str, clock: Clock, min_refresh_s: float = 30.0) -> None:
+    def __init__(
+        self,
+        jwks_url: str,
+        clock: Clock,
+        min_refresh_s: float = 30.0,
+        *,
+        ca_file: Path | None = None,
+        bearer_token_file: Path | None = None,
+    ) -> None:
         self._url = jwks_url
+        self._ca_file = ca_file
+        self._bearer_token_file = bearer_token_file
         self._clock = clock
         self._min_refresh_s = min_refresh_s
         self._keys: dict[str, Any] = {}
@@ -122,7 +133,22 @@ class JwksKeys:
         self._lock = asyncio.Lock()
 
     def _fetch(self) -> dict[str, Any]:
-        client = jwt.PyJWKClient(self._url, cache_jwk_set=False, timeout=10)
+        # Runs in a worker thread. The bearer file is re-read per fetch: kubelet rotates it.
+        headers: dict[str, Any] = {}
+        try:
+            if self._bearer_token_file is not None:
+                bearer = self._bearer_token_file.read_text(encoding="utf-8").strip()
+                headers["Authorization"] = f"Bearer {bearer}"
+            context = (
+                ssl.create_default_context(cafile=str(self._ca_file))
+                if self._ca_file is not None
+                else None
+            )
+        except (OSError, ssl.SSLError) as exc:  # a file gone since start: same as JWKS down
+            raise jwt.PyJWKClientError(f"JWKS CA or bearer file: {type(exc).__name__}") from exc
+        client = jwt.PyJWKClient(
+            self._url, cache_jwk_set=False, timeout=10, headers=headers, ssl_context=context
+        )
         return {k.key_id or "": k.key for k in client.get_signing_keys()}
 
     async def key_for(self, kid: str) -> Any:
@@ -225,7 +251,12 @@ def build_authenticator(settings: CallerSettings, clock: Clock) -> CallerAuthent
         assert settings.jwks_url is not None
         assert settings.audience is not None
         return JwtCallerAuth(
-            JwksKeys(settings.jwks_url, clock),
+            JwksKeys(
+                settings.jwks_url,
+                clock,
+                ca_file=settings.ca_file,
+                bearer_token_file=settings.bearer_token_file,
+            ),
             clock,
             audience=settings.audience,
             issuer=settings.issuer,

@@ -30,9 +30,16 @@ MATCHES_KEY: web.AppKey[BoundedLru[tuple[str, str], Match]] = web.AppKey(
 ROUTER_KEY: web.AppKey[SegmentRouter] = web.AppKey("lakegate_router", SegmentRouter)
 
 
-def build_router(deps: HttpDeps) -> SegmentRouter:
-    """All HTTP routes of the daemon, with the 404 fences of the Lakekeeper mounts."""
+def build_router(deps: HttpDeps, *, ops_only: bool = False) -> SegmentRouter:
+    """All HTTP routes of the daemon, with the 404 fences of the Lakekeeper mounts.
+
+    `ops_only`: just /livez, /readyz and /metrics (the ops listener, which never serves
+    credentials).
+    """
     router = SegmentRouter()
+    if ops_only:
+        router.add(OpsApi(deps).routes())
+        return router
     for api in (OpsApi(deps), NativeApi(deps), AwsApi(deps), LakekeeperApi(deps),
                 IcebergApi(deps)):
         router.add(api.routes())
@@ -41,9 +48,9 @@ def build_router(deps: HttpDeps) -> SegmentRouter:
     return router
 
 
-def build_pipeline(deps: HttpDeps) -> HttpPipeline:
-    """The pipeline over every route of the daemon."""
-    return HttpPipeline(build_router(deps), deps)
+def build_pipeline(deps: HttpDeps, *, ops_only: bool = False) -> HttpPipeline:
+    """The pipeline over every route of the daemon (or only the ops routes)."""
+    return HttpPipeline(build_router(deps, ops_only=ops_only), deps)
 
 
 def build_http_app(deps: HttpDeps) -> web.Application:
@@ -62,7 +69,9 @@ def build_http_app(deps: HttpDeps) -> web.Application:
     return app
 
 
-def build_http_server(deps: HttpDeps, **protocol_kwargs: Any) -> web.Server:
+def build_http_server(
+    deps: HttpDeps, *, ops_only: bool = False, **protocol_kwargs: Any
+) -> web.Server:
     """The daemon's HTTP server: the same pipeline directly under aiohttp's low-level server.
 
     The pipeline routes by itself (SegmentRouter over raw segments), so aiohttp's URL
@@ -72,7 +81,7 @@ def build_http_server(deps: HttpDeps, **protocol_kwargs: Any) -> web.Server:
     Must be called with the event loop running; `protocol_kwargs` go to aiohttp's
     RequestHandler (e.g. keepalive_timeout), as AppRunner's keyword arguments would.
     """
-    pipeline = build_pipeline(deps)
+    pipeline = build_pipeline(deps, ops_only=ops_only)
     loop = asyncio.get_running_loop()
     max_size = deps.max_body_bytes + 1024
 

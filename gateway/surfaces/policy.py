@@ -58,6 +58,13 @@ class CallerPolicy:
 
     def __init__(self, rules: Mapping[str, tuple[Rule, ...]] | None) -> None:
         self._rules = None if rules is None else {k.lower(): v for k, v in rules.items()}
+        # Caller names may be fnmatch patterns (`system:serviceaccount:team-a:*`); "*" alone is
+        # ANY_CALLER, looked up directly.
+        self._patterns = tuple(
+            (k, v)
+            for k, v in (self._rules or {}).items()
+            if k != ANY_CALLER and any(c in k for c in "*?[")
+        )
 
     @property
     def enabled(self) -> bool:
@@ -65,7 +72,12 @@ class CallerPolicy:
 
     def _for(self, caller: CallerIdentity) -> tuple[Rule, ...]:
         assert self._rules is not None
-        return self._rules.get(caller.name.lower(), ()) + self._rules.get(ANY_CALLER, ())
+        name = caller.name.lower()
+        rules = self._rules.get(name, ()) + self._rules.get(ANY_CALLER, ())
+        for pattern, extra in self._patterns:
+            if pattern != name and fnmatchcase(name, pattern):
+                rules += extra
+        return rules
 
     def allows(
         self,

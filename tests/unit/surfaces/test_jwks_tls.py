@@ -1,0 +1,157 @@
+"""jwt callers against an in-cluster-style issuer: JWKS over TLS with a private CA and a bearer.
+
+The Kubernetes API server serves /openid/v1/jwks over TLS signed by the cluster CA and only to an
+authenticated client. This runs a real TLS JWKS endpoint with a self-signed certificate that
+demands a bearer token, and checks the gateway trusts exactly the configured CA, sends the token
+from the file (re-read on each fetch: kubelet rotates it) and verifies a token signed by the key.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import json
+import ssl
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import jwt
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.x509.oid import NameOID
+
+from gateway.errors import UnauthenticatedError
+from gateway.surfaces.callers import JwksKeys, JwtCallerAuth
+from tests.unit.surfaces.fake_operations import FakeClock
+
+AUD = "lakegate"
+ISS = "https://kubernetes.default.svc.cluster.local"
+SUB = "system:serviceaccount:team-a:spark"
+
+
+def _self_signed(tmp_path: Path) -> tuple[Path, Path]:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kubernetes.default.svc")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = tmp_path / "ca.crt", tmp_path / "tls.key"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_path, key_path
+
+
+@pytest.fixture
+def signing_key() -> rsa.RSAPrivateKey:
+    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+
+@pytest.fixture
+async def issuer(
+    tmp_path: Path, signing_key: rsa.RSAPrivateKey
+) -> AsyncIterator[dict[str, Any]]:
+    """A TLS JWKS endpoint that answers 401 unless the bearer is the current token file's."""
+    cert, key = _self_signed(tmp_path)
+    bearer = tmp_path / "token"
+    bearer.write_text("gateway-sa-token-1\n")
+    jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(signing_key.public_key()))
+    jwk.update({"kid": "k1", "use": "sig", "alg": "RS256"})
+    seen: list[str | None] = []
+
+    async def jwks(request: web.Request) -> web.Response:
+        auth = request.headers.get("Authorization")
+        seen.append(auth)
+        if auth != f"Bearer {bearer.read_text().strip()}":
+            return web.json_response({"message": "Unauthorized"}, status=401)
+        return web.json_response({"keys": [jwk]})
+
+    app = web.Application()
+    app.router.add_get("/openid/v1/jwks", jwks)
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(cert, key)
+    server = TestServer(app, scheme="https")
+    await server.start_server(ssl=ctx)
+    yield {
+        "url": str(server.make_url("/openid/v1/jwks")),
+        "ca": cert,
+        "bearer": bearer,
+        "seen": seen,
+    }
+    await server.close()
+
+
+def _auth(issuer: dict[str, Any], **kwargs: Any) -> JwtCallerAuth:
+    clock = FakeClock()
+    clock.wall = time.time()  # PyJWT checks exp against real time
+    keys = JwksKeys(issuer["url"], clock, min_refresh_s=0, **kwargs)
+    return JwtCallerAuth(keys, clock, audience=AUD, issuer=ISS)
+
+
+def _token(key: rsa.RSAPrivateKey, kid: str = "k1") -> str:
+    claims = {"sub": SUB, "aud": AUD, "iss": ISS, "exp": int(time.time()) + 600}
+    return jwt.encode(claims, key, algorithm="RS256", headers={"kid": kid})
+
+
+async def test_ca_and_bearer_file_reach_the_issuer_and_verify_the_caller(
+    issuer: dict[str, Any], signing_key: rsa.RSAPrivateKey
+) -> None:
+    auth = _auth(issuer, ca_file=issuer["ca"], bearer_token_file=issuer["bearer"])
+    caller = await auth.authenticate(f"Bearer {_token(signing_key)}")
+    assert caller.name == SUB
+    assert issuer["seen"] == ["Bearer gateway-sa-token-1"]
+    # kubelet rotated the gateway's token: the next fetch sends the new one.
+    issuer["bearer"].write_text("gateway-sa-token-2\n")
+    with pytest.raises(UnauthenticatedError):
+        await auth.authenticate(f"Bearer {_token(signing_key, kid='k2')}")
+    assert issuer["seen"][-1] == "Bearer gateway-sa-token-2"
+
+
+async def test_without_the_cluster_ca_the_issuer_is_not_trusted(
+    issuer: dict[str, Any], signing_key: rsa.RSAPrivateKey
+) -> None:
+    auth = _auth(issuer, bearer_token_file=issuer["bearer"])
+    with pytest.raises(UnauthenticatedError, match="JWKS unavailable"):
+        await auth.authenticate(f"Bearer {_token(signing_key)}")
+    assert issuer["seen"] == []  # the TLS handshake failed before any request
+
+
+async def test_without_the_bearer_the_issuer_refuses(
+    issuer: dict[str, Any], signing_key: rsa.RSAPrivateKey
+) -> None:
+    auth = _auth(issuer, ca_file=issuer["ca"])
+    with pytest.raises(UnauthenticatedError, match="JWKS unavailable"):
+        await auth.authenticate(f"Bearer {_token(signing_key)}")
+    assert issuer["seen"] == [None]
+
+
+async def test_a_vanished_bearer_file_is_a_401_not_a_crash(
+    issuer: dict[str, Any], signing_key: rsa.RSAPrivateKey, tmp_path: Path
+) -> None:
+    auth = _auth(issuer, ca_file=issuer["ca"], bearer_token_file=tmp_path / "gone")
+    with pytest.raises(UnauthenticatedError, match="JWKS unavailable"):
+        await auth.authenticate(f"Bearer {_token(signing_key)}")
