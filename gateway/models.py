@@ -12,6 +12,7 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, Literal
 
+from gateway.errors import InvalidRequestError
 from gateway.names import NAMESPACE_SEPARATOR as NAMESPACE_SEPARATOR
 from gateway.names import check_name, check_namespace, check_warehouse
 from gateway.names import join_namespace as join_namespace
@@ -55,6 +56,20 @@ def redacted_config(config: Mapping[str, str]) -> dict[str, str]:
 
 
 TableKind = Literal["generic", "iceberg"]
+
+
+def table_kind(value: str | None) -> TableKind:
+    """A table kind as callers spell it (`?kind=` / the gRPC `kind` field): absent, empty or
+    "generic" is a generic table, "iceberg" an Iceberg table.
+
+    Raises:
+        InvalidRequestError: any other value (400).
+    """
+    if value is None or value in ("", "generic"):
+        return "generic"
+    if value == "iceberg":
+        return "iceberg"
+    raise InvalidRequestError("kind must be 'generic' or 'iceberg'")
 
 
 class AccessMode(StrEnum):

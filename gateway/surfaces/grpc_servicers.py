@@ -19,6 +19,7 @@ from gateway.models import (
     Outcome,
     StorageCredential,
     TableRef,
+    table_kind,
 )
 from gateway.names import check_name, check_namespace, check_warehouse
 from gateway.surfaces.accounting import Kind, Recorder
@@ -86,6 +87,8 @@ class CredentialServicer:
         self, request: credentials_pb2.GetTableCredentialsRequest, call: GrpcCall
     ) -> credentials_pb2.GetTableCredentialsResponse:
         ref = ref_of(request.table)
+        if table_kind(request.kind) == "iceberg":
+            ref = replace(ref, kind="iceberg")
         access = access_of(request.access)
         await self._gate.authorize(call.caller, call.ctx, ref.warehouse, ref.namespace,
                                    ref.name, access)

@@ -23,6 +23,7 @@ from gateway.models import (
     CreateTableSpec,
     RequestContext,
     TableRef,
+    table_kind,
 )
 from gateway.names import NAMESPACE_SEPARATOR as NAMESPACE_SEPARATOR
 from gateway.names import check_name, check_namespace, check_warehouse
@@ -94,12 +95,16 @@ def call_ref(call: HttpCall) -> TableRef:
 
 
 def call_target(call: HttpCall) -> tuple[TableRef, AccessMode]:
-    """(TableRef, `?access=`) of a credential request, parsed once per exact target."""
+    """(TableRef, `?access=`) of a credential request, parsed once per exact target
+    (`?kind=iceberg` names an Iceberg table)."""
     match = call.match
     ref, access = match.ref, match.access
     if ref is None or access is None:  # first request for this exact target
         ref = call_ref(call)
-        access = match.access = parse_access(call.request.query.get("access"))
+        query = call.request.query
+        if table_kind(query.get("kind")) == "iceberg":  # an Iceberg table's credentials
+            ref = match.ref = replace(ref, kind="iceberg")
+        access = match.access = parse_access(query.get("access"))
     return ref, access
 
 

@@ -253,3 +253,24 @@ async def test_list_and_exists_are_forwarded_under_the_policy(make_client: MakeC
     client = await make_client(ops=ops, policy=deny)
     assert (await client.head(TABLE, headers=AUTH)).status in (403, 404)
     assert len(ops.forwarded) == 2
+
+
+async def test_native_credentials_route_takes_kind_iceberg(make_client: MakeClient) -> None:
+    refs: list[TableRef] = []
+
+    class Recording(IcebergOps):
+        async def get_credentials(self, ref: TableRef, access: AccessMode,
+                                  ctx: RequestContext) -> Any:
+            refs.append(ref)
+            return await super().get_credentials(ref, access, ctx)
+
+    ops = Recording()
+    ops.add_table(("demo_ns",), "orders")
+    client = await make_client(ops=ops)
+    path = "/v1/warehouses/demo/namespaces/demo_ns/tables/orders/credentials"
+    assert (await client.get(path + "?kind=iceberg", headers=AUTH)).status == 200
+    assert (await client.get(path, headers=AUTH)).status == 200
+    assert [r.kind for r in refs] == ["iceberg", "generic"]
+    resp = await client.get(path + "?kind=delta", headers=AUTH)
+    assert resp.status == 400
+    assert len(refs) == 2

@@ -12,7 +12,7 @@ from typing import Any
 
 from lakegate_client._config import ClientConfig
 from lakegate_client._facade import ClientState, Facade
-from lakegate_client._models import Access, LoadedTable, Namespace
+from lakegate_client._models import Access, LoadedTable, Namespace, TableKind
 from lakegate_client._ops import ListPage, Page
 from lakegate_client._pager import AsyncTablePager, TablePager
 from lakegate_client._transport import AsyncTransport, SyncTransport
@@ -57,6 +57,8 @@ class Client(Facade[SyncTransport]):
         table: str,
         warehouse: str | None = None,
         access: Access = "read",
+        *,
+        kind: TableKind = "generic",
     ) -> TableCredentials:
         """Vended storage credentials for a table.
 
@@ -68,12 +70,14 @@ class Client(Facade[SyncTransport]):
             table: table name.
             warehouse: warehouse name or id (default: the client's).
             access: ``"read"`` or ``"write"``.
+            kind: ``"generic"`` (a Lakekeeper generic table) or ``"iceberg"`` (an Iceberg
+                table: the same credential shape, from the gateway's cache).
 
         Raises:
             NotFoundError, PermissionDeniedError, UnavailableError, GatewayConnectionError,
             GatewayTimeoutError: see the error tree in ``lakegate_client._errors``.
         """
-        memoised, op = self._credentials_op(namespace, table, warehouse, access)
+        memoised, op = self._credentials_op(namespace, table, warehouse, access, kind)
         if memoised is not None:
             return memoised
         return self._remember(op, self._transport().send(op))
@@ -178,9 +182,11 @@ class AsyncClient(Facade[AsyncTransport]):
         table: str,
         warehouse: str | None = None,
         access: Access = "read",
+        *,
+        kind: TableKind = "generic",
     ) -> TableCredentials:
         """Vended storage credentials for a table (see :meth:`Client.credentials`)."""
-        memoised, op = self._credentials_op(namespace, table, warehouse, access)
+        memoised, op = self._credentials_op(namespace, table, warehouse, access, kind)
         if memoised is not None:
             return memoised
         return self._remember(op, await self._transport().send(op))

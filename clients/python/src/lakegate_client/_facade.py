@@ -26,6 +26,7 @@ from lakegate_client._models import (
     TableRef,
     TableSpec,
     check_access,
+    check_kind,
     normalize_namespace,
 )
 from lakegate_client._ops import CreateTable, DropTable, GetCredentials, LoadTable, RenameTable
@@ -152,11 +153,16 @@ class Facade(Generic[T]):
     # -- arguments → operations (shared by the blocking and the asyncio facade) -----------------
 
     def _credentials_op(
-        self, namespace: Namespace, table: str, warehouse: str | None, access: str
+        self,
+        namespace: Namespace,
+        table: str,
+        warehouse: str | None,
+        access: str,
+        kind: str = "generic",
     ) -> tuple[TableCredentials | None, GetCredentials]:
         """The memoised answer if there is one, and the operation that asks the gateway."""
         checked = check_access(access)
-        ref = self._ref(namespace, table, warehouse)
+        ref = dataclasses.replace(self._ref(namespace, table, warehouse), kind=check_kind(kind))
         return self._memo_get(ref, checked), GetCredentials(ref, checked)
 
     def _remember(self, op: GetCredentials, creds: TableCredentials) -> TableCredentials:

@@ -50,7 +50,10 @@ def _table_path(ref: TableRef) -> str:
 
 def http_credentials(ref: TableRef, access: Access) -> HttpRequest:
     """GET credentials for a table."""
-    return HttpRequest("GET", f"{_table_path(ref)}/credentials", {"access": access})
+    params: dict[str, str] = {"access": access}
+    if ref.kind == "iceberg":
+        params["kind"] = "iceberg"
+    return HttpRequest("GET", f"{_table_path(ref)}/credentials", params)
 
 
 def http_load(ref: TableRef, vended: bool, access: Access) -> HttpRequest:

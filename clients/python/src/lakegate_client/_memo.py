@@ -11,17 +11,18 @@ from lakegate_client.credentials import TableCredentials
 
 __all__ = ["CredentialMemo", "MemoKey", "memo_key"]
 
-MemoKey = tuple[str, str, tuple[str, ...], str, str]
+MemoKey = tuple[str, str, tuple[str, ...], str, str, str]
 
 
 def memo_key(url: str, ref: TableRef, access: Access) -> MemoKey:
-    """(url, warehouse, namespace, table, access), case-folded as Lakekeeper matches names."""
+    """(url, warehouse, namespace, table, access, kind), case-folded as Lakekeeper matches names."""
     return (
         url,
         ref.warehouse.casefold(),
         tuple(p.casefold() for p in ref.namespace),
         ref.name.casefold(),
         access,
+        ref.kind,
     )
 
 

@@ -16,12 +16,15 @@ __all__ = [
     "LoadedTable",
     "Namespace",
     "TableIdentifier",
+    "TableKind",
     "TableRef",
     "TableSpec",
     "normalize_namespace",
 ]
 
 Access = Literal["read", "write"]
+# "generic": a Lakekeeper generic table; "iceberg": an Iceberg table of the same catalog.
+TableKind = Literal["generic", "iceberg"]
 Namespace = str | Sequence[str]
 
 
@@ -49,6 +52,15 @@ def check_access(access: str) -> Access:
     raise ConfigurationError(f"access must be 'read' or 'write', not {access!r}")
 
 
+def check_kind(kind: str) -> TableKind:
+    """Validate a table kind string."""
+    if kind == "generic":
+        return "generic"
+    if kind == "iceberg":
+        return "iceberg"
+    raise ConfigurationError(f"kind must be 'generic' or 'iceberg', not {kind!r}")
+
+
 @dataclass(frozen=True)
 class TableRef:
     """A fully resolved table reference (warehouse already defaulted)."""
@@ -56,6 +68,7 @@ class TableRef:
     warehouse: str
     namespace: tuple[str, ...]
     name: str
+    kind: TableKind = "generic"
 
 
 @dataclass(frozen=True)

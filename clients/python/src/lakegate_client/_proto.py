@@ -87,7 +87,9 @@ def grpc_credentials_request(
 ) -> credentials_pb2.GetTableCredentialsRequest:
     """The GetTableCredentials request."""
     return credentials_pb2.GetTableCredentialsRequest(
-        table=table_ref_proto(ref), access=_ACCESS[access]
+        table=table_ref_proto(ref),
+        access=_ACCESS[access],
+        kind="iceberg" if ref.kind == "iceberg" else "",
     )
 
 

@@ -8,12 +8,14 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class GetTableCredentialsRequest(_message.Message):
-    __slots__ = ("table", "access")
+    __slots__ = ("table", "access", "kind")
     TABLE_FIELD_NUMBER: _ClassVar[int]
     ACCESS_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
     table: _common_pb2.TableRef
     access: _common_pb2.AccessMode
-    def __init__(self, table: _Optional[_Union[_common_pb2.TableRef, _Mapping]] = ..., access: _Optional[_Union[_common_pb2.AccessMode, str]] = ...) -> None: ...
+    kind: str
+    def __init__(self, table: _Optional[_Union[_common_pb2.TableRef, _Mapping]] = ..., access: _Optional[_Union[_common_pb2.AccessMode, str]] = ..., kind: _Optional[str] = ...) -> None: ...
 
 class GetTableCredentialsResponse(_message.Message):
     __slots__ = ("warehouse_id", "location", "credentials", "expires_at_ms", "remaining_seconds", "outcome", "access")
