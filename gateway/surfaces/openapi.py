@@ -108,7 +108,10 @@ _PATHS: dict[str, Any] = {
     _TABLE_PATH + "/credentials": {"get": {
         "summary": "Vended storage credentials for a table (cached, single-flighted).",
         "operationId": "getTableCredentials",
-        "parameters": [_WH, _NS, _TABLE, _ACCESS, _MARKER],
+        "parameters": [_WH, _NS, _TABLE, _ACCESS, _MARKER,
+                       _p("kind", "query", "generic (default) or iceberg (an Iceberg table).",
+                          {"type": "string", "enum": ["generic", "iceberg"]},
+                          required=False)],
         "responses": {**_ok("CredentialsResponse"), **_errors(400, 401, 403, 404, 429, 502, 503)},
     }},
     _TABLE_PATH: {
