@@ -33,6 +33,7 @@ from gateway.clock import Clock, SystemClock
 from gateway.logging import Redactor, configure_logging
 from gateway.metrics import Metrics
 from gateway.preflight import startup_problems
+from gateway.reload import ConfigReloader, SettingsSource
 from gateway.server_log import SERVER_LOGGER, MalformedRequestFilter
 from gateway.settings import Settings, SettingsError
 from gateway.surfaces.accounting import Recorder
@@ -150,8 +151,14 @@ class App:
         clock: Clock | None = None,
         service_factory: ServiceFactory | None = None,
         freeze_gc: bool = False,
+        reload_source: SettingsSource | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
         self.settings = settings
+        # SIGHUP re-reads this (default: the same settings, so the files they name are re-read).
+        self._reload_source = reload_source or (lambda: self.settings)
+        self._redactor = redactor
+        self.reloader: ConfigReloader | None = None
         self._freeze_gc = freeze_gc
         self.clock = clock or SystemClock()
         self._service_factory = service_factory or _default_service
@@ -199,6 +206,9 @@ class App:
             else None
         )
         gate = Gate(auth, policy, limiter, service, self.metrics)
+        self.reloader = ConfigReloader(
+            self._reload_source, gate, self.metrics, self.clock, self._redactor
+        )
         recorder = Recorder(self.metrics, self.clock)
         deps = HttpDeps(service, gate, recorder, self.metrics, self.clock, s.listen.max_body_bytes)
         grpc_surface = GrpcSurface(
@@ -319,6 +329,11 @@ class App:
         """Ask `serve()` to return (signal handlers and tests call this)."""
         self._stop.set()
 
+    def request_reload(self) -> None:
+        """SIGHUP: reload caller tokens, policy and log level in the background (gateway.reload)."""
+        if self.reloader is not None and self.state is State.STARTED:
+            self.tasks.spawn(self.reloader.reload(), name="reload")
+
     async def serve(self) -> None:
         """Start (if needed), wait for SIGTERM/SIGINT or `request_stop()`, then shut down."""
         if self.state is State.NEW:
@@ -333,6 +348,9 @@ class App:
             with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):
                 previous[sig] = signal.getsignal(sig)
                 loop.add_signal_handler(sig, self.request_stop)
+        with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):
+            previous[signal.SIGHUP] = signal.getsignal(signal.SIGHUP)
+            loop.add_signal_handler(signal.SIGHUP, self.request_reload)
         try:
             await self._stop.wait()
             _log.info("stop requested; draining")
@@ -383,8 +401,8 @@ def _parse_args(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-async def _serve(settings: Settings) -> int:
-    app = App(settings, freeze_gc=True)
+async def _serve(settings: Settings, source: SettingsSource, redactor: Redactor) -> int:
+    app = App(settings, freeze_gc=True, reload_source=source, redactor=redactor)
     try:
         await app.serve()
     except StartupError as exc:
@@ -420,4 +438,6 @@ def run(argv: list[str]) -> int:
     except ImportError:  # pragma: no cover - uvloop is pinned on Linux
         loop_factory = None
     with asyncio.Runner(loop_factory=loop_factory) as runner:
-        return runner.run(_serve(settings))
+        return runner.run(
+            _serve(settings, lambda: Settings.load(args.config), redactor)
+        )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info, ProcessCollector
 
 from gateway import __version__
 
@@ -75,6 +75,13 @@ class Metrics:
             "lakegate_ingress_rejected", "Requests refused before the service, by reason.",
             ["reason"], registry=r,
         )
+        self.config_reloads = Counter(
+            "lakegate_config_reloads",
+            "SIGHUP reloads of caller tokens, policy and log level, by result (ok, error).",
+            ["result"], registry=r,
+        )
+        # process_cpu_seconds_total, process_resident_memory_bytes, open fds, start time.
+        ProcessCollector(registry=r)
         self.build_info = Info("lakegate_build", "Build information.", registry=r)
         self.build_info.info({"version": __version__})
 

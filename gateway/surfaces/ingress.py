@@ -112,6 +112,11 @@ class Gate:
         self._decisions: BoundedLru[DecisionKey, str] = BoundedLru(DECISION_MEMO_SIZE)
         self._rejected: dict[str, Any] = {}  # label children, bound on first use
 
+    def replace(self, auth: CallerAuthenticator, policy: CallerPolicy) -> None:
+        """Swap in a reloaded authenticator and policy (SIGHUP); memoized decisions go too."""
+        self._decisions = BoundedLru(DECISION_MEMO_SIZE)
+        self.auth, self.policy = auth, policy
+
     def _reject(self, reason: str, err: GatewayError) -> GatewayError:
         child = self._rejected.get(reason)
         if child is None:
