@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from cachetools import TTLCache
 
+from gateway.audit import credential_event
 from gateway.cache import CredentialCache, RefreshAhead, SingleFlight
 from gateway.cache.expiry import is_expiry_key
 from gateway.clock import Clock
@@ -193,9 +194,15 @@ class GatewayService:
             InvalidRequestError, NotFoundError, ForbiddenError, CredentialExpiredError,
             UpstreamError: as the cache/catalog decide; never an expired credential.
         """
-        wh, key = await self._credential_key(ref, access, ctx)
-        # remaining_s on the monotonic clock: a stepped wall clock must not distort it.
-        creds, outcome, remaining = await self._cache.lookup(key, ctx)
+        where = (ref.warehouse, ref.namespace, ref.name)
+        try:
+            wh, key = await self._credential_key(ref, access, ctx)
+            # remaining_s on the monotonic clock: a stepped wall clock must not distort it.
+            creds, outcome, remaining = await self._cache.lookup(key, ctx)
+        except GatewayError as exc:
+            credential_event(ctx, ctx.caller, where, access, type(exc).__name__)
+            raise
+        credential_event(ctx, ctx.caller, where, access, str(outcome))
         return CredentialLookup(
             warehouse=wh, ref=ref, access=access, credentials=creds, outcome=outcome,
             remaining_s=remaining,
@@ -262,6 +269,8 @@ class GatewayService:
         if not vended:
             return LoadResult(table=table, config=None, credentials=None, warehouse=wh)
         creds, outcome = await self._cache.get(self._key(wh, ref, access, ctx), ctx)
+        credential_event(ctx, ctx.caller, (ref.warehouse, ref.namespace, ref.name), access,
+                         str(outcome))
         chosen = _credential_for(table.base_location, creds)
         config = _merge_config(chosen) if chosen is not None else {}
         return LoadResult(table=table, config=config, credentials=creds.credentials,

@@ -1,0 +1,46 @@
+"""The audit trail: one `lakegate.audit` log line per credential decision.
+
+Why: a credential grant is the one act an operator must be able to attribute afterwards (who got
+which table's storage keys, for reading or writing). Each line names the caller, the table, the
+access and the outcome (`hit`/`miss`/`coalesced`/`stale` for a grant, the error type when the
+service refused or failed, e.g. `NotFoundError`) and never a credential or a token. Policy
+refusals are decided before the service, by the Gate, which logs and counts them itself
+(`lakegate_ingress_rejected_total{reason="policy"}`). Operators who do not want
+it set the `lakegate.audit` logger above INFO.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from gateway.models import AccessMode, CallerIdentity, RequestContext
+
+AUDIT_LOGGER = "lakegate.audit"
+_log = logging.getLogger(AUDIT_LOGGER)
+
+
+def credential_event(
+    ctx: RequestContext,
+    caller: CallerIdentity | None,
+    table: tuple[str, tuple[str, ...], str | None],
+    access: AccessMode,
+    outcome: str,
+) -> None:
+    """Log one decision on `table` = (warehouse, namespace levels, table name or None)."""
+    if not _log.isEnabledFor(logging.INFO):
+        return
+    warehouse, namespace, name = table
+    _log.info(
+        "credential %s",
+        outcome,
+        extra={
+            "audit": "credential",
+            "caller": caller.name if caller is not None else "anonymous",
+            "warehouse": warehouse,
+            "namespace": ".".join(namespace),
+            "table": name,
+            "access": access.value,
+            "outcome": outcome,
+            "request_id": ctx.request_id,
+        },
+    )
