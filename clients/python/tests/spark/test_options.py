@@ -44,3 +44,26 @@ def test_bad_or_secret_options_are_refused(options: dict[str, str]) -> None:
 def test_an_unknown_format_is_refused() -> None:
     with pytest.raises(TableFormatError, match="unsupported table format"):
         SourceOptions.parse({"table": "a.b", "format": "orc"})
+
+
+def test_iceberg_format_and_catalog_url_are_accepted() -> None:
+    opts = SourceOptions.parse({"table": "ns.t", "format": "Iceberg",
+                                "catalog_url": "http://127.0.0.1:1"})
+    assert opts.iceberg
+    assert opts.catalog_url == "http://127.0.0.1:1"
+    assert not SourceOptions.parse({"table": "ns.t", "format": "parquet"}).iceberg
+
+
+def test_iceberg_needs_an_http_gateway_address_on_the_driver(monkeypatch) -> None:
+    from lakegate_client.spark.iceberg import catalog_uri
+
+    monkeypatch.delenv("LAKEGATE_CATALOG_URL", raising=False)
+    monkeypatch.setenv("LAKEGATE_URL", "grpc+unix:/run/g.sock")
+    opts = SourceOptions.parse({"table": "ns.t", "format": "iceberg"})
+    with pytest.raises(OptionsError, match="catalog_url"):
+        catalog_uri(opts)
+    monkeypatch.setenv("LAKEGATE_CATALOG_URL", "http://gw:8765/")
+    assert catalog_uri(opts) == "http://gw:8765/catalog"
+    explicit = SourceOptions.parse({"table": "ns.t", "format": "iceberg",
+                                    "catalog_url": "http://x:1/catalog"})
+    assert catalog_uri(explicit) == "http://x:1/catalog"

@@ -13,6 +13,8 @@ Options: ``table`` (``"ns.table"``, ``"a.b.table"``; or ``namespace`` + ``table`
 process that runs the task, i.e. its node's gateway), ``format`` (for a write that creates the
 table; checked against the table otherwise), ``create`` (``true``: create a missing table).
 Reads: parquet, csv, json, delta, lance. Writes (append, overwrite): parquet, delta, lance.
+Iceberg tables: ``.option("format", "iceberg")`` (spark/iceberg.py; plus ``catalog_url``, the
+gateway's HTTP address for the driver's pyiceberg catalog calls).
 
 Why the driver-side methods call the gateway too: Spark runs ``schema()``, ``partitions()`` and
 ``commit()`` in Python workers of the driver, which are just more processes on a node with a
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql.datasource import DataSource
 
 from lakegate_client import tables
+from lakegate_client.spark import iceberg
 from lakegate_client.spark.connection import client_for, table_credentials
 from lakegate_client.spark.options import SourceOptions
 from lakegate_client.spark.reader import LakekeeperReader, arrow_schema, spark_schema
@@ -58,16 +61,24 @@ class LakekeeperDataSource(DataSource):
         )
 
     def schema(self) -> StructType:
+        if self._opts.iceberg:
+            return iceberg.spark_schema_of(iceberg.load_table(self._opts))
         info = self._describe()
         return spark_schema(arrow_schema(info, table_credentials(self._opts, "read")))
 
-    def reader(self, schema: StructType) -> LakekeeperReader:
+    def reader(self, schema: StructType) -> LakekeeperReader | iceberg.IcebergReader:
+        if self._opts.iceberg:
+            return iceberg.IcebergReader(self._opts, iceberg.load_table(self._opts), schema)
         return LakekeeperReader(self._opts, self._describe(), schema)
 
-    def writer(self, schema: StructType, overwrite: bool) -> LakekeeperWriter:
+    def writer(
+        self, schema: StructType, overwrite: bool
+    ) -> LakekeeperWriter | iceberg.IcebergWriter:
         from pyspark.sql.pandas.types import to_arrow_schema
 
         opts = self._opts
+        if opts.iceberg:
+            return iceberg.iceberg_writer(opts, to_arrow_schema(schema), overwrite)
         info = tables.ensure_table(
             client_for(opts.url),
             opts.namespace,

@@ -31,6 +31,12 @@ class SourceOptions:
     url: str | None = None
     format: str | None = None
     create: bool = False
+    # The gateway's HTTP address for the driver's Iceberg catalog calls (spark/iceberg.py).
+    catalog_url: str | None = None
+
+    @property
+    def iceberg(self) -> bool:
+        return self.format == "iceberg"
 
     @property
     def qualified_name(self) -> str:
@@ -66,9 +72,19 @@ class SourceOptions:
             table=name,
             warehouse=opts.get("warehouse") or None,
             url=opts.get("url") or None,
-            format=check_format(fmt) if fmt else None,
+            format=_check_format(fmt),
             create=_parse_bool(opts.get("create", "false")),
+            catalog_url=opts.get("catalog_url") or None,
         )
+
+
+def _check_format(fmt: str | None) -> str | None:
+    """A generic table's format, or ``iceberg`` for an Iceberg table of the same catalog."""
+    if not fmt:
+        return None
+    if fmt.strip().lower() == "iceberg":
+        return "iceberg"
+    return check_format(fmt)
 
 
 def _parse_bool(value: str) -> bool:

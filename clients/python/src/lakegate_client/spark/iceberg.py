@@ -1,0 +1,228 @@
+"""Iceberg tables in the ``lakekeeper`` data source (``.option("format", "iceberg")``).
+
+Why this split: the catalog calls (load, create, the one commit) happen on the driver, through
+pyiceberg's own REST client pointed at the gateway (``/catalog``), so Iceberg's commit rules
+(requirements, conflicts, snapshots) are pyiceberg's, not re-implemented here. Tasks never talk to
+the catalog: each reads or writes data files with an Iceberg-table credential from its OWN node's
+gateway (``lakegate_client`` ``credentials(kind="iceberg")``), so no secret travels through
+Spark. Reads: pyiceberg plans the scan on the driver; each task decodes its file scan task with
+pyiceberg's ``ArrowScan`` (field ids, deletes, projection). Writes: each task writes Parquet files
+under ``<location>/data/``; the driver adds them all in one commit (``add_files``, after a delete
+of everything for an overwrite). A failed job deletes the files its tasks wrote.
+
+The driver needs the gateway's HTTP address for pyiceberg (the ``catalog_url`` option,
+``$LAKEGATE_CATALOG_URL``, or ``url``/``$LAKEGATE_URL`` when that is ``http://``): pyiceberg
+speaks HTTP over TCP only.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql.datasource import (
+    DataSourceArrowWriter,
+    DataSourceReader,
+    InputPartition,
+    WriterCommitMessage,
+)
+
+from lakegate_client.spark.connection import client_for
+from lakegate_client.spark.options import OptionsError
+from lakegate_client.tables.catalog import TableFormatError
+from lakegate_client.tables.directory import fs_path
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyiceberg.io import FileIO
+    from pyiceberg.table import Table
+    from pyspark.sql.types import StructType
+
+    from lakegate_client import TableCredentials
+    from lakegate_client.spark.options import SourceOptions
+
+ICEBERG_FORMAT = "iceberg"
+
+
+def catalog_uri(opts: SourceOptions) -> str:
+    """The gateway's Iceberg REST base URL (``<http base>/catalog``) for the driver."""
+    explicit = opts.catalog_url or os.environ.get("LAKEGATE_CATALOG_URL")
+    base = explicit or opts.url or os.environ.get("LAKEGATE_URL") or ""
+    if not base.startswith(("http://", "https://")):
+        raise OptionsError(
+            "Iceberg tables need the gateway's HTTP address on the driver (pyiceberg speaks "
+            "HTTP over TCP): set the 'catalog_url' option or $LAKEGATE_CATALOG_URL, "
+            "e.g. http://127.0.0.1:8765"
+        )
+    base = base.rstrip("/")
+    return base if base.endswith("/catalog") else base + "/catalog"
+
+
+def _catalog(opts: SourceOptions) -> Any:
+    from pyiceberg.catalog.rest import RestCatalog
+
+    from lakegate_client._auth import CallerAuth
+    from lakegate_client._config import ClientConfig
+
+    config = ClientConfig.resolve(opts.url, warehouse=opts.warehouse)
+    if not config.warehouse:
+        raise OptionsError("Iceberg tables need a warehouse: the 'warehouse' option or "
+                           "$LAKEGATE_WAREHOUSE")
+    headers = {f"header.{k}": v for k, v in CallerAuth(config).headers().items()}
+    return RestCatalog(
+        "lakegate", uri=catalog_uri(opts), warehouse=config.warehouse,
+        **{"header.X-Iceberg-Access-Delegation": "vended-credentials", **headers},
+    )
+
+
+def load_table(opts: SourceOptions) -> Table:
+    """The table through the gateway (driver only)."""
+    table: Table = _catalog(opts).load_table((*opts.namespace, opts.table))
+    return table
+
+
+def ensure_table(opts: SourceOptions, schema: pa.Schema) -> Table:
+    """Load the table, or create it from ``schema`` when the ``create`` option allows it."""
+    from pyiceberg.exceptions import NoSuchTableError
+
+    catalog = _catalog(opts)
+    ident = (*opts.namespace, opts.table)
+    table: Table
+    try:
+        table = catalog.load_table(ident)
+    except NoSuchTableError:
+        if not opts.create:
+            raise
+        table = catalog.create_table(ident, schema=schema)
+    return table
+
+
+def node_credentials(opts: SourceOptions, access: str) -> TableCredentials:
+    """This node's Iceberg-table credential (memoized by the process's client)."""
+    return client_for(opts.url).credentials(
+        list(opts.namespace), opts.table, warehouse=opts.warehouse,
+        access="write" if access == "write" else "read", kind="iceberg",
+    )
+
+
+def _file_io(creds: TableCredentials) -> FileIO:
+    from pyiceberg.io.pyarrow import PyArrowFileIO
+
+    return PyArrowFileIO(properties=dict(creds.config))
+
+
+def spark_schema_of(table: Table) -> StructType:
+    from pyiceberg.io.pyarrow import schema_to_pyarrow
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(schema_to_pyarrow(table.schema(), include_field_ids=False))
+
+
+# ---------------------------------------------------------------------------------- reads
+@dataclass(frozen=True)
+class IcebergPartition(InputPartition):
+    """One pyiceberg FileScanTask (pickled: data file, deletes, residual; never a secret)."""
+
+    index: int
+    task: bytes
+
+
+class IcebergReader(DataSourceReader):
+    """Driver: pyiceberg plans the scan. Executor: node credential + pyiceberg ArrowScan."""
+
+    def __init__(self, opts: SourceOptions, table: Table, schema: StructType) -> None:
+        self._opts = opts
+        self._schema = schema
+        self._metadata_json = table.metadata.model_dump_json()
+        self._tasks = [pickle.dumps(t) for t in table.scan().plan_files()]
+
+    def partitions(self) -> Sequence[InputPartition]:
+        return [IcebergPartition(index=i, task=t) for i, t in enumerate(self._tasks)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        from pyiceberg.expressions import AlwaysTrue
+        from pyiceberg.io.pyarrow import ArrowScan
+        from pyiceberg.table.metadata import TableMetadataUtil
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        if not isinstance(partition, IcebergPartition):
+            raise TableFormatError(f"unexpected partition {type(partition).__name__}")
+        target = to_arrow_schema(self._schema)
+        metadata = TableMetadataUtil.parse_raw(self._metadata_json)
+        io = _file_io(node_credentials(self._opts, "read"))
+        projected = metadata.schema().select(*target.names)
+        scan = ArrowScan(metadata, io, projected, AlwaysTrue())
+        for batch in scan.to_record_batches([pickle.loads(partition.task)]):  # noqa: S301
+            yield batch.select(target.names).cast(target)
+
+
+# ---------------------------------------------------------------------------------- writes
+@dataclass(frozen=True)
+class IcebergFiles(WriterCommitMessage):
+    """The data files one task wrote (full URIs)."""
+
+    paths: tuple[str, ...]
+
+
+class IcebergWriter(DataSourceArrowWriter):
+    """Tasks write Parquet under ``<location>/data/``; the driver commits them once."""
+
+    def __init__(self, opts: SourceOptions, table: Table, arrow_schema: pa.Schema,
+                 overwrite: bool) -> None:
+        self._opts = opts
+        self._location = table.location().rstrip("/")
+        self._schema = arrow_schema
+        self._overwrite = overwrite
+        self._write_id = uuid.uuid4().hex
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> IcebergFiles:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        batches = [b.select(self._schema.names).cast(self._schema) for b in iterator
+                   if b.num_rows]
+        if not batches:
+            return IcebergFiles(paths=())
+        table = pa.Table.from_batches(batches, schema=self._schema)
+        creds = node_credentials(self._opts, "write")
+        path = f"{self._location}/data/{self._write_id}-{uuid.uuid4().hex}.parquet"
+        pq.write_table(table, fs_path(path), filesystem=creds.pyarrow_filesystem())
+        return IcebergFiles(paths=(path,))
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        from pyiceberg.expressions import AlwaysTrue
+
+        paths = [p for m in messages if isinstance(m, IcebergFiles) for p in m.paths]
+        table = load_table(self._opts)
+        with table.transaction() as tx:
+            if self._overwrite:
+                tx.delete(AlwaysTrue())
+            if paths:
+                tx.add_files(paths)
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        paths = [p for m in messages if isinstance(m, IcebergFiles) for p in m.paths]
+        if not paths:
+            return
+        fs = node_credentials(self._opts, "write").pyarrow_filesystem()
+        for path in paths:
+            try:
+                fs.delete_file(fs_path(path))
+            except OSError:
+                pass  # best effort: the files are not referenced by any snapshot
+
+
+def iceberg_writer(opts: SourceOptions, spark_arrow: pa.Schema, overwrite: bool) -> IcebergWriter:
+    """The writer for a (possibly new) Iceberg table; files follow the table's own schema."""
+    from pyiceberg.io.pyarrow import schema_to_pyarrow
+
+    table = ensure_table(opts, spark_arrow)
+    target = schema_to_pyarrow(table.schema(), include_field_ids=False)
+    missing = [n for n in target.names if n not in spark_arrow.names]
+    if missing:
+        raise TableFormatError(f"the DataFrame lacks the table's columns {missing}")
+    return IcebergWriter(opts, table, target, overwrite)
