@@ -33,10 +33,11 @@ ENGINES = {
     "pyarrow-static": "parquet", "deltalake-static": "delta", "lance-static": "lance",
 }
 DEFAULT_ENGINES = ("pyarrow", "boto3", "deltalake", "lance")
+# Credential rejections as each library words them (SeaweedFS answers an expired session key with
+# InvalidAccessKeyId or 403; pyarrow spells the codes in upper case).
 EXPIRED = re.compile(
-    r"ExpiredToken|InvalidAccessKeyId|InvalidToken|token is expired"
-    r"|credentials? ha(?:s|ve) expired",
-    re.IGNORECASE,
+    r"ExpiredToken|EXPIRED_TOKEN|InvalidAccessKeyId|INVALID_ACCESS_KEY_ID|InvalidToken"
+    r"|token is expired|credentials? ha(?:s|ve) expired|lacked the necessary privileges",
 )
 _MIN_PART = 5 * 1024 * 1024  # S3's smallest non-final multipart part
 
@@ -305,7 +306,7 @@ def run_stream(spec: StreamSpec) -> dict[str, Any]:
     except Exception as exc:
         if spec.raise_errors:
             raise  # fails the Spark task (the driver counts it)
-        error = f"{type(exc).__name__}: {str(exc)[:600]}"
+        error = f"{type(exc).__name__}: {str(exc)[:1500]}"
     result = StreamResult(spec.engine, spec.format, os.environ.get("LAKEGATE_URL", ""), started,
                           time.time(), first_expiry, lifetime, counter[1], counter[0], error)
     return result.to_json()
