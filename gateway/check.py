@@ -24,7 +24,7 @@ from gateway.preflight import startup_problems
 from gateway.settings import Settings, SettingsError, TokenKind
 from gateway.upstream.lakekeeper import CatalogClient
 from gateway.upstream.token_source import build_token_source
-from gateway.upstream.transport import AiohttpTransport
+from gateway.upstream.transport import AiohttpTransport, upstream_ssl_context
 from gateway.upstream.wire import CatalogConfig
 
 
@@ -93,7 +93,11 @@ async def _step(
 async def _upstream_steps(settings: Settings, warehouse: str | None, report: _Report) -> None:
     clock = SystemClock()
     metrics = Metrics()
-    transport = AiohttpTransport(pool_size=4)
+    transport = AiohttpTransport(
+        pool_size=4,
+        ssl_context=upstream_ssl_context(settings.upstream),
+        trust_env=settings.upstream.trust_env,
+    )
     tokens = build_token_source(settings.token, transport, clock, metrics)
     catalog = CatalogClient(transport, tokens, settings.upstream, metrics, clock)
     timeout_s = settings.upstream.deadline_s + settings.token.timeout_s

@@ -8,11 +8,13 @@ Never echoes file contents (the tokens file holds secrets).
 
 from __future__ import annotations
 
+import ssl
 from pathlib import Path
 
 from gateway.settings import CallerMode, Settings, env_name
 from gateway.surfaces.callers import CallerConfigError, StaticTokenCallerAuth
 from gateway.surfaces.policy import CallerPolicy, PolicyFileError
+from gateway.upstream.transport import upstream_ssl_context
 
 
 def _readable(path: Path, setting: str) -> str | None:
@@ -48,6 +50,19 @@ def startup_problems(settings: Settings) -> list[str]:
                 problem = f"{setting}: {exc}"
         if problem:
             problems.append(problem)
+    tls_files = [
+        (field, path)
+        for field in ("ca_file", "client_cert_file", "client_key_file")
+        if (path := getattr(settings.upstream, field)) is not None
+    ]
+    tls_problems = [p for f, path in tls_files if (p := _readable(path, env_name("upstream", f)))]
+    problems += tls_problems
+    if tls_files and not tls_problems:
+        try:
+            upstream_ssl_context(settings.upstream)
+        except (OSError, ssl.SSLError) as exc:
+            names = ", ".join(env_name("upstream", f) for f, _ in tls_files)
+            problems.append(f"{names}: not a usable CA bundle / certificate and key ({exc})")
     if callers.mode is CallerMode.JWT:
         for field in ("ca_file", "bearer_token_file"):
             path = getattr(callers, field)

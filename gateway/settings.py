@@ -56,11 +56,22 @@ class UpstreamSettings(_Section):
     # Page sizes every surface accepts for list calls: 1..max_page_size (Lakekeeper's own
     # LAKEKEEPER__PAGINATION_SIZE_MAX defaults to 1000).
     max_page_size: int = Field(default=1000, ge=1)
+    # TLS to the catalog and the IdP: a private CA bundle, and a client certificate (mTLS).
+    ca_file: Path | None = None
+    client_cert_file: Path | None = None
+    client_key_file: Path | None = None
+    # HTTP(S)_PROXY / NO_PROXY from the environment apply to upstream calls.
+    trust_env: bool = True
 
     @model_validator(mode="after")
     def _check(self) -> UpstreamSettings:
         if not self.url.startswith(("http://", "https://")):
             raise ValueError(f"{env_name('upstream', 'url')} must be an http(s) URL")
+        if self.client_key_file is not None and self.client_cert_file is None:
+            raise ValueError(
+                f"{env_name('upstream', 'client_key_file')} requires "
+                f"{env_name('upstream', 'client_cert_file')}"
+            )
         return self
 
     @property
@@ -87,6 +98,8 @@ class TokenSettings(_Section):
     token_url: str | None = None
     client_id: str | None = None
     client_secret: SecretStr | None = None
+    # The secret from a file (a mounted Secret) instead of the environment.
+    client_secret_file: Path | None = None
     auth_method: AuthMethod = AuthMethod.CLIENT_SECRET_BASIC
     scope: str | None = None
     audience: str | None = None
@@ -100,6 +113,15 @@ class TokenSettings(_Section):
 
     @model_validator(mode="after")
     def _check(self) -> TokenSettings:
+        if self.client_secret is None and self.client_secret_file is not None:
+            try:
+                secret = self.client_secret_file.read_text(encoding="utf-8").strip()
+            except OSError as exc:
+                raise ValueError(
+                    f"{env_name('token', 'client_secret_file')}={self.client_secret_file}: "
+                    f"cannot read ({type(exc).__name__})"
+                ) from exc
+            object.__setattr__(self, "client_secret", SecretStr(secret) if secret else None)
         missing: list[str] = []
         if self.kind is TokenKind.CLIENT_CREDENTIALS:
             for name in ("token_url", "client_id", "client_secret"):

@@ -15,7 +15,7 @@ from gateway.service.gateway_service import GatewayService, Spawn
 from gateway.settings import Settings
 from gateway.upstream.lakekeeper import CatalogClient
 from gateway.upstream.token_source import build_token_source
-from gateway.upstream.transport import AiohttpTransport, Transport
+from gateway.upstream.transport import AiohttpTransport, Transport, upstream_ssl_context
 
 
 def catalog_fetcher(
@@ -47,7 +47,11 @@ def build_service(
     """
     clock = clock or SystemClock()
     rng = rng or random.Random()  # noqa: S311 - jitter, not cryptography
-    transport = transport or AiohttpTransport(pool_size=settings.upstream.pool_size)
+    transport = transport or AiohttpTransport(
+        pool_size=settings.upstream.pool_size,
+        ssl_context=upstream_ssl_context(settings.upstream),
+        trust_env=settings.upstream.trust_env,
+    )
     tokens = build_token_source(settings.token, transport, clock, metrics, rng=rng)
     catalog = CatalogClient(transport, tokens, settings.upstream, metrics, clock, rng=rng)
     cache = CredentialCache(catalog_fetcher(catalog), settings.cache, clock, metrics, spawn,

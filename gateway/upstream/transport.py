@@ -8,6 +8,7 @@ the host only (never a URL query, header or body, which may carry secrets).
 from __future__ import annotations
 
 import asyncio
+import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -16,6 +17,7 @@ from urllib.parse import urlsplit
 import aiohttp
 
 from gateway.errors import UnavailableError, UpstreamTimeoutError
+from gateway.settings import UpstreamSettings
 
 _MAX_RESPONSE_BYTES = 64 << 20
 _FRAMING_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
@@ -50,15 +52,40 @@ def _host(url: str) -> str:
     return urlsplit(url).netloc or "upstream"
 
 
+def upstream_ssl_context(settings: UpstreamSettings) -> ssl.SSLContext | None:
+    """TLS for the catalog and IdP: the system CAs, or `CA_FILE`, plus a client certificate.
+
+    None when nothing is configured (aiohttp's default verification). Reads the files once, at
+    start; raises OSError / ssl.SSLError for an unreadable or mismatched file.
+    """
+    if settings.ca_file is None and settings.client_cert_file is None:
+        return None
+    cafile = str(settings.ca_file) if settings.ca_file is not None else None
+    context = ssl.create_default_context(cafile=cafile)
+    if settings.client_cert_file is not None:
+        key = str(settings.client_key_file) if settings.client_key_file is not None else None
+        context.load_cert_chain(str(settings.client_cert_file), key)
+    return context
+
+
 class AiohttpTransport:
     """A keep-alive connection pool shared by every upstream call of the process.
 
     The session is created lazily on the running loop (aiohttp binds it to that loop).
     """
 
-    def __init__(self, *, pool_size: int = 100, keepalive_s: float = 30.0) -> None:
+    def __init__(
+        self,
+        *,
+        pool_size: int = 100,
+        keepalive_s: float = 30.0,
+        ssl_context: ssl.SSLContext | None = None,
+        trust_env: bool = False,
+    ) -> None:
         self._pool_size = pool_size
         self._keepalive_s = keepalive_s
+        self._ssl: ssl.SSLContext | bool = ssl_context if ssl_context is not None else True
+        self._trust_env = trust_env
         self._session: aiohttp.ClientSession | None = None
         self._closed = False
 
@@ -67,10 +94,11 @@ class AiohttpTransport:
             raise UnavailableError("the upstream transport is closed")
         if self._session is None:
             connector = aiohttp.TCPConnector(
-                limit=self._pool_size, keepalive_timeout=self._keepalive_s, ttl_dns_cache=60
+                limit=self._pool_size, keepalive_timeout=self._keepalive_s, ttl_dns_cache=60,
+                ssl=self._ssl,
             )
             self._session = aiohttp.ClientSession(
-                connector=connector, auto_decompress=True, trust_env=False,
+                connector=connector, auto_decompress=True, trust_env=self._trust_env,
                 skip_auto_headers=("User-Agent",),
             )
         return self._session

@@ -8,8 +8,6 @@ from the file (re-read on each fetch: kubelet rotates it) and verifies a token s
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
 import json
 import ssl
 import time
@@ -21,49 +19,16 @@ import jwt
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
-from cryptography.x509.oid import NameOID
 
 from gateway.errors import UnauthenticatedError
 from gateway.surfaces.callers import JwksKeys, JwtCallerAuth
 from tests.unit.surfaces.fake_operations import FakeClock
+from tests.unit.tls_certs import self_signed
 
 AUD = "lakegate"
 ISS = "https://kubernetes.default.svc.cluster.local"
 SUB = "system:serviceaccount:team-a:spark"
-
-
-def _self_signed(tmp_path: Path) -> tuple[Path, Path]:
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kubernetes.default.svc")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(hours=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    cert_path, key_path = tmp_path / "ca.crt", tmp_path / "tls.key"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return cert_path, key_path
 
 
 @pytest.fixture
@@ -76,7 +41,7 @@ async def issuer(
     tmp_path: Path, signing_key: rsa.RSAPrivateKey
 ) -> AsyncIterator[dict[str, Any]]:
     """A TLS JWKS endpoint that answers 401 unless the bearer is the current token file's."""
-    cert, key = _self_signed(tmp_path)
+    cert, key = self_signed(tmp_path)
     bearer = tmp_path / "token"
     bearer.write_text("gateway-sa-token-1\n")
     jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(signing_key.public_key()))
