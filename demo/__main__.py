@@ -122,7 +122,8 @@ def _run(args: argparse.Namespace, say: Progress) -> None:
                 try:
                     with Client(rt.driver_url) as client:
                         run = pipeline.run(spark, client, info["namespace"], drop, say,
-                                           partitions=args.partitions)
+                                           partitions=args.partitions,
+                                           catalog_url=info["gateway"]["http_url"])
                     executors = rt.executors_per_node()
                 finally:
                     spark.stop()

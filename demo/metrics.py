@@ -56,8 +56,11 @@ class Counters:
 
     @property
     def upstream_credential_calls(self) -> int:
-        """Catalog calls that vend credentials, as the catalog counted them."""
-        return self.catalog.get("load_generic_table_credentials", 0)
+        """Catalog calls that vend credentials, as the catalog counted them (generic and Iceberg
+        tables' credential endpoints, and Iceberg loads that vended)."""
+        return (self.catalog.get("load_generic_table_credentials", 0)
+                + self.catalog.get("load_table_credentials", 0)
+                + self.catalog.get("load_table_vended", 0))
 
 
 def read_gateway(http: httpx.Client, name: str, url: str) -> NodeCounters:

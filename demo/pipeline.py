@@ -1,4 +1,4 @@
-"""The demo's pipeline: land → clean and aggregate in Spark → write three formats → verify.
+"""The demo's pipeline: land → clean and aggregate in Spark → write four formats → verify.
 
 Why this shape: it exercises every path a real job takes through Lakegate. The driver talks to the
 gateway to create and plan tables; every Spark task (in forked Python workers) asks its node's
@@ -131,6 +131,14 @@ def rows_and_tasks(df: DataFrame) -> tuple[int, int]:
     return sum(int(r["count"]) for r in counts), len(counts)
 
 
+def _iceberg_options(fmt: str, catalog_url: str | None) -> dict[str, str]:
+    """An Iceberg table is named by its format on reads too, and the driver needs the gateway's
+    HTTP address for pyiceberg (lakegate_client/spark/iceberg.py)."""
+    if fmt != "iceberg":
+        return {}
+    return {"format": "iceberg", "catalog_url": catalog_url or ""}
+
+
 def write_and_verify(
     spark: SparkSession,
     df: DataFrame,
@@ -138,11 +146,13 @@ def write_and_verify(
     fmt: str,
     expected: int,
     partitions: int = 0,
+    catalog_url: str | None = None,
 ) -> TableResult:
     """Write through the data source (creating the table), read it back, compare counts.
 
     ``partitions`` > 0 spreads the write over that many tasks (one file or fragment each).
     """
+    iceberg = _iceberg_options(fmt, catalog_url)
     if partitions > 0:
         df = df.repartition(partitions)
     df = df.cache()
@@ -153,12 +163,14 @@ def write_and_verify(
         df.write.format(SOURCE)
         .option("table", qualified)
         .option("format", fmt)
+        .options(**iceberg)
         .option("create", "true")
         .mode("overwrite")
         .save()
     )
     df.unpersist()
-    read, read_tasks = rows_and_tasks(spark.read.format(SOURCE).option("table", qualified).load())
+    reader = spark.read.format(SOURCE).option("table", qualified).options(**iceberg)
+    read, read_tasks = rows_and_tasks(reader.load())
     if read != rows:
         raise PipelineError(f"{qualified}: wrote {rows} rows but read back {read}")
     return TableResult(qualified, fmt, rows, read, expected, write_tasks, read_tasks)
@@ -183,6 +195,10 @@ OUTPUTS: tuple[Output, ...] = (
     Output("customer_stats", "delta", customer_stats, lambda d: d.customers),
     Output("orders_clean", "lance", _all_orders, lambda d: d.clean_rows),
 )
+# Written only when the run knows the gateway's HTTP address (`run(catalog_url=...)`).
+ICEBERG_OUTPUTS: tuple[Output, ...] = (
+    Output("orders_iceberg", "iceberg", _all_orders, lambda d: d.clean_rows),
+)
 
 
 def run(
@@ -194,11 +210,13 @@ def run(
     *,
     suffix: str = "",
     partitions: int = 0,
+    catalog_url: str | None = None,
 ) -> PipelineRun:
     """The whole pipeline; raises ``PipelineError`` on a wrong result.
 
     ``suffix`` is appended to every table name (tests share one catalog between runs);
-    ``partitions`` is the number of write tasks per output table (0: Spark's choice).
+    ``partitions`` is the number of write tasks per output table (0: Spark's choice);
+    ``catalog_url`` (the driver's gateway over HTTP) adds the Iceberg table.
     """
     result = PipelineRun()
     raw_table = f"orders_raw{suffix}"
@@ -217,12 +235,12 @@ def run(
     say(f"Spark read {raw_read} raw lines from {parts} partitions")
 
     orders = clean(raw).cache()
-    for output in OUTPUTS:
+    for output in (*OUTPUTS, *(ICEBERG_OUTPUTS if catalog_url else ())):
         name, fmt = output.name, output.format
         df, expected = output.build(orders), output.expected(drop)
         qualified = f"{namespace}.{name}{suffix}"
         say(f"writing {qualified} as {fmt} and reading it back")
-        table = write_and_verify(spark, df, qualified, fmt, expected, partitions)
+        table = write_and_verify(spark, df, qualified, fmt, expected, partitions, catalog_url)
         result.tables.append(table)
         say(f"{qualified}: {table.rows_read} rows read back ({fmt}), as expected")
     orders.unpersist()

@@ -24,15 +24,17 @@ def test_pipeline_writes_and_reads_back_every_format_with_the_expected_rows(
     before = metrics.read_counters(stack_info)
     suffix = uuid.uuid4().hex[:6]
     steps: list[str] = []
-    run = pipeline.run(spark, client, namespace, drop, steps.append, suffix=suffix)
+    run = pipeline.run(spark, client, namespace, drop, steps.append, suffix=suffix,
+                       catalog_url=stack_info["gateway"]["http_url"])
     after = metrics.read_counters(stack_info)
 
     by_format = {t.format: t for t in run.tables}
-    assert set(by_format) == {"csv", "parquet", "delta", "lance"}
+    assert set(by_format) == {"csv", "parquet", "delta", "lance", "iceberg"}
     assert by_format["csv"].rows_read == drop.raw_rows
     assert by_format["parquet"].rows_read == drop.country_days
     assert by_format["delta"].rows_read == drop.customers
     assert by_format["lance"].rows_read == drop.clean_rows
+    assert by_format["iceberg"].rows_read == drop.clean_rows
     assert drop.clean_rows < drop.raw_rows  # the cleaning step had dirt to remove
 
     served = after.gateway_credential_total - before.gateway_credential_total
