@@ -18,8 +18,6 @@ import json
 import logging
 import os
 import signal
-import socket
-import stat
 import sys
 from collections.abc import Callable, Coroutine
 from enum import Enum
@@ -36,6 +34,7 @@ from gateway.preflight import startup_problems
 from gateway.reload import ConfigReloader, SettingsSource
 from gateway.server_log import SERVER_LOGGER, MalformedRequestFilter
 from gateway.settings import Settings, SettingsError
+from gateway.sockets import StartupError, clear_stale_uds, tcp_socket, uds_socket
 from gateway.surfaces.accounting import Recorder
 from gateway.surfaces.callers import CallerConfigError, build_authenticator, caller_secrets
 from gateway.surfaces.grpc_server import GrpcSurface
@@ -66,10 +65,6 @@ class ServiceLike(Operations, Protocol):
 ServiceFactory = Callable[[Settings, Metrics, Spawn], ServiceLike]
 
 
-class StartupError(Exception):
-    """The daemon cannot start (bind failure, unusable caller config); exit code 1."""
-
-
 class State(Enum):
     NEW = "new"
     STARTED = "started"
@@ -81,54 +76,6 @@ def _default_service(settings: Settings, metrics: Metrics, spawn: Spawn) -> Serv
     from gateway.service import build_service
 
     return build_service(settings, metrics, spawn)
-
-
-def _uds_socket(path: Path) -> socket.socket:
-    """Bind a UDS at `path` (mode 0660), replacing a stale socket file safely.
-
-    Raises:
-        StartupError: something else lives at `path`, or a live server already listens there.
-    """
-    _clear_stale_uds(path)
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        sock.bind(str(path))
-        os.chmod(path, 0o660)
-    except OSError as exc:
-        sock.close()
-        raise StartupError(f"cannot bind unix socket {path}: {exc.strerror}") from exc
-    return sock
-
-
-def _clear_stale_uds(path: Path) -> None:
-    try:
-        mode = path.lstat().st_mode
-    except FileNotFoundError:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return
-    if not stat.S_ISSOCK(mode):
-        raise StartupError(f"{path} exists and is not a socket; refusing to replace it")
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        probe.connect(str(path))
-    except (ConnectionRefusedError, FileNotFoundError):
-        path.unlink(missing_ok=True)  # nobody listens: a leftover of a crashed daemon
-        return
-    finally:
-        probe.close()
-    raise StartupError(f"another server is listening on {path}")
-
-
-def _tcp_socket(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        raise StartupError(f"cannot bind HTTP on {host}:{port}: {exc.strerror}") from exc
-    return sock
 
 
 class App:
@@ -251,11 +198,11 @@ class App:
         await runner.setup()
         self._runner = runner
         logging.getLogger(SERVER_LOGGER).addFilter(self._malformed_log)
-        sock = _tcp_socket(listen.host, listen.http_port)
+        sock = tcp_socket(listen.host, listen.http_port)
         self.http_port = sock.getsockname()[1]
         await web.SockSite(runner, sock, backlog=LISTEN_BACKLOG).start()
         if listen.http_uds is not None:
-            uds = _uds_socket(listen.http_uds)
+            uds = uds_socket(listen.http_uds)
             self._uds_paths.append(listen.http_uds)
             await web.SockSite(runner, uds, backlog=LISTEN_BACKLOG).start()
         if listen.ops_port is not None:
@@ -271,7 +218,7 @@ class App:
         )
         await runner.setup()
         self._ops_runner = runner
-        sock = _tcp_socket(listen.ops_host, listen.ops_port)
+        sock = tcp_socket(listen.ops_host, listen.ops_port)
         self.ops_port = sock.getsockname()[1]
         await web.SockSite(runner, sock).start()
 
@@ -280,7 +227,7 @@ class App:
         try:
             self.grpc_port = surface.bind_tcp(listen.host, listen.grpc_port)
             if listen.grpc_uds is not None:
-                _clear_stale_uds(listen.grpc_uds)
+                clear_stale_uds(listen.grpc_uds)
                 surface.bind_uds(str(listen.grpc_uds))
                 self._uds_paths.append(listen.grpc_uds)
         except (OSError, RuntimeError) as exc:
