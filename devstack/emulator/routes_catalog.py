@@ -1,4 +1,5 @@
-"""Iceberg catalog routes the stack needs: `/catalog/v1/config` and namespaces (§4, §5)."""
+"""Iceberg catalog routes the stack needs: `/catalog/v1/config` and namespaces
+(Lakekeeper's rest-catalog-open-api.yaml, docs/docs/api/ in https://github.com/lakekeeper/lakekeeper)."""
 
 from __future__ import annotations
 

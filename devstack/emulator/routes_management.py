@@ -1,4 +1,5 @@
-"""Management routes needed by the stack: bootstrap, warehouses, whoami, protection, undrop (§7)."""
+"""Management routes needed by the stack: bootstrap, warehouses, whoami, protection, undrop
+(Lakekeeper's management-open-api.yaml, docs/docs/api/ in https://github.com/lakekeeper/lakekeeper)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Operations routes: /metrics (Prometheus text), /livez, /readyz.
 
-/readyz means "can serve" (anchors §3.10): a token obtained (or not needed) and the catalog
+/readyz means "can serve": a token obtained (or not needed) and the catalog
 reachable, or still inside the stale budget; the service decides, this only renders it.
 These are open routes: not admitted, and not counted in lakegate_requests_total (kind is
 credential|metadata|admin).

@@ -1,4 +1,4 @@
-"""The Lakekeeper-compatible surface: pylakekeeper's wire shapes (reference §4.1, §12)."""
+"""The Lakekeeper-compatible surface: pylakekeeper's wire shapes (docs/contracts.md §5)."""
 
 from __future__ import annotations
 
