@@ -29,10 +29,11 @@ if TYPE_CHECKING:
 # Engine -> table format. ``*-static`` engines are the baseline without refresh: the static key
 # pair of one vended credential, as any job gets it from a catalog (expected to fail).
 ENGINES = {
-    "pyarrow": "parquet", "boto3": "parquet", "deltalake": "delta", "lance": "lance",
+    "pyarrow": "parquet", "boto3": "parquet", "s3fs": "parquet", "deltalake": "delta",
+    "lance": "lance",
     "pyarrow-static": "parquet", "deltalake-static": "delta", "lance-static": "lance",
 }
-DEFAULT_ENGINES = ("pyarrow", "boto3", "deltalake", "lance")
+DEFAULT_ENGINES = ("pyarrow", "boto3", "s3fs", "deltalake", "lance")
 # Credential rejections as each library words them (SeaweedFS answers an expired session key with
 # InvalidAccessKeyId or 403; pyarrow spells the codes in upper case).
 EXPIRED = re.compile(
@@ -217,6 +218,24 @@ def _write_boto3(spec: StreamSpec, batches: Iterator[Any]) -> None:
         sink.complete()
 
 
+def _write_s3fs(spec: StreamSpec, batches: Iterator[Any]) -> None:
+    import pyarrow.parquet as pq
+
+    from lakegate_client import Client
+    from lakegate_client.refresh import s3fs_filesystem
+
+    with Client(warehouse=spec.warehouse) as client:
+        fs = s3fs_filesystem(  # aiobotocore refreshable credentials fed by the gateway
+            client, spec.namespace, spec.table, access="write", region=spec.region,
+            endpoint=spec.endpoint,
+        )
+        bucket, prefix = _path(spec.location)
+        with fs.open(f"{bucket}/{prefix}/part-00000.parquet", "wb", block_size=_MIN_PART) as out, \
+                pq.ParquetWriter(out, _schema()) as writer:
+            for batch in batches:
+                writer.write_batch(batch)
+
+
 def _write_delta(spec: StreamSpec, cc: ContainerCredentials, batches: Iterator[Any]) -> None:
     import pyarrow as pa
     from deltalake import write_deltalake
@@ -294,6 +313,7 @@ def run_stream(spec: StreamSpec) -> dict[str, Any]:
     writers: dict[str, Callable[[], None]] = {
         "pyarrow": lambda: _write_pyarrow(spec, cc, batches),
         "boto3": lambda: _write_boto3(spec, batches),
+        "s3fs": lambda: _write_s3fs(spec, batches),
         "deltalake": lambda: _write_delta(spec, cc, batches),
         "lance": lambda: _write_lance(spec, cc, batches),
     }

@@ -142,3 +142,21 @@ def test_boto3_session_signs_with_the_gateways_key() -> None:
     session = boto3_session(_Gateway(left_s=900), "ns", "t", region="eu-west-1")  # type: ignore[arg-type]
     assert session.region_name == "eu-west-1"
     assert session.get_credentials().get_frozen_credentials().access_key == "ASIA1"
+
+
+def test_s3fs_filesystem_signs_with_the_gateways_key_and_refreshes_near_expiry() -> None:
+    import asyncio
+
+    from lakegate_client.refresh import s3fs_filesystem
+
+    gateway = _Gateway(left_s=MANDATORY_REFRESH_S / 2)
+    fs = s3fs_filesystem(gateway, "ns", "t", access="write",  # type: ignore[arg-type]
+                         endpoint=ENDPOINT, region="eu-west-1")
+    gateway.left_s = 900
+
+    async def frozen_key() -> str:
+        creds = await fs.session.get_credentials()
+        return str((await creds.get_frozen_credentials()).access_key)
+
+    assert asyncio.run(frozen_key()) == "ASIA2"  # the first key was inside the mandatory window
+    assert gateway.calls == [("ns", "t", "write"), ("ns", "t", "write")]

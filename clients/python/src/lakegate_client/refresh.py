@@ -11,7 +11,8 @@ mechanism at the node's gateway, which serves a fresh credential before the old 
   storage options ``aws_container_credentials_full_uri`` plus a token file. Each SDK caches the
   answer and fetches again before ``Expiration``.
 * :func:`botocore_credentials` / :func:`boto3_session` - botocore ``RefreshableCredentials`` whose
-  refresh asks the gateway through a :class:`~lakegate_client.Client` (boto3).
+  refresh asks the gateway through a :class:`~lakegate_client.Client` (boto3);
+  :func:`s3fs_filesystem` - the same on aiobotocore's ``AioRefreshableCredentials`` (s3fs).
 
 The container endpoint needs the gateway's loopback TCP address (an SDK cannot speak to a Unix
 socket): ``LAKEGATE_URL=http://127.0.0.1:PORT``.
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -43,6 +44,7 @@ __all__ = [
     "boto3_session",
     "botocore_credentials",
     "container_credentials",
+    "s3fs_filesystem",
 ]
 
 Access = Literal["read", "write"]
@@ -192,6 +194,23 @@ def _expiry_iso(expires_at_ms: int | None) -> str:
     return datetime.fromtimestamp(expires_at_ms / 1000.0, UTC).isoformat()
 
 
+def _fetcher(
+    client: Client, namespace: str, table: str, access: Access, warehouse: str | None
+) -> Callable[[], dict[str, str]]:
+    """A function returning botocore's credential metadata, fresh from the gateway (or memo)."""
+
+    def fetch() -> dict[str, str]:
+        s3 = client.credentials(namespace, table, warehouse=warehouse, access=access).s3()
+        return {
+            "access_key": s3.access_key_id,
+            "secret_key": s3.secret_access_key,
+            "token": s3.session_token or "",
+            "expiry_time": _expiry_iso(s3.expires_at_ms),
+        }
+
+    return fetch
+
+
 def botocore_credentials(
     client: Client,
     namespace: str,
@@ -203,15 +222,7 @@ def botocore_credentials(
     """botocore credentials that re-ask the gateway (through ``client``) before they expire."""
     from botocore.credentials import RefreshableCredentials
 
-    def fetch() -> dict[str, str]:
-        s3 = client.credentials(namespace, table, warehouse=warehouse, access=access).s3()
-        return {
-            "access_key": s3.access_key_id,
-            "secret_key": s3.secret_access_key,
-            "token": s3.session_token or "",
-            "expiry_time": _expiry_iso(s3.expires_at_ms),
-        }
-
+    fetch = _fetcher(client, namespace, table, access, warehouse)
     return RefreshableCredentials.create_from_metadata(
         metadata=fetch(),
         refresh_using=fetch,
@@ -241,3 +252,47 @@ def boto3_session(
     )
     core.set_config_variable("region", region)
     return boto3.Session(botocore_session=core)
+
+
+def s3fs_filesystem(
+    client: Client,
+    namespace: str,
+    table: str,
+    *,
+    access: Access = "read",
+    warehouse: str | None = None,
+    region: str = "us-east-1",
+    endpoint: str | None = None,
+) -> Any:
+    """An ``s3fs.S3FileSystem`` on aiobotocore refreshable credentials fed by the gateway.
+
+    The refresh runs the (sync) client in a worker thread, so s3fs's event loop never blocks.
+    Returns ``s3fs.S3FileSystem`` (typed ``Any``: s3fs ships no type information).
+    """
+    import asyncio
+
+    import s3fs  # type: ignore[import-untyped]
+    from aiobotocore.credentials import (  # type: ignore[import-untyped]
+        AioRefreshableCredentials,
+    )
+    from aiobotocore.session import AioSession  # type: ignore[import-untyped]
+
+    fetch = _fetcher(client, namespace, table, access, warehouse)
+
+    async def refresh() -> dict[str, str]:
+        return await asyncio.to_thread(fetch)
+
+    session = AioSession()
+    # aiobotocore, like botocore, has no public way to install refreshable credentials.
+    session._credentials = AioRefreshableCredentials.create_from_metadata(
+        metadata=fetch(),
+        refresh_using=refresh,
+        method="lakegate-gateway",
+        advisory_timeout=ADVISORY_REFRESH_S,
+        mandatory_timeout=MANDATORY_REFRESH_S,
+    )
+    kwargs: dict[str, Any] = {"client_kwargs": {"region_name": region}}
+    if endpoint:
+        kwargs["endpoint_url"] = endpoint
+        kwargs["config_kwargs"] = {"s3": {"addressing_style": "path"}}
+    return s3fs.S3FileSystem(session=session, skip_instance_cache=True, **kwargs)
