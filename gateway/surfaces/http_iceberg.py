@@ -23,7 +23,6 @@ Bodies are parsed under the same limits as every other JSON body before they are
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 from typing import Any
@@ -178,24 +177,18 @@ class IcebergApi(LakekeeperApi):
         access = await self._vend_access(call, ref)
         if not wants_credentials(call.request):
             return await self._passthrough(call, headers=CLIENT_MANAGED)
-        creds_task = asyncio.ensure_future(self._ops.get_credentials(ref, access, call.ctx))
-        try:
-            status, body, headers = await self._upstream(call, headers=CLIENT_MANAGED)
-        except BaseException:
-            creds_task.cancel()
-            raise
+        # Metadata first: a load of a missing table (create-if-absent) costs no credential call.
+        status, body, headers = await self._upstream(call, headers=CLIENT_MANAGED)
         if status >= 400:
-            creds_task.cancel()
             return web.Response(status=status, body=body, headers=headers)
         try:
             doc = json.loads(body)
         except ValueError:
             doc = None
         if not isinstance(doc, dict) or not isinstance(doc.get("metadata"), dict):
-            creds_task.cancel()
             return web.Response(status=status, body=body, headers=headers)
         location = str(doc["metadata"].get("location") or "")
-        lookup = await creds_task
+        lookup = await self._ops.get_credentials(ref, access, call.ctx)
         if location and not _covers(lookup, location):
             # Re-created elsewhere behind this gateway's back: the cached credential is stale.
             self._ops.invalidate(ref)

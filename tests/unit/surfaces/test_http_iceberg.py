@@ -274,3 +274,12 @@ async def test_native_credentials_route_takes_kind_iceberg(make_client: MakeClie
     resp = await client.get(path + "?kind=delta", headers=AUTH)
     assert resp.status == 400
     assert len(refs) == 2
+
+
+async def test_load_of_a_missing_table_asks_no_credentials(make_client: MakeClient) -> None:
+    ops = _ops()
+    ops.answers["GET"] = (404, {"error": {"message": "Table does not exist",
+                                          "type": "NoSuchTableException", "code": 404}})
+    client = await make_client(ops=ops)
+    assert (await client.get(TABLE, headers=VENDED)).status == 404
+    assert ops.calls["get_credentials"] == 0
