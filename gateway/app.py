@@ -5,7 +5,9 @@ surfaces, and binds every listener (TCP port 0 → a free port, logged and writt
 file; UDS mode 0660, a stale socket file replaced only when nothing listens on it); `serve()`
 captures SIGTERM/SIGINT and waits on a stop Event; `shutdown()` stops accepting, drains in-flight
 requests within `shutdown_grace_s`, cancels the rest, closes the service and restores the signal
-handlers. `run(argv)` is the `lakegate serve` entry: settings errors → exit 2, startup errors → 1.
+handlers. `run(argv)` is the `lakegate serve` entry: settings errors and start-up failures
+(unusable files, a port or socket that cannot be bound) exit 2, each naming the setting.
+SIGHUP reloads caller tokens, policy and log level (gateway/reload.py).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from gateway.metrics import Metrics
 from gateway.preflight import startup_problems
 from gateway.reload import ConfigReloader, SettingsSource
 from gateway.server_log import SERVER_LOGGER, MalformedRequestFilter
-from gateway.settings import Settings, SettingsError
+from gateway.settings import Settings, SettingsError, env_name
 from gateway.sockets import StartupError, clear_stale_uds, tcp_socket, uds_socket
 from gateway.surfaces.accounting import Recorder
 from gateway.surfaces.callers import CallerConfigError, build_authenticator, caller_secrets
@@ -198,11 +200,11 @@ class App:
         await runner.setup()
         self._runner = runner
         logging.getLogger(SERVER_LOGGER).addFilter(self._malformed_log)
-        sock = tcp_socket(listen.host, listen.http_port)
+        sock = tcp_socket(listen.host, listen.http_port, env_name("listen", "http_port"))
         self.http_port = sock.getsockname()[1]
         await web.SockSite(runner, sock, backlog=LISTEN_BACKLOG).start()
         if listen.http_uds is not None:
-            uds = uds_socket(listen.http_uds)
+            uds = uds_socket(listen.http_uds, env_name("listen", "http_uds"))
             self._uds_paths.append(listen.http_uds)
             await web.SockSite(runner, uds, backlog=LISTEN_BACKLOG).start()
         if listen.ops_port is not None:
@@ -218,7 +220,7 @@ class App:
         )
         await runner.setup()
         self._ops_runner = runner
-        sock = tcp_socket(listen.ops_host, listen.ops_port)
+        sock = tcp_socket(listen.ops_host, listen.ops_port, env_name("listen", "ops_port"))
         self.ops_port = sock.getsockname()[1]
         await web.SockSite(runner, sock).start()
 
@@ -231,7 +233,10 @@ class App:
                 surface.bind_uds(str(listen.grpc_uds))
                 self._uds_paths.append(listen.grpc_uds)
         except (OSError, RuntimeError) as exc:
-            raise StartupError(f"cannot bind gRPC: {exc}") from exc
+            raise StartupError(
+                f"{env_name('listen', 'grpc_port')} / {env_name('listen', 'grpc_uds')}: "
+                f"cannot bind gRPC: {exc}"
+            ) from exc
         await surface.server.start()
         if listen.grpc_uds is not None:
             os.chmod(listen.grpc_uds, 0o660)
@@ -354,15 +359,16 @@ async def _serve(settings: Settings, source: SettingsSource, redactor: Redactor)
         await app.serve()
     except StartupError as exc:
         _log.error("cannot start: %s", exc)
-        return 1
+        print(f"cannot start: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 
 def run(argv: list[str]) -> int:
     """`lakegate serve [--config FILE]`: returns the process exit code.
 
-    0 after a clean drain, 2 for invalid settings (field-named message on stderr), 1 when the
-    daemon cannot start.
+    0 after a clean drain; 2 for invalid settings, unusable files or a failed bind (the message,
+    on stderr, names the setting).
     """
     args = _parse_args(argv)
     try:

@@ -16,20 +16,23 @@ class StartupError(Exception):
     """The daemon cannot start (bind failure, unusable caller config); exit code 1."""
 
 
-def uds_socket(path: Path) -> socket.socket:
+def uds_socket(path: Path, setting: str) -> socket.socket:
     """Bind a UDS at `path` (mode 0660), replacing a stale socket file safely.
 
     Raises:
         StartupError: something else lives at `path`, or a live server already listens there.
     """
-    clear_stale_uds(path)
+    try:
+        clear_stale_uds(path)
+    except StartupError as exc:
+        raise StartupError(f"{setting}: {exc}") from exc
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.bind(str(path))
         os.chmod(path, 0o660)
     except OSError as exc:
         sock.close()
-        raise StartupError(f"cannot bind unix socket {path}: {exc.strerror}") from exc
+        raise StartupError(f"{setting}: cannot bind unix socket {path}: {exc.strerror}") from exc
     return sock
 
 
@@ -52,7 +55,8 @@ def clear_stale_uds(path: Path) -> None:
     raise StartupError(f"another server is listening on {path}")
 
 
-def tcp_socket(host: str, port: int) -> socket.socket:
+def tcp_socket(host: str, port: int, setting: str) -> socket.socket:
+    """A bound TCP socket; a failure names the setting (`setting`) that chose the port."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -60,5 +64,5 @@ def tcp_socket(host: str, port: int) -> socket.socket:
         sock.bind((host, port))
     except OSError as exc:
         sock.close()
-        raise StartupError(f"cannot bind HTTP on {host}:{port}: {exc.strerror}") from exc
+        raise StartupError(f"{setting}: cannot bind {host}:{port}: {exc.strerror}") from exc
     return sock

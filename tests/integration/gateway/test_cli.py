@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -99,3 +100,14 @@ def test_broken_tokens_file_is_named_without_echoing_its_content(tmp_path: Path)
     assert done.returncode == 2
     assert "LAKEGATE__CALLERS__TOKENS_FILE" in done.stderr
     assert secret not in done.stdout + done.stderr
+
+
+def test_port_in_use_exits_2_naming_the_setting(tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        env = _OFFLINE | {"LAKEGATE__LISTEN__HTTP_PORT": str(port)}
+        done = _lakegate(["serve"], env)
+    assert done.returncode == 2
+    assert "LAKEGATE__LISTEN__HTTP_PORT" in done.stderr
