@@ -29,6 +29,7 @@ from typing import Any, Protocol
 from aiohttp import web
 
 from gateway import __version__
+from gateway.audit import configure_audit
 from gateway.clock import Clock, SystemClock
 from gateway.logging import Redactor, configure_logging
 from gateway.metrics import Metrics
@@ -382,6 +383,7 @@ def run(argv: list[str]) -> int:
         return 2
     redactor = Redactor(tuple(settings.secret_values()) + tuple(caller_secrets(settings.callers)))
     configure_logging(settings.log.level, settings.log.format, redactor)
+    configure_audit(settings.log.audit)
     for warning in settings.warnings():
         _log.warning(warning)
     try:

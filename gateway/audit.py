@@ -5,7 +5,8 @@ which table's storage keys, for reading or writing). Each line names the caller,
 access and the outcome (`hit`/`miss`/`coalesced`/`stale` for a grant, the error type when the
 service refused or failed, e.g. `NotFoundError`) and never a credential or a token. Policy
 refusals are decided before the service, by the Gate, which logs and counts them itself
-(`lakegate_ingress_rejected_total{reason="policy"}`). Operators who do not want
+(`lakegate_ingress_rejected_total{reason="policy"}`). `LAKEGATE__LOG__AUDIT=false` turns the
+lines off (they cost about 0.1 ms of CPU each). Operators who do not want
 it set the `lakegate.audit` logger above INFO.
 """
 
@@ -17,6 +18,11 @@ from gateway.models import AccessMode, CallerIdentity, RequestContext
 
 AUDIT_LOGGER = "lakegate.audit"
 _log = logging.getLogger(AUDIT_LOGGER)
+
+
+def configure_audit(enabled: bool) -> None:
+    """Turn the audit lines on (INFO, whatever LOG__LEVEL says) or off (LOG__AUDIT=false)."""
+    _log.setLevel(logging.INFO if enabled else logging.WARNING)
 
 
 def credential_event(

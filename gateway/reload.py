@@ -15,6 +15,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from gateway.audit import configure_audit
 from gateway.clock import Clock
 from gateway.logging import Redactor
 from gateway.metrics import Metrics
@@ -86,6 +87,7 @@ class ConfigReloader:
                     self._redactor.register(secret)
             self._gate.replace(loaded.auth, loaded.policy)
             logging.getLogger().setLevel(loaded.settings.log.level.upper())
+            configure_audit(loaded.settings.log.audit)
             self._metrics.config_reloads.labels("ok").inc()
             _log.info(
                 "configuration reloaded",
