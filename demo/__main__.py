@@ -123,7 +123,8 @@ def _run(args: argparse.Namespace, say: Progress) -> None:
                     with Client(rt.driver_url) as client:
                         run = pipeline.run(spark, client, info["namespace"], drop, say,
                                            partitions=args.partitions,
-                                           catalog_url=info["gateway"]["http_url"])
+                                           # the driver's node gateway (the first)
+                                           catalog_url=next(iter(rt.gateways.values())))
                     executors = rt.executors_per_node()
                 finally:
                     spark.stop()

@@ -51,7 +51,7 @@ def test_demo_on_a_two_worker_cluster_uses_each_nodes_gateway(tmp_path: Path) ->
     assert [n["name"] for n in nodes] == ["node-1", "node-2"]
     assert len({n["gateway"] for n in nodes}) == 2  # one gateway per node
     tables = summary["tables"]
-    assert {t["format"] for t in tables} == {"csv", "parquet", "delta", "lance"}
+    assert {t["format"] for t in tables} == {"csv", "parquet", "delta", "lance", "iceberg"}
     bound = len(tables) * ACCESS_MODES
     for node in nodes:
         assert node["executors"] >= 1, node  # an executor JVM ran on every node
