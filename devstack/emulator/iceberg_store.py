@@ -152,6 +152,23 @@ class IcebergStore:
         )
         return cur.rowcount == 1
 
+    def has_tables(self, ns: Namespace) -> bool:
+        row = self._db.execute(
+            "SELECT 1 FROM iceberg_tables WHERE namespace_id = ? LIMIT 1", (ns.id,)
+        ).fetchone()
+        return row is not None
+
+    def namespace_ids(self, warehouse_id: str) -> list[str]:
+        """The namespaces of a warehouse that hold Iceberg tables."""
+        rows = self._db.execute(
+            "SELECT DISTINCT namespace_id FROM iceberg_tables WHERE warehouse_id = ?",
+            (warehouse_id,),
+        ).fetchall()
+        return [r["namespace_id"] for r in rows]
+
+    def delete_namespace_tables(self, namespace_id: str) -> None:
+        self._db.execute("DELETE FROM iceberg_tables WHERE namespace_id = ?", (namespace_id,))
+
     def delete(self, table_id: str) -> None:
         self._db.execute("DELETE FROM iceberg_tables WHERE id = ?", (table_id,))
 

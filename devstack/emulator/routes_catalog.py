@@ -8,6 +8,7 @@ from typing import Any
 
 from aiohttp import web
 
+from devstack.emulator import routes_iceberg
 from devstack.emulator.errors import ApiError, not_found_warehouse
 from devstack.emulator.models import Namespace, Warehouse
 from devstack.emulator.names import decode_namespace_segment, validate_namespace
@@ -140,9 +141,13 @@ async def drop_namespace(request: web.Request) -> web.Response:
     wh = warehouse_from_prefix(request)
     ns = namespace_from_path(request, wh)
     recursive = query_bool(request, "recursive", False)
-    if not recursive and st.store.namespace_has_children(ns):
+    if not recursive and (
+        st.store.namespace_has_children(ns) or routes_iceberg.namespace_has_tables(request, ns)
+    ):
         raise ApiError(409, "NamespaceNotEmptyException", "Namespace is not empty")
     st.store.drop_namespace(ns, recursive=recursive)
+    if recursive:
+        routes_iceberg.forget_dropped_namespaces(request, wh)
     return web.Response(status=204)
 
 

@@ -7,8 +7,8 @@ scoped to the table location; the S3 credential maps also carry Lakekeeper's
 `client.refresh-credentials-endpoint`. Metadata files are really written to storage.
 
 Deviations: no ETag/304 on load, no remote signing, no views, no multi-table transactions;
-Iceberg tables are always hard-deleted (soft-delete warehouses too) and a namespace drop does
-not look at Iceberg tables.
+Iceberg tables are always hard-deleted (soft-delete warehouses too) and never purged by a
+recursive namespace drop (their rows are dropped, their files kept).
 """
 
 from __future__ import annotations
@@ -349,6 +349,19 @@ async def load_table_credentials(request: web.Request) -> web.Response:
     )
     creds = _storage_credentials(request, wh, ns, table.name, table.location, cred)
     return web.json_response({"storage-credentials": creds})
+
+
+def namespace_has_tables(request: web.Request, ns: Namespace) -> bool:
+    """Whether a namespace holds Iceberg tables (a non-recursive drop must refuse it)."""
+    return catalog_of(request).store.has_tables(ns)
+
+
+def forget_dropped_namespaces(request: web.Request, wh: Warehouse) -> None:
+    """After a recursive namespace drop: drop the Iceberg tables of namespaces that are gone."""
+    st, store = state_of(request), catalog_of(request).store
+    for nid in store.namespace_ids(wh.id):
+        if st.store.get_namespace_by_id(nid) is None:
+            store.delete_namespace_tables(nid)
 
 
 async def _close(app: web.Application) -> None:

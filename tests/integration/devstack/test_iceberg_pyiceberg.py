@@ -122,3 +122,18 @@ def test_client_managed_load_vends_nothing(catalog: Catalog, hooks: Any) -> None
     stats = hooks.stats()
     assert (stats["load_table"], stats["load_table_vended"]) == (1, 0)
     rest.drop_table(ident)
+
+
+def test_namespace_with_an_iceberg_table_is_not_empty(catalog: Catalog) -> None:
+    rest = _rest(catalog)
+    ns = f"icens_{uuid.uuid4().hex[:8]}"
+    rest.create_namespace(ns)
+    rest.create_table((ns, "t"), schema=ROWS.schema)
+    path = f"/catalog/v1/{catalog.wh}/namespaces/{ns}"
+    resp = catalog.http.delete(path)
+    assert resp.status_code == 409
+    assert resp.json()["error"]["type"] == "NamespaceNotEmptyException"
+    assert catalog.http.delete(path, params={"recursive": "true"}).status_code == 204
+    rest.create_namespace(ns)  # same name again: the old table is gone with the old namespace
+    assert rest.list_tables(ns) == []
+    catalog.http.delete(path)
