@@ -200,6 +200,8 @@ class IcebergApi(LakekeeperApi):
                                     creds, location)
         if creds:
             doc["storage-credentials"] = creds
+        # The catalog's ETag describes its client-managed body, not this merged one.
+        headers = {k: v for k, v in headers.items() if k.title() != "Etag"}
         return web.Response(status=status, body=dumps(doc), headers=headers)
 
     async def iceberg_credentials(self, call: HttpCall) -> web.StreamResponse:

@@ -58,7 +58,8 @@ class IcebergOps(FakeOperations):
         self.forwarded.append((method, path, query))
         self.sent.append((method, path, body, dict(headers or {})))
         status, doc = self.answers.get(method, (200, _metadata_doc()))
-        return UpstreamResponse(status=status, headers={"Content-Type": "application/json"},
+        return UpstreamResponse(status=status,
+                                headers={"Content-Type": "application/json", "ETag": '"lk2.x"'},
                                 body=json.dumps(doc).encode())
 
 
@@ -94,6 +95,7 @@ async def test_vended_load_forwards_client_managed_and_merges_cached_credentials
     assert "client.refresh-credentials-endpoint" not in doc["config"]
     assert ops.calls["get_credentials"] == 1
     assert ops.accesses == [AccessMode.WRITE]
+    assert "ETag" not in resp.headers  # the catalog's tag described another body
 
 
 async def test_client_managed_load_asks_no_credentials(make_client: MakeClient) -> None:
