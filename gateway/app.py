@@ -1,18 +1,16 @@
-"""App: builds the object graph from Settings, serves, drains, closes in reverse order.
+"""App: runs the Core (service/wiring.py) behind the listeners; drains and closes in order.
 
-Phases (uvicorn-style): `start()` builds metrics, the task registry, the service and both
-surfaces, and binds every listener (TCP port 0 → a free port, logged and written to the ports
-file; UDS mode 0660, a stale socket file replaced only when nothing listens on it); `serve()`
-captures SIGTERM/SIGINT and waits on a stop Event; `shutdown()` stops accepting, drains in-flight
-requests within `shutdown_grace_s`, cancels the rest, closes the service and restores the signal
-handlers. `run(argv)` is the `lakegate serve` entry: settings errors and start-up failures
-(unusable files, a port or socket that cannot be bound) exit 2, each naming the setting.
-SIGHUP reloads caller tokens, policy and log level (gateway/reload.py).
+Phases (uvicorn-style): `start()` has `build_core` build the service and everything under it,
+builds both surfaces around `core.service`, starts the Core and binds every listener (TCP port
+0 → a free port, logged and written to the ports file; UDS mode 0660, a stale socket file
+replaced only when nothing listens on it); `serve()` captures SIGTERM/SIGINT and waits on a stop
+Event; `shutdown()` stops accepting, drains in-flight requests within `shutdown_grace_s`, cancels
+the rest, closes the Core and restores the signal handlers. SIGHUP reloads caller tokens, policy
+and log level (gateway/reload.py). The `lakegate serve` entry is `gateway.serve.run`.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import gc
@@ -20,8 +18,7 @@ import json
 import logging
 import os
 import signal
-import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
 from typing import Any, Protocol
@@ -29,36 +26,42 @@ from typing import Any, Protocol
 from aiohttp import web
 
 from gateway import __version__
-from gateway.audit import configure_audit
 from gateway.clock import Clock, SystemClock
-from gateway.logging import Redactor, configure_logging
+from gateway.concurrency import Spawn
+from gateway.logging import Redactor
 from gateway.metrics import Metrics
-from gateway.preflight import startup_problems
 from gateway.reload import ConfigReloader, SettingsSource
 from gateway.server_log import SERVER_LOGGER, MalformedRequestFilter
-from gateway.settings import Settings, SettingsError, env_name
+from gateway.service import build_core
+from gateway.settings import Settings, env_name
 from gateway.sockets import StartupError, clear_stale_uds, tcp_socket, uds_socket
 from gateway.surfaces.accounting import Recorder
-from gateway.surfaces.callers import CallerConfigError, build_authenticator, caller_secrets
+from gateway.surfaces.callers import CallerConfigError, build_authenticator
 from gateway.surfaces.grpc_server import GrpcSurface
 from gateway.surfaces.http_app import HttpDeps, build_http_server
 from gateway.surfaces.ingress import Gate, RateLimiter
 from gateway.surfaces.operations import Operations
 from gateway.surfaces.policy import CallerPolicy, PolicyFileError
 from gateway.tasks import TaskRegistry
+from gateway.tuning import LISTEN_BACKLOG
 
 _log = logging.getLogger("lakegate.app")
 
-# aiohttp's default listen backlog is 128: a herd of thousands of executors connecting at once
-# (one connection each) overflows it and sees SYN/connect retries. The kernel caps it at
-# net.core.somaxconn.
-LISTEN_BACKLOG = 4096
 
-Spawn = Callable[[Coroutine[Any, Any, Any]], "asyncio.Task[Any]"]
+
+class CoreLike(Protocol):
+    """What the App runs: the service the surfaces call, and one lifecycle for all below it."""
+
+    @property
+    def service(self) -> Operations: ...
+
+    async def start(self) -> None: ...
+
+    async def close(self) -> None: ...
 
 
 class ServiceLike(Operations, Protocol):
-    """What the App needs of the service beyond the surface operations: its lifecycle."""
+    """A service with a lifecycle of its own (tests inject fakes through `service_factory`)."""
 
     async def start(self) -> None: ...
 
@@ -66,6 +69,20 @@ class ServiceLike(Operations, Protocol):
 
 
 ServiceFactory = Callable[[Settings, Metrics, Spawn], ServiceLike]
+CoreFactory = Callable[[Settings, Metrics, Spawn], CoreLike]
+
+
+class _ServiceCore:
+    """A bare service run as a Core (it owns its own lifecycle)."""
+
+    def __init__(self, service: ServiceLike) -> None:
+        self.service = service
+
+    async def start(self) -> None:
+        await self.service.start()
+
+    async def close(self) -> None:
+        await self.service.close()
 
 
 class State(Enum):
@@ -75,19 +92,14 @@ class State(Enum):
     CLOSED = "closed"
 
 
-def _default_service(settings: Settings, metrics: Metrics, spawn: Spawn) -> ServiceLike:
-    from gateway.service import build_service
-
-    return build_service(settings, metrics, spawn)
-
-
 class App:
     """The daemon: one per process (or per test).
 
     Args:
         settings: validated settings.
         clock: time source (tests pass a fake for the surfaces' accounting).
-        service_factory: builds the service (tests inject a fake service).
+        core_factory: builds the Core (default: `service.build_core`).
+        service_factory: builds a bare service instead (tests inject a fake service).
         freeze_gc: after start, move every object built so far (modules, the object graph)
             out of the cyclic GC's reach (`gc.freeze()`), so the collections that request
             garbage triggers stop re-scanning them. The daemon entry sets it; tests, which
@@ -99,6 +111,7 @@ class App:
         settings: Settings,
         *,
         clock: Clock | None = None,
+        core_factory: CoreFactory | None = None,
         service_factory: ServiceFactory | None = None,
         freeze_gc: bool = False,
         reload_source: SettingsSource | None = None,
@@ -111,13 +124,18 @@ class App:
         self.reloader: ConfigReloader | None = None
         self._freeze_gc = freeze_gc
         self.clock = clock or SystemClock()
-        self._service_factory = service_factory or _default_service
+        if service_factory is not None:
+            make = service_factory
+            self._core_factory: CoreFactory = lambda s, m, spawn: _ServiceCore(make(s, m, spawn))
+        else:
+            self._core_factory = core_factory or build_core
         self.metrics = Metrics()
         self.tasks = TaskRegistry()
         self.state = State.NEW
         self.http_port: int | None = None
         self.grpc_port: int | None = None
-        self.service: ServiceLike | None = None
+        self.core: CoreLike | None = None
+        self.service: Operations | None = None
         self._runner: web.ServerRunner | None = None
         self._ops_runner: web.ServerRunner | None = None
         self.ops_port: int | None = None
@@ -148,8 +166,9 @@ class App:
         except (PolicyFileError, CallerConfigError) as exc:
             raise StartupError(str(exc)) from exc
         self.state = State.STARTED
-        service = self._service_factory(s, self.metrics, self.tasks.spawn)
-        self.service = service
+        core = self._core_factory(s, self.metrics, self.tasks.spawn)
+        self.core, self.service = core, core.service
+        service = core.service
         limiter = (
             RateLimiter(s.callers.rate_per_s, s.callers.burst, self.clock)
             if s.callers.rate_per_s > 0
@@ -165,7 +184,7 @@ class App:
             service, gate, recorder, max_message_bytes=s.listen.max_body_bytes
         )
         self._grpc = grpc_surface
-        await service.start()
+        await core.start()
         await self._bind_http(deps)
         await self._bind_grpc(grpc_surface)
         self._write_ports_file()
@@ -314,7 +333,7 @@ class App:
             await self.shutdown()
 
     async def shutdown(self) -> None:
-        """Stop accepting, drain within the grace period, cancel the rest, close the service."""
+        """Stop accepting, drain within the grace period, cancel the rest, close the Core."""
         if self.state in (State.STOPPING, State.CLOSED):
             return
         self.state = State.STOPPING
@@ -335,64 +354,14 @@ class App:
         for result in results:
             if isinstance(result, BaseException):
                 _log.warning("listener shutdown error", extra={"error": type(result).__name__})
-        if self.service is not None:
+        if self.core is not None:
             try:
-                await self.service.close()
+                await self.core.close()
             except Exception:  # noqa: BLE001 - closing must go on to cancel the tasks
-                _log.exception("service close failed")
+                _log.exception("core close failed")
         left = await self.tasks.cancel_all(timeout_s=max(grace, 1.0))
         for path in self._uds_paths:
             with contextlib.suppress(OSError):
                 path.unlink()
         self.state = State.CLOSED
         _log.info("lakegate stopped", extra={"tasks_left": left})
-
-
-def _parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="lakegate serve", description="run the gateway daemon")
-    parser.add_argument("--config", type=Path, default=None, help="YAML settings file")
-    return parser.parse_args(argv)
-
-
-async def _serve(settings: Settings, source: SettingsSource, redactor: Redactor) -> int:
-    app = App(settings, freeze_gc=True, reload_source=source, redactor=redactor)
-    try:
-        await app.serve()
-    except StartupError as exc:
-        _log.error("cannot start: %s", exc)
-        print(f"cannot start: {exc}", file=sys.stderr)
-        return 2
-    return 0
-
-
-def run(argv: list[str]) -> int:
-    """`lakegate serve [--config FILE]`: returns the process exit code.
-
-    0 after a clean drain; 2 for invalid settings, unusable files or a failed bind (the message,
-    on stderr, names the setting).
-    """
-    args = _parse_args(argv)
-    try:
-        settings = Settings.load(args.config)
-    except SettingsError as exc:
-        print(str(exc), file=sys.stderr)
-        return 2
-    problems = startup_problems(settings)  # unusable files: exit 2 before any logging
-    if problems:
-        print("\n".join(problems), file=sys.stderr)
-        return 2
-    redactor = Redactor(tuple(settings.secret_values()) + tuple(caller_secrets(settings.callers)))
-    configure_logging(settings.log.level, settings.log.format, redactor)
-    configure_audit(settings.log.audit)
-    for warning in settings.warnings():
-        _log.warning(warning)
-    try:
-        import uvloop
-
-        loop_factory: Callable[[], asyncio.AbstractEventLoop] | None = uvloop.new_event_loop
-    except ImportError:  # pragma: no cover - uvloop is pinned on Linux
-        loop_factory = None
-    with asyncio.Runner(loop_factory=loop_factory) as runner:
-        return runner.run(
-            _serve(settings, lambda: Settings.load(args.config), redactor)
-        )

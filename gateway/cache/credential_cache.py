@@ -23,19 +23,17 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from gateway.cache import policy
-from gateway.cache.singleflight import SingleFlight, Spawn
 from gateway.clock import Clock
+from gateway.concurrency import FlightTimeout, SingleFlight, Spawn
 from gateway.errors import CredentialExpiredError, GatewayError, UpstreamTimeoutError
 from gateway.metrics import Metrics
 from gateway.models import CacheKey, CredentialSet, Outcome, RequestContext
 from gateway.settings import CacheSettings
+from gateway.tuning import REFRESH_RETRY_BASE_S, REFRESH_RETRY_CAP_S
 
 log = logging.getLogger(__name__)
 
 Fetcher = Callable[[CacheKey, RequestContext], Awaitable[CredentialSet]]
-
-_REFRESH_RETRY_BASE_S = 1.0
-_REFRESH_RETRY_CAP_S = 60.0
 
 
 class _Fetched(NamedTuple):
@@ -166,17 +164,14 @@ class CredentialCache:
         CredentialSet, Outcome, float | None
     ]:
         gen = self._generation  # taken now: an invalidation before the task runs still counts
-        task, coalesced = self._flight.start(
-            key, lambda: self._fetch_and_store(key, ctx, reason, gen)
-        )
         self._metrics.singleflight_waiters.inc()
         try:
-            # Shielded: a waiter leaving (cancel or own deadline) never cancels the shared fetch.
-            async with asyncio.timeout(self._deadline_s):
-                fetched = await asyncio.shield(task)
-        except TimeoutError as exc:
-            if task.done() and not task.cancelled() and task.exception() is not None:
-                raise
+            # A waiter leaving (cancel or own deadline) never cancels the shared fetch.
+            fetched, coalesced = await self._flight.run(
+                key, lambda: self._fetch_and_store(key, ctx, reason, gen),
+                timeout_s=self._deadline_s,
+            )
+        except FlightTimeout as exc:
             raise UpstreamTimeoutError("timed out waiting for the credential fetch") from exc
         finally:
             self._metrics.singleflight_waiters.dec()
@@ -231,7 +226,7 @@ class CredentialCache:
                 self._metrics.stale_serving.set(self._stale_count)
             entry.failures += 1
             entry.next_attempt_mono = self._clock.monotonic() + policy.retry_backoff_s(
-                entry.failures, _REFRESH_RETRY_BASE_S, _REFRESH_RETRY_CAP_S,
+                entry.failures, REFRESH_RETRY_BASE_S, REFRESH_RETRY_CAP_S,
                 0.5 + 0.5 * self._rng.random(),
             )
             log.warning("background credential refresh failed; serving the current one",
@@ -260,7 +255,7 @@ class CredentialCache:
             # inside that window returns the same one. Back off instead of re-asking at once.
             entry.failures = old.failures + 1
             entry.next_attempt_mono = now_m + policy.retry_backoff_s(
-                entry.failures, _REFRESH_RETRY_BASE_S, _REFRESH_RETRY_CAP_S,
+                entry.failures, REFRESH_RETRY_BASE_S, REFRESH_RETRY_CAP_S,
                 0.5 + 0.5 * self._rng.random(),
             )
         self._entries[key] = entry

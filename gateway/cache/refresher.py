@@ -14,46 +14,19 @@ import logging
 from collections import deque
 
 from gateway.cache.credential_cache import CredentialCache
-from gateway.cache.singleflight import Spawn
 from gateway.clock import Clock
+from gateway.concurrency import Spawn, TokenBucket
 from gateway.metrics import Metrics
 from gateway.models import CacheKey
 from gateway.settings import CacheSettings
+from gateway.tuning import (
+    REFRESH_ERROR_PAUSE_S,
+    REFRESH_MAX_IDLE_WAIT_S,
+    REFRESH_MIN_SCAN_INTERVAL_S,
+    REFRESH_MIN_WAIT_S,
+)
 
 log = logging.getLogger(__name__)
-
-_MAX_IDLE_WAIT_S = 5.0  # upper bound between scans, so idle eviction happens in time
-_MIN_WAIT_S = 0.01
-_ERROR_PAUSE_S = 1.0
-_MIN_SCAN_INTERVAL_S = 0.2  # wake-ups from a burst of stores coalesce into one scan
-
-
-class TokenBucket:
-    """A token bucket on an injected clock; `acquire()` waits for one token."""
-
-    def __init__(self, rate_per_s: float, clock: Clock, burst: float | None = None) -> None:
-        self._rate = rate_per_s
-        self._clock = clock
-        self._capacity = max(1.0, burst if burst is not None else rate_per_s)
-        self._tokens = self._capacity
-        self._last = clock.monotonic()
-
-    def _fill(self) -> None:
-        now = self._clock.monotonic()
-        self._tokens = min(self._capacity, self._tokens + (now - self._last) * self._rate)
-        self._last = now
-
-    def try_acquire(self) -> bool:
-        self._fill()
-        if self._tokens >= 1.0:
-            self._tokens -= 1.0
-            return True
-        return False
-
-    async def acquire(self) -> None:
-        while not self.try_acquire():
-            await self._clock.sleep(max(_MIN_WAIT_S, (1.0 - self._tokens) / self._rate))
-
 
 class RefreshAhead:
     """Owns one long-running task (spawned via the App's registry) and a dedup queue."""
@@ -126,23 +99,24 @@ class RefreshAhead:
         self._metrics.refresh_queue_depth.set(len(self._queue))
 
     async def _run(self) -> None:
-        last_scan = self._clock.monotonic() - _MIN_SCAN_INTERVAL_S
+        last_scan = self._clock.monotonic() - REFRESH_MIN_SCAN_INTERVAL_S
         while True:
             try:
                 since = self._clock.monotonic() - last_scan
-                if since < _MIN_SCAN_INTERVAL_S:
-                    await self._clock.sleep(_MIN_SCAN_INTERVAL_S - since)
+                if since < REFRESH_MIN_SCAN_INTERVAL_S:
+                    await self._clock.sleep(REFRESH_MIN_SCAN_INTERVAL_S - since)
                 self._wake.clear()
                 last_scan = self._clock.monotonic()
                 next_in = await self.run_once()
-                wait = _MAX_IDLE_WAIT_S if next_in is None else min(_MAX_IDLE_WAIT_S, next_in)
-                wait = max(_MIN_WAIT_S, wait)
+                wait = (REFRESH_MAX_IDLE_WAIT_S if next_in is None
+                        else min(REFRESH_MAX_IDLE_WAIT_S, next_in))
+                wait = max(REFRESH_MIN_WAIT_S, wait)
                 self._cache.plan_scan(self._clock.monotonic() + wait)
                 await self._sleep_or_wake(wait)
             except Exception:
                 # The loop must outlive any single bad scan; it is the only refresher.
                 log.exception("refresh-ahead loop iteration failed")
-                await self._clock.sleep(_ERROR_PAUSE_S)
+                await self._clock.sleep(REFRESH_ERROR_PAUSE_S)
 
     async def _sleep_or_wake(self, seconds: float) -> None:
         sleeper = asyncio.ensure_future(self._clock.sleep(seconds))

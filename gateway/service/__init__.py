@@ -1,6 +1,7 @@
-"""The service layer: GatewayService and its wiring (see gateway_service.py, wiring.py)."""
+"""The service layer: GatewayService and the Core that wires and runs it (wiring.py)."""
 
-from gateway.service.gateway_service import GatewayService, Spawn
-from gateway.service.wiring import build_service, catalog_fetcher
+from gateway.concurrency import Spawn
+from gateway.service.gateway_service import GatewayService
+from gateway.service.wiring import Core, build_core, catalog_fetcher
 
-__all__ = ["GatewayService", "Spawn", "build_service", "catalog_fetcher"]
+__all__ = ["Core", "GatewayService", "Spawn", "build_core", "catalog_fetcher"]

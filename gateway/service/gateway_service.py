@@ -8,18 +8,17 @@ about HTTP or gRPC, and the layers below it know nothing about callers.
 from __future__ import annotations
 
 import asyncio
-from collections import OrderedDict
-from collections.abc import Callable, Coroutine, Mapping
-from typing import Any, TypeVar
+from collections.abc import Mapping
+from typing import Any
 
 from cachetools import TTLCache
 
 from gateway.audit import credential_event
-from gateway.cache import CredentialCache, RefreshAhead, SingleFlight
+from gateway.cache import CredentialCache, CredentialKeys, MetadataCache, WarehouseResolver
+from gateway.cache.credential_keys import cache_key
 from gateway.cache.expiry import is_expiry_key
 from gateway.clock import Clock
-from gateway.errors import GatewayError, InvalidRequestError, UpstreamTimeoutError
-from gateway.metrics import Metrics
+from gateway.errors import GatewayError, InvalidRequestError
 from gateway.models import (
     AccessMode,
     CacheKey,
@@ -36,21 +35,10 @@ from gateway.models import (
     Warehouse,
 )
 from gateway.names import is_uuid
-from gateway.service.warehouses import WarehouseResolver
 from gateway.settings import Settings
+from gateway.tuning import HEALTH_TTL_S
 from gateway.upstream.lakekeeper import CatalogClient
 from gateway.upstream.token_source import TokenSource
-from gateway.upstream.transport import Transport
-
-_T = TypeVar("_T")
-
-Spawn = Callable[[Coroutine[Any, Any, Any]], "asyncio.Task[Any]"]
-
-_HEALTH_TTL_S = 2.0
-# Credential request → (warehouse resolution key, resolved warehouse, cache key), LRU-bounded.
-_KEY_MEMO_MAX = 1024
-
-KeyMemoKey = tuple[TableRef, AccessMode, str, str | None]
 
 
 def _merge_config(credential: StorageCredential) -> dict[str, str]:
@@ -77,112 +65,59 @@ def _credential_for(location: str, creds: CredentialSet) -> StorageCredential | 
 class GatewayService:
     """The operations of docs/contracts.md §4 and §5, shared by the HTTP and gRPC surfaces.
 
+    Thin on purpose: each operation resolves through the caches and calls the catalog; the
+    caches (gateway/cache/) hold all the caching and coalescing, and `wiring.Core` owns every
+    lifecycle (token refresh, refresh-ahead, the connection pool).
+
     Args:
         catalog: the upstream Lakekeeper client.
         cache: the credential cache (fetches through `catalog`).
+        metadata: the table metadata cache.
+        warehouses: warehouse name → id resolution.
+        keys: request → (warehouse, credential cache key), memoized.
         clock: time source.
-        metrics: the one metrics object.
         settings: validated settings.
-        spawn: the App's TaskRegistry.spawn, owner of every background task.
-        tokens: the session's token source (started and closed with the service).
-        refresher: the refresh-ahead loop (None disables it, as in some unit tests).
-        transport: closed on `close()` when given.
+        tokens: the session's token source (readiness asks it), None when not used.
     """
 
     def __init__(
         self,
         catalog: CatalogClient,
         cache: CredentialCache,
+        metadata: MetadataCache,
+        warehouses: WarehouseResolver,
+        keys: CredentialKeys,
         clock: Clock,
-        metrics: Metrics,
         settings: Settings,
         *,
-        spawn: Spawn,
         tokens: TokenSource | None = None,
-        refresher: RefreshAhead | None = None,
-        transport: Transport | None = None,
     ) -> None:
         self._catalog = catalog
         self._cache = cache
-        self._clock = clock
-        self._metrics = metrics
+        self._metadata = metadata
+        self._warehouses = warehouses
+        self._keys = keys
         self._settings = settings
-        self._spawn = spawn
         self._tokens = tokens
-        self._refresher = refresher
-        self._transport = transport
-        self._warehouses = WarehouseResolver(
-            catalog, clock, spawn, ttl_s=settings.cache.warehouse_ttl_s,
-            wait_s=settings.upstream.deadline_s + 1.0,
-            negative_ttl_s=settings.cache.negative_ttl_s,
+        self._health: TTLCache[str, tuple[bool, str]] = TTLCache(
+            maxsize=1, ttl=HEALTH_TTL_S, timer=clock.monotonic
         )
-        self._meta_flight: SingleFlight[CacheKey, GenericTable] = SingleFlight(spawn)
-        self._metadata: TTLCache[CacheKey, GenericTable] = TTLCache(
-            maxsize=settings.cache.max_entries,
-            ttl=max(settings.cache.metadata_ttl_s, 1e-9),
-            timer=clock.monotonic,
-        )
-        # Per (ref, access, project, delegation): what get_credentials derives before the cache
-        # lookup (validation, warehouse resolution, CacheKey). Valid exactly while the
-        # resolver still holds the SAME resolution (checked by identity on every use).
-        self._key_memo: OrderedDict[KeyMemoKey, tuple[str, Warehouse, CacheKey]] = OrderedDict()
-        self._health: tuple[float, bool, str] | None = None
-        self._started = False
-        self._closed = False
-
-    # ------------------------------------------------------------------ lifecycle
-    async def start(self) -> None:
-        """Start the token prefetch/refresh and the refresh-ahead loop (idempotent)."""
-        if self._started:
-            return
-        self._started = True
-        if self._tokens is not None:
-            self._tokens.start(self._spawn)
-        if self._refresher is not None:
-            self._refresher.start()
-
-    async def close(self) -> None:
-        """Stop background work and release the upstream connection pool."""
-        if self._closed:
-            return
-        self._closed = True
-        if self._refresher is not None:
-            await self._refresher.close()
-        if self._tokens is not None:
-            await self._tokens.close()
-        if self._transport is not None:
-            await self._transport.close()
 
     # ------------------------------------------------------------------ warehouses
     def _project(self, ctx: RequestContext) -> str:
         return ctx.project_id or self._settings.upstream.project_id or ""
 
     async def resolve_warehouse(self, warehouse: str, ctx: RequestContext) -> Warehouse:
-        """Warehouse name or UUID → Warehouse (cached `warehouse_ttl_s`, single-flight).
-
-        A UUID is accepted as is (Lakekeeper's `{prefix}`); a name is resolved through
-        `GET /catalog/v1/config?warehouse=<name>` (`defaults.prefix`).
+        """Warehouse name or UUID → Warehouse (see `WarehouseResolver.resolve`).
 
         Raises:
-            InvalidRequestError: empty or malformed name.
             NotFoundError: unknown warehouse.
         """
         return await self._warehouses.resolve(warehouse, self._project(ctx), ctx)
 
-    async def _wait(self, aw: Coroutine[Any, Any, tuple[_T, bool]]) -> tuple[_T, bool]:
-        # Each waiter keeps its own deadline; the shared fetch keeps running for the others.
-        try:
-            async with asyncio.timeout(self._settings.upstream.deadline_s + 1.0):
-                return await aw
-        except TimeoutError as exc:
-            raise UpstreamTimeoutError("catalog did not answer within the deadline") from exc
-
     def _key(self, wh: Warehouse, ref: TableRef, access: AccessMode,
              ctx: RequestContext) -> CacheKey:
-        return CacheKey.of(
-            project=self._project(ctx), warehouse_id=wh.id, namespace=ref.namespace,
-            table=ref.name, access=access, delegation=ctx.delegation, kind=ref.kind,
-        )
+        return cache_key(self._project(ctx), wh, ref, access, ctx.delegation)
 
     # ------------------------------------------------------------------ credentials
     async def get_credentials(
@@ -196,7 +131,7 @@ class GatewayService:
         """
         where = (ref.warehouse, ref.namespace, ref.name)
         try:
-            wh, key = await self._credential_key(ref, access, ctx)
+            wh, key = await self._keys.resolve(ref, access, self._project(ctx), ctx)
             # remaining_s on the monotonic clock: a stepped wall clock must not distort it.
             creds, outcome, remaining = await self._cache.lookup(key, ctx)
         except GatewayError as exc:
@@ -208,52 +143,15 @@ class GatewayService:
             remaining_s=remaining,
         )
 
-    async def _credential_key(self, ref: TableRef, access: AccessMode,
-                              ctx: RequestContext) -> tuple[Warehouse, CacheKey]:
-        """Validate `ref`, resolve its warehouse and build the cache key, memoized.
-
-        The memo is a pure function of its key as long as the warehouse resolution is the same
-        one: it is used only while the resolver's cached entry is identical (a re-resolution,
-        `remember()` or expiry replaces or drops it), so the answer always equals the unmemoized
-        path's.
-        """
-        project = self._project(ctx)
-        mk: KeyMemoKey = (ref, access, project, ctx.delegation)
-        memo = self._key_memo.get(mk)
-        if memo is not None and self._warehouses.peek(memo[0]) is memo[1]:
-            self._key_memo.move_to_end(mk)
-            return memo[1], memo[2]
-        wh = await self._warehouses.resolve(ref.warehouse, project, ctx)
-        key = self._key(wh, ref, access, ctx)
-        ck = self._warehouses.cache_key(ref.warehouse, project)
-        if self._warehouses.peek(ck) is wh:
-            self._key_memo[mk] = (ck, wh, key)
-            self._key_memo.move_to_end(mk)
-            while len(self._key_memo) > _KEY_MEMO_MAX:
-                self._key_memo.popitem(last=False)
-        return wh, key
-
     # ------------------------------------------------------------------ tables
     async def _table_metadata(self, wh: Warehouse, ref: TableRef,
                               ctx: RequestContext) -> GenericTable:
         key = CacheKey.of(project=self._project(ctx), warehouse_id=wh.id,
                           namespace=ref.namespace, table=ref.name, access=AccessMode.READ,
                           delegation="client-managed")
-        if self._settings.cache.metadata_ttl_s > 0:
-            cached: GenericTable | None = self._metadata.get(key)
-            if cached is not None:
-                return cached
-        gen = self._cache.generation
-
-        async def fetch() -> GenericTable:
-            table = await self._catalog.load_table(wh.id, ref.namespace, ref.name, ctx)
-            # An invalidation during the fetch means the answer may describe the old table.
-            if self._settings.cache.metadata_ttl_s > 0 and self._cache.generation == gen:
-                self._metadata[key] = table
-            return table
-
-        result, _ = await self._wait(self._meta_flight.run(key, fetch))
-        return result
+        return await self._metadata.get(
+            key, lambda: self._catalog.load_table(wh.id, ref.namespace, ref.name, ctx)
+        )
 
     async def load_table(
         self, ref: TableRef, ctx: RequestContext, *, vended: bool,
@@ -362,12 +260,8 @@ class GatewayService:
     # ------------------------------------------------------------------ admin
     def _invalidate_table(self, warehouse_id: str, namespace: tuple[str, ...],
                           table: str) -> int:
-        n = self._cache.invalidate_table(warehouse_id, namespace, table)
-        for key in [k for k in list(self._metadata.keys())
-                    if k.same_table(warehouse_id, namespace, table)]:
-            self._metadata.pop(key, None)
-            n += 1
-        return n
+        return (self._cache.invalidate_table(warehouse_id, namespace, table)
+                + self._metadata.invalidate_table(warehouse_id, namespace, table))
 
     def invalidate(self, ref: TableRef | None = None, *, all: bool = False) -> int:
         """Drop cache entries for one table (`ref`) or everything (`all=True`).
@@ -379,9 +273,7 @@ class GatewayService:
             InvalidRequestError: neither a ref nor `all` given.
         """
         if all:
-            n = self._cache.invalidate_all() + len(self._metadata)
-            self._metadata.clear()
-            return n
+            return self._cache.invalidate_all() + self._metadata.clear()
         if ref is None:
             raise InvalidRequestError("give a table or all=true")
         ids = self._warehouses.ids_for(ref.warehouse)
@@ -390,11 +282,11 @@ class GatewayService:
     async def readiness(self) -> tuple[bool, str]:
         """Ready when a session token is held (or none is needed) and the catalog answers
         `/health`, or when the cache can still serve credentials above the floor."""
-        now = self._clock.monotonic()
-        if self._health is not None and now - self._health[0] < _HEALTH_TTL_S:
-            return self._health[1], self._health[2]
+        cached = self._health.get("ready")
+        if cached is not None:
+            return cached
         result = await self._check_ready()
-        self._health = (now, *result)
+        self._health["ready"] = result
         return result
 
     async def _check_ready(self) -> tuple[bool, str]:

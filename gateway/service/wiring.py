@@ -1,4 +1,11 @@
-"""Wiring of the production object graph: transport → token source → catalog → cache."""
+"""Wiring: the production object graph (`Core`) and the lifecycles of its parts.
+
+transport → token source → catalog client → caches (credentials, metadata, warehouses, keys)
+→ GatewayService. `Core.start()` starts the background work (token prefetch/refresh, credential
+refresh-ahead) through the App's task registry; `Core.close()` stops it and releases the
+connection pool, in reverse order. The App builds the listeners around `core.service` and runs
+the Core; nothing else constructs these parts.
+"""
 
 from __future__ import annotations
 
@@ -6,15 +13,22 @@ import random
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from gateway.cache import CredentialCache, RefreshAhead
+from gateway.cache import (
+    CredentialCache,
+    CredentialKeys,
+    MetadataCache,
+    RefreshAhead,
+    WarehouseResolver,
+)
 from gateway.cache.expiry import credential_set, storage_credential
 from gateway.clock import Clock, SystemClock
+from gateway.concurrency import Spawn
 from gateway.metrics import Metrics
 from gateway.models import CacheKey, CredentialSet, RequestContext
-from gateway.service.gateway_service import GatewayService, Spawn
+from gateway.service.gateway_service import GatewayService
 from gateway.settings import Settings
 from gateway.upstream.lakekeeper import CatalogClient
-from gateway.upstream.token_source import build_token_source
+from gateway.upstream.token_source import TokenSource, build_token_source
 from gateway.upstream.transport import AiohttpTransport, Transport, upstream_ssl_context
 
 
@@ -31,11 +45,52 @@ def catalog_fetcher(
     return fetch
 
 
-def build_service(
+class Core:
+    """The daemon's core: the service and everything it stands on, with one lifecycle.
+
+    Args:
+        service: the operations the surfaces call.
+        spawn: the App's TaskRegistry.spawn (owner of every background task).
+        tokens: the session's token source.
+        refresher: the refresh-ahead loop (None disables it, as in some unit tests).
+        transport: the upstream connection pool (closed last).
+    """
+
+    def __init__(self, service: GatewayService, spawn: Spawn, *, tokens: TokenSource,
+                 refresher: RefreshAhead | None, transport: Transport) -> None:
+        self.service = service
+        self._spawn = spawn
+        self._tokens = tokens
+        self._refresher = refresher
+        self._transport = transport
+        self._started = False
+        self._closed = False
+
+    async def start(self) -> None:
+        """Start the token prefetch/refresh and the refresh-ahead loop (idempotent)."""
+        if self._started:
+            return
+        self._started = True
+        self._tokens.start(self._spawn)
+        if self._refresher is not None:
+            self._refresher.start()
+
+    async def close(self) -> None:
+        """Stop background work, then release the upstream connection pool (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._refresher is not None:
+            await self._refresher.close()
+        await self._tokens.close()
+        await self._transport.close()
+
+
+def build_core(
     settings: Settings, metrics: Metrics, spawn: Spawn, clock: Clock | None = None,
     *, transport: Transport | None = None, rng: random.Random | None = None,
-) -> GatewayService:
-    """Wire the production object graph: transport → token source → catalog → cache.
+) -> Core:
+    """Wire the production object graph.
 
     Args:
         settings: validated settings.
@@ -52,10 +107,20 @@ def build_service(
         ssl_context=upstream_ssl_context(settings.upstream),
         trust_env=settings.upstream.trust_env,
     )
+    wait_s = settings.upstream.deadline_s + 1.0  # one caller's wait for a shared upstream call
     tokens = build_token_source(settings.token, transport, clock, metrics, rng=rng)
     catalog = CatalogClient(transport, tokens, settings.upstream, metrics, clock, rng=rng)
     cache = CredentialCache(catalog_fetcher(catalog), settings.cache, clock, metrics, spawn,
-                            deadline_s=settings.upstream.deadline_s + 1.0, rng=rng)
+                            deadline_s=wait_s, rng=rng)
     refresher = RefreshAhead(cache, settings.cache, clock, metrics, spawn)
-    return GatewayService(catalog, cache, clock, metrics, settings, spawn=spawn, tokens=tokens,
-                          refresher=refresher, transport=transport)
+    warehouses = WarehouseResolver(
+        catalog, clock, spawn, ttl_s=settings.cache.warehouse_ttl_s, wait_s=wait_s,
+        negative_ttl_s=settings.cache.negative_ttl_s,
+    )
+    metadata = MetadataCache(
+        ttl_s=settings.cache.metadata_ttl_s, max_entries=settings.cache.max_entries,
+        clock=clock, spawn=spawn, generation=lambda: cache.generation, wait_s=wait_s,
+    )
+    service = GatewayService(catalog, cache, metadata, warehouses, CredentialKeys(warehouses),
+                             clock, settings, tokens=tokens)
+    return Core(service, spawn, tokens=tokens, refresher=refresher, transport=transport)

@@ -16,7 +16,7 @@ import json
 import logging
 import os
 import random
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -26,21 +26,23 @@ import jwt
 from pydantic import ValidationError
 
 from gateway.clock import Clock
+from gateway.concurrency import SingleFlight, Spawn
 from gateway.errors import GatewayError, IdentityProviderError
 from gateway.metrics import Metrics
 from gateway.secrets import Secret
 from gateway.settings import AuthMethod, TokenKind, TokenSettings
+from gateway.tuning import (
+    TOKEN_DEFAULT_LIFETIME_S,
+    TOKEN_EXPIRY_MARGIN_S,
+    TOKEN_MIN_FORCED_INTERVAL_S,
+    TOKEN_REFRESH_JITTER,
+)
 from gateway.upstream.transport import Transport
 from gateway.upstream.wire import TokenResponse
 
 log = logging.getLogger(__name__)
 
-Spawn = Callable[[Coroutine[Any, Any, Any]], "asyncio.Task[Any]"]
-
-_DEFAULT_LIFETIME_S = 300.0  # when neither expires_in nor a JWT exp says otherwise
-_EXPIRY_MARGIN_S = 1.0  # a token this close to expiry would die in flight
-_MIN_FORCED_INTERVAL_S = 10.0  # a catalog that 401s everything must not hammer the IdP
-_REFRESH_JITTER = 0.05  # ± fraction of the lifetime around the refresh point
+_GRANT = "grant"  # the one single-flight key: there is one session token
 
 
 class TokenSource(Protocol):
@@ -239,8 +241,9 @@ class ClientCredentialsTokenSource:
         self._rng = rng or random.Random()  # noqa: S311 - jitter, not cryptography
         self._grant: _Grant | None = None
         self._refresh_at_mono = 0.0  # monotonic time of the next background refresh
-        self._inflight: asyncio.Task[_Grant] | None = None
         self._spawn: Spawn | None = None
+        # The one token request in flight; before start() it runs as a plain task.
+        self._flight: SingleFlight[str, _Grant] = SingleFlight(self._spawn_request)
         self._loop_task: asyncio.Task[None] | None = None
         self._failures = 0
         # After a failed grant nobody asks the IdP again before this (monotonic) time: callers
@@ -249,7 +252,8 @@ class ClientCredentialsTokenSource:
 
     # -- public -------------------------------------------------------------
     def _usable(self, grant: _Grant | None) -> bool:
-        return grant is not None and self._clock.monotonic() < grant.expires_mono - _EXPIRY_MARGIN_S
+        return (grant is not None
+                and self._clock.monotonic() < grant.expires_mono - TOKEN_EXPIRY_MARGIN_S)
 
     def ready(self) -> bool:
         return self._usable(self._grant)
@@ -264,7 +268,7 @@ class ClientCredentialsTokenSource:
 
     def _check_backoff(self) -> None:
         wait = self._retry_at_mono - self._clock.monotonic()
-        if wait > 0 and (self._inflight is None or self._inflight.done()):
+        if wait > 0 and not self._flight.running(_GRANT):
             raise IdentityProviderError(
                 f"the identity provider is unavailable; retrying in {wait:.0f}s"
             )
@@ -275,7 +279,7 @@ class ClientCredentialsTokenSource:
             return grant.token  # someone already replaced the rejected token
         if (
             grant is not None
-            and self._clock.monotonic() - grant.fetched_mono < _MIN_FORCED_INTERVAL_S
+            and self._clock.monotonic() - grant.fetched_mono < TOKEN_MIN_FORCED_INTERVAL_S
             and self._usable(grant)
         ):
             return grant.token  # fetched moments ago: a new one would be refused the same way
@@ -292,34 +296,26 @@ class ClientCredentialsTokenSource:
             self._loop_task = spawn(self._run())
 
     async def close(self) -> None:
-        for task in (self._loop_task, self._inflight):
-            if task is not None and not task.done():
+        pending = {t for t in (self._loop_task, *self._flight.tasks()) if t is not None}
+        for task in pending:
+            if not task.done():
                 task.cancel()
-        pending = {t for t in (self._loop_task, self._inflight) if t is not None}
         if pending:
             await asyncio.wait(pending)
         self._loop_task = None
 
     # -- refresh ------------------------------------------------------------
+    def _spawn_request(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        return self._spawn(coro) if self._spawn is not None else asyncio.ensure_future(coro)
+
     async def _refresh(self) -> _Grant:
-        """Join or start the one token request; the waiter is shielded from its cancellation."""
-        task = self._inflight
-        if task is None or task.done():
-            coro = self._fetch()
-            task = self._spawn(coro) if self._spawn is not None else asyncio.ensure_future(coro)
-            self._inflight = task
-            task.add_done_callback(self._forget)
+        """Join or start the one token request; leaving early never cancels it."""
         try:
-            async with asyncio.timeout(self._settings.timeout_s + 1.0):
-                return await asyncio.shield(task)
+            grant, _ = await self._flight.run(_GRANT, self._fetch,
+                                              timeout_s=self._settings.timeout_s + 1.0)
         except TimeoutError as exc:
             raise IdentityProviderError("the identity provider did not answer in time") from exc
-
-    def _forget(self, task: asyncio.Task[_Grant]) -> None:
-        if self._inflight is task:
-            self._inflight = None
-        if not task.cancelled():
-            task.exception()  # retrieved: the loop or a waiter reports it
+        return grant
 
     def _request(self) -> tuple[dict[str, str], bytes]:
         form = {"grant_type": "client_credentials"}
@@ -385,14 +381,14 @@ class ClientCredentialsTokenSource:
         lifetime = parsed.expires_in
         if lifetime is None or lifetime <= 0:
             exp = jwt_expiry_s(parsed.access_token)
-            lifetime = (exp - now) if exp is not None else _DEFAULT_LIFETIME_S
+            lifetime = (exp - now) if exp is not None else TOKEN_DEFAULT_LIFETIME_S
         lifetime = max(0.0, lifetime)
         grant = _Grant(token=Secret(parsed.access_token), expires_at_s=now + lifetime,
                        issued_at_s=now, fetched_mono=self._clock.monotonic(), lifetime_s=lifetime)
         self._grant = grant
         self._refresh_at_mono = refresh_point_s(
             grant.fetched_mono, grant.lifetime_s, self._settings.refresh_fraction,
-            _REFRESH_JITTER, self._rng.random(),
+            TOKEN_REFRESH_JITTER, self._rng.random(),
         )
         self._failures = 0
         self._metrics.idp_token_expiry.set(grant.expires_at_s)

@@ -12,7 +12,8 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from gateway.app import App, StartupError, State, run
+from gateway.app import App, StartupError, State
+from gateway.serve import run
 from gateway.settings import Settings
 from tests.unit.surfaces.fake_operations import FakeOperations
 

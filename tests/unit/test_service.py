@@ -11,7 +11,7 @@ from gateway.errors import (
 )
 from gateway.metrics import Metrics
 from gateway.models import AccessMode, CreateTableSpec, Outcome, RequestContext, TableRef
-from gateway.service import build_service
+from gateway.service import build_core
 from tests.fakes.catalog import FakeCatalog, FakeIdP, Fault
 from tests.fakes.rng import seeded
 from tests.fakes.settings import make_settings
@@ -48,15 +48,15 @@ async def make(clock, idp, catalog, registry):
     made = []
 
     async def factory(**env):
-        svc = build_service(make_settings(**env), Metrics(), registry.spawn, clock,
-                            transport=catalog.transport(idp), rng=seeded(2))
-        await svc.start()
-        made.append(svc)
-        return svc
+        core = build_core(make_settings(**env), Metrics(), registry.spawn, clock,
+                          transport=catalog.transport(idp), rng=seeded(2))
+        await core.start()
+        made.append(core)
+        return core.service
 
     yield factory
-    for svc in made:
-        await svc.close()
+    for core in made:
+        await core.close()
 
 
 async def test_1000_concurrent_requests_for_a_cold_table_make_one_credential_call(
@@ -249,12 +249,12 @@ async def test_readiness_reflects_token_and_catalog(make, catalog, idp, clock):
 
 
 async def test_close_stops_every_background_task(clock, idp, catalog, registry):
-    svc = build_service(make_settings(), Metrics(), registry.spawn, clock,
-                        transport=catalog.transport(idp))
-    await svc.start()
-    await svc.get_credentials(REF, AccessMode.READ, CTX)
+    core = build_core(make_settings(), Metrics(), registry.spawn, clock,
+                      transport=catalog.transport(idp))
+    await core.start()
+    await core.service.get_credentials(REF, AccessMode.READ, CTX)
     assert registry.live >= 2  # refresher + token refresher
-    await svc.close()
+    await core.close()
     await clock.settle()
     assert registry.live == 0
 
@@ -310,14 +310,14 @@ async def test_a_re_resolved_warehouse_moves_the_credential_key_to_the_new_id(ma
 
 
 async def test_the_credential_key_memo_stays_bounded(make, catalog, monkeypatch):
-    from gateway.service import gateway_service
+    from gateway.cache import credential_keys
 
-    monkeypatch.setattr(gateway_service, "_KEY_MEMO_MAX", 4)
+    monkeypatch.setattr(credential_keys, "KEY_MEMO_MAX", 4)
     for i in range(10):
         catalog.add_table(("ns",), f"m{i}")
     svc = await make()
     for i in range(10):
         await svc.get_credentials(TableRef("demo", ("ns",), f"m{i}"), AccessMode.READ, CTX)
-    assert len(svc._key_memo) == 4
+    assert len(svc._keys) == 4
     assert (await svc.get_credentials(TableRef("demo", ("ns",), "m0"), AccessMode.READ,
                                       CTX)).outcome is Outcome.HIT

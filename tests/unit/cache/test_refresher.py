@@ -3,7 +3,7 @@ import contextlib
 from collections import Counter
 
 from gateway.cache.credential_cache import CredentialCache
-from gateway.cache.refresher import RefreshAhead, TokenBucket
+from gateway.cache.refresher import RefreshAhead
 from gateway.errors import UnavailableError
 from gateway.metrics import Metrics
 from gateway.models import AccessMode, CacheKey, Outcome, RequestContext
@@ -99,14 +99,6 @@ async def test_failed_refresh_backs_off_instead_of_hammering(registry):
     # due after ~300 s, then retried with backoff capped at 60 s: far fewer than one per scan
     assert 2 <= fetcher.calls - 1 <= 20
     await refresher.close()
-
-
-def test_token_bucket_allows_a_burst_then_the_rate():
-    clock = FakeClock()
-    bucket = TokenBucket(5, clock)
-    assert sum(bucket.try_acquire() for _ in range(10)) == 5
-    clock.advance(1.0)
-    assert sum(bucket.try_acquire() for _ in range(10)) == 5
 
 
 async def test_close_cancels_the_loop(registry):

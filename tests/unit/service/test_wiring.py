@@ -2,7 +2,7 @@ import pytest
 
 from gateway.metrics import Metrics
 from gateway.models import AccessMode, Outcome, RequestContext, TableRef
-from gateway.service import build_service
+from gateway.service import build_core
 from tests.fakes.catalog import FakeCatalog, FakeIdP
 from tests.fakes.rng import seeded
 from tests.fakes.settings import make_settings
@@ -22,10 +22,10 @@ def catalog(clock):
 @pytest.fixture
 async def service(clock, catalog):
     registry = FakeTaskRegistry()
-    svc = build_service(make_settings(), Metrics(), registry.spawn, clock,
-                        transport=catalog.transport(FakeIdP(expires_in=3600)), rng=seeded(2))
-    yield svc
-    await svc.close()
+    core = build_core(make_settings(), Metrics(), registry.spawn, clock,
+                      transport=catalog.transport(FakeIdP(expires_in=3600)), rng=seeded(2))
+    yield core.service
+    await core.close()
     await registry.cancel_all()
 
 

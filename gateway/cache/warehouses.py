@@ -9,27 +9,19 @@ trusted for `stale_retry_s` before the next attempt. Only a deterministic 404 dr
 
 from __future__ import annotations
 
-import asyncio
 from collections import OrderedDict
 from collections.abc import Callable, Coroutine
 from typing import Any
 
 from cachetools import TTLCache
 
-from gateway.cache import SingleFlight
 from gateway.clock import Clock
+from gateway.concurrency import SingleFlight, Spawn
 from gateway.errors import GatewayError, NotFoundError, UpstreamTimeoutError
 from gateway.models import RequestContext, Warehouse
 from gateway.names import is_uuid
+from gateway.tuning import WAREHOUSE_KNOWN_MAX, WAREHOUSE_STALE_RETRY_S, WAREHOUSE_STALE_WAIT_S
 from gateway.upstream.lakekeeper import CatalogClient
-
-Spawn = Callable[[Coroutine[Any, Any, Any]], "asyncio.Task[Any]"]
-
-_KNOWN_MAX = 1024
-# How long a stale mapping is served before the next refresh attempt.
-_STALE_RETRY_S = 5.0
-# How long a caller holding a stale mapping waits for its refresh before using it.
-_STALE_WAIT_S = 1.0
 
 
 class WarehouseResolver:
@@ -48,13 +40,13 @@ class WarehouseResolver:
 
     def __init__(self, catalog: CatalogClient, clock: Clock, spawn: Spawn, *, ttl_s: float,
                  wait_s: float, negative_ttl_s: float = 0.0,
-                 stale_retry_s: float = _STALE_RETRY_S,
-                 stale_wait_s: float = _STALE_WAIT_S) -> None:
+                 stale_retry_s: float = WAREHOUSE_STALE_RETRY_S,
+                 stale_wait_s: float = WAREHOUSE_STALE_WAIT_S) -> None:
         self._catalog = catalog
         self._wait_s = wait_s
         # Unknown names are remembered briefly, so random names cannot hammer /config.
         self._missing: TTLCache[str, NotFoundError] | None = (
-            TTLCache(maxsize=_KNOWN_MAX, ttl=negative_ttl_s, timer=clock.monotonic)
+            TTLCache(maxsize=WAREHOUSE_KNOWN_MAX, ttl=negative_ttl_s, timer=clock.monotonic)
             if negative_ttl_s > 0 else None
         )
         # Resolutions trusted for ttl_s: key → (warehouse, monotonic deadline), LRU-bounded.
@@ -79,9 +71,9 @@ class WarehouseResolver:
             self._cache.move_to_end(k)
             self._known[k] = wh
             self._known.move_to_end(k)
-        while len(self._known) > _KNOWN_MAX:
+        while len(self._known) > WAREHOUSE_KNOWN_MAX:
             self._known.popitem(last=False)
-        while len(self._cache) > _KNOWN_MAX:
+        while len(self._cache) > WAREHOUSE_KNOWN_MAX:
             self._cache.popitem(last=False)
 
     async def _refresh_or_stale(self, ck: str, stale: Warehouse,
@@ -92,12 +84,12 @@ class WarehouseResolver:
         A flight already running (started by an earlier caller that gave up on it) is not
         waited for again. The shared lookup goes on in the background either way.
         """
-        running = ck in self._flight
-        task, _ = self._flight.start(ck, fetch)
-        if not running:
+        if ck in self._flight:
+            self._flight.start(ck, fetch)  # joins it: nobody waits for it again
+        else:
             try:
-                async with asyncio.timeout(self._stale_wait_s):
-                    return await asyncio.shield(task)
+                fresh, _ = await self._flight.run(ck, fetch, timeout_s=self._stale_wait_s)
+                return fresh
             except NotFoundError:
                 raise
             except (GatewayError, TimeoutError):
@@ -137,7 +129,15 @@ class WarehouseResolver:
         return ids
 
     async def resolve(self, warehouse: str, project: str, ctx: RequestContext) -> Warehouse:
-        """Resolve a name or UUID (see GatewayService.resolve_warehouse)."""
+        """Warehouse name or UUID → Warehouse (cached `ttl_s`, single-flight).
+
+        A UUID is accepted as is (Lakekeeper's `{prefix}`); a name is resolved through
+        `GET /catalog/v1/config?warehouse=<name>` (`defaults.prefix`).
+
+        Raises:
+            NotFoundError: unknown warehouse.
+            UpstreamTimeoutError: the shared lookup did not answer within `wait_s`.
+        """
         ck = self.cache_key(warehouse, project)
         hit = self.peek(ck)
         if hit is not None:
@@ -170,8 +170,7 @@ class WarehouseResolver:
 
         try:
             # Each waiter keeps its own deadline; the shared lookup goes on for the others.
-            async with asyncio.timeout(self._wait_s):
-                result, _ = await self._flight.run(ck, fetch)
+            result, _ = await self._flight.run(ck, fetch, timeout_s=self._wait_s)
         except TimeoutError as exc:
             raise UpstreamTimeoutError("catalog did not answer within the deadline") from exc
         return result

@@ -2,8 +2,9 @@ import asyncio
 
 import pytest
 
-from gateway.cache.singleflight import SingleFlight
+from gateway.concurrency import FlightTimeout, SingleFlight, TokenBucket
 from gateway.errors import UnavailableError
+from tests.fakes.clock import FakeClock
 
 
 async def test_concurrent_calls_share_one_fetch(registry):
@@ -124,3 +125,58 @@ async def test_forget_lets_the_next_call_start_a_new_flight(registry):
     async with asyncio.timeout(5):
         assert await old == (1, False)
         assert await new == (2, False)
+
+
+async def test_a_waiters_own_deadline_raises_flight_timeout_and_the_others_still_get_the_answer(
+    registry,
+):
+    flight: SingleFlight[str, int] = SingleFlight(registry.spawn)
+    gate = asyncio.Event()
+
+    async def fetch() -> int:
+        await gate.wait()
+        return 3
+
+    patient = asyncio.ensure_future(flight.run("k", fetch, timeout_s=30))
+    await asyncio.sleep(0)
+    with pytest.raises(FlightTimeout):
+        await flight.run("k", fetch, timeout_s=0.01)
+    assert flight.running("k")
+    gate.set()
+    async with asyncio.timeout(5):
+        assert await patient == (3, False)
+
+
+async def test_a_cancelled_shared_call_cancels_its_waiters(registry):
+    flight: SingleFlight[str, int] = SingleFlight(registry.spawn)
+
+    async def fetch() -> int:
+        await asyncio.Event().wait()
+        return 0
+
+    waiter = asyncio.ensure_future(flight.run("k", fetch, timeout_s=30))
+    await asyncio.sleep(0)
+    for task in flight.tasks():
+        task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        async with asyncio.timeout(5):
+            await waiter
+
+
+def test_token_bucket_allows_a_burst_then_the_rate():
+    clock = FakeClock()
+    bucket = TokenBucket(5, clock)
+    assert sum(bucket.try_acquire() for _ in range(10)) == 5
+    clock.advance(1.0)
+    assert sum(bucket.try_acquire() for _ in range(10)) == 5
+
+
+def test_token_bucket_says_how_long_until_the_next_token():
+    clock = FakeClock()
+    bucket = TokenBucket(2.0, clock, burst=2)
+    assert bucket.try_acquire()
+    assert bucket.try_acquire()
+    assert not bucket.try_acquire()
+    assert bucket.wait_s() == pytest.approx(0.5)
+    clock.advance(0.5)
+    assert bucket.try_acquire()

@@ -2,10 +2,10 @@ import asyncio
 
 import pytest
 
+from gateway.cache.warehouses import WarehouseResolver
 from gateway.errors import NotFoundError, UnavailableError
 from gateway.metrics import Metrics
 from gateway.models import RequestContext
-from gateway.service.warehouses import WarehouseResolver
 from gateway.upstream.lakekeeper import CatalogClient
 from tests.fakes.catalog import FakeCatalog, Fault
 from tests.fakes.rng import seeded

@@ -1,0 +1,61 @@
+"""CredentialKeys: (table, access, project, delegation) → (warehouse, credential cache key).
+
+Every credential request derives its cache key the same way: resolve the warehouse (a cached
+name → id mapping), then build the `CacheKey`. The pair is memoized per request shape, LRU-bounded
+(`KEY_MEMO_MAX`), and a memo is used only while the resolver still holds the very same
+resolution (checked by identity on every use), so a re-resolution, `remember()` or expiry takes
+effect on the next request and the answer always equals the unmemoized path's.
+"""
+
+from __future__ import annotations
+
+from cachetools import LRUCache
+
+from gateway.cache.warehouses import WarehouseResolver
+from gateway.models import AccessMode, CacheKey, RequestContext, TableRef, Warehouse
+from gateway.tuning import KEY_MEMO_MAX
+
+MemoKey = tuple[TableRef, AccessMode, str, str | None]
+
+
+def cache_key(project: str, wh: Warehouse, ref: TableRef, access: AccessMode,
+              delegation: str | None) -> CacheKey:
+    """The credential cache key of one table for one access mode and delegation."""
+    return CacheKey.of(project=project, warehouse_id=wh.id, namespace=ref.namespace,
+                       table=ref.name, access=access, delegation=delegation, kind=ref.kind)
+
+
+class CredentialKeys:
+    """Derives (and memoizes) the credential cache key of a request.
+
+    Args:
+        warehouses: the resolver whose resolutions the memo follows.
+        maxsize: memo bound (default `KEY_MEMO_MAX`).
+    """
+
+    def __init__(self, warehouses: WarehouseResolver, maxsize: int | None = None) -> None:
+        self._warehouses = warehouses
+        self._memo: LRUCache[MemoKey, tuple[str, Warehouse, CacheKey]] = LRUCache(
+            maxsize or KEY_MEMO_MAX
+        )
+
+    def __len__(self) -> int:
+        return len(self._memo)
+
+    async def resolve(self, ref: TableRef, access: AccessMode, project: str,
+                      ctx: RequestContext) -> tuple[Warehouse, CacheKey]:
+        """The warehouse of `ref` and the cache key of the request.
+
+        Raises:
+            NotFoundError, UpstreamTimeoutError: as `WarehouseResolver.resolve`.
+        """
+        mk: MemoKey = (ref, access, project, ctx.delegation)
+        memo = self._memo.get(mk)
+        if memo is not None and self._warehouses.peek(memo[0]) is memo[1]:
+            return memo[1], memo[2]
+        wh = await self._warehouses.resolve(ref.warehouse, project, ctx)
+        key = cache_key(project, wh, ref, access, ctx.delegation)
+        ck = self._warehouses.cache_key(ref.warehouse, project)
+        if self._warehouses.peek(ck) is wh:
+            self._memo[mk] = (ck, wh, key)
+        return wh, key

@@ -1,0 +1,81 @@
+"""Tuning knobs of the daemon that are not settings: named, documented, in one place.
+
+Why constants and not settings: each is either a bound that keeps memory or work finite for any
+input (nobody should need to raise it), or a timing that follows from the design (retry
+pacing, coalescing windows). A value an operator should be able to change belongs in
+`gateway/settings.py` instead. This module imports nothing of the gateway (a leaf).
+"""
+
+from __future__ import annotations
+
+# ---- bounded memos (entries) -----------------------------------------------------------------
+KEY_MEMO_MAX = 1024
+"""Credential requests whose derived cache key is memoized (warehouse resolved, key built)."""
+
+WAREHOUSE_KNOWN_MAX = 1024
+"""Warehouse resolutions held (fresh ones, last known ones, and unknown names each)."""
+
+MATCH_CACHE_SIZE = 1024
+"""HTTP (method, target) → parsed route matches memoized by the surfaces."""
+
+MATCH_CACHE_MAX_TARGET = 1024
+"""Longer request targets are parsed every time, never memoized (a flood cannot pin memory)."""
+
+DECISION_MEMO_SIZE = 4096
+"""Policy decisions memoized per (caller, warehouse as given, namespace, table, access)."""
+
+# ---- warehouse resolution ----------------------------------------------------------------------
+WAREHOUSE_STALE_RETRY_S = 5.0
+"""While a lapsed warehouse mapping is served stale, how often a refresh is tried."""
+
+WAREHOUSE_STALE_WAIT_S = 1.0
+"""How long a caller holding a lapsed mapping waits for its refresh before using it."""
+
+# ---- readiness ---------------------------------------------------------------------------------
+HEALTH_TTL_S = 2.0
+"""A readiness answer is reused this long (probes of several kubelets cost one check)."""
+
+# ---- credential refresh-ahead -----------------------------------------------------------------
+REFRESH_RETRY_BASE_S = 1.0
+"""First backoff after a failed (or unchanged) background credential refresh."""
+
+REFRESH_RETRY_CAP_S = 60.0
+"""Longest backoff between background refresh attempts of one key."""
+
+REFRESH_MAX_IDLE_WAIT_S = 5.0
+"""Longest sleep of the refresher between scans, so idle eviction happens in time."""
+
+REFRESH_MIN_WAIT_S = 0.01
+"""Shortest sleep of the refresher (and of a token-bucket wait)."""
+
+REFRESH_ERROR_PAUSE_S = 1.0
+"""Pause after a failed refresher iteration (the loop must outlive any bad scan)."""
+
+REFRESH_MIN_SCAN_INTERVAL_S = 0.2
+"""Wake-ups from a burst of stores coalesce into one scan per this interval."""
+
+# ---- upstream session token --------------------------------------------------------------------
+TOKEN_DEFAULT_LIFETIME_S = 300.0
+"""Assumed token lifetime when neither `expires_in` nor a JWT `exp` says otherwise."""
+
+TOKEN_EXPIRY_MARGIN_S = 1.0
+"""A token this close to expiry would die in flight: it is not used."""
+
+TOKEN_MIN_FORCED_INTERVAL_S = 10.0
+"""A catalog that 401s everything must not hammer the IdP: forced refreshes at most this often."""
+
+TOKEN_REFRESH_JITTER = 0.05
+"""± fraction of the token lifetime around its refresh point (a fleet does not ask together)."""
+
+# ---- listeners ---------------------------------------------------------------------------------
+LISTEN_BACKLOG = 4096
+"""Listen backlog: aiohttp's default of 128 overflows when thousands of executors connect at
+once (the kernel caps it at net.core.somaxconn)."""
+
+FAILED_LOG_INTERVAL_S = 60.0
+"""At most one WARNING per this interval for requests that fail the same way."""
+
+# ---- single-flight waiters -----------------------------------------------------------------------
+WAIT_DEADLINE_GRANULARITY_S = 0.05
+"""Waiters of one shared fetch whose deadlines fall in the same slot of this width share one
+timer (deadlines are rounded up, never down), so a herd of K waiters costs O(1) timers."""
