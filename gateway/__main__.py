@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
         from gateway.check import run_check  # imports the upstream client only when checking
 
         return run_check(rest)
-    from gateway.app import run
+    from gateway.serve import run
 
     return run(rest)
 
