@@ -19,7 +19,7 @@ import pytest
 from gateway.errors import CredentialExpiredError, UnavailableError, UpstreamError
 from gateway.metrics import Metrics
 from gateway.models import AccessMode, CreateTableSpec, Outcome, RequestContext, TableRef
-from gateway.service import GatewayService, build_service
+from gateway.service import Core, GatewayService, build_core
 from gateway.settings import Settings
 from tests.fakes.tasks import FakeTaskRegistry
 from tests.gateway_process import stack_env
@@ -36,18 +36,18 @@ def ctx() -> RequestContext:
 @pytest.fixture
 async def make_service(devstack) -> AsyncIterator[ServiceFactory]:
     registry = FakeTaskRegistry()
-    made: list[GatewayService] = []
+    made: list[Core] = []
 
     async def factory(**overrides: str) -> GatewayService:
         env = stack_env(devstack.info) | {f"LAKEGATE__{k}": v for k, v in overrides.items()}
-        svc = build_service(Settings.load(environ=env), Metrics(), registry.spawn)
-        await svc.start()
-        made.append(svc)
-        return svc
+        core = build_core(Settings.load(environ=env), Metrics(), registry.spawn)
+        await core.start()
+        made.append(core)
+        return core.service
 
     yield factory
-    for svc in made:
-        await svc.close()
+    for core in made:
+        await core.close()
     await registry.cancel_all()
 
 
