@@ -48,6 +48,7 @@ from gateway.surfaces.memo import BoundedLru
 from gateway.surfaces.operations import Operations
 from gateway.surfaces.render import error_response, internal_error_response
 from gateway.surfaces.request_ids import RequestIds
+from gateway.tuning import FAILED_LOG_INTERVAL_S, MATCH_CACHE_MAX_TARGET, MATCH_CACHE_SIZE
 
 _log = logging.getLogger("lakegate.http")
 
@@ -56,13 +57,8 @@ LAKEKEEPER_HEADERS = {
     "Cache-Control": "private",
     "Vary": "authorization, x-project-id, x-iceberg-access-delegation",
 }
-# A failing route logs its WARNING at most once per interval (a /readyz probe loop, an outage):
-# the next line says how many were left out.
-FAILED_LOG_INTERVAL_S = 60.0
-# Route matches remembered (bounded), and only for targets up to this length (aiohttp allows
-# request lines up to 8 KiB; a flood of long distinct URLs must not pin 8 MiB).
-MATCH_CACHE_SIZE = 1024
-MATCH_CACHE_MAX_TARGET = 1024
+# Tuning (gateway/tuning.py): a failing route logs at most once per FAILED_LOG_INTERVAL_S;
+# route matches are remembered (MATCH_CACHE_SIZE) only for targets up to MATCH_CACHE_MAX_TARGET.
 
 
 @dataclass(frozen=True)

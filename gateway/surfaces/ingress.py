@@ -22,10 +22,9 @@ from gateway.surfaces.callers import CallerAuthenticator
 from gateway.surfaces.memo import BoundedLru
 from gateway.surfaces.operations import Operations
 from gateway.surfaces.policy import CallerPolicy
+from gateway.tuning import DECISION_MEMO_SIZE
 
 MARKER_HEADER = "X-Lakegate-Request"
-# Policy decisions remembered per (caller, warehouse as given, namespace, table, access).
-DECISION_MEMO_SIZE = 4096
 _ALLOW, _DENY, _RESOLVE = "allow", "deny", "resolve"
 DecisionKey = tuple[str, str, tuple[str, ...], str | None, AccessMode]
 _log = logging.getLogger("lakegate.ingress")
