@@ -17,11 +17,11 @@ from gateway.surfaces.http_iceberg import IcebergApi
 from gateway.surfaces.http_lakekeeper import LakekeeperApi
 from gateway.surfaces.http_native import NativeApi
 from gateway.surfaces.http_ops import OpsApi
-from gateway.surfaces.http_pipeline import MATCH_CACHE_MAX_TARGET as MATCH_CACHE_MAX_TARGET
 from gateway.surfaces.http_pipeline import HttpDeps as HttpDeps
 from gateway.surfaces.http_pipeline import HttpPipeline
 from gateway.surfaces.http_routing import Match, SegmentRouter
 from gateway.surfaces.memo import BoundedLru
+from gateway.tuning import MATCH_CACHE_MAX_TARGET as MATCH_CACHE_MAX_TARGET
 
 DEPS_KEY: web.AppKey[HttpDeps] = web.AppKey("lakegate_deps", HttpDeps)
 MATCHES_KEY: web.AppKey[BoundedLru[tuple[str, str], Match]] = web.AppKey(
