@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from cachetools import LRUCache
 
 from gateway.clock import Clock
+from gateway.concurrency import TokenBucket
 from gateway.errors import GatewayError, PermissionDeniedError, RateLimitedCallerError
 from gateway.metrics import Metrics
 from gateway.models import AccessMode, CallerIdentity, RequestContext
@@ -57,12 +57,6 @@ def check_not_forged(headers: Mapping[str, str], *, require_marker: bool) -> Non
         raise forgeable(f"send an Authorization header or '{MARKER_HEADER}: 1'")
 
 
-@dataclass
-class _Bucket:
-    tokens: float
-    at: float
-
-
 class RateLimiter:
     """Per-caller token bucket; refusal carries the seconds until a token is available."""
 
@@ -70,7 +64,7 @@ class RateLimiter:
         self._rate = rate_per_s
         self._burst = float(burst)
         self._clock = clock
-        self._buckets: LRUCache[str, _Bucket] = LRUCache(max_callers)
+        self._buckets: LRUCache[str, TokenBucket] = LRUCache(max_callers)
 
     def acquire(self, caller: str) -> None:
         """Take one token for `caller`.
@@ -78,16 +72,12 @@ class RateLimiter:
         Raises:
             RateLimitedCallerError: the bucket is empty (retry_after_s set).
         """
-        now = self._clock.monotonic()
         bucket = self._buckets.get(caller)
         if bucket is None:
-            bucket = self._buckets[caller] = _Bucket(self._burst, now)
-        bucket.tokens = min(self._burst, bucket.tokens + (now - bucket.at) * self._rate)
-        bucket.at = now
-        if bucket.tokens < 1.0:
-            wait = (1.0 - bucket.tokens) / self._rate
-            raise RateLimitedCallerError("caller rate limit exceeded", retry_after_s=wait)
-        bucket.tokens -= 1.0
+            bucket = self._buckets[caller] = TokenBucket(self._rate, self._clock, self._burst)
+        if not bucket.try_acquire():
+            raise RateLimitedCallerError("caller rate limit exceeded",
+                                         retry_after_s=bucket.wait_s())
 
 
 class Gate:
