@@ -13,6 +13,7 @@ from typing import Any
 
 from cachetools import LRUCache
 
+from gateway.audit import DENIED, credential_event
 from gateway.clock import Clock
 from gateway.concurrency import TokenBucket
 from gateway.errors import GatewayError, PermissionDeniedError, RateLimitedCallerError
@@ -160,6 +161,7 @@ class Gate:
         """
         if await self.allowed(caller, ctx, warehouse, namespace, table, access):
             return
+        credential_event(ctx, caller, (warehouse, namespace, table), access, DENIED)
         raise self._reject(
             "policy",
             PermissionDeniedError(f"caller '{caller.name}' may not {access.value} this table"),
