@@ -1,10 +1,11 @@
 """The audit trail: one `lakegate.audit` log line per credential decision.
 
 Why: a credential grant is the one act an operator must be able to attribute afterwards (who got
-which table's storage keys, for reading or writing). Each line names the caller, the table, the
-access and the outcome (`hit`/`miss`/`coalesced`/`stale` for a grant, the error type when the
-service refused or failed, e.g. `NotFoundError`) and never a credential or a token. Policy
-refusals are decided before the service, by the Gate, which logs and counts them itself
+which table's storage keys, for reading or writing), and so is a refusal (who tried). Each line
+names the caller, the table, the access and the outcome (`hit`/`miss`/`coalesced`/`stale` for a
+grant, `denied` for a policy refusal, the error type when the service refused or failed, e.g.
+`NotFoundError`) and never a credential or a token. Policy refusals are decided before the
+service, by the Gate (surfaces/ingress.py), which writes their line and also counts them
 (`lakegate_ingress_rejected_total{reason="policy"}`). `LAKEGATE__LOG__AUDIT=false` turns the
 lines off (they cost about 0.1 ms of CPU each). Operators who do not want
 it set the `lakegate.audit` logger above INFO.
@@ -17,6 +18,7 @@ import logging
 from gateway.models import AccessMode, CallerIdentity, RequestContext
 
 AUDIT_LOGGER = "lakegate.audit"
+DENIED = "denied"  # the outcome of a policy refusal
 _log = logging.getLogger(AUDIT_LOGGER)
 
 

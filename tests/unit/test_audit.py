@@ -10,9 +10,15 @@ from collections.abc import Iterator
 import pytest
 
 from gateway.audit import AUDIT_LOGGER, configure_audit, credential_event
+from gateway.errors import PermissionDeniedError
 from gateway.logging import Redactor, configure_logging
+from gateway.metrics import Metrics
 from gateway.models import AccessMode, CallerIdentity, RequestContext
 from gateway.settings import Settings
+from gateway.surfaces.callers import StaticTokenCallerAuth
+from gateway.surfaces.ingress import Gate
+from gateway.surfaces.policy import CallerPolicy, parse_rules
+from tests.unit.surfaces.fake_operations import FakeOperations
 
 CTX = RequestContext(request_id="req-1")
 ALICE = CallerIdentity("alice", True)
@@ -58,3 +64,27 @@ def test_audit_setting_defaults_on_and_parses() -> None:
     base = {"LAKEGATE__UPSTREAM__URL": "http://127.0.0.1:1", "LAKEGATE__TOKEN__KIND": "none"}
     assert Settings.load(environ=base).log.audit is True
     assert Settings.load(environ=base | {"LAKEGATE__LOG__AUDIT": "false"}).log.audit is False
+
+
+async def test_a_policy_refusal_writes_a_denied_line_without_the_callers_token(
+    stream: io.StringIO,
+) -> None:
+    configure_audit(True)
+    secret = "s3cr3t-caller-token-value"  # noqa: S105 - a test token
+    policy = CallerPolicy(parse_rules({"callers": {"alice": [
+        {"warehouse": "demo", "namespace": "*", "table": "*", "access": "read"}]}}, "t"))
+    gate = Gate(StaticTokenCallerAuth({secret: "alice"}), policy, None, FakeOperations(), Metrics())
+    caller = await gate.admit(f"Bearer {secret}", {"Authorization": f"Bearer {secret}"})
+    await gate.authorize(caller, CTX, "demo", ("a", "b"), "orders", AccessMode.READ)
+    assert stream.getvalue() == ""  # a grant is audited by the service, not the gate
+    with pytest.raises(PermissionDeniedError):
+        await gate.authorize(caller, CTX, "demo", ("a", "b"), "orders", AccessMode.WRITE)
+    (line,) = stream.getvalue().splitlines()
+    doc = json.loads(line)
+    fields = ("logger", "caller", "warehouse", "namespace", "table", "access", "outcome")
+    assert {k: doc[k] for k in fields} == {
+        "logger": AUDIT_LOGGER, "caller": "alice", "warehouse": "demo", "namespace": "a.b",
+        "table": "orders", "access": "write", "outcome": "denied",
+    }
+    assert doc["request_id"] == "req-1"
+    assert secret not in line
