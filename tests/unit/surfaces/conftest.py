@@ -1,7 +1,7 @@
-"""Fixtures for the surface tests: a fake service, a manual clock, fresh metrics, an HTTP client.
+"""Fixtures for the surface tests: a fake service, an HTTP client, a gRPC server.
 
-`clock` and `metrics` are defined once, here, for every surface test (no test module builds its
-own); they move to tests/conftest.py when the suite-wide shared fixtures land there.
+`clock` (tests/fakes/clock.FakeClock) and `metrics` are the suite-wide fixtures of
+tests/conftest.py.
 """
 
 from __future__ import annotations
@@ -21,15 +21,10 @@ from gateway.surfaces.http_app import HttpDeps, build_http_app
 from gateway.surfaces.ingress import Gate, RateLimiter
 from gateway.surfaces.policy import CallerPolicy
 from lakegate.v1 import catalog_pb2_grpc, credentials_pb2_grpc
-from tests.unit.surfaces.fake_operations import FakeClock, FakeOperations, RotatingOperations
+from tests.fakes.clock import FakeClock
+from tests.unit.surfaces.fake_operations import FakeOperations, RotatingOperations
 
 MakeClient = Callable[..., Awaitable[TestClient]]
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    """A manual clock (time moves only when a test says so)."""
-    return FakeClock()
 
 
 @pytest.fixture
@@ -46,11 +41,6 @@ def rotating_ops() -> RotatingOperations:
     ops = RotatingOperations()
     ops.add_table(("demo_ns",), "orders")
     return ops
-
-
-@pytest.fixture
-def metrics() -> Metrics:
-    return Metrics()
 
 
 def build_gate(
