@@ -82,7 +82,7 @@ def token(key, **claims) -> str:
 @pytest.fixture
 def jwt_auth(jwks_server: TestServer, clock: FakeClock) -> JwtCallerAuth:
     # PyJWT checks exp against the real time; use real "now" for the fake wall clock too.
-    clock.wall = time.time()
+    clock.step_wall(time.time() - clock.now())
     keys = JwksKeys(str(jwks_server.make_url("/jwks")), clock)
     return JwtCallerAuth(keys, clock, audience=AUD, issuer=ISS)
 
