@@ -4,6 +4,9 @@ Why not `asyncio.TaskGroup`: when one child fails a TaskGroup cancels its siblin
 credential fetch would tear down the refresher and every other fetch. The registry instead keeps a
 set of live tasks (discarded when done), lets their owners consume results and errors, and cancels
 and awaits whatever is left on shutdown. aiohttp >= 3.10 does not wait for stray tasks for us.
+
+`TaskRegistry.spawn` is the `gateway.concurrency.Spawn` every component is given (the Core's
+caches, single-flights, refresher and token source): nothing else creates long-lived tasks.
 """
 
 from __future__ import annotations

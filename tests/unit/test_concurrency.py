@@ -180,3 +180,18 @@ def test_token_bucket_says_how_long_until_the_next_token():
     assert bucket.wait_s() == pytest.approx(0.5)
     clock.advance(0.5)
     assert bucket.try_acquire()
+
+
+def test_the_primitives_and_the_tuning_are_leaves():
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "gateway"
+
+    def gateway_imports(name: str) -> set[str]:
+        tree = ast.parse((root / name).read_text())
+        return {n.module for n in ast.walk(tree)
+                if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("gateway")}
+
+    assert gateway_imports("tuning.py") == set()
+    assert gateway_imports("concurrency.py") <= {"gateway.clock", "gateway.tuning"}
