@@ -35,6 +35,11 @@ WAREHOUSE_STALE_WAIT_S = 1.0
 HEALTH_TTL_S = 2.0
 """A readiness answer is reused this long (probes of several kubelets cost one check)."""
 
+# ---- credential expiry -------------------------------------------------------------------------
+MAX_CLOCK_SKEW_S = 60.0
+"""Disagreement between the local wall clock and the catalog's Date beyond which the local
+clock is taken to have been stepped and is ignored in favour of the issuer's clock."""
+
 # ---- credential refresh-ahead -----------------------------------------------------------------
 REFRESH_RETRY_BASE_S = 1.0
 """First backoff after a failed (or unchanged) background credential refresh."""

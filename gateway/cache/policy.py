@@ -14,6 +14,7 @@ monotonic time (`remaining_until`), so stepping the wall clock changes nothing o
 from __future__ import annotations
 
 from gateway.errors import ForbiddenError, GatewayError, NotFoundError
+from gateway.tuning import MAX_CLOCK_SKEW_S
 
 
 def remaining_s(now_s: float, expires_at_ms: int | None) -> float | None:
@@ -45,9 +46,6 @@ def remaining_until(now_mono: float, deadline_mono: float | None) -> float | Non
 
 # The HTTP Date header has one-second resolution: the issuer's clock may be up to 1 s later.
 DATE_RESOLUTION_S = 1.0
-# Disagreement between the local wall clock and the catalog's Date beyond which the local
-# clock is taken to have been stepped (ahead) and is ignored in favour of the issuer's clock.
-MAX_CLOCK_SKEW_S = 60.0
 
 
 def expiry_deadline(
