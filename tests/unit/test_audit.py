@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import logging
@@ -76,9 +77,11 @@ async def test_a_policy_refusal_writes_a_denied_line_without_the_callers_token(
     gate = Gate(StaticTokenCallerAuth({secret: "alice"}), policy, None, FakeOperations(), Metrics())
     caller = await gate.admit(f"Bearer {secret}", {"Authorization": f"Bearer {secret}"})
     await gate.authorize(caller, CTX, "demo", ("a", "b"), "orders", AccessMode.READ)
+    await asyncio.sleep(0)  # on the loop, lines are written just after the answer
     assert stream.getvalue() == ""  # a grant is audited by the service, not the gate
     with pytest.raises(PermissionDeniedError):
         await gate.authorize(caller, CTX, "demo", ("a", "b"), "orders", AccessMode.WRITE)
+    await asyncio.sleep(0)
     (line,) = stream.getvalue().splitlines()
     doc = json.loads(line)
     fields = ("logger", "caller", "warehouse", "namespace", "table", "access", "outcome")
@@ -88,3 +91,14 @@ async def test_a_policy_refusal_writes_a_denied_line_without_the_callers_token(
     }
     assert doc["request_id"] == "req-1"
     assert secret not in line
+
+
+async def test_on_the_loop_lines_follow_the_answer_in_order(stream: io.StringIO) -> None:
+    configure_audit(True)
+    for outcome in ("miss", "coalesced", "coalesced"):
+        credential_event(CTX, ALICE, ("demo", ("a",), "t"), AccessMode.READ, outcome)
+    assert stream.getvalue() == ""  # not yet: the callers are answered first
+    await asyncio.sleep(0)
+    assert [json.loads(x)["outcome"] for x in stream.getvalue().splitlines()] == [
+        "miss", "coalesced", "coalesced",
+    ]
