@@ -88,7 +88,9 @@ class CredentialCache:
         self._settings = settings
         self._clock = clock
         self._metrics = metrics
-        self._flight: SingleFlight[CacheKey, _Fetched] = SingleFlight(spawn)
+        self._flight: SingleFlight[CacheKey, _Fetched] = SingleFlight(
+            spawn, waiting=metrics.singleflight_waiters.inc
+        )
         self._deadline_s = deadline_s
         self._rng = rng or random.Random()  # noqa: S311 - jitter, not cryptography
         self._entries: OrderedDict[CacheKey, _Entry] = OrderedDict()
@@ -171,7 +173,6 @@ class CredentialCache:
         CredentialSet, Outcome, float | None
     ]:
         gen = self._generation  # taken now: an invalidation before the task runs still counts
-        self._metrics.singleflight_waiters.inc()
         try:
             # A waiter leaving (cancel or own deadline) never cancels the shared fetch.
             fetched, coalesced = await self._flight.run(
@@ -180,8 +181,6 @@ class CredentialCache:
             )
         except FlightTimeout as exc:
             raise UpstreamTimeoutError("timed out waiting for the credential fetch") from exc
-        finally:
-            self._metrics.singleflight_waiters.dec()
         return (fetched.value, Outcome.COALESCED if coalesced else Outcome.MISS,
                 policy.remaining_until(self._clock.monotonic(), fetched.deadline_mono))
 

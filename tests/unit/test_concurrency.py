@@ -195,3 +195,47 @@ def test_the_primitives_and_the_tuning_are_leaves():
 
     assert gateway_imports("tuning.py") == set()
     assert gateway_imports("concurrency.py") <= {"gateway.clock", "gateway.tuning"}
+
+
+async def test_the_waiting_count_follows_every_way_a_wait_ends(registry):
+    waiting = [0]
+
+    def count(delta: int) -> None:
+        waiting[0] += delta
+
+    flight: SingleFlight[str, int] = SingleFlight(registry.spawn, waiting=count)
+    gate = asyncio.Event()
+
+    async def fetch() -> int:
+        await gate.wait()
+        return 1
+
+    patient = [asyncio.ensure_future(flight.run("k", fetch, timeout_s=30)) for _ in range(4)]
+    cancelled = [asyncio.ensure_future(flight.run("k", fetch, timeout_s=30)) for _ in range(3)]
+    hasty = [asyncio.ensure_future(flight.run("k", fetch, timeout_s=0.01)) for _ in range(3)]
+    await asyncio.sleep(0)
+    assert waiting[0] == 10
+    for task in cancelled:
+        task.cancel()
+    await asyncio.gather(*cancelled, return_exceptions=True)
+    assert waiting[0] == 7
+    async with asyncio.timeout(5):
+        results = await asyncio.gather(*hasty, return_exceptions=True)
+    assert all(isinstance(r, FlightTimeout) for r in results)
+    assert waiting[0] == 4
+    gate.set()
+    async with asyncio.timeout(5):
+        assert [v for v, _ in await asyncio.gather(*patient)] == [1] * 4
+    assert waiting[0] == 0
+
+    async def stuck() -> int:
+        await asyncio.Event().wait()
+        return 0
+
+    herd = [asyncio.ensure_future(flight.run("s", stuck)) for _ in range(5)]
+    await asyncio.sleep(0)
+    assert waiting[0] == 5
+    for task in flight.tasks():
+        task.cancel()
+    await asyncio.gather(*herd, return_exceptions=True)
+    assert waiting[0] == 0
