@@ -10,10 +10,11 @@ service, by the Gate (surfaces/ingress.py), which writes their line and also cou
 lines off (they cost about 0.1 ms of CPU each). Operators who do not want
 it set the `lakegate.audit` logger above INFO.
 
-On the event loop a line is written just after the caller is answered (`loop.call_soon`), not
-before: a herd of K coalesced waiters is answered first and audited after, so the line's cost
-(about 70 µs here, JSON formatting and redaction) is not K times added to the herd's latency.
-Order is kept (call_soon is FIFO) and every decision still gets its line.
+A coalesced waiter's line (`defer=True`) is written just after the waiter is answered
+(`loop.call_soon`), not before: a herd of K coalesced waiters is answered first and audited
+after, so the line's cost (about 70 µs here, JSON formatting and redaction) is not K times
+added to the herd's latency. Every other line is written before the answer leaves. Order is
+kept (call_soon is FIFO) and every decision still gets its line.
 """
 
 from __future__ import annotations
@@ -40,8 +41,14 @@ def credential_event(
     table: tuple[str, tuple[str, ...], str | None],
     access: AccessMode,
     outcome: str,
+    *,
+    defer: bool = False,
 ) -> None:
-    """Log one decision on `table` = (warehouse, namespace levels, table name or None)."""
+    """Log one decision on `table` = (warehouse, namespace levels, table name or None).
+
+    With `defer` (coalesced waiters), on a running loop the line is written just after the
+    current step, i.e. after the caller's answer.
+    """
     if not _log.isEnabledFor(logging.INFO):
         return
     warehouse, namespace, name = table
@@ -55,12 +62,13 @@ def credential_event(
         "outcome": outcome,
         "request_id": ctx.request_id,
     }
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:  # no loop (a script, a sync test): write it now
-        _emit(outcome, extra)
-        return
-    loop.call_soon(_emit, outcome, extra)
+    if defer:
+        try:
+            asyncio.get_running_loop().call_soon(_emit, outcome, extra)
+            return
+        except RuntimeError:  # no running loop: write it now
+            pass
+    _emit(outcome, extra)
 
 
 def _emit(outcome: str, extra: dict[str, Any]) -> None:

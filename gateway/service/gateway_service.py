@@ -28,6 +28,7 @@ from gateway.models import (
     GenericTable,
     ListResult,
     LoadResult,
+    Outcome,
     RequestContext,
     StorageCredential,
     TableRef,
@@ -137,7 +138,8 @@ class GatewayService:
         except GatewayError as exc:
             credential_event(ctx, ctx.caller, where, access, type(exc).__name__)
             raise
-        credential_event(ctx, ctx.caller, where, access, str(outcome))
+        credential_event(ctx, ctx.caller, where, access, str(outcome),
+                         defer=outcome is Outcome.COALESCED)
         return CredentialLookup(
             warehouse=wh, ref=ref, access=access, credentials=creds, outcome=outcome,
             remaining_s=remaining,
@@ -168,7 +170,7 @@ class GatewayService:
             return LoadResult(table=table, config=None, credentials=None, warehouse=wh)
         creds, outcome = await self._cache.get(self._key(wh, ref, access, ctx), ctx)
         credential_event(ctx, ctx.caller, (ref.warehouse, ref.namespace, ref.name), access,
-                         str(outcome))
+                         str(outcome), defer=outcome is Outcome.COALESCED)
         chosen = _credential_for(table.base_location, creds)
         config = _merge_config(chosen) if chosen is not None else {}
         return LoadResult(table=table, config=config, credentials=creds.credentials,
