@@ -13,12 +13,11 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from devstack.emulator.models import Namespace
 from devstack.emulator.names import fold
 from devstack.emulator.pagination import Cursor
-from devstack.emulator.store import ConflictError, now_us
+from devstack.emulator.store import ConflictError, keyset_page, now_us
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS iceberg_tables (
@@ -42,17 +41,15 @@ class IcebergTable:
     created_at_us: int
 
 
+# The columns of an `IcebergTable`, in its field order: `IcebergTable(*row)` builds one.
+_SELECT = (
+    "SELECT id, warehouse_id, namespace_id, name, location, metadata_location, metadata_json,"
+    " created_at FROM iceberg_tables"
+)
+
+
 def _row(row: sqlite3.Row) -> IcebergTable:
-    return IcebergTable(
-        id=row["id"],
-        warehouse_id=row["warehouse_id"],
-        namespace_id=row["namespace_id"],
-        name=row["name"],
-        location=row["location"],
-        metadata_location=row["metadata_location"],
-        metadata_json=row["metadata_json"],
-        created_at_us=row["created_at"],
-    )
+    return IcebergTable(*row)
 
 
 class IcebergStore:
@@ -112,24 +109,17 @@ class IcebergStore:
 
     def get(self, ns: Namespace, name: str) -> IcebergTable | None:
         row = self._db.execute(
-            "SELECT * FROM iceberg_tables WHERE namespace_id = ? AND name_key = ?",
-            (ns.id, fold(name)),
+            f"{_SELECT} WHERE namespace_id = ? AND name_key = ?", (ns.id, fold(name))
         ).fetchone()
         return _row(row) if row else None
 
     def get_by_id(self, table_id: str) -> IcebergTable | None:
-        row = self._db.execute("SELECT * FROM iceberg_tables WHERE id = ?", (table_id,)).fetchone()
+        row = self._db.execute(f"{_SELECT} WHERE id = ?", (table_id,)).fetchone()
         return _row(row) if row else None
 
     def list(self, ns: Namespace, after: Cursor | None, limit: int) -> list[IcebergTable]:
-        sql = "SELECT * FROM iceberg_tables WHERE namespace_id = ?"
-        args: list[Any] = [ns.id]
-        if after is not None:
-            sql += " AND (created_at > ? OR (created_at = ? AND id > ?))"
-            args += [after.created_at_us, after.created_at_us, after.id]
-        sql += " ORDER BY created_at, id LIMIT ?"
-        args.append(limit)
-        return [_row(r) for r in self._db.execute(sql, args).fetchall()]
+        rows = keyset_page(self._db, f"{_SELECT} WHERE namespace_id = ?", [ns.id], after, limit)
+        return [_row(r) for r in rows]
 
     def location_taken(self, warehouse_id: str, location: str) -> bool:
         """True if `location` equals, contains or lies inside another Iceberg table's."""

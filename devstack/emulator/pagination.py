@@ -15,7 +15,9 @@ from __future__ import annotations
 import base64
 import binascii
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from devstack.emulator.errors import ApiError
 
@@ -31,9 +33,29 @@ class Cursor:
     id: str
 
 
+class Positioned(Protocol):
+    """A listed row: its place in (created_at, id) order."""
+
+    @property
+    def created_at_us(self) -> int: ...
+
+    @property
+    def id(self) -> str: ...
+
+
 def encode_token(cursor: Cursor) -> str:
     raw = f"1&{cursor.created_at_us}&{cursor.id}".encode()
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+
+def next_page(rows: Sequence[Positioned]) -> dict[str, str]:
+    """`{"next-page-token": <after the last row>}`, or `{}` for an empty page.
+
+    Lakekeeper's table lists emit a token whenever the page had a row, even on the last page.
+    """
+    if not rows:
+        return {}
+    return {"next-page-token": encode_token(Cursor(rows[-1].created_at_us, rows[-1].id))}
 
 
 def decode_token(token: str) -> Cursor:

@@ -38,7 +38,7 @@ from devstack.emulator.iceberg_meta import (
 from devstack.emulator.iceberg_store import IcebergStore, IcebergTable
 from devstack.emulator.models import GenericTable, Namespace, Warehouse
 from devstack.emulator.names import NAMESPACE_SEPARATOR, validate_namespace
-from devstack.emulator.pagination import Cursor, clamp_page_size, decode_token, encode_token
+from devstack.emulator.pagination import clamp_page_size, decode_token, next_page
 from devstack.emulator.policy import Permission
 from devstack.emulator.purge import schedule_purge
 from devstack.emulator.routes_tables import client_managed
@@ -188,10 +188,8 @@ async def list_tables(request: web.Request) -> web.Response:
     token = request.query.get("pageToken")
     after = decode_token(token) if token else None
     rows = catalog_of(request).store.list(ns, after, size)
-    out: dict[str, Any] = {"identifiers": [{"namespace": ns.parts, "name": t.name} for t in rows]}
-    if rows:
-        out["next-page-token"] = encode_token(Cursor(rows[-1].created_at_us, rows[-1].id))
-    return web.json_response(out)
+    identifiers = [{"namespace": ns.parts, "name": t.name} for t in rows]
+    return web.json_response({"identifiers": identifiers, **next_page(rows)})
 
 
 async def create_table(request: web.Request) -> web.Response:

@@ -11,13 +11,13 @@ from aiohttp import web
 
 from devstack.emulator.errors import ApiError, not_found_table
 from devstack.emulator.models import GenericTable, Warehouse
-from devstack.emulator.pagination import Cursor, clamp_page_size, decode_token, encode_token
+from devstack.emulator.pagination import clamp_page_size, decode_token, next_page
 from devstack.emulator.state import (
     principal_of,
     project_of,
     query_page_size,
     state_of,
-    warehouse_by_id,
+    warehouse_from_path,
 )
 from devstack.emulator.store import ConflictError
 from devstack.emulator.wire import Bootstrap, CreateWarehouse, SetProtection, Undrop, read_json
@@ -100,14 +100,8 @@ async def list_warehouses(request: web.Request) -> web.Response:
 
 
 def _warehouse_param(request: web.Request) -> Warehouse:
-    raw = request.match_info["warehouse_id"]
-    try:
-        wid = str(uuid.UUID(raw))
-    except ValueError as exc:
-        raise ApiError(
-            400, "WarehouseIdIsNotUUID", "Provided warehouse id is not a valid UUID"
-        ) from exc
-    return warehouse_by_id(request, wid)
+    # The management API does not echo the bad id, unlike the catalog's `{prefix}`.
+    return warehouse_from_path(request, "warehouse_id", "Provided warehouse id is not a valid UUID")
 
 
 async def get_warehouse(request: web.Request) -> web.Response:
@@ -165,10 +159,7 @@ async def list_deleted_tabulars(request: web.Request) -> web.Response:
                 "expiration-date": _iso(t.expiration_at_us),
             }
         )
-    out: dict[str, Any] = {"tabulars": tabulars}
-    if rows:
-        out["next-page-token"] = encode_token(Cursor(rows[-1].created_at_us, rows[-1].id))
-    return web.json_response(out)
+    return web.json_response({"tabulars": tabulars, **next_page(rows)})
 
 
 async def undrop_tabulars(request: web.Request) -> web.Response:

@@ -16,7 +16,7 @@ from devstack.emulator.names import (
     validate_namespace,
     validate_table_name,
 )
-from devstack.emulator.pagination import Cursor, clamp_page_size, decode_token, encode_token
+from devstack.emulator.pagination import clamp_page_size, decode_token, next_page
 from devstack.emulator.purge import schedule_purge
 from devstack.emulator.state import (
     REPLAY_KEY,
@@ -146,15 +146,10 @@ async def list_generic_tables(request: web.Request) -> web.Response:
     rows = st.store.list_tables(ns, after, size)
     # `generic_tables/list.rs` echoes the request path's namespace, not the stored case.
     requested = decode_namespace_segment(request.match_info["namespace"])
-    out: dict[str, Any] = {
-        "identifiers": [
-            {"namespace": requested, "name": t.name, "format": t.format, "id": t.id} for t in rows
-        ]
-    }
-    # Lakekeeper emits a token whenever the page had a row, even on the last page.
-    if rows:
-        out["next-page-token"] = encode_token(Cursor(rows[-1].created_at_us, rows[-1].id))
-    return web.json_response(out)
+    identifiers = [
+        {"namespace": requested, "name": t.name, "format": t.format, "id": t.id} for t in rows
+    ]
+    return web.json_response({"identifiers": identifiers, **next_page(rows)})
 
 
 def _table_from_path(request: web.Request) -> tuple[Warehouse, GenericTable]:

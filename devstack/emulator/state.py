@@ -69,16 +69,24 @@ def project_of(request: web.Request) -> str:
         raise ApiError(400, "InvalidProjectId", "x-project-id must be a UUID") from exc
 
 
-def warehouse_from_prefix(request: web.Request) -> Warehouse:
-    """`{prefix}` must be a warehouse UUID (names are not accepted, as in Lakekeeper)."""
-    raw = request.match_info["prefix"]
+def warehouse_from_path(request: web.Request, key: str, message: str) -> Warehouse:
+    """The active warehouse whose UUID is the path parameter `key`.
+
+    Not a UUID: 400 `WarehouseIdIsNotUUID` with `message` (formatted with `raw`, the value).
+    """
+    raw = request.match_info[key]
     try:
         wid = str(uuid.UUID(raw))
     except ValueError as exc:
-        raise ApiError(
-            400, "WarehouseIdIsNotUUID", f"Provided warehouse id is not a valid UUID: {raw}"
-        ) from exc
+        raise ApiError(400, "WarehouseIdIsNotUUID", message.format(raw=raw)) from exc
     return warehouse_by_id(request, wid)
+
+
+def warehouse_from_prefix(request: web.Request) -> Warehouse:
+    """`{prefix}` must be a warehouse UUID (names are not accepted, as in Lakekeeper)."""
+    return warehouse_from_path(
+        request, "prefix", "Provided warehouse id is not a valid UUID: {raw}"
+    )
 
 
 def warehouse_by_id(request: web.Request, wid: str) -> Warehouse:

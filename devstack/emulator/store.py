@@ -57,6 +57,20 @@ class ConflictError(Exception):
     """A uniqueness constraint refused the write."""
 
 
+def keyset_page(
+    db: sqlite3.Connection, sql: str, args: list[Any], after: Cursor | None, limit: int
+) -> list[sqlite3.Row]:
+    """The rows of `sql` (a SELECT with a WHERE clause) after `after`, in (created_at, id) order.
+
+    Keyset pagination, as Lakekeeper's list queries: a page never skips or repeats a row when
+    rows are added between pages.
+    """
+    if after is not None:
+        sql += " AND (created_at > ? OR (created_at = ? AND id > ?))"
+        args = [*args, after.created_at_us, after.created_at_us, after.id]
+    return db.execute(sql + " ORDER BY created_at, id LIMIT ?", [*args, limit]).fetchall()
+
+
 class Store:
     """All catalog state; one instance per emulator process."""
 
@@ -178,13 +192,7 @@ class Store:
     ) -> list[tuple[Namespace, Cursor]]:
         parent_key = namespace_key(parent) if parent else ""
         sql = "SELECT * FROM namespaces WHERE warehouse_id = ? AND parent_key = ?"
-        args: list[Any] = [warehouse_id, parent_key]
-        if after is not None:
-            sql += " AND (created_at > ? OR (created_at = ? AND id > ?))"
-            args += [after.created_at_us, after.created_at_us, after.id]
-        sql += " ORDER BY created_at, id LIMIT ?"
-        args.append(limit)
-        rows = self._db.execute(sql, args).fetchall()
+        rows = keyset_page(self._db, sql, [warehouse_id, parent_key], after, limit)
         return [(namespace_from_row(r), Cursor(r["created_at"], r["id"])) for r in rows]
 
     def namespace_has_children(self, ns: Namespace) -> bool:
@@ -286,13 +294,7 @@ class Store:
 
     def list_tables(self, ns: Namespace, after: Cursor | None, limit: int) -> list[GenericTable]:
         sql = "SELECT * FROM generic_tables WHERE namespace_id = ? AND deleted_at IS NULL"
-        args: list[Any] = [ns.id]
-        if after is not None:
-            sql += " AND (created_at > ? OR (created_at = ? AND id > ?))"
-            args += [after.created_at_us, after.created_at_us, after.id]
-        sql += " ORDER BY created_at, id LIMIT ?"
-        args.append(limit)
-        return [table_from_row(r) for r in self._db.execute(sql, args).fetchall()]
+        return [table_from_row(r) for r in keyset_page(self._db, sql, [ns.id], after, limit)]
 
     def hard_delete_table(self, table_id: str) -> None:
         self._db.execute("DELETE FROM generic_tables WHERE id = ?", (table_id,))
@@ -332,12 +334,7 @@ class Store:
         if namespace_id is not None:
             sql += " AND namespace_id = ?"
             args.append(namespace_id)
-        if after is not None:
-            sql += " AND (created_at > ? OR (created_at = ? AND id > ?))"
-            args += [after.created_at_us, after.created_at_us, after.id]
-        sql += " ORDER BY created_at, id LIMIT ?"
-        args.append(limit)
-        return [table_from_row(r) for r in self._db.execute(sql, args).fetchall()]
+        return [table_from_row(r) for r in keyset_page(self._db, sql, args, after, limit)]
 
     def undrop_table(self, table_id: str) -> None:
         try:

@@ -22,7 +22,7 @@ import json
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 import boto3
@@ -172,28 +172,23 @@ class _Entry:
     reuse_until: float  # monotonic
 
 
+# repr=False: the cache holds credentials, which must never reach a log line.
+@dataclass(eq=False, repr=False)
 class CredentialVendor:
     """STS AssumeRole behind the STC cache with single-flight per key."""
 
-    def __init__(
-        self,
-        sts: StsClient,
-        *,
-        on_sts_call: Callable[[], None],
-        lifetime_override: Callable[[], int | None],
-        sts_fault: Callable[[], bool] = lambda: False,
-        monotonic: Callable[[], float] = time.monotonic,
-        wall_clock: Callable[[], float] = time.time,
-    ) -> None:
-        self._sts = sts
-        self._sts_fault = sts_fault
-        self._monotonic = monotonic
-        self._wall_clock = wall_clock
-        self._on_sts_call = on_sts_call
-        self._lifetime_override = lifetime_override
-        self._cache: OrderedDict[tuple[str, ...], _Entry] = OrderedDict()
-        self._inflight: dict[tuple[str, ...], asyncio.Future[TemporaryCredential]] = {}
-        self._storage_digests: dict[str, str] = {}
+    sts: StsClient
+    _: KW_ONLY
+    on_sts_call: Callable[[], None]
+    lifetime_override: Callable[[], int | None]
+    sts_fault: Callable[[], bool] = lambda: False
+    monotonic: Callable[[], float] = time.monotonic
+    wall_clock: Callable[[], float] = time.time
+    _cache: OrderedDict[tuple[str, ...], _Entry] = field(default_factory=OrderedDict, init=False)
+    _inflight: dict[tuple[str, ...], asyncio.Future[TemporaryCredential]] = field(
+        default_factory=dict, init=False
+    )
+    _storage_digests: dict[str, str] = field(default_factory=dict, init=False)
 
     def _storage_digest(self, warehouse: Warehouse) -> str:
         """Hash of (profile, credential): part of the key, cached per warehouse (immutable)."""
@@ -211,7 +206,7 @@ class CredentialVendor:
     ) -> TemporaryCredential:
         profile = warehouse.storage_profile
         validity = int(profile.get("sts-token-validity-seconds", 3600))
-        override = self._lifetime_override()
+        override = self.lifetime_override()
         advertised = min(validity, override) if override else validity
         key = (
             table.base_location,
@@ -222,7 +217,7 @@ class CredentialVendor:
             str(advertised),
         )
         entry = self._cache.get(key)
-        if entry is not None and self._monotonic() < entry.reuse_until:
+        if entry is not None and self.monotonic() < entry.reuse_until:
             return entry.cred
         pending = self._inflight.get(key)
         if pending is None:
@@ -254,14 +249,14 @@ class CredentialVendor:
         endpoint = str(profile.get("sts-endpoint") or profile.get("endpoint") or "")
         if not endpoint:
             raise ApiError(400, "Misconfiguration", "Storage profile has no STS endpoint")
-        self._on_sts_call()
-        if self._sts_fault():
+        self.on_sts_call()
+        if self.sts_fault():
             raise ApiError(
                 412, "ShortTermCredentialError", "Failed to assume role via STS: Throttling"
             )
         try:
             ak, sk, token, expires_s = await asyncio.to_thread(
-                self._sts.assume_role,
+                self.sts.assume_role,
                 endpoint=endpoint,
                 region=str(profile.get("region", "us-east-1")),
                 access_key=access_key,
@@ -279,11 +274,11 @@ class CredentialVendor:
                 "ShortTermCredentialError",
                 f"Failed to assume role via STS: {code or type(exc).__name__}",
             ) from exc
-        issued = self._wall_clock()
+        issued = self.wall_clock()
         expires_ms = int(min(expires_s, issued + advertised) * 1000)
         cred = TemporaryCredential(ak, sk, token, expires_ms)
         reuse_s = min(advertised / 2.0, STC_MAX_ENTRY_S)
-        self._cache[key] = _Entry(cred=cred, reuse_until=self._monotonic() + reuse_s)
+        self._cache[key] = _Entry(cred=cred, reuse_until=self.monotonic() + reuse_s)
         self._cache.move_to_end(key)
         while len(self._cache) > STC_CAPACITY:
             self._cache.popitem(last=False)
