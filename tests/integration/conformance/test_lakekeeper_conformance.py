@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import uuid
 
-import boto3
-import botocore.config
 import httpx
 import pytest
 from botocore.exceptions import ClientError
 
 from devstack.bootstrap import fetch_token
 from tests.integration.conformance.conftest import Target
+from tests.integration.s3_clients import vended_s3
 
 pytestmark = pytest.mark.integration
 
@@ -29,18 +28,6 @@ def _uid() -> str:
 
 def _error_type(resp) -> str:
     return str(resp.json()["error"]["type"])
-
-
-def _s3(config: dict[str, str]):
-    return boto3.session.Session().client(
-        "s3",
-        endpoint_url=config["s3.endpoint"],
-        region_name=config["s3.region"],
-        aws_access_key_id=config["s3.access-key-id"],
-        aws_secret_access_key=config["s3.secret-access-key"],
-        aws_session_token=config["s3.session-token"],
-        config=botocore.config.Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}),
-    )
 
 
 # ------------------------------------------------------------------ 1. access delegation
@@ -87,8 +74,8 @@ def test_credential_cannot_list_a_sibling_whose_name_extends_its_own(target: Tar
         assert resp.status_code == 200, resp.text
         return resp.json()["storage-credentials"][0]["config"]
 
-    _s3(vend(names["t10"])).put_object(Bucket=bucket, Key=f"{keys['t10']}/f", Body=b"x")
-    t1 = _s3(vend(names["t1"]))
+    vended_s3(vend(names["t10"])).put_object(Bucket=bucket, Key=f"{keys['t10']}/f", Body=b"x")
+    t1 = vended_s3(vend(names["t1"]))
     t1.put_object(Bucket=bucket, Key=f"{keys['t1']}/g", Body=b"y")
     listed = t1.list_objects_v2(Bucket=bucket, Prefix=f"{keys['t1']}/")
     assert [o["Key"] for o in listed["Contents"]] == [f"{keys['t1']}/g"]

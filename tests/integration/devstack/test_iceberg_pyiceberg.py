@@ -9,14 +9,13 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-import boto3
-import botocore.config
 import pyarrow as pa
 import pytest
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import NoSuchTableError
 
 from tests.integration.devstack.conftest import Catalog
+from tests.integration.s3_clients import admin_s3
 
 pytestmark = pytest.mark.integration
 
@@ -30,18 +29,6 @@ def _rest(catalog: Catalog, **extra: str) -> RestCatalog:
         warehouse=catalog.stack.info["warehouse"]["name"],
         token=catalog.token,
         **{"header.X-Iceberg-Access-Delegation": "vended-credentials", **extra},
-    )
-
-
-def _admin_s3(info: dict[str, Any]) -> Any:
-    s3 = info["s3"]
-    return boto3.session.Session().client(
-        "s3",
-        endpoint_url=s3["endpoint"],
-        region_name=s3["region"],
-        aws_access_key_id=s3["admin_access_key"],
-        aws_secret_access_key=s3["admin_secret_key"],
-        config=botocore.config.Config(s3={"addressing_style": "path"}),
     )
 
 
@@ -70,7 +57,7 @@ def test_create_append_scan_conflict_drop(catalog: Catalog, hooks: Any) -> None:
     bucket, _, key = table.metadata_location.removeprefix("s3://").partition("/")
     assert key.split("/")[-1].startswith("00000-")
     assert key.endswith(".metadata.json")
-    assert _admin_s3(catalog.stack.info).head_object(Bucket=bucket, Key=key)["ContentLength"] > 0
+    assert admin_s3(catalog.stack.info).head_object(Bucket=bucket, Key=key)["ContentLength"] > 0
 
     table.append(ROWS)
     other = rest.load_table(ident)

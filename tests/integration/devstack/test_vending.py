@@ -5,24 +5,12 @@ from __future__ import annotations
 import time
 import uuid
 
-import boto3
-import botocore.config
 import pytest
 from botocore.exceptions import ClientError
 
+from tests.integration.s3_clients import vended_s3
+
 pytestmark = pytest.mark.integration
-
-
-def _s3(config: dict[str, str]):
-    return boto3.session.Session().client(
-        "s3",
-        endpoint_url=config["s3.endpoint"],
-        region_name=config["s3.region"],
-        aws_access_key_id=config["s3.access-key-id"],
-        aws_secret_access_key=config["s3.secret-access-key"],
-        aws_session_token=config["s3.session-token"],
-        config=botocore.config.Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}),
-    )
 
 
 def _vend(catalog, name: str, role: str | None = None) -> dict[str, str]:
@@ -43,7 +31,7 @@ def _table(catalog) -> tuple[str, str, str]:
 def test_write_credential_writes_inside_but_not_outside_its_prefix(catalog):
     name, bucket, key = _table(catalog)
     _, _, other_key = _table(catalog)
-    s3 = _s3(_vend(catalog, name))
+    s3 = vended_s3(_vend(catalog, name))
     s3.put_object(Bucket=bucket, Key=f"{key}/data/part-0", Body=b"ok")
     assert s3.get_object(Bucket=bucket, Key=f"{key}/data/part-0")["Body"].read() == b"ok"
     with pytest.raises(ClientError) as info:
@@ -56,8 +44,8 @@ def test_write_credential_writes_inside_but_not_outside_its_prefix(catalog):
 
 def test_read_role_credential_reads_but_cannot_write(catalog):
     name, bucket, key = _table(catalog)
-    _s3(_vend(catalog, name)).put_object(Bucket=bucket, Key=f"{key}/f", Body=b"x")
-    reader = _s3(_vend(catalog, name, catalog.stack.info["catalog"]["roles"]["read"]))
+    vended_s3(_vend(catalog, name)).put_object(Bucket=bucket, Key=f"{key}/f", Body=b"x")
+    reader = vended_s3(_vend(catalog, name, catalog.stack.info["catalog"]["roles"]["read"]))
     assert reader.get_object(Bucket=bucket, Key=f"{key}/f")["Body"].read() == b"x"
     assert reader.list_objects_v2(Bucket=bucket, Prefix=f"{key}/")["KeyCount"] == 1
     for call in (
@@ -99,7 +87,7 @@ def test_shorter_advertised_lifetime_fault(catalog, hooks):
     remaining_s = int(config["s3.session-token-expires-at-ms"]) / 1000 - time.time()
     assert 50 < remaining_s <= 60
     assert config["expiration-time"] == config["s3.session-token-expires-at-ms"]
-    _s3(config).put_object(Bucket=bucket, Key=f"{key}/x", Body=b"still a real credential")
+    vended_s3(config).put_object(Bucket=bucket, Key=f"{key}/x", Body=b"still a real credential")
     hooks.clear_faults()
     assert int(_vend(catalog, name)["expiration-time"]) / 1000 - time.time() > 1800
 
@@ -116,9 +104,9 @@ def test_credential_cannot_list_a_sibling_whose_name_extends_its_own(catalog):
         assert resp.status_code == 200, resp.text
         names[leaf] = (name, resp.json()["table"]["base-location"].removeprefix(f"s3://{bucket}/"))
     t10_name, t10_key = names["t10"]
-    _s3(_vend(catalog, t10_name)).put_object(Bucket=bucket, Key=f"{t10_key}/f", Body=b"x")
+    vended_s3(_vend(catalog, t10_name)).put_object(Bucket=bucket, Key=f"{t10_key}/f", Body=b"x")
     t1_name, t1_key = names["t1"]
-    t1 = _s3(_vend(catalog, t1_name))
+    t1 = vended_s3(_vend(catalog, t1_name))
     assert t1.list_objects_v2(Bucket=bucket, Prefix=f"{t1_key}/").get("KeyCount", 0) == 0
     for prefix in (f"{t10_key}/", t1_key):
         with pytest.raises(ClientError) as info:
