@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -44,6 +45,31 @@ def new_table(gw: httpx.Client, info: dict[str, Any]) -> Callable[..., dict[str,
         return doc
 
     return create
+
+
+def idp_token(info: dict[str, Any], client: str) -> str:
+    """A real JWT for one of the stack IdP's clients (client-credentials grant)."""
+    creds = info["idp"]["clients"][client]
+    resp = httpx.post(info["idp"]["token_url"], trust_env=False, timeout=30, data={
+        "grant_type": "client_credentials", "client_id": creds["id"],
+        "client_secret": creds["secret"], "resource": info["idp"]["audience"]})
+    assert resp.status_code == 200, resp.text
+    return str(resp.json()["access_token"])
+
+
+def jwt_callers_env(info: dict[str, Any], tmp_path: Path, policy: str) -> dict[str, str]:
+    """Settings for JWT callers verified against the stack IdP's JWKS, named by `client_id`,
+    under the caller policy `policy` (YAML, written to tmp_path/policy.yaml)."""
+    policy_file = tmp_path / "policy.yaml"
+    policy_file.write_text(policy)
+    return {
+        "LAKEGATE__CALLERS__MODE": "jwt",
+        "LAKEGATE__CALLERS__JWKS_URL": info["idp"]["jwks_uri"],
+        "LAKEGATE__CALLERS__ISSUER": info["idp"]["issuer"],
+        "LAKEGATE__CALLERS__AUDIENCE": info["idp"]["audience"],
+        "LAKEGATE__CALLERS__NAME_CLAIM": "client_id",
+        "LAKEGATE__CALLERS__POLICY_FILE": str(policy_file),
+    }
 
 
 def ensure_namespace(gw: httpx.Client, namespace: str) -> None:

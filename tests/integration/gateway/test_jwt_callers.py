@@ -9,32 +9,16 @@ import httpx
 import pytest
 
 from tests.gateway_process import running_gateway, stack_env
+from tests.integration.gateway.conftest import idp_token, jwt_callers_env
 
 pytestmark = pytest.mark.integration
-
-
-def idp_token(info: dict[str, Any], client: str) -> str:
-    creds = info["idp"]["clients"][client]
-    resp = httpx.post(info["idp"]["token_url"], trust_env=False, timeout=30, data={
-        "grant_type": "client_credentials", "client_id": creds["id"],
-        "client_secret": creds["secret"], "resource": info["idp"]["audience"]})
-    assert resp.status_code == 200, resp.text
-    return str(resp.json()["access_token"])
 
 
 def test_jwt_callers_are_verified_and_named_by_claim(
     info: dict[str, Any], tmp_path: Path
 ) -> None:
-    (tmp_path / "policy.yaml").write_text(
-        "callers:\n  alice:\n    - {warehouse: demo, namespace: '*', table: '*'}\n")
-    env = stack_env(info) | {
-        "LAKEGATE__CALLERS__MODE": "jwt",
-        "LAKEGATE__CALLERS__JWKS_URL": info["idp"]["jwks_uri"],
-        "LAKEGATE__CALLERS__ISSUER": info["idp"]["issuer"],
-        "LAKEGATE__CALLERS__AUDIENCE": info["idp"]["audience"],
-        "LAKEGATE__CALLERS__NAME_CLAIM": "client_id",
-        "LAKEGATE__CALLERS__POLICY_FILE": str(tmp_path / "policy.yaml"),
-    }
+    policy = "callers:\n  alice:\n    - {warehouse: demo, namespace: '*', table: '*'}\n"
+    env = stack_env(info) | jwt_callers_env(info, tmp_path, policy)
     alice, bob = idp_token(info, "alice"), idp_token(info, "bob")
     with running_gateway(tmp_path, env, name="jwt") as gw, httpx.Client(
         base_url=gw.http_url, trust_env=False, timeout=30

@@ -17,7 +17,7 @@ import pytest
 
 from lakegate_client import Client, PermissionDeniedError
 from tests.gateway_process import running_gateway, stack_env
-from tests.integration.gateway.test_jwt_callers import idp_token
+from tests.integration.gateway.conftest import idp_token, jwt_callers_env
 
 pytestmark = pytest.mark.integration
 
@@ -27,18 +27,9 @@ def test_projected_token_file_gets_credentials_and_the_pattern_policy_applies(
 ) -> None:
     table = new_table(prefix="nodelocal")
     ns, name = table["namespace"], table["table"]["name"]
-    (tmp_path / "policy.yaml").write_text(
-        "callers:\n  'ali*':\n    - {warehouse: demo, namespace: '*', table: '*'}\n"
-    )
-    env = stack_env(info) | {
-        "LAKEGATE__LISTEN__OPS_PORT": "0",
-        "LAKEGATE__CALLERS__MODE": "jwt",
-        "LAKEGATE__CALLERS__JWKS_URL": info["idp"]["jwks_uri"],
-        "LAKEGATE__CALLERS__ISSUER": info["idp"]["issuer"],
-        "LAKEGATE__CALLERS__AUDIENCE": info["idp"]["audience"],
-        "LAKEGATE__CALLERS__NAME_CLAIM": "client_id",
-        "LAKEGATE__CALLERS__POLICY_FILE": str(tmp_path / "policy.yaml"),
-    }
+    policy = "callers:\n  'ali*':\n    - {warehouse: demo, namespace: '*', table: '*'}\n"
+    env = stack_env(info) | jwt_callers_env(info, tmp_path, policy)
+    env["LAKEGATE__LISTEN__OPS_PORT"] = "0"
     token_file = tmp_path / "projected" / "token"
     token_file.parent.mkdir()
     with running_gateway(tmp_path, env, name="nodelocal") as gw:
