@@ -17,6 +17,15 @@ def _uid() -> str:
     return uuid.uuid4().hex[:8]
 
 
+def _create_with_key(catalog, name: str, key: str):
+    """Create a lance table with an `Idempotency-Key`."""
+    return catalog.http.post(
+        catalog.tables_path(),
+        json={"name": name, "format": "lance"},
+        headers={"Idempotency-Key": key},
+    )
+
+
 def _ns(catalog, *parts: str, wh: str | None = None):
     return catalog.http.post(
         f"/catalog/v1/{wh or catalog.wh}/namespaces", json={"namespace": list(parts)}
@@ -115,16 +124,8 @@ def test_rename_across_namespaces_and_into_a_taken_name(catalog):
 def test_idempotency_key_replays_the_first_result(catalog, hooks):
     key = str(uuid.uuid4())
     name = f"idem_{_uid()}"
-    first = catalog.http.post(
-        catalog.tables_path(),
-        json={"name": name, "format": "lance"},
-        headers={"Idempotency-Key": key},
-    )
-    again = catalog.http.post(
-        catalog.tables_path(),
-        json={"name": name, "format": "lance"},
-        headers={"Idempotency-Key": key},
-    )
+    first = _create_with_key(catalog, name, key)
+    again = _create_with_key(catalog, name, key)
     assert (first.status_code, again.status_code) == (200, 200)
     # Lakekeeper answers a replayed create by loading the table client-managed: the same table,
     # plus the region/endpoint `config`, and no credentials.
@@ -138,11 +139,7 @@ def test_idempotency_key_replays_the_first_result(catalog, hooks):
 def test_idempotency_key_is_scoped_and_validated_on_every_request(catalog):
     key = str(uuid.uuid4())
     name = f"idem_{_uid()}"
-    created = catalog.http.post(
-        catalog.tables_path(),
-        json={"name": name, "format": "lance"},
-        headers={"Idempotency-Key": key},
-    )
+    created = _create_with_key(catalog, name, key)
     assert created.status_code == 200
     reused = catalog.http.delete(
         f"{catalog.tables_path()}/{name}", headers={"Idempotency-Key": key}

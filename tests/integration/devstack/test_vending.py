@@ -28,6 +28,12 @@ def _table(catalog) -> tuple[str, str, str]:
     return name, bucket, key
 
 
+def _load(catalog, name: str, *delegation: str) -> dict:
+    """The table's load answer; one `X-Iceberg-Access-Delegation` header line per value."""
+    headers = [("X-Iceberg-Access-Delegation", v) for v in delegation]
+    return catalog.http.get(f"{catalog.tables_path()}/{name}", headers=headers).json()
+
+
 def test_write_credential_writes_inside_but_not_outside_its_prefix(catalog):
     name, bucket, key = _table(catalog)
     _, _, other_key = _table(catalog)
@@ -125,17 +131,13 @@ def test_credential_cannot_list_a_sibling_whose_name_extends_its_own(catalog):
 )
 def test_unknown_or_merged_delegation_values_vend(catalog, header):
     name, _, _ = _table(catalog)
-    headers = [("X-Iceberg-Access-Delegation", v) for v in header]
-    body = catalog.http.get(f"{catalog.tables_path()}/{name}", headers=headers).json()
+    body = _load(catalog, name, *header)
     assert "s3.session-token" in body["storage-credentials"][0]["config"]
 
 
 def test_client_managed_load_has_region_keys_and_no_credentials(catalog):
     name, _, _ = _table(catalog)
-    body = catalog.http.get(
-        f"{catalog.tables_path()}/{name}",
-        headers={"X-Iceberg-Access-Delegation": "bogus , client-managed"},
-    ).json()
+    body = _load(catalog, name, "bogus , client-managed")
     assert "storage-credentials" not in body
     for k in ("s3.region", "region", "client.region", "s3.endpoint", "s3.path-style-access"):
         assert body["config"][k]
@@ -144,16 +146,11 @@ def test_client_managed_load_has_region_keys_and_no_credentials(catalog):
 
 def test_load_config_carries_keys_but_no_expiry(catalog):
     name, _, _ = _table(catalog)
-    body = catalog.http.get(
-        f"{catalog.tables_path()}/{name}",
-        headers={"X-Iceberg-Access-Delegation": "vended-credentials"},
-    ).json()
+    body = _load(catalog, name, "vended-credentials")
     assert body["config"]["region"] == "us-east-1"
     assert "s3.session-token" in body["config"]
     assert "expiration-time" not in body["config"]
     assert body["storage-credentials"][0]["prefix"] == body["table"]["base-location"]
-    managed = catalog.http.get(
-        f"{catalog.tables_path()}/{name}", headers={"X-Iceberg-Access-Delegation": "client-managed"}
-    ).json()
+    managed = _load(catalog, name, "client-managed")
     assert "storage-credentials" not in managed
     assert "s3.access-key-id" not in managed["config"]
