@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from lakegate_client._errors import ConfigurationError
 
@@ -26,6 +26,7 @@ Access = Literal["read", "write"]
 # "generic": a Lakekeeper generic table; "iceberg": an Iceberg table of the same catalog.
 TableKind = Literal["generic", "iceberg"]
 Namespace = str | Sequence[str]
+_Option = TypeVar("_Option", bound=str)
 
 
 def normalize_namespace(namespace: Namespace) -> tuple[str, ...]:
@@ -43,22 +44,23 @@ def normalize_namespace(namespace: Namespace) -> tuple[str, ...]:
     return parts
 
 
+def _one_of(value: str, allowed: tuple[_Option, ...], what: str) -> _Option:
+    """`value` as one of the `allowed` literals, else a ConfigurationError naming them."""
+    for option in allowed:
+        if value == option:
+            return option
+    names = " or ".join(repr(option) for option in allowed)
+    raise ConfigurationError(f"{what} must be {names}, not {value!r}")
+
+
 def check_access(access: str) -> Access:
     """Validate an access mode string."""
-    if access == "read":
-        return "read"
-    if access == "write":
-        return "write"
-    raise ConfigurationError(f"access must be 'read' or 'write', not {access!r}")
+    return _one_of(access, ("read", "write"), "access")
 
 
 def check_kind(kind: str) -> TableKind:
     """Validate a table kind string."""
-    if kind == "generic":
-        return "generic"
-    if kind == "iceberg":
-        return "iceberg"
-    raise ConfigurationError(f"kind must be 'generic' or 'iceberg', not {kind!r}")
+    return _one_of(kind, ("generic", "iceberg"), "kind")
 
 
 @dataclass(frozen=True)

@@ -242,38 +242,37 @@ class TableCredentials:
     def _unsupported(self, target: str) -> UnsupportedStorageError:
         return UnsupportedStorageError(f"{target} does not support {self.storage} credentials")
 
+    def _store(self, target: str) -> S3Settings | AdlsSettings | GcsSettings:
+        """This credential's object-store facts, which every adapter is built from."""
+        if self.storage == "gcs":
+            return self._gcs()
+        return self._keyed_store(target)
+
+    def _keyed_store(self, target: str, gcs_target: str = "") -> S3Settings | AdlsSettings:
+        """S3 or ADLS facts, for a ``target`` that cannot take a raw GCS access token (on GCS,
+        the error names ``gcs_target``)."""
+        if self.storage == "s3":
+            return self.s3()
+        if self.storage == "adls":
+            return self._adls()
+        if self.storage == "gcs" and gcs_target:
+            raise GcsSettings.unsupported(gcs_target)
+        raise self._unsupported(target)
+
     # -- adapters ---------------------------------------------------------------------------
 
     def lance_storage_options(self) -> dict[str, str]:
         """``lance.dataset(uri, storage_options=...)`` / ``write_dataset`` / ``write_fragments``."""
-        if self.storage == "s3":
-            return self.s3().lance()
-        if self.storage == "adls":
-            return self._adls().lance()
-        if self.storage == "gcs":
-            return self._gcs().lance()
-        raise self._unsupported("Lance")
+        return self._store("Lance").lance()
 
     def delta_storage_options(self) -> dict[str, str]:
         """``deltalake.DeltaTable(uri, storage_options=...)`` / ``write_deltalake``."""
-        if self.storage == "s3":
-            return self.s3().delta()
-        if self.storage == "adls":
-            return self._adls().delta()
-        if self.storage == "gcs":
-            raise GcsSettings.unsupported("deltalake")
-        raise self._unsupported("deltalake")
+        return self._keyed_store("deltalake", "deltalake").delta()
 
     def fsspec_kwargs(self) -> dict[str, Any]:
         """``s3fs.S3FileSystem(**kw)``, ``fsspec.open(url, **kw)``, pandas ``storage_options``
         (adlfs and gcsfs arguments for ADLS and GCS)."""
-        if self.storage == "s3":
-            return self.s3().fsspec()
-        if self.storage == "adls":
-            return self._adls().fsspec()
-        if self.storage == "gcs":
-            return self._gcs().fsspec()
-        raise self._unsupported("fsspec")
+        return self._store("fsspec").fsspec()
 
     def boto3_kwargs(self) -> dict[str, Any]:
         """``boto3.client("s3", **kw)``: credentials, region, endpoint and addressing style."""
@@ -288,13 +287,14 @@ class TableCredentials:
         """
         import pyarrow.fs as pafs  # optional extra
 
-        if self.storage == "s3":
-            return pafs.S3FileSystem(**self.s3().pyarrow_kwargs())
-        if self.storage == "adls":
-            return pafs.AzureFileSystem(**self._adls().pyarrow_kwargs())
-        if self.storage == "gcs":
-            return pafs.GcsFileSystem(**self._gcs().pyarrow_kwargs())
-        raise self._unsupported("pyarrow")
+        kwargs = self._store("pyarrow").pyarrow_kwargs()
+        filesystems = {
+            "s3": pafs.S3FileSystem,
+            "adls": pafs.AzureFileSystem,
+            "gcs": pafs.GcsFileSystem,
+        }
+        filesystem: pyarrow.fs.FileSystem = filesystems[self.storage](**kwargs)
+        return filesystem
 
     def hadoop_s3a_conf(self, *, per_bucket: bool = False, spark: bool = False) -> dict[str, str]:
         """Hadoop configuration: S3A keys (ABFS fixed-SAS keys for ADLS).
@@ -303,25 +303,16 @@ class TableCredentials:
             per_bucket: scope the S3A keys to this table's bucket (``fs.s3a.bucket.<b>.*``).
             spark: prefix every key with ``spark.hadoop.`` for a SparkConf.
         """
-        if self.storage == "s3":
-            conf = self.s3().hadoop_s3a(self.bucket if per_bucket else None)
-        elif self.storage == "adls":
-            conf = self._adls().hadoop_abfs()
-        elif self.storage == "gcs":
-            raise GcsSettings.unsupported("the Hadoop GCS connector")
+        store = self._keyed_store("Hadoop", "the Hadoop GCS connector")
+        if isinstance(store, S3Settings):
+            conf = store.hadoop_s3a(self.bucket if per_bucket else None)
         else:
-            raise self._unsupported("Hadoop")
+            conf = store.hadoop_abfs()
         return {f"spark.hadoop.{k}": v for k, v in conf.items()} if spark else conf
 
     def env(self) -> dict[str, str]:
         """Environment variables for a subprocess or SDK (``AWS_*``, ``AZURE_STORAGE_*``)."""
-        if self.storage == "s3":
-            return self.s3().env()
-        if self.storage == "adls":
-            return self._adls().env()
-        if self.storage == "gcs":
-            raise GcsSettings.unsupported("environment variables")
-        raise self._unsupported("env")
+        return self._keyed_store("env", "environment variables").env()
 
     # -- safety -----------------------------------------------------------------------------
 
