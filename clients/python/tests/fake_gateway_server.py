@@ -20,6 +20,7 @@ import json
 import os
 import signal
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +101,11 @@ def table_json(namespace: list[str], name: str, fmt: str = "parquet") -> dict[st
 # -- HTTP ----------------------------------------------------------------------------------------
 
 
+Handler = Callable[[web.Request], Awaitable[web.Response]]
+# A route's body, given the path's namespace and table (the table is "" on routes without one).
+TableHandler = Callable[[web.Request, list[str], str], Awaitable[web.Response]]
+
+
 def http_app(state: State) -> web.Application:
     def envelope(status: int, type_: str, message: str) -> web.Response:
         body = {
@@ -131,13 +137,26 @@ def http_app(state: State) -> web.Application:
             return envelope(status, type_, f"scripted {type_} for table {name}")
         return None
 
-    async def credentials(request: web.Request) -> web.Response:
-        parsed = parse(request, "credentials")
-        if isinstance(parsed, web.Response):
-            return parsed
-        ns, name = parsed
-        if (err := await scripted(name)) is not None:
-            return err
+    def handles(op: str) -> Callable[[TableHandler], Handler]:
+        """Every route's prologue: count the call as `op`, refuse a forgeable request, answer a
+        scripted error for the path's table (routes without one have the name "")."""
+
+        def wrap(handler: TableHandler) -> Handler:
+            async def serve(request: web.Request) -> web.Response:
+                parsed = parse(request, op)
+                if isinstance(parsed, web.Response):
+                    return parsed
+                ns, name = parsed
+                if (err := await scripted(name)) is not None:
+                    return err
+                return await handler(request, ns, name)
+
+            return serve
+
+        return wrap
+
+    @handles("credentials")
+    async def credentials(request: web.Request, ns: list[str], name: str) -> web.Response:
         body = credential(ns, name)
         remaining = (
             max(body["expires_at_ms"] / 1000 - time.time(), 0) if body["expires_at_ms"] else 0
@@ -152,13 +171,8 @@ def http_app(state: State) -> web.Application:
         )
         return web.json_response(body)
 
-    async def load(request: web.Request) -> web.Response:
-        parsed = parse(request, "load")
-        if isinstance(parsed, web.Response):
-            return parsed
-        ns, name = parsed
-        if (err := await scripted(name)) is not None:
-            return err
+    @handles("load")
+    async def load(request: web.Request, ns: list[str], name: str) -> web.Response:
         body: dict[str, Any] = {
             "table": table_json(ns, name),
             "config": {"s3.region": "eu-west-1"},
@@ -169,11 +183,8 @@ def http_app(state: State) -> web.Application:
             body["credentials"] = credential(ns, name)["credentials"]
         return web.json_response(body)
 
-    async def list_tables(request: web.Request) -> web.Response:
-        parsed = parse(request, "list")
-        if isinstance(parsed, web.Response):
-            return parsed
-        ns, _ = parsed
+    @handles("list")
+    async def list_tables(request: web.Request, ns: list[str], _: str) -> web.Response:
         names = ["a", "b", "c"]
         start = 2 if request.query.get("page_token") == "p2" else 0
         page = names[start : start + 2]
@@ -186,11 +197,8 @@ def http_app(state: State) -> web.Application:
             }
         )
 
-    async def create(request: web.Request) -> web.Response:
-        parsed = parse(request, "create")
-        if isinstance(parsed, web.Response):
-            return parsed
-        ns, _ = parsed
+    @handles("create")
+    async def create(request: web.Request, ns: list[str], _: str) -> web.Response:
         body = await request.json()
         if body["name"] == "exists":
             return envelope(409, "GenericTableAlreadyExists", "table exists")
@@ -203,18 +211,12 @@ def http_app(state: State) -> web.Application:
             }
         )
 
-    async def drop(request: web.Request) -> web.Response:
-        parsed = parse(request, "drop")
-        if isinstance(parsed, web.Response):
-            return parsed
-        if (err := await scripted(parsed[1])) is not None:
-            return err
+    @handles("drop")
+    async def drop(request: web.Request, ns: list[str], name: str) -> web.Response:
         return web.Response(status=204)
 
-    async def rename(request: web.Request) -> web.Response:
-        parsed = parse(request, "rename")
-        if isinstance(parsed, web.Response):
-            return parsed
+    @handles("rename")
+    async def rename(request: web.Request, ns: list[str], name: str) -> web.Response:
         return web.Response(status=204)
 
     async def stats(_: web.Request) -> web.Response:
