@@ -17,7 +17,7 @@ from pathlib import Path
 from devstack.emulator.models import Namespace
 from devstack.emulator.names import fold
 from devstack.emulator.pagination import Cursor
-from devstack.emulator.store import ConflictError, keyset_page, now_us
+from devstack.emulator.store import ConflictError, keyset_page, location_overlaps, now_us
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS iceberg_tables (
@@ -123,13 +123,7 @@ class IcebergStore:
 
     def location_taken(self, warehouse_id: str, location: str) -> bool:
         """True if `location` equals, contains or lies inside another Iceberg table's."""
-        row = self._db.execute(
-            "SELECT 1 FROM iceberg_tables WHERE warehouse_id = ? AND (location = ?"
-            " OR substr(location, 1, ?) = ? OR substr(?, 1, length(location) + 1)"
-            " = location || '/') LIMIT 1",
-            (warehouse_id, location, len(location) + 1, location + "/", location),
-        ).fetchone()
-        return row is not None
+        return location_overlaps(self._db, "iceberg_tables", "location", warehouse_id, location)
 
     def swap_metadata(
         self, table_id: str, expected_location: str, new_location: str, metadata_json: str

@@ -71,6 +71,20 @@ def keyset_page(
     return db.execute(sql + " ORDER BY created_at, id LIMIT ?", [*args, limit]).fetchall()
 
 
+def location_overlaps(
+    db: sqlite3.Connection, table: str, column: str, warehouse_id: str, location: str
+) -> bool:
+    """True if `location` equals, contains or lies inside the `column` location of a row of
+    `table` in the warehouse (Lakekeeper refuses overlapping table locations)."""
+    row = db.execute(
+        f"SELECT 1 FROM {table} WHERE warehouse_id = ? AND ({column} = ?"  # noqa: S608 - constant names
+        f" OR substr({column}, 1, ?) = ? OR substr(?, 1, length({column}) + 1)"
+        f" = {column} || '/') LIMIT 1",
+        (warehouse_id, location, len(location) + 1, location + "/", location),
+    ).fetchone()
+    return row is not None
+
+
 class Store:
     """All catalog state; one instance per emulator process."""
 
@@ -232,13 +246,9 @@ class Store:
     # --- generic tables -----------------------------------------------------------------
     def location_taken(self, warehouse_id: str, location: str) -> bool:
         """True if `location` equals, contains or lies inside another table's location."""
-        row = self._db.execute(
-            "SELECT 1 FROM generic_tables WHERE warehouse_id = ? AND (base_location = ?"
-            " OR substr(base_location, 1, ?) = ? OR substr(?, 1, length(base_location) + 1)"
-            " = base_location || '/') LIMIT 1",
-            (warehouse_id, location, len(location) + 1, location + "/", location),
-        ).fetchone()
-        return row is not None
+        return location_overlaps(
+            self._db, "generic_tables", "base_location", warehouse_id, location
+        )
 
     def create_table(
         self,

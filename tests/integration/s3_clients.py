@@ -12,27 +12,34 @@ import boto3
 import botocore.config
 
 
-def vended_s3(config: Mapping[str, str]) -> Any:
-    """A client on a vended credential's `s3.*` config; one attempt, so a refusal shows at once."""
+def _path_style_s3(
+    endpoint: str,
+    region: str,
+    keys: tuple[str, str, str | None],
+    retries: dict[str, int] | None = None,
+) -> Any:
+    access_key, secret_key, session_token = keys
     return boto3.session.Session().client(
         "s3",
-        endpoint_url=config["s3.endpoint"],
-        region_name=config["s3.region"],
-        aws_access_key_id=config["s3.access-key-id"],
-        aws_secret_access_key=config["s3.secret-access-key"],
-        aws_session_token=config["s3.session-token"],
-        config=botocore.config.Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}),
+        endpoint_url=endpoint,
+        region_name=region,
+        aws_access_key_id=access_key,
+        aws_secret_access_key=secret_key,
+        aws_session_token=session_token,
+        config=botocore.config.Config(s3={"addressing_style": "path"}, retries=retries),
+    )
+
+
+def vended_s3(config: Mapping[str, str]) -> Any:
+    """A client on a vended credential's `s3.*` config; one attempt, so a refusal shows at once."""
+    keys = (config["s3.access-key-id"], config["s3.secret-access-key"], config["s3.session-token"])
+    return _path_style_s3(
+        config["s3.endpoint"], config["s3.region"], keys, retries={"max_attempts": 1}
     )
 
 
 def admin_s3(info: Mapping[str, Any]) -> Any:
     """A client with the local stack's admin keys (sees every object, whatever the policy)."""
     s3 = info["s3"]
-    return boto3.session.Session().client(
-        "s3",
-        endpoint_url=s3["endpoint"],
-        region_name=s3["region"],
-        aws_access_key_id=s3["admin_access_key"],
-        aws_secret_access_key=s3["admin_secret_key"],
-        config=botocore.config.Config(s3={"addressing_style": "path"}),
-    )
+    keys = (s3["admin_access_key"], s3["admin_secret_key"], None)
+    return _path_style_s3(s3["endpoint"], s3["region"], keys)
