@@ -108,32 +108,27 @@ class LakekeeperWriter(DataSourceArrowWriter):
         batches = counter.count(self._conform(b) for b in itertools.chain([first], non_empty))
         creds = table_credentials(self._plan.opts, "write")
         if self._plan.info.format == "lance":
-            return self._write_lance(creds, partition, batches, counter)
-        return self._write_parquet(creds, partition, batches, counter)
+            fragments = self._write_lance(creds, batches)
+            return TaskResult(partition=partition, fragments=fragments, rows=counter.rows)
+        path, size = self._write_parquet(creds, partition, batches)
+        written = WrittenFile(path=path, size=size, rows=counter.rows, modified_ms=_now_ms())
+        return TaskResult(partition=partition, files=(written,), rows=counter.rows)
 
     def _conform(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         return batch if batch.schema.equals(self._schema) else batch.cast(self._schema)
 
     def _write_parquet(
-        self,
-        creds: TableCredentials,
-        partition: int,
-        batches: Iterator[pa.RecordBatch],
-        counter: _RowCounter,
-    ) -> TaskResult:
+        self, creds: TableCredentials, partition: int, batches: Iterator[pa.RecordBatch]
+    ) -> tuple[str, int]:
+        """One Parquet file at the table's root (Delta too): its path there and its size."""
         fs, root = creds.pyarrow_filesystem(), fs_path(creds.location)
-        rel = new_data_file(self._plan.write_id, partition, "parquet")  # at the root (Delta too)
-        size = write_parquet_batches(fs, f"{root}/{rel}", self._schema, batches)
-        written = WrittenFile(path=rel, size=size, rows=counter.rows, modified_ms=_now_ms())
-        return TaskResult(partition=partition, files=(written,), rows=counter.rows)
+        rel = new_data_file(self._plan.write_id, partition, "parquet")
+        return rel, write_parquet_batches(fs, f"{root}/{rel}", self._schema, batches)
 
     def _write_lance(
-        self,
-        creds: TableCredentials,
-        partition: int,
-        batches: Iterator[pa.RecordBatch],
-        counter: _RowCounter,
-    ) -> TaskResult:
+        self, creds: TableCredentials, batches: Iterator[pa.RecordBatch]
+    ) -> tuple[str, ...]:
+        """Lance fragments (uncommitted), as the JSON the driver's commit takes."""
         import pyarrow as pa
         from lance.fragment import write_fragments
 
@@ -143,11 +138,7 @@ class LakekeeperWriter(DataSourceArrowWriter):
             schema=self._schema,
             storage_options=creds.lance_storage_options(),
         )
-        return TaskResult(
-            partition=partition,
-            fragments=tuple(json.dumps(f.to_json()) for f in fragments),
-            rows=counter.rows,
-        )
+        return tuple(json.dumps(f.to_json()) for f in fragments)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         results = [m for m in messages if isinstance(m, TaskResult)]
