@@ -61,37 +61,33 @@ async def test_runner_retries_until_success_and_waits_retry_after():
     assert attempts[1][1] - attempts[0][1] == pytest.approx(2.0)
 
 
-async def test_runner_raises_the_last_error_when_retries_run_out():
+async def _always_failing(
+    policy: RetryPolicy, error: type[Exception], *, seed: int, run_for_s: float, step_s: float
+) -> list[float]:
+    """Run the runner over an attempt that always raises `error`, check that `error` comes out,
+    and return the time budget (`remaining`) each attempt was given."""
     clock = FakeClock()
-    calls = 0
+    budgets: list[float] = []
 
     async def attempt(n, remaining):
-        nonlocal calls
-        calls += 1
-        raise UnavailableError("down")
+        budgets.append(remaining)
+        raise error("failing")
 
-    run = asyncio.ensure_future(run_with_retry(attempt, POLICY, clock, seeded(1)))
-    await clock.run_for(20, step=0.5)
-    with pytest.raises(UnavailableError):
+    run = asyncio.ensure_future(run_with_retry(attempt, policy, clock, seeded(seed)))
+    await clock.run_for(run_for_s, step=step_s)
+    with pytest.raises(error):
         async with asyncio.timeout(5):
             await run
-    assert calls == 5
+    return budgets
+
+
+async def test_runner_raises_the_last_error_when_retries_run_out():
+    budgets = await _always_failing(POLICY, UnavailableError, seed=1, run_for_s=20, step_s=0.5)
+    assert len(budgets) == 5
 
 
 async def test_runner_respects_the_overall_deadline():
-    clock = FakeClock()
     policy = RetryPolicy(max_retries=100, base_s=1.0, cap_s=1.0, deadline_s=3.0)
-    calls = 0
-
-    async def attempt(n, remaining):
-        nonlocal calls
-        calls += 1
-        assert remaining <= 3.0
-        raise UpstreamTimeoutError("slow")
-
-    run = asyncio.ensure_future(run_with_retry(attempt, policy, clock, seeded(0)))
-    await clock.run_for(10, step=0.25)
-    with pytest.raises(UpstreamTimeoutError):
-        async with asyncio.timeout(5):
-            await run
-    assert 2 <= calls <= 30
+    budgets = await _always_failing(policy, UpstreamTimeoutError, seed=0, run_for_s=10, step_s=0.25)
+    assert all(remaining <= 3.0 for remaining in budgets)
+    assert 2 <= len(budgets) <= 30
