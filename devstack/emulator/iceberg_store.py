@@ -17,7 +17,13 @@ from pathlib import Path
 from devstack.emulator.models import Namespace
 from devstack.emulator.names import fold
 from devstack.emulator.pagination import Cursor
-from devstack.emulator.store import ConflictError, keyset_page, location_overlaps, now_us
+from devstack.emulator.store import (
+    ConflictError,
+    keyset_page,
+    location_overlaps,
+    move_table_row,
+    now_us,
+)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS iceberg_tables (
@@ -157,10 +163,4 @@ class IcebergStore:
         self._db.execute("DELETE FROM iceberg_tables WHERE id = ?", (table_id,))
 
     def rename(self, table_id: str, ns: Namespace, new_name: str) -> None:
-        try:
-            self._db.execute(
-                "UPDATE iceberg_tables SET namespace_id = ?, name = ?, name_key = ? WHERE id = ?",
-                (ns.id, new_name, fold(new_name), table_id),
-            )
-        except sqlite3.IntegrityError as exc:
-            raise ConflictError(new_name) from exc
+        move_table_row(self._db, "iceberg_tables", table_id, ns, new_name)

@@ -71,6 +71,19 @@ def keyset_page(
     return db.execute(sql + " ORDER BY created_at, id LIMIT ?", [*args, limit]).fetchall()
 
 
+def move_table_row(
+    db: sqlite3.Connection, table: str, table_id: str, ns: Namespace, new_name: str
+) -> None:
+    """Rename a row of `table` into `ns` (ConflictError: the new name is taken there)."""
+    try:
+        db.execute(
+            f"UPDATE {table} SET namespace_id = ?, name = ?, name_key = ? WHERE id = ?",  # noqa: S608 - constant name
+            (ns.id, new_name, fold(new_name), table_id),
+        )
+    except sqlite3.IntegrityError as exc:
+        raise ConflictError(new_name) from exc
+
+
 def location_overlaps(
     db: sqlite3.Connection, table: str, column: str, warehouse_id: str, location: str
 ) -> bool:
@@ -317,13 +330,7 @@ class Store:
         )
 
     def rename_table(self, table_id: str, ns: Namespace, new_name: str) -> None:
-        try:
-            self._db.execute(
-                "UPDATE generic_tables SET namespace_id = ?, name = ?, name_key = ? WHERE id = ?",
-                (ns.id, new_name, fold(new_name), table_id),
-            )
-        except sqlite3.IntegrityError as exc:
-            raise ConflictError(new_name) from exc
+        move_table_row(self._db, "generic_tables", table_id, ns, new_name)
 
     def set_protection(self, table_id: str, protected: bool) -> int:
         updated = now_us()
