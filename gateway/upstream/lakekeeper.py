@@ -15,6 +15,7 @@ import json
 import random
 import uuid
 from collections.abc import Mapping
+from dataclasses import KW_ONLY, dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -170,6 +171,7 @@ def _table(wire: WireGenericTable) -> GenericTable:
     )
 
 
+@dataclass(eq=False, repr=False)
 class CatalogClient:
     """Typed Lakekeeper calls over an injected Transport and TokenSource.
 
@@ -179,31 +181,27 @@ class CatalogClient:
         settings: base URL, project, roles, timeouts, retries.
         metrics: upstream request counters/latency (per attempt).
         clock: time source.
-        rng: jitter source.
+        rng: jitter source (not cryptography).
     """
 
-    def __init__(
-        self,
-        transport: Transport,
-        tokens: TokenSource,
-        settings: UpstreamSettings,
-        metrics: Metrics,
-        clock: Clock,
-        *,
-        rng: random.Random | None = None,
-    ) -> None:
-        self._transport = transport
-        self._tokens = tokens
-        self._settings = settings
-        self._metrics = metrics
-        self._clock = clock
-        self._rng = rng or random.Random()  # noqa: S311 - jitter, not cryptography
-        self._base = settings.base_url
+    transport: Transport
+    tokens: TokenSource
+    settings: UpstreamSettings
+    metrics: Metrics
+    clock: Clock
+    _: KW_ONLY
+    rng: random.Random = field(default_factory=random.Random)
+    _base: str = field(init=False)
+    _policy: RetryPolicy = field(init=False)
+    # The catalog's last `Retry-After`, shared by every call: nothing is sent before it.
+    _not_before_mono: float = field(default=0.0, init=False)
+
+    def __post_init__(self) -> None:
+        self._base = self.settings.base_url
         self._policy = RetryPolicy(
-            max_retries=settings.max_retries, base_s=settings.backoff_base_s,
-            cap_s=settings.backoff_max_s, deadline_s=settings.deadline_s,
+            max_retries=self.settings.max_retries, base_s=self.settings.backoff_base_s,
+            cap_s=self.settings.backoff_max_s, deadline_s=self.settings.deadline_s,
         )
-        self._not_before_mono = 0.0
 
     # ------------------------------------------------------------------ runner
     def _headers(self, ctx: RequestContext, token: Secret | None,
@@ -211,7 +209,7 @@ class CatalogClient:
         # A caller-chosen request id that is not a plain token is replaced, never forwarded.
         rid = ctx.request_id if _header_safe(ctx.request_id) else str(uuid.uuid4())
         headers = {"Accept": "application/json", "x-request-id": rid}
-        project = ctx.project_id or self._settings.project_id
+        project = ctx.project_id or self.settings.project_id
         if project:
             headers["x-project-id"] = _checked_header("x-project-id", project)
         if idem:
@@ -224,10 +222,10 @@ class CatalogClient:
 
     async def _send(self, op: str, method: str, url: str, headers: dict[str, str],
                     body: bytes | None, timeout_s: float) -> RawResponse:
-        start = self._clock.monotonic()
+        start = self.clock.monotonic()
         status = "error"
         try:
-            resp = await self._transport.request(method, url, headers=headers, body=body,
+            resp = await self.transport.request(method, url, headers=headers, body=body,
                                                  timeout_s=timeout_s)
             status = str(resp.status)
             return resp
@@ -235,9 +233,9 @@ class CatalogClient:
             status = "timeout"
             raise
         finally:
-            self._metrics.upstream_requests.labels(target="catalog", op=op, status=status).inc()
-            self._metrics.upstream_duration.labels(target="catalog", op=op).observe(
-                max(0.0, self._clock.monotonic() - start)
+            self.metrics.upstream_requests.labels(target="catalog", op=op, status=status).inc()
+            self.metrics.upstream_duration.labels(target="catalog", op=op).observe(
+                max(0.0, self.clock.monotonic() - start)
             )
 
     async def _call(
@@ -262,35 +260,35 @@ class CatalogClient:
             extra.setdefault("Content-Type", "application/json")
 
         async def attempt(n: int, remaining_s: float) -> RawResponse:
-            gap = self._not_before_mono - self._clock.monotonic()
+            gap = self._not_before_mono - self.clock.monotonic()
             if gap > 0:
                 if gap >= remaining_s:
                     raise RateLimitedError("the catalog asked to wait longer than the deadline",
                                            retry_after_s=gap)
-                await self._clock.sleep(gap)
+                await self.clock.sleep(gap)
                 remaining_s -= gap
-            timeout = max(0.001, min(self._settings.timeout_s, remaining_s))
-            token = await self._tokens.token()
+            timeout = max(0.001, min(self.settings.timeout_s, remaining_s))
+            token = await self.tokens.token()
             resp = await self._send(op, method, url, self._headers(ctx, token, extra, idem),
                                     body, timeout)
             if resp.status == 401 and token is not None:
-                fresh = await self._tokens.force_refresh(token)
+                fresh = await self.tokens.force_refresh(token)
                 if fresh is not None and fresh != token:
                     resp = await self._send(op, method, url,
                                             self._headers(ctx, fresh, extra, idem), body, timeout)
             if resp.status < 400 or (raw and resp.status not in (429, 503, 412)
                                      and resp.status < 500):
                 return resp
-            err = map_error(resp, op, self._clock.now())
+            err = map_error(resp, op, self.clock.now())
             if err.retry_after_s and isinstance(err, RateLimitedError | UnavailableError):
                 self._not_before_mono = max(self._not_before_mono,
-                                            self._clock.monotonic() + err.retry_after_s)
+                                            self.clock.monotonic() + err.retry_after_s)
             if raw and not err.retryable and not isinstance(err, UpstreamAuthError):
                 return resp
             raise err
 
         try:
-            return await run_with_retry(attempt, self._policy, self._clock, self._rng)
+            return await run_with_retry(attempt, self._policy, self.clock, self.rng)
         except UpstreamAuthError:
             raise UpstreamAuthError("the catalog refused the gateway's session token") from None
 
@@ -343,8 +341,8 @@ class CatalogClient:
                     f"/tables/{_seg(table)}/credentials")
         headers = {"X-Iceberg-Access-Delegation":
                    "vended-credentials" if key.delegation == "vended" else key.delegation}
-        role = (self._settings.write_role_id if key.access is AccessMode.WRITE
-                else self._settings.read_role_id)
+        role = (self.settings.write_role_id if key.access is AccessMode.WRITE
+                else self.settings.read_role_id)
         if role:
             headers["x-assume-role"] = role
         ctx = RequestContext(request_id=ctx.request_id, project_id=key.project or None)
@@ -448,7 +446,7 @@ class CatalogClient:
         """`GET /health` answered 200 (one attempt, short timeout, no token)."""
         try:
             resp = await self._send("health", "GET", self._base + "/health", {},
-                                    None, min(_HEALTH_TIMEOUT_S, self._settings.timeout_s))
+                                    None, min(_HEALTH_TIMEOUT_S, self.settings.timeout_s))
         except GatewayError:
             return False
         return resp.status == 200
