@@ -7,7 +7,9 @@ counters show how many upstream credential calls and vended loads the gateway ma
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import aiohttp
@@ -16,6 +18,7 @@ import pyarrow as pa
 import pytest
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import NoSuchTableError
+from pyiceberg.table import Table
 
 from tests.integration.gateway.conftest import MARK
 
@@ -40,6 +43,20 @@ def _ident(info: dict[str, Any], prefix: str) -> tuple[str, str]:
     return (info["namespace"], f"{prefix}_{uuid.uuid4().hex[:8]}")
 
 
+@pytest.fixture
+def rest(info: dict[str, Any]) -> RestCatalog:
+    return _catalog(info)
+
+
+@pytest.fixture
+def created(info: dict[str, Any], rest: RestCatalog) -> Iterator[tuple[tuple[str, str], Table]]:
+    """A fresh empty Iceberg table (the schema of ROWS), dropped after the test."""
+    ident = _ident(info, "ice")
+    yield ident, rest.create_table(ident, schema=ROWS.schema)
+    with contextlib.suppress(NoSuchTableError):
+        rest.drop_table(ident)
+
+
 def test_config_points_pyiceberg_at_the_gateway(info: dict[str, Any], gw: httpx.Client) -> None:
     resp = gw.get("/catalog/v1/config", params={"warehouse": info["warehouse"]["name"]},
                   headers={"Authorization": "Bearer x"})
@@ -49,9 +66,8 @@ def test_config_points_pyiceberg_at_the_gateway(info: dict[str, Any], gw: httpx.
 
 
 def test_create_append_scan_append_scan_drop_with_vended_credentials(
-    info: dict[str, Any], emulator: Any
+    info: dict[str, Any], emulator: Any, rest: RestCatalog
 ) -> None:
-    rest = _catalog(info)
     ident = _ident(info, "ice")
     table = rest.create_table(ident, schema=ROWS.schema)
     table.append(ROWS)
@@ -78,10 +94,10 @@ def test_create_append_scan_append_scan_drop_with_vended_credentials(
         rest.load_table(ident)
 
 
-def test_overwrite_and_rename_through_the_gateway(info: dict[str, Any]) -> None:
-    rest = _catalog(info)
-    ident = _ident(info, "ow")
-    table = rest.create_table(ident, schema=ROWS.schema)
+def test_overwrite_and_rename_through_the_gateway(
+    info: dict[str, Any], rest: RestCatalog, created: tuple[tuple[str, str], Table]
+) -> None:
+    ident, table = created
     table.append(ROWS)
     table.overwrite(ROWS.slice(0, 1))
     assert rest.load_table(ident).scan().to_arrow()["id"].to_pylist() == [1]
@@ -93,11 +109,10 @@ def test_overwrite_and_rename_through_the_gateway(info: dict[str, Any]) -> None:
 
 
 def test_32_concurrent_vended_loads_of_a_warm_table_cost_at_most_one_credential_call(
-    info: dict[str, Any], emulator: Any
+    info: dict[str, Any], emulator: Any, rest: RestCatalog, created: tuple[tuple[str, str], Table]
 ) -> None:
-    rest = _catalog(info)
-    ident = _ident(info, "warm")
-    rest.create_table(ident, schema=ROWS.schema).append(ROWS)
+    ident, table = created
+    table.append(ROWS)
     rest.load_table(ident)  # warm
     emulator.reset()
     wh = rest.properties["prefix"]
@@ -124,15 +139,12 @@ def test_32_concurrent_vended_loads_of_a_warm_table_cost_at_most_one_credential_
     keys = {d["storage-credentials"][0]["config"]["s3.access-key-id"] for d in docs}
     assert len(keys) == 1
     assert all(d["config"]["s3.access-key-id"] in keys for d in docs)
-    rest.drop_table(ident)
 
 
 def test_credentials_endpoint_is_served_from_the_cache(
-    info: dict[str, Any], emulator: Any
+    info: dict[str, Any], emulator: Any, rest: RestCatalog, created: tuple[tuple[str, str], Table]
 ) -> None:
-    rest = _catalog(info)
-    ident = _ident(info, "cred")
-    table = rest.create_table(ident, schema=ROWS.schema)
+    ident, table = created
     rest.load_table(ident)
     emulator.reset()
     for _ in range(5):
@@ -141,4 +153,3 @@ def test_credentials_endpoint_is_served_from_the_cache(
         assert creds["client.refresh-credentials-endpoint"].startswith(
             info["gateway"]["http_url"])
     assert emulator.stats()["load_table_credentials"] == 0
-    rest.drop_table(ident)
