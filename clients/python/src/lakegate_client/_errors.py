@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
+from typing import TypedDict, Unpack
 
 __all__ = [
     "ClientClosedError",
@@ -43,6 +44,14 @@ __all__ = [
     "UnsupportedStorageError",
     "error_for_status",
 ]
+
+
+class ErrorFields(TypedDict, total=False):
+    """The keyword fields every :class:`LakegateError` takes (so subclasses pass them on)."""
+
+    status: int | None
+    type: str
+    request_id: str
 
 
 class LakegateError(Exception):
@@ -134,15 +143,9 @@ class RateLimitedError(LakegateError):
     default_status = 429
 
     def __init__(
-        self,
-        message: str,
-        *,
-        status: int | None = None,
-        type: str = "",
-        request_id: str = "",
-        retry_after_s: float | None = None,
+        self, message: str, *, retry_after_s: float | None = None, **fields: Unpack[ErrorFields]
     ) -> None:
-        super().__init__(message, status=status, type=type, request_id=request_id)
+        super().__init__(message, **fields)
         self.retry_after_s = retry_after_s
 
 
