@@ -111,6 +111,28 @@ def http_rename(source: TableRef, destination: TableRef) -> HttpRequest:
 # -- HTTP answers --------------------------------------------------------------------------------
 
 
+def vended_credentials(
+    ref: TableRef,
+    access: Access,
+    location: str,
+    creds: Sequence[StorageCredential],
+    config: Mapping[str, str],
+    warehouse_id: str,
+) -> TableCredentials | None:
+    """The credentials a load answer vended (HTTP or gRPC), or None when it vended none."""
+    if not creds:
+        return None
+    return TableCredentials.from_parts(
+        location=location,
+        credentials=creds,
+        base_config=config,
+        access=access,
+        warehouse_id=warehouse_id,
+        namespace=ref.namespace,
+        table=ref.name,
+    )
+
+
 def _storage_credentials(items: Sequence[Mapping[str, Any]] | None) -> list[StorageCredential]:
     result = []
     for item in items or ():
@@ -158,16 +180,8 @@ def loaded_from_json(
     warehouse_id = str(body.get("warehouse_id") or "")
     creds = _storage_credentials(body.get("credentials"))
     credentials = None
-    if vended and creds:
-        credentials = TableCredentials.from_parts(
-            location=base_location,
-            credentials=creds,
-            base_config=config,
-            access=access,
-            warehouse_id=warehouse_id,
-            namespace=ref.namespace,
-            table=ref.name,
-        )
+    if vended:
+        credentials = vended_credentials(ref, access, base_location, creds, config, warehouse_id)
     return LoadedTable(
         namespace=ref.namespace,
         name=str(table.get("name") or ref.name),

@@ -19,7 +19,7 @@ from lakegate_client._errors import (
     RateLimitedError,
     error_for_status,
 )
-from lakegate_client._http_codec import retry_after_seconds
+from lakegate_client._http_codec import retry_after_seconds, vended_credentials
 from lakegate_client._models import Access, LoadedTable, TableIdentifier, TableRef, TableSpec
 from lakegate_client.credentials import StorageCredential, TableCredentials
 
@@ -152,16 +152,9 @@ def loaded_from_proto(
     config = dict(msg.config)
     creds = _storage_from_proto(msg.credentials)
     credentials = None
-    if vended and creds:
-        credentials = TableCredentials.from_parts(
-            location=msg.table.base_location,
-            credentials=creds,
-            base_config=config,
-            access=access,
-            warehouse_id=msg.warehouse_id,
-            namespace=ref.namespace,
-            table=ref.name,
-        )
+    if vended:
+        location, warehouse_id = msg.table.base_location, msg.warehouse_id
+        credentials = vended_credentials(ref, access, location, creds, config, warehouse_id)
     return LoadedTable(
         namespace=ref.namespace,
         name=msg.table.name or ref.name,
