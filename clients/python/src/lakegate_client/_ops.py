@@ -160,8 +160,18 @@ class CreateTable:
         return proto.loaded_from_proto(msg, self.ref, "read", False)
 
 
+class _NoAnswer:
+    """For operations whose answer carries nothing (HTTP 204, gRPC Empty)."""
+
+    def from_json(self, body: Any) -> None:
+        return None
+
+    def from_proto(self, msg: Any) -> None:
+        return None
+
+
 @dataclass(frozen=True)
-class DropTable:
+class DropTable(_NoAnswer):
     """Drop a table (``purge`` also deletes its data)."""
 
     ref: TableRef
@@ -172,20 +182,14 @@ class DropTable:
     def http(self) -> http.HttpRequest:
         return http.http_drop(self.ref, self.purge, self.force)
 
-    def from_json(self, body: Any) -> None:
-        return None
-
     def grpc(self) -> Message:
         return catalog_pb2.DropTableRequest(
             table=proto.table_ref_proto(self.ref), purge=self.purge, force=self.force
         )
 
-    def from_proto(self, msg: Any) -> None:
-        return None
-
 
 @dataclass(frozen=True)
-class RenameTable:
+class RenameTable(_NoAnswer):
     """Rename a table within its warehouse."""
 
     source: TableRef
@@ -195,11 +199,5 @@ class RenameTable:
     def http(self) -> http.HttpRequest:
         return http.http_rename(self.source, self.destination)
 
-    def from_json(self, body: Any) -> None:
-        return None
-
     def grpc(self) -> Message:
         return proto.grpc_rename_request(self.source, self.destination)
-
-    def from_proto(self, msg: Any) -> None:
-        return None
