@@ -14,9 +14,10 @@ from collections.abc import Callable
 
 from aiohttp.http_exceptions import HttpProcessingError
 
+from gateway.tuning import MALFORMED_LOG_INTERVAL_S
+
 SERVER_LOGGER = "aiohttp.server"
 
-_DEFAULT_INTERVAL_S = 10.0
 
 
 class MalformedRequestFilter(logging.Filter):
@@ -32,7 +33,7 @@ class MalformedRequestFilter(logging.Filter):
     """
 
     def __init__(self, on_malformed: Callable[[], None], monotonic: Callable[[], float], *,
-                 interval_s: float = _DEFAULT_INTERVAL_S) -> None:
+                 interval_s: float = MALFORMED_LOG_INTERVAL_S) -> None:
         super().__init__()
         self._on_malformed = on_malformed
         self._monotonic = monotonic

@@ -84,3 +84,22 @@ FAILED_LOG_INTERVAL_S = 60.0
 WAIT_DEADLINE_GRANULARITY_S = 0.05
 """Waiters of one shared fetch whose deadlines fall in the same slot of this width share one
 timer (deadlines are rounded up, never down), so a herd of K waiters costs O(1) timers."""
+
+# ---- catalog answers ---------------------------------------------------------------------------
+UPSTREAM_MAX_RETRY_AFTER_S = 300.0
+"""A catalog's `Retry-After` beyond this is capped (a typo upstream must not stall a node)."""
+
+UPSTREAM_MAX_ERROR_MESSAGE = 500
+"""Characters of a catalog error message passed on to the caller."""
+
+UPSTREAM_MAX_RESPONSE_BYTES = 64 << 20
+"""A catalog answer larger than this is refused unread (memory stays bounded)."""
+
+UPSTREAM_HEALTH_TIMEOUT_S = 2.0
+"""The readiness check of the catalog waits at most this long (a probe must answer quickly)."""
+
+UPSTREAM_MAX_HEADER_VALUE = 200
+"""Longest caller-supplied header value (request id, project id, idempotency key) sent on."""
+
+MALFORMED_LOG_INTERVAL_S = 10.0
+"""At most one concise line per this interval for malformed HTTP requests (aiohttp's parser)."""

@@ -16,25 +16,17 @@ import random
 import uuid
 from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass, field
-from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from pydantic import ValidationError
-
 from gateway.clock import Clock
 from gateway.errors import (
-    ConflictError,
-    ForbiddenError,
     GatewayError,
     InvalidRequestError,
-    NotFoundError,
     ProtocolViolationError,
     RateLimitedError,
     UnavailableError,
     UpstreamAuthError,
-    UpstreamBadRequestError,
-    UpstreamError,
     UpstreamTimeoutError,
 )
 from gateway.metrics import Metrics
@@ -52,42 +44,25 @@ from gateway.models import (
 )
 from gateway.secrets import Secret
 from gateway.settings import UpstreamSettings
+from gateway.tuning import UPSTREAM_HEALTH_TIMEOUT_S, UPSTREAM_MAX_HEADER_VALUE
+from gateway.upstream.answers import map_error, parse_answer, parse_http_date, table_of
 from gateway.upstream.retry import RetryPolicy, run_with_retry
 from gateway.upstream.token_source import TokenSource
 from gateway.upstream.transport import RawResponse, Transport
 from gateway.upstream.wire import (
     CatalogConfig,
-    ErrorEnvelope,
     ListGenericTablesResponse,
     LoadCredentialsResponse,
     LoadGenericTableResponse,
     RenameRequest,
-    WireGenericTable,
     WireIdent,
 )
 
-# status → error class; 5xx not listed map to UnavailableError (retryable).
-_STATUS_ERRORS: Mapping[int, type[UpstreamError]] = {
-    400: UpstreamBadRequestError,
-    401: UpstreamAuthError,
-    403: ForbiddenError,
-    404: NotFoundError,
-    409: ConflictError,
-    412: UnavailableError,  # ShortTermCredentialError: STS throttling/failure, retryable
-    429: RateLimitedError,
-    502: UnavailableError,
-    503: UnavailableError,
-    504: UpstreamTimeoutError,
-}
-_MAX_RETRY_AFTER_S = 300.0
-_MAX_MESSAGE = 500
-_HEALTH_TIMEOUT_S = 2.0
-_MAX_HEADER_VALUE = 200
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 def _header_safe(value: str) -> bool:
-    return 0 < len(value) <= _MAX_HEADER_VALUE and all(33 <= ord(c) <= 126 for c in value)
+    return 0 < len(value) <= UPSTREAM_MAX_HEADER_VALUE and all(33 <= ord(c) <= 126 for c in value)
 
 
 def _checked_header(name: str, value: str) -> str:
@@ -104,71 +79,6 @@ def _seg(value: str) -> str:
 def ns_segment(namespace: tuple[str, ...]) -> str:
     """Namespace levels → the `%1F`-joined, percent-encoded path segment."""
     return _seg(join_namespace(namespace))
-
-
-def parse_retry_after(value: str | None, now_s: float) -> float | None:
-    """`Retry-After` as seconds (delta-seconds or HTTP-date), capped; None if absent/bad."""
-    if not value:
-        return None
-    text = value.strip()
-    try:
-        seconds = float(text)
-    except ValueError:
-        try:
-            seconds = parsedate_to_datetime(text).timestamp() - now_s
-        except (TypeError, ValueError, IndexError):
-            return None
-    if seconds != seconds:  # NaN
-        return None
-    return min(max(0.0, seconds), _MAX_RETRY_AFTER_S)
-
-
-def parse_http_date(value: str | None) -> float | None:
-    """An HTTP `Date` header as epoch seconds; None if absent or unreadable."""
-    if not value:
-        return None
-    try:
-        parsed = parsedate_to_datetime(value.strip())
-    except (TypeError, ValueError, IndexError):
-        return None
-    if parsed.tzinfo is None:  # RFC 9110 dates are GMT; a naive one is not one of them
-        return None
-    return parsed.timestamp()
-
-
-def map_error(resp: RawResponse, op: str, now_s: float) -> UpstreamError:
-    """The one translation of a non-success catalog answer into a typed error."""
-    lk_type: str | None = None
-    message = f"the catalog answered {resp.status} to {op}"
-    try:
-        env = ErrorEnvelope.model_validate_json(resp.body)
-        lk_type = env.error.type or None
-        if env.error.message:
-            message = env.error.message[:_MAX_MESSAGE]
-    except ValidationError:
-        pass
-    cls = _STATUS_ERRORS.get(resp.status)
-    if cls is None:
-        cls = UnavailableError if resp.status >= 500 else UpstreamBadRequestError
-    retry_after = parse_retry_after(resp.headers.get("retry-after"), now_s)
-    # 4xx keep their status on the Lakekeeper surface (e.g. 412 ShortTermCredentialError).
-    status = resp.status if 400 <= resp.status < 500 and resp.status != 401 else None
-    return cls(message, lakekeeper_type=lk_type, retry_after_s=retry_after, status=status)
-
-
-def _parse(model: Any, resp: RawResponse, op: str) -> Any:
-    try:
-        return model.model_validate_json(resp.body)
-    except ValidationError:
-        raise ProtocolViolationError(f"the catalog sent an unreadable answer to {op}") from None
-
-
-def _table(wire: WireGenericTable) -> GenericTable:
-    return GenericTable(
-        name=wire.name, format=wire.format, base_location=wire.base_location,
-        protected=wire.protected, doc=wire.doc, properties=dict(wire.properties),
-        extra=dict(wire.model_extra or {}),
-    )
 
 
 @dataclass(eq=False, repr=False)
@@ -347,7 +257,7 @@ class CatalogClient:
             headers["x-assume-role"] = role
         ctx = RequestContext(request_id=ctx.request_id, project_id=key.project or None)
         resp = await self._call("load_credentials", "GET", path, ctx, headers=headers)
-        parsed: LoadCredentialsResponse = _parse(LoadCredentialsResponse, resp,
+        parsed: LoadCredentialsResponse = parse_answer(LoadCredentialsResponse, resp,
                                                  "load_credentials")
         creds = tuple(StorageCredential(prefix=c.prefix, config=c.config)
                       for c in parsed.storage_credentials)
@@ -360,8 +270,9 @@ class CatalogClient:
                 f"/generic-tables/{_seg(table)}")
         resp = await self._call("load_table", "GET", path, ctx,
                                 headers={"X-Iceberg-Access-Delegation": "client-managed"})
-        parsed: LoadGenericTableResponse = _parse(LoadGenericTableResponse, resp, "load_table")
-        return _table(parsed.table)
+        parsed: LoadGenericTableResponse = parse_answer(LoadGenericTableResponse, resp,
+                                                        "load_table")
+        return table_of(parsed.table)
 
     async def list_tables(self, warehouse_id: str, namespace: tuple[str, ...],
                           ctx: RequestContext, *, page_token: str | None = None,
@@ -375,7 +286,7 @@ class CatalogClient:
         if page_size is not None:
             query["pageSize"] = str(page_size)
         resp = await self._call("list_tables", "GET", path, ctx, query=query or None)
-        parsed: ListGenericTablesResponse = _parse(ListGenericTablesResponse, resp,
+        parsed: ListGenericTablesResponse = parse_answer(ListGenericTablesResponse, resp,
                                                    "list_tables")
         return ListResult(
             identifiers=tuple(TableIdentifier(namespace=tuple(i.namespace), name=i.name,
@@ -401,9 +312,9 @@ class CatalogClient:
             body["properties"] = dict(spec.properties)
         resp = await self._call("create_table", "POST", path, ctx,
                                 body=json.dumps(body).encode(), mutation=True)
-        parsed: LoadGenericTableResponse = _parse(LoadGenericTableResponse, resp,
+        parsed: LoadGenericTableResponse = parse_answer(LoadGenericTableResponse, resp,
                                                   "create_table")
-        return _table(parsed.table)
+        return table_of(parsed.table)
 
     async def drop_table(self, warehouse_id: str, namespace: tuple[str, ...], table: str,
                          ctx: RequestContext, *, purge: bool | None = None,
@@ -446,7 +357,7 @@ class CatalogClient:
         """`GET /health` answered 200 (one attempt, short timeout, no token)."""
         try:
             resp = await self._send("health", "GET", self._base + "/health", {},
-                                    None, min(_HEALTH_TIMEOUT_S, self.settings.timeout_s))
+                                    None, min(UPSTREAM_HEALTH_TIMEOUT_S, self.settings.timeout_s))
         except GatewayError:
             return False
         return resp.status == 200

@@ -18,8 +18,8 @@ import aiohttp
 
 from gateway.errors import UnavailableError, UpstreamTimeoutError
 from gateway.settings import UpstreamSettings
+from gateway.tuning import UPSTREAM_MAX_RESPONSE_BYTES
 
-_MAX_RESPONSE_BYTES = 64 << 20
 _FRAMING_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
 
 
@@ -118,8 +118,8 @@ class AiohttpTransport:
                 method, url, headers=dict(headers), data=body, allow_redirects=False,
                 timeout=aiohttp.ClientTimeout(total=timeout_s),
             ) as resp:
-                data = await resp.content.read(_MAX_RESPONSE_BYTES + 1)
-                if len(data) > _MAX_RESPONSE_BYTES:
+                data = await resp.content.read(UPSTREAM_MAX_RESPONSE_BYTES + 1)
+                if len(data) > UPSTREAM_MAX_RESPONSE_BYTES:
                     raise UnavailableError(f"response from {_host(url)} is too large")
                 return RawResponse(
                     status=resp.status,

@@ -11,13 +11,10 @@ from gateway.errors import (
     InvalidRequestError,
     NotFoundError,
     ProtocolViolationError,
-    RateLimitedError,
-    UnavailableError,
     UpstreamAuthError,
-    UpstreamBadRequestError,
 )
 from gateway.models import AccessMode, CacheKey, CreateTableSpec, RequestContext
-from gateway.upstream.lakekeeper import CatalogClient, map_error, ns_segment, parse_retry_after
+from gateway.upstream.lakekeeper import CatalogClient, ns_segment
 from gateway.upstream.transport import RawResponse
 from tests.fakes.catalog import FakeCatalog, Fault
 from tests.fakes.rng import seeded
@@ -101,38 +98,6 @@ async def test_error_envelope_becomes_a_typed_error_keeping_the_lakekeeper_type(
     with pytest.raises(ConflictError):
         await c.create_table(catalog.warehouse_id, ("ns",),
                              CreateTableSpec(name="orders", format="lance"), CTX)
-
-
-@pytest.mark.parametrize(
-    ("status", "cls", "retryable"),
-    [(400, UpstreamBadRequestError, False), (404, NotFoundError, False),
-     (409, ConflictError, False), (412, UnavailableError, True),
-     (429, RateLimitedError, True), (500, UnavailableError, True),
-     (503, UnavailableError, True), (422, UpstreamBadRequestError, False)],
-)
-def test_status_table(status, cls, retryable):
-    err = map_error(RawResponse(status, {}, b"not json"), "op", 0.0)
-    assert type(err) is cls
-    assert err.retryable is retryable
-
-
-def test_short_term_credential_error_keeps_412_and_its_type():
-    body = (b'{"error": {"message": "Rate exceeded", "type": "ShortTermCredentialError",'
-            b' "code": 412}}')
-    err = map_error(RawResponse(412, {}, body), "op", 0.0)
-    assert err.retryable
-    assert err.status == 412
-    assert err.type_name == "ShortTermCredentialError"
-
-
-@pytest.mark.parametrize(
-    ("value", "seconds"),
-    [("3", 3.0), (" 1.5 ", 1.5), ("-4", 0.0), ("junk", None), (None, None), ("99999", 300.0),
-     ("Thu, 01 Jan 2027 00:00:10 GMT", 10.0)],
-)
-def test_retry_after_parsing(value, seconds):
-    now = 1_798_761_600.0  # 2027-01-01T00:00:00Z
-    assert parse_retry_after(value, now) == seconds
 
 
 async def test_transient_errors_are_retried(catalog, tokens, metrics, clock):
@@ -287,19 +252,3 @@ async def test_credentials_come_with_the_catalogs_date(catalog, tokens, metrics,
     catalog.send_date = False
     _, date_s = await c.load_credentials_dated(key(catalog=catalog), CTX)
     assert date_s is None
-
-
-@pytest.mark.parametrize(
-    ("value", "expected"),
-    [
-        ("Sun, 06 Nov 1994 08:49:37 GMT", 784111777.0),
-        (None, None),
-        ("", None),
-        ("yesterday", None),
-        ("Sun, 06 Nov 1994 08:49:37 -0000", None),  # unknown zone: not an HTTP date
-    ],
-)
-def test_http_dates_parse_to_epoch_seconds(value, expected):
-    from gateway.upstream.lakekeeper import parse_http_date
-
-    assert parse_http_date(value) == expected
