@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from cachetools import TTLCache
@@ -63,6 +64,7 @@ def _credential_for(location: str, creds: CredentialSet) -> StorageCredential | 
     return best
 
 
+@dataclass(eq=False, repr=False)
 class GatewayService:
     """The operations of docs/contracts.md §4 and §5, shared by the HTTP and gRPC surfaces.
 
@@ -81,32 +83,23 @@ class GatewayService:
         tokens: the session's token source (readiness asks it), None when not used.
     """
 
-    def __init__(
-        self,
-        catalog: CatalogClient,
-        cache: CredentialCache,
-        metadata: MetadataCache,
-        warehouses: WarehouseResolver,
-        keys: CredentialKeys,
-        clock: Clock,
-        settings: Settings,
-        *,
-        tokens: TokenSource | None = None,
-    ) -> None:
-        self._catalog = catalog
-        self._cache = cache
-        self._metadata = metadata
-        self._warehouses = warehouses
-        self._keys = keys
-        self._settings = settings
-        self._tokens = tokens
-        self._health: TTLCache[str, tuple[bool, str]] = TTLCache(
-            maxsize=1, ttl=HEALTH_TTL_S, timer=clock.monotonic
-        )
+    catalog: CatalogClient
+    cache: CredentialCache
+    metadata: MetadataCache
+    warehouses: WarehouseResolver
+    keys: CredentialKeys
+    clock: Clock
+    settings: Settings
+    _: KW_ONLY
+    tokens: TokenSource | None = None
+    _health: TTLCache[str, tuple[bool, str]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._health = TTLCache(maxsize=1, ttl=HEALTH_TTL_S, timer=self.clock.monotonic)
 
     # ------------------------------------------------------------------ warehouses
     def _project(self, ctx: RequestContext) -> str:
-        return ctx.project_id or self._settings.upstream.project_id or ""
+        return ctx.project_id or self.settings.upstream.project_id or ""
 
     async def resolve_warehouse(self, warehouse: str, ctx: RequestContext) -> Warehouse:
         """Warehouse name or UUID → Warehouse (see `WarehouseResolver.resolve`).
@@ -114,7 +107,7 @@ class GatewayService:
         Raises:
             NotFoundError: unknown warehouse.
         """
-        return await self._warehouses.resolve(warehouse, self._project(ctx), ctx)
+        return await self.warehouses.resolve(warehouse, self._project(ctx), ctx)
 
     def _key(self, wh: Warehouse, ref: TableRef, access: AccessMode,
              ctx: RequestContext) -> CacheKey:
@@ -132,9 +125,9 @@ class GatewayService:
         """
         where = (ref.warehouse, ref.namespace, ref.name)
         try:
-            wh, key = await self._keys.resolve(ref, access, self._project(ctx), ctx)
+            wh, key = await self.keys.resolve(ref, access, self._project(ctx), ctx)
             # remaining_s on the monotonic clock: a stepped wall clock must not distort it.
-            creds, outcome, remaining = await self._cache.lookup(key, ctx)
+            creds, outcome, remaining = await self.cache.lookup(key, ctx)
         except GatewayError as exc:
             credential_event(ctx, ctx.caller, where, access, type(exc).__name__)
             raise
@@ -151,8 +144,8 @@ class GatewayService:
         key = CacheKey.of(project=self._project(ctx), warehouse_id=wh.id,
                           namespace=ref.namespace, table=ref.name, access=AccessMode.READ,
                           delegation="client-managed")
-        return await self._metadata.get(
-            key, lambda: self._catalog.load_table(wh.id, ref.namespace, ref.name, ctx)
+        return await self.metadata.get(
+            key, lambda: self.catalog.load_table(wh.id, ref.namespace, ref.name, ctx)
         )
 
     async def load_table(
@@ -168,7 +161,7 @@ class GatewayService:
         table = await self._table_metadata(wh, ref, ctx)
         if not vended:
             return LoadResult(table=table, config=None, credentials=None, warehouse=wh)
-        creds, outcome = await self._cache.get(self._key(wh, ref, access, ctx), ctx)
+        creds, outcome = await self.cache.get(self._key(wh, ref, access, ctx), ctx)
         credential_event(ctx, ctx.caller, (ref.warehouse, ref.namespace, ref.name), access,
                          str(outcome), defer=outcome is Outcome.COALESCED)
         chosen = _credential_for(table.base_location, creds)
@@ -185,11 +178,11 @@ class GatewayService:
         Raises:
             InvalidRequestError: `page_size` outside 1..`upstream.max_page_size`.
         """
-        max_page_size = self._settings.upstream.max_page_size
+        max_page_size = self.settings.upstream.max_page_size
         if page_size is not None and not 1 <= page_size <= max_page_size:
             raise InvalidRequestError(f"page size must be between 1 and {max_page_size}")
         wh = await self.resolve_warehouse(warehouse, ctx)
-        return await self._catalog.list_tables(
+        return await self.catalog.list_tables(
             wh.id, namespace, ctx, page_token=page_token, page_size=page_size
         )
 
@@ -200,7 +193,7 @@ class GatewayService:
         """Create a generic table; clears any negative/metadata entry for that name."""
         wh = await self.resolve_warehouse(warehouse, ctx)
         try:
-            table = await self._catalog.create_table(wh.id, namespace, spec, ctx)
+            table = await self.catalog.create_table(wh.id, namespace, spec, ctx)
         finally:
             self._invalidate_table(wh.id, namespace, spec.name)
         return LoadResult(table=table, config=None, credentials=None, warehouse=wh)
@@ -212,7 +205,7 @@ class GatewayService:
         """Drop a table and invalidate every cache entry for it (all access modes)."""
         wh = await self.resolve_warehouse(ref.warehouse, ctx)
         try:
-            await self._catalog.drop_table(wh.id, ref.namespace, ref.name, ctx,
+            await self.catalog.drop_table(wh.id, ref.namespace, ref.name, ctx,
                                            purge=purge, force=force)
         finally:
             # Even on failure (e.g. timeout after the catalog acted) the entry may be wrong.
@@ -225,7 +218,7 @@ class GatewayService:
         """Rename (or move) a table; invalidates both names."""
         wh = await self.resolve_warehouse(warehouse, ctx)
         try:
-            await self._catalog.rename_table(wh.id, source, destination, ctx)
+            await self.catalog.rename_table(wh.id, source, destination, ctx)
         finally:
             self._invalidate_table(wh.id, *source)
             self._invalidate_table(wh.id, *destination)
@@ -237,12 +230,12 @@ class GatewayService:
             wh = await self.resolve_warehouse(warehouse_query, ctx)
             return {"defaults": {"prefix": wh.id}, "overrides": {"prefix": wh.id},
                     "endpoints": []}
-        cfg = await self._catalog.config(warehouse_query, ctx)
+        cfg = await self.catalog.config(warehouse_query, ctx)
         prefix = (cfg.get("overrides") or {}).get("prefix") or (cfg.get("defaults") or {}).get(
             "prefix"
         )
         if isinstance(prefix, str) and is_uuid(prefix):
-            self._warehouses.remember(self._project(ctx), warehouse_query,
+            self.warehouses.remember(self._project(ctx), warehouse_query,
                                       Warehouse(id=prefix.lower(), name=warehouse_query))
         return cfg
 
@@ -256,14 +249,14 @@ class GatewayService:
         """
         if not path.startswith("/") or ".." in path.split("/") or "//" in path:
             raise InvalidRequestError("invalid path")
-        return await self._catalog.forward(method.upper(), path, query, body, ctx,
+        return await self.catalog.forward(method.upper(), path, query, body, ctx,
                                            headers=headers)
 
     # ------------------------------------------------------------------ admin
     def _invalidate_table(self, warehouse_id: str, namespace: tuple[str, ...],
                           table: str) -> int:
-        return (self._cache.invalidate_table(warehouse_id, namespace, table)
-                + self._metadata.invalidate_table(warehouse_id, namespace, table))
+        return (self.cache.invalidate_table(warehouse_id, namespace, table)
+                + self.metadata.invalidate_table(warehouse_id, namespace, table))
 
     def invalidate(self, ref: TableRef | None = None, *, all: bool = False) -> int:
         """Drop cache entries for one table (`ref`) or everything (`all=True`).
@@ -275,10 +268,10 @@ class GatewayService:
             InvalidRequestError: neither a ref nor `all` given.
         """
         if all:
-            return self._cache.invalidate_all() + self._metadata.clear()
+            return self.cache.invalidate_all() + self.metadata.clear()
         if ref is None:
             raise InvalidRequestError("give a table or all=true")
-        ids = self._warehouses.ids_for(ref.warehouse)
+        ids = self.warehouses.ids_for(ref.warehouse)
         return sum(self._invalidate_table(wid, ref.namespace, ref.name) for wid in ids)
 
     async def readiness(self) -> tuple[bool, str]:
@@ -292,17 +285,17 @@ class GatewayService:
         return result
 
     async def _check_ready(self) -> tuple[bool, str]:
-        stale_ok = self._cache.servable_entries() > 0
-        if self._tokens is not None and not self._tokens.ready():
+        stale_ok = self.cache.servable_entries() > 0
+        if self.tokens is not None and not self.tokens.ready():
             try:
-                async with asyncio.timeout(self._settings.token.timeout_s):
-                    await self._tokens.token()
+                async with asyncio.timeout(self.settings.token.timeout_s):
+                    await self.tokens.token()
             except (GatewayError, TimeoutError):
                 if stale_ok:
                     return True, "identity provider unavailable; serving cached credentials"
                 return False, "no upstream token yet"
         try:
-            healthy = await self._catalog.health()
+            healthy = await self.catalog.health()
         except GatewayError:
             healthy = False
         if healthy:

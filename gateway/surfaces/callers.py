@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import ssl
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -107,6 +108,7 @@ class StaticTokenCallerAuth:
         return {str(k): str(v) for k, v in doc.items()}
 
 
+@dataclass(eq=False, repr=False)
 class JwksKeys:
     """The JWKS signing keys by `kid`, fetched off the event loop and refetched on unknown kid.
 
@@ -114,40 +116,32 @@ class JwksKeys:
     into a flood of JWKS requests.
     """
 
-    def __init__(
-        self,
-        jwks_url: str,
-        clock: Clock,
-        min_refresh_s: float = 30.0,
-        *,
-        ca_file: Path | None = None,
-        bearer_token_file: Path | None = None,
-    ) -> None:
-        self._url = jwks_url
-        self._ca_file = ca_file
-        self._bearer_token_file = bearer_token_file
-        self._clock = clock
-        self._min_refresh_s = min_refresh_s
-        self._keys: dict[str, Any] = {}
-        self._fetched_at: float | None = None
-        self._lock = asyncio.Lock()
+    jwks_url: str
+    clock: Clock
+    min_refresh_s: float = 30.0
+    _: KW_ONLY
+    ca_file: Path | None = None
+    bearer_token_file: Path | None = None
+    _keys: dict[str, Any] = field(init=False, default_factory=dict)
+    _fetched_at: float | None = field(init=False, default=None)
+    _lock: asyncio.Lock = field(init=False, default_factory=asyncio.Lock)
 
     def _fetch(self) -> dict[str, Any]:
         # Runs in a worker thread. The bearer file is re-read per fetch: kubelet rotates it.
         headers: dict[str, Any] = {}
         try:
-            if self._bearer_token_file is not None:
-                bearer = self._bearer_token_file.read_text(encoding="utf-8").strip()
+            if self.bearer_token_file is not None:
+                bearer = self.bearer_token_file.read_text(encoding="utf-8").strip()
                 headers["Authorization"] = f"Bearer {bearer}"
             context = (
-                ssl.create_default_context(cafile=str(self._ca_file))
-                if self._ca_file is not None
+                ssl.create_default_context(cafile=str(self.ca_file))
+                if self.ca_file is not None
                 else None
             )
         except (OSError, ssl.SSLError) as exc:  # a file gone since start: same as JWKS down
             raise jwt.PyJWKClientError(f"JWKS CA or bearer file: {type(exc).__name__}") from exc
         client = jwt.PyJWKClient(
-            self._url, cache_jwk_set=False, timeout=10, headers=headers, ssl_context=context
+            self.jwks_url, cache_jwk_set=False, timeout=10, headers=headers, ssl_context=context
         )
         return {k.key_id or "": k.key for k in client.get_signing_keys()}
 
@@ -161,7 +155,7 @@ class JwksKeys:
             return self._keys[kid]
         async with self._lock:
             if kid not in self._keys and self._may_refresh():
-                self._fetched_at = self._clock.monotonic()
+                self._fetched_at = self.clock.monotonic()
                 try:
                     self._keys = await asyncio.to_thread(self._fetch)
                 except jwt.PyJWKClientError as exc:
@@ -175,32 +169,28 @@ class JwksKeys:
     def _may_refresh(self) -> bool:
         return (
             self._fetched_at is None
-            or self._clock.monotonic() - self._fetched_at >= self._min_refresh_s
+            or self.clock.monotonic() - self._fetched_at >= self.min_refresh_s
         )
 
 
+@dataclass(eq=False, repr=False)
 class JwtCallerAuth:
     """Mode `jwt`: verify caller JWTs locally (signature, issuer, audience, expiry)."""
 
     mode = CallerMode.JWT
 
-    def __init__(
-        self,
-        keys: JwksKeys,
-        clock: Clock,
-        *,
-        audience: str,
-        issuer: str | None,
-        name_claim: str = "sub",
-        cache_size: int = 4096,
-    ) -> None:
-        self._keys = keys
-        self._clock = clock
-        self._audience = audience
-        self._issuer = issuer
-        self._name_claim = name_claim
-        # digest → (caller, exp): a token verified once is not re-verified until it expires.
-        self._verified: LRUCache[str, tuple[CallerIdentity, float]] = LRUCache(cache_size)
+    keys: JwksKeys
+    clock: Clock
+    _: KW_ONLY
+    audience: str
+    issuer: str | None
+    name_claim: str = "sub"
+    cache_size: int = 4096
+    # digest → (caller, exp): a token verified once is not re-verified until it expires.
+    _verified: LRUCache[str, tuple[CallerIdentity, float]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._verified = LRUCache(self.cache_size)
 
     async def authenticate(self, authorization: str | None) -> CallerIdentity:
         token = bearer_value(authorization)
@@ -208,7 +198,7 @@ class JwtCallerAuth:
             raise UnauthenticatedError("missing caller token")
         digest = _digest(token)
         cached = self._verified.get(digest)
-        now = self._clock.now()
+        now = self.clock.now()
         if cached is not None and cached[1] > now:
             identity: CallerIdentity = cached[0]
             return identity
@@ -216,23 +206,23 @@ class JwtCallerAuth:
             header = jwt.get_unverified_header(token)
         except jwt.PyJWTError as exc:
             raise UnauthenticatedError("malformed caller token") from exc
-        key = await self._keys.key_for(str(header.get("kid") or ""))
+        key = await self.keys.key_for(str(header.get("kid") or ""))
         try:
             claims = jwt.decode(
                 token,
                 key,
                 algorithms=list(_JWT_ALGORITHMS),
-                audience=self._audience,
-                issuer=self._issuer,
-                options={"require": ["exp"], "verify_iss": self._issuer is not None},
+                audience=self.audience,
+                issuer=self.issuer,
+                options={"require": ["exp"], "verify_iss": self.issuer is not None},
             )
         except jwt.ExpiredSignatureError as exc:
             raise UnauthenticatedError("caller token expired") from exc
         except jwt.PyJWTError as exc:
             raise UnauthenticatedError(f"caller token rejected: {type(exc).__name__}") from exc
-        name = claims.get(self._name_claim)
+        name = claims.get(self.name_claim)
         if not isinstance(name, str) or not name:
-            raise UnauthenticatedError(f"caller token has no '{self._name_claim}' claim")
+            raise UnauthenticatedError(f"caller token has no '{self.name_claim}' claim")
         caller = CallerIdentity(name=name, authenticated=True)
         self._verified[digest] = (caller, float(claims["exp"]))
         return caller

@@ -76,12 +76,16 @@ def load_pb(result: LoadResult) -> catalog_pb2.LoadTableResponse:
     )
 
 
-class CredentialServicer:
-    """lakegate.v1.CredentialService."""
+class _Servicer:
+    """What every servicer method works with: the operations and the admission gate."""
 
     def __init__(self, ops: Operations, gate: Gate) -> None:
         self._ops = ops
         self._gate = gate
+
+
+class CredentialServicer(_Servicer):
+    """lakegate.v1.CredentialService."""
 
     async def GetTableCredentials(
         self, request: credentials_pb2.GetTableCredentialsRequest, call: GrpcCall
@@ -120,12 +124,8 @@ class CredentialServicer:
         return credentials_pb2.InvalidateCredentialsResponse(invalidated=count)
 
 
-class CatalogServicer:
+class CatalogServicer(_Servicer):
     """lakegate.v1.CatalogService."""
-
-    def __init__(self, ops: Operations, gate: Gate) -> None:
-        self._ops = ops
-        self._gate = gate
 
     async def LoadTable(
         self, request: catalog_pb2.LoadTableRequest, call: GrpcCall

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from cachetools import LRUCache
@@ -81,26 +82,20 @@ class RateLimiter:
                                          retry_after_s=bucket.wait_s())
 
 
+@dataclass(eq=False, repr=False)
 class Gate:
     """Admission and authorization shared by the HTTP and gRPC surfaces."""
 
-    def __init__(
-        self,
-        auth: CallerAuthenticator,
-        policy: CallerPolicy,
-        limiter: RateLimiter | None,
-        ops: Operations,
-        metrics: Metrics,
-    ) -> None:
-        self.auth = auth
-        self.policy = policy
-        self._limiter = limiter
-        self._ops = ops
-        self._metrics = metrics
-        # The policy is fixed for the daemon's life, so the part of a decision that depends only
-        # on the request (not on the warehouse's resolved names) is a pure function: memoized.
-        self._decisions: BoundedLru[DecisionKey, str] = BoundedLru(DECISION_MEMO_SIZE)
-        self._rejected: dict[str, Any] = {}  # label children, bound on first use
+    auth: CallerAuthenticator
+    policy: CallerPolicy
+    limiter: RateLimiter | None
+    ops: Operations
+    metrics: Metrics
+    # The policy is fixed between reloads, so the part of a decision that depends only on the
+    # request (not on the warehouse's resolved names) is a pure function: memoized.
+    _decisions: BoundedLru[DecisionKey, str] = field(
+        init=False, default_factory=lambda: BoundedLru(DECISION_MEMO_SIZE))
+    _rejected: dict[str, Any] = field(init=False, default_factory=dict)  # label children
 
     def replace(self, auth: CallerAuthenticator, policy: CallerPolicy) -> None:
         """Swap in a reloaded authenticator and policy (SIGHUP); memoized decisions go too."""
@@ -110,7 +105,7 @@ class Gate:
     def _reject(self, reason: str, err: GatewayError) -> GatewayError:
         child = self._rejected.get(reason)
         if child is None:
-            child = self._rejected[reason] = self._metrics.ingress_rejected.labels(reason)
+            child = self._rejected[reason] = self.metrics.ingress_rejected.labels(reason)
         child.inc()
         _log.info("request refused", extra={"reason": reason, "type": err.type_name})
         return err
@@ -138,9 +133,9 @@ class Gate:
             caller = await self.auth.authenticate(authorization)
         except GatewayError as exc:
             raise self._reject("auth", exc) from None
-        if self._limiter is not None:
+        if self.limiter is not None:
             try:
-                self._limiter.acquire(caller.name)
+                self.limiter.acquire(caller.name)
             except RateLimitedCallerError as exc:
                 raise self._reject("ratelimit", exc) from None
         return caller
@@ -193,7 +188,7 @@ class Gate:
         if decision is not _RESOLVE:
             return decision is _ALLOW
         # Depends on the warehouse's names, whose resolution may change: decided every time.
-        wh = await self._ops.resolve_warehouse(warehouse, ctx)
+        wh = await self.ops.resolve_warehouse(warehouse, ctx)
         return policy.allows(caller, (warehouse, wh.id, wh.name), namespace, table, access)
 
     def authorize_global(self, caller: CallerIdentity) -> None:

@@ -303,7 +303,7 @@ async def test_a_re_resolved_warehouse_moves_the_credential_key_to_the_new_id(ma
     catalog.add_table(("ns",), "orders")
     # A new resolution of the name (as /catalog/v1/config?warehouse=demo records one) must
     # take effect on the very next request, memoized credential key or not.
-    svc._warehouses.remember("", "demo", Warehouse(id=new_id, name="demo"))
+    svc.warehouses.remember("", "demo", Warehouse(id=new_id, name="demo"))
     moved = await svc.get_credentials(REF, AccessMode.READ, CTX)
     assert moved.warehouse.id == new_id != first.warehouse.id
     assert moved.outcome is Outcome.MISS
@@ -318,6 +318,6 @@ async def test_the_credential_key_memo_stays_bounded(make, catalog, monkeypatch)
     svc = await make()
     for i in range(10):
         await svc.get_credentials(TableRef("demo", ("ns",), f"m{i}"), AccessMode.READ, CTX)
-    assert len(svc._keys) == 4
+    assert len(svc.keys) == 4
     assert (await svc.get_credentials(TableRef("demo", ("ns",), "m0"), AccessMode.READ,
                                       CTX)).outcome is Outcome.HIT
