@@ -9,6 +9,7 @@ Never echoes file contents (the tokens file holds secrets).
 from __future__ import annotations
 
 import ssl
+from collections.abc import Callable
 from pathlib import Path
 
 from gateway.settings import CallerMode, Settings, env_name
@@ -26,30 +27,27 @@ def _readable(path: Path, setting: str) -> str | None:
     return None
 
 
+def _parsed(path: Path, setting: str, parse: Callable[[Path], object]) -> list[str]:
+    """The file's problem (unreadable, or what its parser says), as a list of 0 or 1 line."""
+    problem = _readable(path, setting)
+    if problem is None:
+        try:
+            parse(path)
+        except (CallerConfigError, PolicyFileError) as exc:
+            problem = f"{setting}: {exc}"
+    return [problem] if problem else []
+
+
 def startup_problems(settings: Settings) -> list[str]:
     """One line per unusable file setting (empty when every named file is usable)."""
     problems: list[str] = []
     callers = settings.callers
     if callers.mode is CallerMode.TOKEN and callers.tokens_file is not None:
-        setting = env_name("callers", "tokens_file")
-        problem = _readable(callers.tokens_file, setting)
-        if problem is None:
-            try:
-                StaticTokenCallerAuth.read_tokens(callers.tokens_file)
-            except CallerConfigError as exc:
-                problem = f"{setting}: {exc}"
-        if problem:
-            problems.append(problem)
+        problems += _parsed(callers.tokens_file, env_name("callers", "tokens_file"),
+                            StaticTokenCallerAuth.read_tokens)
     if callers.policy_file is not None:
-        setting = env_name("callers", "policy_file")
-        problem = _readable(callers.policy_file, setting)
-        if problem is None:
-            try:
-                CallerPolicy.from_file(callers.policy_file)
-            except PolicyFileError as exc:
-                problem = f"{setting}: {exc}"
-        if problem:
-            problems.append(problem)
+        problems += _parsed(callers.policy_file, env_name("callers", "policy_file"),
+                            CallerPolicy.from_file)
     tls_files = [
         (field, path)
         for field in ("ca_file", "client_cert_file", "client_key_file")

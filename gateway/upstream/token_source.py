@@ -59,31 +59,12 @@ class TokenSource(Protocol):
     async def close(self) -> None: ...
 
 
-class NoToken:
-    """The catalog runs without authentication."""
-
-    async def token(self) -> Secret | None:
-        return None
-
-    async def force_refresh(self, rejected: Secret | None) -> Secret | None:
-        return None
-
-    def ready(self) -> bool:
-        return True
-
-    def start(self, spawn: Spawn) -> None:
-        return None
-
-    async def close(self) -> None:
-        return None
-
-
 class StaticToken:
     """A fixed token from the settings (refresh cannot help: a 401 stays a 401)."""
 
-    def __init__(self, token: Secret, metrics: Metrics | None = None) -> None:
+    def __init__(self, token: Secret | None, metrics: Metrics | None = None) -> None:
         self._token = token
-        exp = jwt_expiry_s(token.reveal())
+        exp = jwt_expiry_s(token.reveal()) if token is not None else None
         if metrics is not None and exp is not None:
             metrics.idp_token_expiry.set(exp)
 
@@ -101,6 +82,13 @@ class StaticToken:
 
     async def close(self) -> None:
         return None
+
+
+class NoToken(StaticToken):
+    """The catalog runs without authentication: the fixed token is none."""
+
+    def __init__(self) -> None:
+        super().__init__(None)
 
 
 @dataclass(frozen=True)
