@@ -122,10 +122,7 @@ class IcebergApi(LakekeeperApi):
     """Handlers of the Iceberg table routes (the Lakekeeper-compatible surface's policy)."""
 
     def routes(self) -> list[Route]:
-        def ice(method: str, pattern: tuple[str, ...], handler: Any,
-                kind: Any = "metadata") -> Route:
-            return Route(method, pattern, handler, "rest", kind)
-
+        ice = self.route
         return [
             ice("GET", _TABLES, self.list_iceberg),
             ice("POST", _TABLES, self.create_iceberg),

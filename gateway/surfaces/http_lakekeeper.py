@@ -139,11 +139,14 @@ def upstream_path(request: web.BaseRequest, warehouse_id: str) -> tuple[str, str
 class LakekeeperApi(HttpApi):
     """Handlers of the Lakekeeper-compatible routes."""
 
-    def routes(self) -> list[Route]:
-        def lk(method: str, pattern: tuple[str, ...], handler: Any,
-               kind: Any = "metadata") -> Route:
-            return Route(method, pattern, handler, "rest", kind)
+    @staticmethod
+    def route(method: str, pattern: tuple[str, ...], handler: Any,
+              kind: Any = "metadata") -> Route:
+        """A route of this surface (`rest`), counted as metadata unless `kind` says otherwise."""
+        return Route(method, pattern, handler, "rest", kind)
 
+    def routes(self) -> list[Route]:
+        lk = self.route
         return [
             lk("POST", _GT, self.create),
             lk("GET", _GT, self.list),
@@ -228,11 +231,7 @@ class LakekeeperApi(HttpApi):
         return json_response(load_json(await self._create(call, warehouse, namespace, spec)))
 
     async def drop(self, call: HttpCall) -> web.StreamResponse:
-        ref = call_ref(call)
-        query = call.request.query
-        purge = lakekeeper_bool(query.get("purgeRequested"), "purgeRequested", None)
-        force = bool(lakekeeper_bool(query.get("force"), "force", False))
-        return await self._drop(call, ref, purge=purge, force=force)
+        return await self._drop(call, "purgeRequested", lakekeeper_bool)
 
     async def config(self, call: HttpCall) -> web.StreamResponse:
         request = call.request

@@ -174,11 +174,7 @@ class NativeApi(HttpApi):
         return json_response(load_doc(await self._create(call, warehouse, namespace, spec)))
 
     async def drop(self, call: HttpCall) -> web.StreamResponse:
-        ref = call_ref(call)
-        query = call.request.query
-        purge = parse_bool(query.get("purge"), "purge", None)
-        force = bool(parse_bool(query.get("force"), "force", False))
-        return await self._drop(call, ref, purge=purge, force=force)
+        return await self._drop(call, "purge", parse_bool)
 
     async def warehouse(self, call: HttpCall) -> web.StreamResponse:
         wh = await self._ops.resolve_warehouse(warehouse_of(call.params), call.ctx)

@@ -20,7 +20,7 @@ traceback, redacted).
 from __future__ import annotations
 
 import logging
-from collections.abc import Coroutine, Hashable
+from collections.abc import Callable, Coroutine, Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +34,7 @@ from gateway.metrics import Metrics
 from gateway.models import AccessMode, CreateTableSpec, ListResult, LoadResult, TableRef
 from gateway.surfaces.accounting import Recorder
 from gateway.surfaces.http_codec import (
+    call_ref,
     context_of,
     read_json,
     rename_pair,
@@ -243,8 +244,14 @@ class HttpApi:
         return await self._ops.list_tables(warehouse, namespace, call.ctx,
                                            page_token=page_token or None, page_size=page_size)
 
-    async def _drop(self, call: HttpCall, ref: TableRef, *, purge: bool | None,
-                    force: bool) -> web.StreamResponse:
+    async def _drop(self, call: HttpCall, purge_key: str,
+                    parse_bool: Callable[[str | None, str, bool | None], bool | None],
+                    ) -> web.StreamResponse:
+        """DELETE a table; each surface names its purge parameter and parses booleans its way."""
+        ref = call_ref(call)
+        query = call.request.query
+        purge = parse_bool(query.get(purge_key), purge_key, None)
+        force = bool(parse_bool(query.get("force"), "force", False))
         await self._authorize(call, ref, AccessMode.WRITE)
         await self._ops.drop_table(ref, call.ctx, purge=purge, force=force)
         return web.Response(status=204)
