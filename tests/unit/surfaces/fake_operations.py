@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -256,3 +257,16 @@ class RotatingOperations(FakeOperations):
     def rotate(self) -> None:
         self.generation += 1
         self._sets.clear()
+
+    async def keys_across_rotation(self, fetch: Callable[[], Awaitable[str]]) -> list[str]:
+        """The access key each of 4 fetches got, rotating before the third."""
+        keys = []
+        for i in range(4):
+            if i == 2:
+                self.rotate()
+            keys.append(await fetch())
+        return keys
+
+
+ROTATED_KEYS = ["ASIAROTATED000000000"] * 2 + ["ASIAROTATED000000001"] * 2
+"""What `keys_across_rotation` sees when every request is served the current set."""

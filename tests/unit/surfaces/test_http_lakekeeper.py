@@ -10,7 +10,12 @@ from gateway.models import AccessMode, Outcome
 from gateway.surfaces.callers import StaticTokenCallerAuth
 from gateway.surfaces.policy import CallerPolicy, parse_rules
 from tests.unit.surfaces.conftest import MakeClient, count
-from tests.unit.surfaces.fake_operations import WAREHOUSE, FakeOperations, RotatingOperations
+from tests.unit.surfaces.fake_operations import (
+    ROTATED_KEYS,
+    WAREHOUSE,
+    FakeOperations,
+    RotatingOperations,
+)
 
 AUTH = {"Authorization": "Bearer whatever-pylakekeeper-sends"}
 VENDED = {**AUTH, "X-Iceberg-Access-Delegation": "vended-credentials"}
@@ -211,15 +216,14 @@ async def test_a_rotated_credential_is_served_at_once_on_the_lakekeeper_route(
     make_client: MakeClient, rotating_ops: RotatingOperations
 ) -> None:
     client = await make_client(ops=rotating_ops)
-    keys = []
-    for i in range(4):
-        if i == 2:
-            rotating_ops.rotate()
+
+    async def key() -> str:
         resp = await client.get(gt() + "/orders/credentials", headers=AUTH)
         assert resp.status == 200
         doc = await resp.json()
-        keys.append(doc["storage-credentials"][0]["config"]["s3.access-key-id"])
-    assert keys == ["ASIAROTATED000000000"] * 2 + ["ASIAROTATED000000001"] * 2
+        return str(doc["storage-credentials"][0]["config"]["s3.access-key-id"])
+
+    assert await rotating_ops.keys_across_rotation(key) == ROTATED_KEYS
 
 
 async def test_client_managed_load_is_the_catalogs_answer(
