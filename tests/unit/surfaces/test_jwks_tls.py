@@ -9,7 +9,6 @@ from the file (re-read on each fetch: kubelet rotates it) and verifies a token s
 from __future__ import annotations
 
 import json
-import ssl
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -18,13 +17,12 @@ from typing import Any
 import jwt
 import pytest
 from aiohttp import web
-from aiohttp.test_utils import TestServer
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from gateway.errors import UnauthenticatedError
 from gateway.surfaces.callers import JwksKeys, JwtCallerAuth
 from tests.unit.surfaces.fake_operations import FakeClock
-from tests.unit.tls_certs import self_signed
+from tests.unit.tls_certs import https_server, self_signed
 
 AUD = "lakegate"
 ISS = "https://kubernetes.default.svc.cluster.local"
@@ -57,10 +55,7 @@ async def issuer(
 
     app = web.Application()
     app.router.add_get("/openid/v1/jwks", jwks)
-    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ctx.load_cert_chain(cert, key)
-    server = TestServer(app, scheme="https")
-    await server.start_server(ssl=ctx)
+    server = await https_server(app, cert, key)
     yield {
         "url": str(server.make_url("/openid/v1/jwks")),
         "ca": cert,
@@ -96,27 +91,20 @@ async def test_ca_and_bearer_file_reach_the_issuer_and_verify_the_caller(
     assert issuer["seen"][-1] == "Bearer gateway-sa-token-2"
 
 
-async def test_without_the_cluster_ca_the_issuer_is_not_trusted(
-    issuer: dict[str, Any], signing_key: rsa.RSAPrivateKey
+@pytest.mark.parametrize(
+    ("given", "seen"),
+    [
+        (("bearer_token_file",), []),  # no CA: the TLS handshake fails before any request
+        (("ca_file",), [None]),  # no bearer: the issuer refuses
+    ],
+    ids=["without-the-cluster-ca", "without-the-bearer"],
+)
+async def test_an_issuer_missing_its_ca_or_bearer_is_unavailable(
+    issuer: dict[str, Any], signing_key: rsa.RSAPrivateKey, given: tuple[str, ...],
+    seen: list[str | None],
 ) -> None:
-    auth = _auth(issuer, bearer_token_file=issuer["bearer"])
+    files = {"ca_file": issuer["ca"], "bearer_token_file": issuer["bearer"]}
+    auth = _auth(issuer, **{name: files[name] for name in given})
     with pytest.raises(UnauthenticatedError, match="JWKS unavailable"):
         await auth.authenticate(f"Bearer {_token(signing_key)}")
-    assert issuer["seen"] == []  # the TLS handshake failed before any request
-
-
-async def test_without_the_bearer_the_issuer_refuses(
-    issuer: dict[str, Any], signing_key: rsa.RSAPrivateKey
-) -> None:
-    auth = _auth(issuer, ca_file=issuer["ca"])
-    with pytest.raises(UnauthenticatedError, match="JWKS unavailable"):
-        await auth.authenticate(f"Bearer {_token(signing_key)}")
-    assert issuer["seen"] == [None]
-
-
-async def test_a_vanished_bearer_file_is_a_401_not_a_crash(
-    issuer: dict[str, Any], signing_key: rsa.RSAPrivateKey, tmp_path: Path
-) -> None:
-    auth = _auth(issuer, ca_file=issuer["ca"], bearer_token_file=tmp_path / "gone")
-    with pytest.raises(UnauthenticatedError, match="JWKS unavailable"):
-        await auth.authenticate(f"Bearer {_token(signing_key)}")
+    assert issuer["seen"] == seen

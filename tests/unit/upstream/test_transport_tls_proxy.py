@@ -6,7 +6,6 @@ stand in for a catalog behind mTLS and a corporate egress proxy.
 
 from __future__ import annotations
 
-import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from gateway.errors import UnavailableError
 from gateway.preflight import startup_problems
 from gateway.settings import Settings, SettingsError
 from gateway.upstream.transport import AiohttpTransport, upstream_ssl_context
-from tests.unit.tls_certs import self_signed
+from tests.unit.tls_certs import https_server, self_signed
 
 
 def _settings(**extra: str) -> Settings:
@@ -37,12 +36,7 @@ async def mtls(tmp_path: Path) -> AsyncIterator[dict[str, Any]]:
 
     app = web.Application()
     app.router.add_get("/hello", hello)
-    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ctx.load_cert_chain(server_cert, server_key)
-    ctx.verify_mode = ssl.CERT_REQUIRED
-    ctx.load_verify_locations(client_cert)
-    server = TestServer(app, scheme="https")
-    await server.start_server(ssl=ctx)
+    server = await https_server(app, server_cert, server_key, client_ca=client_cert)
     yield {
         "url": str(server.make_url("/hello")),
         "ca": server_cert,
