@@ -5,6 +5,7 @@ import pytest
 from gateway.concurrency import FlightTimeout, SingleFlight, TokenBucket
 from gateway.errors import UnavailableError
 from tests.fakes.clock import FakeClock
+from tests.herd import gated_herd
 
 
 async def test_concurrent_calls_share_one_fetch(registry):
@@ -18,11 +19,7 @@ async def test_concurrent_calls_share_one_fetch(registry):
         await gate.wait()
         return 42
 
-    waiters = [asyncio.ensure_future(flight.run("k", fetch)) for _ in range(100)]
-    await asyncio.sleep(0)
-    gate.set()
-    async with asyncio.timeout(5):
-        results = await asyncio.gather(*waiters)
+    results = await gated_herd(100, lambda: flight.run("k", fetch), gate)
     assert calls == 1
     assert [v for v, _ in results] == [42] * 100
     assert sum(1 for _, coalesced in results if not coalesced) == 1
@@ -77,11 +74,7 @@ async def test_errors_reach_every_waiter_and_are_not_remembered(registry):
         await gate.wait()
         raise UnavailableError("down")
 
-    waiters = [asyncio.ensure_future(flight.run("k", failing)) for _ in range(10)]
-    await asyncio.sleep(0)
-    gate.set()
-    async with asyncio.timeout(5):
-        results = await asyncio.gather(*waiters, return_exceptions=True)
+    results = await gated_herd(10, lambda: flight.run("k", failing), gate, return_exceptions=True)
     assert all(isinstance(r, UnavailableError) for r in results)
     assert calls == 1
 

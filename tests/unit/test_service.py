@@ -15,6 +15,7 @@ from gateway.service import build_core
 from tests.fakes.catalog import FakeCatalog, FakeIdP, Fault
 from tests.fakes.rng import seeded
 from tests.fakes.settings import make_settings
+from tests.herd import gated_herd
 
 CTX = RequestContext(request_id="r-1")
 REF = TableRef("demo", ("ns",), "orders")
@@ -64,13 +65,12 @@ async def test_1000_concurrent_requests_for_a_cold_table_make_one_credential_cal
 ):
     svc = await make()
     gate = catalog.hold("load_generic_table_credentials")
-    waiters = [asyncio.ensure_future(svc.get_credentials(REF, AccessMode.READ, CTX))
-               for _ in range(1000)]
-    for _ in range(20):
-        await asyncio.sleep(0)
-    gate.set()
-    async with asyncio.timeout(10):
-        results = await asyncio.gather(*waiters)
+    async def twenty_turns() -> None:
+        for _ in range(20):
+            await asyncio.sleep(0)
+
+    results = await gated_herd(1000, lambda: svc.get_credentials(REF, AccessMode.READ, CTX),
+                               gate, settle=twenty_turns)
     assert catalog.calls["load_generic_table_credentials"] == 1
     assert catalog.calls["config"] == 1
     assert idp.grants == 1

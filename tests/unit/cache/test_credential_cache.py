@@ -15,6 +15,7 @@ from gateway.settings import CacheSettings
 from tests.fakes.clock import FakeClock
 from tests.fakes.fetcher import FakeFetcher
 from tests.fakes.rng import seeded
+from tests.herd import gated_herd
 
 CTX = RequestContext(request_id="req-1")
 
@@ -43,12 +44,8 @@ async def test_1000_concurrent_misses_make_one_upstream_call_and_999_coalesced(
     fetcher, clock, metrics, registry
 ):
     cache = make_cache(fetcher, clock, metrics, registry)
-    fetcher.gate = asyncio.Event()
-    waiters = [asyncio.ensure_future(cache.get(key(), CTX)) for _ in range(1000)]
-    await asyncio.sleep(0)
-    fetcher.gate.set()  # the "50 ms upstream" answers once everyone is waiting
-    async with asyncio.timeout(10):
-        results = await asyncio.gather(*waiters)
+    fetcher.gate = asyncio.Event()  # the "50 ms upstream" answers once everyone is waiting
+    results = await gated_herd(1000, lambda: cache.get(key(), CTX), fetcher.gate)
     assert fetcher.calls == 1
     assert Counter(outcome for _, outcome in results) == {Outcome.MISS: 1,
                                                           Outcome.COALESCED: 999}
@@ -99,11 +96,8 @@ async def test_errors_fan_out_to_all_waiters_and_are_not_cached(
     cache = make_cache(fetcher, clock, metrics, registry)
     fetcher.gate = asyncio.Event()
     fetcher.errors.append(UnavailableError("catalog 503"))
-    waiters = [asyncio.ensure_future(cache.get(key(), CTX)) for _ in range(20)]
-    await asyncio.sleep(0)
-    fetcher.gate.set()
-    async with asyncio.timeout(5):
-        results = await asyncio.gather(*waiters, return_exceptions=True)
+    results = await gated_herd(20, lambda: cache.get(key(), CTX), fetcher.gate,
+                               return_exceptions=True)
     assert all(isinstance(r, UnavailableError) for r in results)
     _, outcome = await cache.get(key(), CTX)
     assert outcome is Outcome.MISS

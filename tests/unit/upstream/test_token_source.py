@@ -19,6 +19,7 @@ from gateway.upstream.token_source import (
 from tests.fakes.catalog import TOKEN_URL, FakeCatalog, FakeIdP
 from tests.fakes.clock import FakeClock
 from tests.fakes.rng import seeded
+from tests.herd import gated_herd
 
 
 def cc_settings(**kw):
@@ -63,11 +64,7 @@ async def test_concurrent_cold_callers_share_one_token_request(registry):
     idp.gate = asyncio.Event()
     source = make_source(clock, idp)
     source.start(registry.spawn)
-    waiters = [asyncio.ensure_future(source.token()) for _ in range(200)]
-    await clock.settle()
-    idp.gate.set()
-    async with asyncio.timeout(5):
-        tokens = await asyncio.gather(*waiters)
+    tokens = await gated_herd(200, source.token, idp.gate, settle=clock.settle)
     assert {t.reveal() for t in tokens} == {"idp-token-1"}
     assert idp.grants == 1
     await source.close()
