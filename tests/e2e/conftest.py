@@ -10,8 +10,8 @@ import os
 import sys
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
+from unittest.mock import patch
 
 import httpx
 import pytest
@@ -34,20 +34,6 @@ def gateway_url(stack_info: dict[str, Any]) -> str:
     return f"grpc+unix:{stack_info['gateway']['grpc_uds']}"
 
 
-@contextmanager
-def _environment(values: dict[str, str]) -> Iterator[None]:
-    saved = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-
 @pytest.fixture(scope="session")
 def spark(stack_info: dict[str, Any], gateway_url: str) -> Iterator[SparkSession]:
     """``local[2]`` with the ``lakekeeper`` data source registered (stopped at the end).
@@ -63,7 +49,7 @@ def spark(stack_info: dict[str, Any], gateway_url: str) -> Iterator[SparkSession
         "PYSPARK_PYTHON": sys.executable,
         "PYSPARK_DRIVER_PYTHON": sys.executable,
     }
-    with _environment(env):
+    with patch.dict(os.environ, env):
         session = spark_session("local[2]", app_name="lakegate-e2e")
     yield session
     session.stop()

@@ -21,6 +21,7 @@ from gateway.metrics import Metrics
 from gateway.models import AccessMode, CreateTableSpec, Outcome, RequestContext, TableRef
 from gateway.service import Core, GatewayService, build_core
 from gateway.settings import Settings
+from tests.core_factory import CoreFactory
 from tests.fakes.tasks import FakeTaskRegistry
 from tests.gateway_process import stack_env
 
@@ -36,18 +37,14 @@ def ctx() -> RequestContext:
 @pytest.fixture
 async def make_service(devstack) -> AsyncIterator[ServiceFactory]:
     registry = FakeTaskRegistry()
-    made: list[Core] = []
 
-    async def factory(**overrides: str) -> GatewayService:
+    def build(**overrides: str) -> Core:
         env = stack_env(devstack.info) | {f"LAKEGATE__{k}": v for k, v in overrides.items()}
-        core = build_core(Settings.load(environ=env), Metrics(), registry.spawn)
-        await core.start()
-        made.append(core)
-        return core.service
+        return build_core(Settings.load(environ=env), Metrics(), registry.spawn)
 
+    factory = CoreFactory(build)
     yield factory
-    for core in made:
-        await core.close()
+    await factory.close()
     await registry.cancel_all()
 
 

@@ -12,6 +12,7 @@ from gateway.errors import (
 from gateway.metrics import Metrics
 from gateway.models import AccessMode, CreateTableSpec, Outcome, RequestContext, TableRef
 from gateway.service import build_core
+from tests.core_factory import CoreFactory
 from tests.fakes.catalog import FakeCatalog, FakeIdP, Fault
 from tests.fakes.rng import seeded
 from tests.fakes.settings import make_settings
@@ -46,18 +47,11 @@ def catalog(clock):
 
 @pytest.fixture
 async def make(clock, idp, catalog, registry):
-    made = []
-
-    async def factory(**env):
-        core = build_core(make_settings(**env), Metrics(), registry.spawn, clock,
-                          transport=catalog.transport(idp), rng=seeded(2))
-        await core.start()
-        made.append(core)
-        return core.service
-
+    factory = CoreFactory(lambda **env: build_core(
+        make_settings(**env), Metrics(), registry.spawn, clock,
+        transport=catalog.transport(idp), rng=seeded(2)))
     yield factory
-    for core in made:
-        await core.close()
+    await factory.close()
 
 
 async def test_1000_concurrent_requests_for_a_cold_table_make_one_credential_call(
