@@ -21,6 +21,15 @@ from devstack.hooks import EmulatorHooks, IdpHooks
 from devstack.launcher import Stack, start_stack, stop_stack
 
 
+def clean_emulator(stack: Stack) -> Iterator[EmulatorHooks]:
+    """The stack's emulator hooks with counters reset and no faults, and no faults left after."""
+    hooks = EmulatorHooks(stack.info["catalog"]["url"])
+    hooks.clear_faults()
+    hooks.reset()
+    yield hooks
+    hooks.clear_faults()
+
+
 def _started(run_dir: Path, *, with_gateway: bool) -> Iterator[Stack]:
     stack = start_stack(run_dir, with_gateway=with_gateway)
     try:
@@ -43,11 +52,7 @@ def bare_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 
 @pytest.fixture
 def emulator(devstack: Stack) -> Iterator[EmulatorHooks]:
-    hooks = EmulatorHooks(devstack.info["catalog"]["url"])
-    hooks.clear_faults()
-    hooks.reset()
-    yield hooks
-    hooks.clear_faults()
+    yield from clean_emulator(devstack)
 
 
 @pytest.fixture

@@ -53,17 +53,25 @@ def scan_pod(spec: Doc, name: str) -> list[Finding]:
     return out
 
 
-def _scan_container(c: Doc, field: str, pod_ctx: Doc, where: str) -> list[Finding]:
+def _baseline_container(ctx: Doc, caps: Doc, where: str) -> list[Finding]:
+    """What every profile we check asks of a container: not privileged, no escalation, and
+    all capabilities dropped."""
     out: list[Finding] = []
-    ctx = c.get("securityContext") or {}
-    caps = ctx.get("capabilities") or {}
-    added = frozenset(caps.get("add") or [])
     if ctx.get("privileged"):
         out.append(Finding("privileged", where))
     if ctx.get("allowPrivilegeEscalation") is not False:
         out.append(Finding("allowPrivilegeEscalation", where))
     if "ALL" not in (caps.get("drop") or []):
         out.append(Finding("capabilities.drop", where))
+    return out
+
+
+def _scan_container(c: Doc, field: str, pod_ctx: Doc, where: str) -> list[Finding]:
+    out: list[Finding] = []
+    ctx = c.get("securityContext") or {}
+    caps = ctx.get("capabilities") or {}
+    added = frozenset(caps.get("add") or [])
+    out += _baseline_container(ctx, caps, where)
     root_init = (
         field == "initContainers"
         and c.get("restartPolicy") != "Always"
@@ -160,12 +168,7 @@ def _restricted_container(c: Doc, pod_ctx: Doc, where: str) -> list[Finding]:
     out: list[Finding] = []
     ctx = c.get("securityContext") or {}
     caps = ctx.get("capabilities") or {}
-    if ctx.get("privileged"):
-        out.append(Finding("privileged", where))
-    if ctx.get("allowPrivilegeEscalation") is not False:
-        out.append(Finding("allowPrivilegeEscalation", where))
-    if "ALL" not in (caps.get("drop") or []):
-        out.append(Finding("capabilities.drop", where))
+    out += _baseline_container(ctx, caps, where)
     if not frozenset(caps.get("add") or []) <= RESTRICTED_ADD_CAPS:
         out.append(Finding("capabilities.add", where))
     if ctx.get("runAsNonRoot", pod_ctx.get("runAsNonRoot")) is not True:

@@ -12,6 +12,7 @@ import pytest
 from devstack.bootstrap import fetch_token
 from devstack.hooks import EmulatorHooks
 from devstack.launcher import Stack
+from tests.stack_fixtures import clean_emulator
 
 
 @dataclass
@@ -55,8 +56,4 @@ def catalog(bare_stack: Stack) -> Iterator[Catalog]:
 
 @pytest.fixture
 def hooks(bare_stack: Stack) -> Iterator[EmulatorHooks]:
-    h = EmulatorHooks(bare_stack.info["catalog"]["url"])
-    h.clear_faults()
-    h.reset()
-    yield h
-    h.clear_faults()
+    yield from clean_emulator(bare_stack)
