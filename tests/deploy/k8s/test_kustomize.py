@@ -34,12 +34,17 @@ Doc = dict[str, Any]
 SECRET_PLACEHOLDER = "placeholder-secret-value"  # noqa: S105 (a test value)
 
 
-@pytest.fixture(scope="module", params=OVERLAYS)
-def rendered(request: pytest.FixtureRequest) -> tuple[str, list[Doc]]:
+def _render(variant: str) -> list[Doc]:
+    """The overlay's objects (the test is skipped only where kustomize itself is missing)."""
     try:
-        return request.param, render(K8S / "overlays" / request.param)
+        return render(K8S / "overlays" / variant)
     except KustomizeUnavailableError as exc:
         pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="module", params=OVERLAYS)
+def rendered(request: pytest.FixtureRequest) -> tuple[str, list[Doc]]:
+    return request.param, _render(request.param)
 
 
 def _by_kind(docs: list[Doc], kind: str) -> dict[str, Doc]:
@@ -143,10 +148,10 @@ def test_referenced_secrets_are_documented_by_an_example(rendered: tuple[str, li
         assert key in examples.get(name, set()), f"secret {name} key {key} has no example"
 
 
-def test_executors_connect_to_the_socket_the_gateway_binds(rendered: tuple[str, list[Doc]]) -> None:
-    variant, docs = rendered
-    if variant == "nodelocal":
-        pytest.skip("no shared socket: executors use the node-local Service (tested below)")
+# nodelocal has no shared socket: its executors use the node-local Service (tested below).
+@pytest.mark.parametrize("variant", [v for v in OVERLAYS if v != "nodelocal"])
+def test_executors_connect_to_the_socket_the_gateway_binds(variant: str) -> None:
+    docs = _render(variant)
     gw_spec = _gateway_pod(variant, docs)
     env = _gateway_env(_gateway(gw_spec), _by_kind(docs, "ConfigMap"))
     sock = env["LAKEGATE__LISTEN__HTTP_UDS"]
@@ -207,10 +212,7 @@ def _probe_ports(container: Doc) -> set[object]:
 
 @pytest.mark.parametrize("variant", ["daemonset", "nodelocal"])
 def test_probes_and_metrics_use_the_ops_port_of_the_ops_listener(variant: str) -> None:
-    try:
-        docs = render(K8S / "overlays" / variant)
-    except KustomizeUnavailableError as exc:
-        pytest.skip(str(exc))
+    docs = _render(variant)
     gw = _gateway(_gateway_pod(variant, docs))
     env = _gateway_env(gw, _by_kind(docs, "ConfigMap"))
     ports = {p["name"]: p["containerPort"] for p in gw["ports"]}
@@ -232,10 +234,7 @@ def test_probes_and_metrics_use_the_ops_port_of_the_ops_listener(variant: str) -
 
 @pytest.mark.parametrize("variant", ["daemonset", "nodelocal"])
 def test_daemonset_rollout_is_prioritised_tolerant_and_by_percentage(variant: str) -> None:
-    try:
-        docs = render(K8S / "overlays" / variant)
-    except KustomizeUnavailableError as exc:
-        pytest.skip(str(exc))
+    docs = _render(variant)
     ds = _by_kind(docs, "DaemonSet")["lakegate"]
     spec = pod_spec(ds)
     assert spec is not None
@@ -252,10 +251,7 @@ def test_daemonset_rollout_is_prioritised_tolerant_and_by_percentage(variant: st
 @pytest.mark.parametrize("variant", ["daemonset", "nodelocal"])
 def test_settings_changes_roll_the_pods(variant: str) -> None:
     """Generated ConfigMaps carry a content hash, so an edited setting changes the pod template."""
-    try:
-        before = render(K8S / "overlays" / variant)
-    except KustomizeUnavailableError as exc:
-        pytest.skip(str(exc))
+    before = _render(variant)
     refs = {
         s["configMapRef"]["name"]
         for _, c in containers(_gateway_pod(variant, before))
@@ -267,10 +263,7 @@ def test_settings_changes_roll_the_pods(variant: str) -> None:
 
 
 def test_nodelocal_executors_reach_the_local_service_with_an_audience_bound_token() -> None:
-    try:
-        docs = render(K8S / "overlays/nodelocal")
-    except KustomizeUnavailableError as exc:
-        pytest.skip(str(exc))
+    docs = _render("nodelocal")
     gw = _gateway(_gateway_pod("nodelocal", docs))
     env = _gateway_env(gw, _by_kind(docs, "ConfigMap"))
     service = _by_kind(docs, "Service")["lakegate-local"]
