@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Coroutine
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from gateway.cache import (
@@ -45,6 +46,7 @@ def catalog_fetcher(
     return fetch
 
 
+@dataclass(eq=False, repr=False)
 class Core:
     """The daemon's core: the service and everything it stands on, with one lifecycle.
 
@@ -56,34 +58,33 @@ class Core:
         transport: the upstream connection pool (closed last).
     """
 
-    def __init__(self, service: GatewayService, spawn: Spawn, *, tokens: TokenSource,
-                 refresher: RefreshAhead | None, transport: Transport) -> None:
-        self.service = service
-        self._spawn = spawn
-        self._tokens = tokens
-        self._refresher = refresher
-        self._transport = transport
-        self._started = False
-        self._closed = False
+    service: GatewayService
+    spawn: Spawn
+    _: KW_ONLY
+    tokens: TokenSource
+    refresher: RefreshAhead | None
+    transport: Transport
+    _started: bool = field(init=False, default=False)
+    _closed: bool = field(init=False, default=False)
 
     async def start(self) -> None:
         """Start the token prefetch/refresh and the refresh-ahead loop (idempotent)."""
         if self._started:
             return
         self._started = True
-        self._tokens.start(self._spawn)
-        if self._refresher is not None:
-            self._refresher.start()
+        self.tokens.start(self.spawn)
+        if self.refresher is not None:
+            self.refresher.start()
 
     async def close(self) -> None:
         """Stop background work, then release the upstream connection pool (idempotent)."""
         if self._closed:
             return
         self._closed = True
-        if self._refresher is not None:
-            await self._refresher.close()
-        await self._tokens.close()
-        await self._transport.close()
+        if self.refresher is not None:
+            await self.refresher.close()
+        await self.tokens.close()
+        await self.transport.close()
 
 
 def build_core(
