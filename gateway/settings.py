@@ -1,7 +1,9 @@
 """Configuration: loaded once at the edge into one typed, validated object, then passed down.
 
-This is the only module that reads the environment or a config file. Precedence:
-defaults < YAML file (`--config` / `LAKEGATE_CONFIG_FILE`) < `LAKEGATE__<SECTION>__<FIELD>` env.
+This and gateway/settings_sources.py are the only modules that read the environment or a config
+file. Precedence: defaults < YAML file (`--config` / `LAKEGATE_CONFIG_FILE`) < secrets directory
+(`LAKEGATE_SECRETS_DIR`: one file per setting, named as its env var) <
+`LAKEGATE__<SECTION>__<FIELD>` env.
 Every error names the env var to fix, so an operator never has to map a pydantic `loc` by hand.
 """
 
@@ -13,27 +15,25 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, ClassVar
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
-from pydantic_settings import (
-    BaseSettings,
-    EnvSettingsSource,
-    PydanticBaseSettingsSource,
-    SettingsConfigDict,
-)
-from pydantic_settings.sources.utils import parse_env_vars
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-ENV_PREFIX = "LAKEGATE__"
-CONFIG_FILE_ENV = "LAKEGATE_CONFIG_FILE"
+from gateway.settings_sources import (
+    CONFIG_FILE_ENV,
+    ENV_PREFIX,
+    SECRETS_DIR_ENV,
+    GivenEnvSource,
+    SourceError,
+    YamlFileSource,
+    format_validation_error,
+    read_config_file,
+    secrets_source,
+)
+from gateway.settings_sources import env_name as env_name  # re-exported: every layer uses it
 
 
 class SettingsError(Exception):
     """Invalid configuration; the message names the env var(s) to fix (no secret values)."""
-
-
-def env_name(*loc: str | int) -> str:
-    """`("cache", "min_remaining_s")` → `LAKEGATE__CACHE__MIN_REMAINING_S`."""
-    return ENV_PREFIX + "__".join(str(part).upper() for part in loc)
 
 
 class _Section(BaseModel):
@@ -47,6 +47,9 @@ class UpstreamSettings(_Section):
     project_id: str | None = None
     read_role_id: str | None = None
     write_role_id: str | None = None
+    # Without a read role, read credentials are fetched as the gateway's own principal
+    # (read-write): start is refused when the policy limits a caller to read, unless this is set.
+    allow_read_without_read_role: bool = False
     timeout_s: float = Field(default=10.0, gt=0)
     deadline_s: float = Field(default=30.0, gt=0)
     max_retries: int = Field(default=4, ge=0, le=20)
@@ -239,33 +242,6 @@ class LogSettings(_Section):
         return self
 
 
-class _YamlFileSource(PydanticBaseSettingsSource):
-    """Values from the optional YAML file; sits between defaults and env in precedence."""
-
-    def __init__(self, settings_cls: type[BaseSettings], data: dict[str, Any]) -> None:
-        super().__init__(settings_cls)
-        self._data = data
-
-    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
-        return self._data.get(field_name), field_name, False
-
-    def __call__(self) -> dict[str, Any]:
-        return dict(self._data)
-
-
-class _GivenEnvSource(EnvSettingsSource):
-    """The env source, reading a given mapping instead of os.environ (tests pass a dict)."""
-
-    def __init__(self, settings_cls: type[BaseSettings], environ: dict[str, str]) -> None:
-        self._given = environ
-        super().__init__(settings_cls)
-
-    def _load_env_vars(self) -> Any:
-        return parse_env_vars(
-            self._given, self.case_sensitive, self.env_ignore_empty, self.env_parse_none_str
-        )
-
-
 class Settings(BaseSettings):
     """The whole gateway configuration (docs/contracts.md §3)."""
 
@@ -278,6 +254,7 @@ class Settings(BaseSettings):
     )
     _file_data: ClassVar[dict[str, Any]] = {}
     _environ: ClassVar[dict[str, str] | None] = None
+    _secrets_dir: ClassVar[Path | None] = None
 
     upstream: UpstreamSettings
     token: TokenSettings
@@ -296,9 +273,12 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        # Earlier sources win: init kwargs > env > file > defaults.
-        env = env_settings if cls._environ is None else _GivenEnvSource(settings_cls, cls._environ)
-        return (init_settings, env, _YamlFileSource(settings_cls, cls._file_data))
+        # Earlier sources win: init kwargs > env > secrets directory > file > defaults.
+        env = env_settings if cls._environ is None else GivenEnvSource(settings_cls, cls._environ)
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env]
+        if cls._secrets_dir is not None:
+            sources.append(secrets_source(settings_cls, cls._secrets_dir))
+        return (*sources, YamlFileSource(settings_cls, cls._file_data))
 
     @model_validator(mode="before")
     @classmethod
@@ -341,6 +321,13 @@ class Settings(BaseSettings):
         a small lead in a test setup is legitimate, so this is advice, not an error.
         """
         out: list[str] = []
+        up = self.upstream
+        if up.allow_read_without_read_role and up.read_role_id is None:
+            out.append(
+                f"{env_name('upstream', 'allow_read_without_read_role')} is set and "
+                f"{env_name('upstream', 'read_role_id')} is not: callers limited to read by the "
+                "policy receive the read-write credentials of the gateway's own principal"
+            )
         c = self.cache
         if c.refresh_rate_per_s * c.refresh_lead_s < c.max_entries / 2:
             out.append(
@@ -359,13 +346,18 @@ class Settings(BaseSettings):
 
     @classmethod
     def load(
-        cls, config_file: Path | None = None, environ: dict[str, str] | None = None
+        cls,
+        config_file: Path | None = None,
+        environ: dict[str, str] | None = None,
+        secrets_dir: Path | None = None,
     ) -> Settings:
         """Load and validate; the one entry point used by `lakegate serve` and tests.
 
         Args:
             config_file: YAML file; defaults to `$LAKEGATE_CONFIG_FILE` when unset.
             environ: the environment to read (defaults to `os.environ`; tests pass a dict).
+            secrets_dir: a directory of secret files named as env vars (a mounted Kubernetes
+                Secret); defaults to `$LAKEGATE_SECRETS_DIR` when unset.
 
         Raises:
             SettingsError: with one line per problem, each naming the env var.
@@ -373,15 +365,12 @@ class Settings(BaseSettings):
         env = dict(os.environ if environ is None else environ)
         if config_file is None and env.get(CONFIG_FILE_ENV):
             config_file = Path(env[CONFIG_FILE_ENV])
-        data: dict[str, Any] = {}
-        if config_file is not None:
-            try:
-                loaded = yaml.safe_load(config_file.read_text(encoding="utf-8"))
-            except (OSError, yaml.YAMLError) as exc:
-                raise SettingsError(f"cannot read config file {config_file}: {exc}") from exc
-            if loaded is not None and not isinstance(loaded, dict):
-                raise SettingsError(f"config file {config_file} must hold a mapping")
-            data = loaded or {}
+        if secrets_dir is None and env.get(SECRETS_DIR_ENV):
+            secrets_dir = Path(env[SECRETS_DIR_ENV])
+        try:
+            data = read_config_file(config_file) if config_file is not None else {}
+        except SourceError as exc:
+            raise SettingsError(str(exc)) from exc
         values = {k: v for k, v in env.items() if k.upper().startswith(ENV_PREFIX)}
         unknown = sorted(
             k.upper() for k in values
@@ -390,26 +379,16 @@ class Settings(BaseSettings):
         if unknown:
             raise SettingsError("invalid settings:\n  " + "\n  ".join(
                 f"{k}: unknown setting" for k in unknown))
-        # A throwaway subclass carries this load's file data and env without global state.
+        # A throwaway subclass carries this load's sources without global state.
         bound = type(
             cls.__name__,
             (cls,),
-            {"_file_data": data, "_environ": values, "__module__": cls.__module__},
+            {"_file_data": data, "_environ": values, "_secrets_dir": secrets_dir,
+             "__module__": cls.__module__},
         )
         try:
             return bound()  # type: ignore[no-any-return]
+        except SourceError as exc:
+            raise SettingsError(str(exc)) from None
         except ValidationError as exc:
             raise SettingsError(format_validation_error(exc)) from None
-
-
-def format_validation_error(exc: ValidationError) -> str:
-    """One line per error, naming the env var; never echoes input values (they may be secret)."""
-    lines = []
-    for err in exc.errors(include_input=False, include_url=False):
-        loc = [p for p in err["loc"] if isinstance(p, str | int)]
-        msg = str(err["msg"]).removeprefix("Value error, ")
-        if loc and not msg.startswith(ENV_PREFIX):
-            lines.append(f"{env_name(*loc)}: {msg}")
-        else:
-            lines.append(msg)
-    return "invalid settings:\n  " + "\n  ".join(lines)
