@@ -65,6 +65,9 @@ class UpstreamSettings(_Section):
     client_key_file: Path | None = None
     # HTTP(S)_PROXY / NO_PROXY from the environment apply to upstream calls.
     trust_env: bool = True
+    # Fail closed: a caller the policy limits to read needs read_role_id (else its credential is
+    # vended with the gateway's own read-write permission); true accepts that, with a warning.
+    allow_read_without_read_role: bool = False
 
     @model_validator(mode="after")
     def _check(self) -> UpstreamSettings:
