@@ -176,7 +176,8 @@ class App:
         )
         gate = Gate(auth, policy, limiter, service, self.metrics)
         self.reloader = ConfigReloader(
-            self._reload_source, gate, self.metrics, self.clock, self._redactor
+            self._reload_source, gate, self.metrics, self.clock, self._redactor,
+            upstream=s.upstream,
         )
         recorder = Recorder(self.metrics, self.clock)
         deps = HttpDeps(service, gate, recorder, self.metrics, self.clock, s.listen.max_body_bytes)

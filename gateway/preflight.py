@@ -12,7 +12,7 @@ import ssl
 from collections.abc import Callable
 from pathlib import Path
 
-from gateway.settings import CallerMode, Settings, env_name
+from gateway.settings import CallerMode, Settings, UpstreamSettings, env_name
 from gateway.surfaces.callers import CallerConfigError, StaticTokenCallerAuth
 from gateway.surfaces.policy import CallerPolicy, PolicyFileError
 from gateway.upstream.transport import upstream_ssl_context
@@ -38,6 +38,24 @@ def _parsed(path: Path, setting: str, parse: Callable[[Path], object]) -> list[s
     return [problem] if problem else []
 
 
+def read_role_problem(upstream: UpstreamSettings, policy: CallerPolicy) -> str | None:
+    """Fail closed on access level: a caller the policy limits to read must never be handed the
+    read-write credential of the gateway's own principal, which is what the catalog vends when
+    no read role is configured. None when the combination is safe (or explicitly accepted)."""
+    if upstream.read_role_id is not None or upstream.allow_read_without_read_role:
+        return None
+    limited = policy.read_limited_callers()
+    if not limited:
+        return None
+    shown = ", ".join(limited[:5]) + (f" and {len(limited) - 5} more" if len(limited) > 5 else "")
+    return (
+        f"{env_name('callers', 'policy_file')} limits callers to read ({shown}) but "
+        f"{env_name('upstream', 'read_role_id')} is not set, so their credentials would be "
+        f"read-write: set the read role, or accept this with "
+        f"{env_name('upstream', 'allow_read_without_read_role')}=true"
+    )
+
+
 def startup_problems(settings: Settings) -> list[str]:
     """One line per unusable file setting (empty when every named file is usable)."""
     problems: list[str] = []
@@ -46,8 +64,14 @@ def startup_problems(settings: Settings) -> list[str]:
         problems += _parsed(callers.tokens_file, env_name("callers", "tokens_file"),
                             StaticTokenCallerAuth.read_tokens)
     if callers.policy_file is not None:
-        problems += _parsed(callers.policy_file, env_name("callers", "policy_file"),
-                            CallerPolicy.from_file)
+        policy_problems = _parsed(callers.policy_file, env_name("callers", "policy_file"),
+                                  CallerPolicy.from_file)
+        problems += policy_problems
+        if not policy_problems:
+            problem = read_role_problem(settings.upstream,
+                                        CallerPolicy.from_file(callers.policy_file))
+            if problem:
+                problems.append(problem)
     tls_files = [
         (field, path)
         for field in ("ca_file", "client_cert_file", "client_key_file")

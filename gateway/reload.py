@@ -19,7 +19,8 @@ from gateway.audit import configure_audit
 from gateway.clock import Clock
 from gateway.logging import Redactor
 from gateway.metrics import Metrics
-from gateway.settings import Settings, SettingsError
+from gateway.preflight import read_role_problem
+from gateway.settings import Settings, SettingsError, UpstreamSettings
 from gateway.surfaces.callers import (
     CallerAuthenticator,
     CallerConfigError,
@@ -52,8 +53,13 @@ class ConfigReloader:
         metrics: Metrics,
         clock: Clock,
         redactor: Redactor | None = None,
+        *,
+        upstream: UpstreamSettings | None = None,
     ) -> None:
         self._source = source
+        # The catalog client keeps the upstream settings it started with (a reload does not
+        # change its roles), so a reloaded policy is checked against those.
+        self._upstream = upstream
         self._gate = gate
         self._metrics = metrics
         self._clock = clock
@@ -63,10 +69,14 @@ class ConfigReloader:
     def _load(self) -> _Loaded:
         """Runs in a worker thread (file reads); raises on any invalid input."""
         settings = self._source()
+        policy = CallerPolicy.from_file(settings.callers.policy_file)
+        problem = read_role_problem(self._upstream or settings.upstream, policy)
+        if problem:
+            raise PolicyFileError(problem)
         return _Loaded(
             settings,
             build_authenticator(settings.callers, self._clock),
-            CallerPolicy.from_file(settings.callers.policy_file),
+            policy,
             caller_secrets(settings.callers),
         )
 

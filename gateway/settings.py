@@ -47,9 +47,6 @@ class UpstreamSettings(_Section):
     project_id: str | None = None
     read_role_id: str | None = None
     write_role_id: str | None = None
-    # Without a read role, read credentials are fetched as the gateway's own principal
-    # (read-write): start is refused when the policy limits a caller to read, unless this is set.
-    allow_read_without_read_role: bool = False
     timeout_s: float = Field(default=10.0, gt=0)
     deadline_s: float = Field(default=30.0, gt=0)
     max_retries: int = Field(default=4, ge=0, le=20)

@@ -108,6 +108,25 @@ class CallerPolicy:
             return True
         return any(r.is_global and access in r.access for r in self._for(caller))
 
+    def read_limited_callers(self) -> list[str]:
+        """Callers (names or patterns) with a grant that allows `read` but not `write`, unless
+        they also hold a global write grant (then nothing is limited to read).
+
+        Such a caller must get read-only storage keys, which only a configured read role can
+        make the catalog vend (`LAKEGATE__UPSTREAM__READ_ROLE_ID`).
+        """
+        if self._rules is None:
+            return []
+        shared = self._rules.get(ANY_CALLER, ())
+        out = []
+        for name, own in self._rules.items():
+            rules = own + shared
+            if any(r.is_global and AccessMode.WRITE in r.access for r in rules):
+                continue
+            if any(AccessMode.WRITE not in r.access for r in own):
+                out.append(name)
+        return sorted(out)
+
     def needs_warehouse_names(self, caller: CallerIdentity, given: str) -> bool:
         """Whether resolving the warehouse could change a decision (patterns not matching `given`).
 

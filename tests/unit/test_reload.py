@@ -30,6 +30,7 @@ def _settings(tmp_path: Path, **extra: str) -> Settings:
         LAKEGATE__CALLERS__MODE="token",
         LAKEGATE__CALLERS__TOKENS_FILE=str(tmp_path / "tokens.yaml"),
         LAKEGATE__CALLERS__POLICY_FILE=str(tmp_path / "policy.yaml"),
+        LAKEGATE__UPSTREAM__READ_ROLE_ID="read-role",  # the policies below grant read only
         **extra,
     )
 
@@ -140,3 +141,32 @@ async def test_sighup_reloads_through_serve_without_stopping(
     finally:
         app.request_stop()
         await asyncio.wait_for(serving, timeout=30)
+
+
+async def test_a_reload_that_would_limit_a_caller_to_read_without_a_read_role_is_refused(
+    tmp_path: Path, fake_ops: FakeOperations, caplog: pytest.LogCaptureFixture
+) -> None:
+    read_write = "    - {warehouse: demo, namespace: '*', table: '*', access: [read, write]}\n"
+    _write(tmp_path, '"token-a": alice\n', "callers:\n  alice:\n" + read_write)
+    settings = settings_for(
+        tmp_path,
+        LAKEGATE__CALLERS__MODE="token",
+        LAKEGATE__CALLERS__TOKENS_FILE=str(tmp_path / "tokens.yaml"),
+        LAKEGATE__CALLERS__POLICY_FILE=str(tmp_path / "policy.yaml"),
+    )  # no read role: the running catalog client fetches every credential read-write
+    app = App(settings, service_factory=lambda s, m, spawn: fake_ops)  # type: ignore[arg-type,return-value]
+    await app.start()
+    try:
+        assert app.reloader is not None
+        _write(tmp_path, '"token-a": alice\n"token-b": bob\n',
+               "callers:\n  alice:\n" + read_write + "  bob:\n" + ALLOW_DEMO)
+        with caplog.at_level(logging.ERROR, logger="lakegate.reload"):
+            assert await app.reloader.reload() is False
+        (record,) = [r for r in caplog.records if r.name == "lakegate.reload"]
+        assert "LAKEGATE__UPSTREAM__READ_ROLE_ID" in record.error  # type: ignore[attr-defined]
+        assert _reloads(app, "error") == 1
+        async with aiohttp.ClientSession() as session:
+            assert await _status(session, app, "token-a") == 200  # the last good set stays
+            assert await _status(session, app, "token-b") == 401
+    finally:
+        await app.shutdown()

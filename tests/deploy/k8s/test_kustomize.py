@@ -14,7 +14,9 @@ from typing import Any
 import pytest
 import yaml
 
+from gateway.preflight import read_role_problem
 from gateway.settings import Settings, SettingsError
+from gateway.surfaces.policy import CallerPolicy, parse_rules
 from tests.deploy.manifests import (
     CLUSTER_KINDS,
     K8S,
@@ -95,6 +97,14 @@ def test_gateway_configuration_is_accepted_by_the_gateway_settings(
     env = _gateway_env(_gateway(_gateway_pod(variant, docs)), _by_kind(docs, "ConfigMap"))
     settings = Settings.load(environ=env)
     assert settings.token.kind.value == "client_credentials"
+    # Fail closed on access level: the shipped policy limits callers to read, so the shipped
+    # settings carry the read role the gateway needs to vend them read-only keys.
+    policies = [cm["data"]["policy.yaml"] for cm in _by_kind(docs, "ConfigMap").values()
+                if "policy.yaml" in cm.get("data", {})]
+    for text in policies:
+        policy = CallerPolicy(parse_rules(yaml.safe_load(text), "policy.yaml"))
+        assert policy.read_limited_callers()
+        assert read_role_problem(settings.upstream, policy) is None
     assert settings.token.client_secret is not None
     if variant == "daemonset":
         assert settings.callers.mode.value == "token"

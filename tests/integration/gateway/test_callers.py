@@ -13,9 +13,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import boto3
 import grpc
 import httpx
 import pytest
+from botocore.exceptions import ClientError
 from pylakekeeper import Client, LakekeeperHTTPError, StaticToken
 
 from lakegate.v1 import common_pb2, credentials_pb2, credentials_pb2_grpc
@@ -26,6 +28,7 @@ pytestmark = pytest.mark.integration
 
 ALICE = "alice-" + uuid.uuid4().hex  # caller tokens: secrets that must never be logged
 ADMIN = "admin-" + uuid.uuid4().hex
+READER = "reader-" + uuid.uuid4().hex
 
 
 @pytest.fixture(scope="module")
@@ -40,12 +43,14 @@ def setup(info: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> Ite
             resp = devgw.post(f"/v1/warehouses/demo/namespaces/{ns}/tables",
                               json={"name": "tbl", "format": "lance"})
             assert resp.status_code == 200, resp.text
-    (run / "tokens.json").write_text(json.dumps({ALICE: "alice", ADMIN: "admin"}))
+    (run / "tokens.json").write_text(json.dumps({ALICE: "alice", ADMIN: "admin",
+                                                 READER: "reader"}))
     (run / "policy.yaml").write_text(
         "callers:\n"
         "  alice:\n"
         "    - {warehouse: demo, namespace: 'team_a_*', table: '*', access: [read, write]}\n"
         "  admin:\n    - {warehouse: '*', namespace: '*', table: '*', access: [read, write]}\n"
+        "  reader:\n    - {warehouse: demo, namespace: 'team_a_*', table: '*', access: [read]}\n"
     )
     env = stack_env(info) | {
         "LAKEGATE__CALLERS__MODE": "token",
@@ -145,13 +150,37 @@ def test_admin_may_use_b_and_invalidate_everything(setup: dict) -> None:
         assert c.post("/v1/cache/invalidate", json={"all": True}).status_code == 200
 
 
+def test_a_caller_limited_to_read_gets_keys_that_storage_refuses_for_writes(setup: dict) -> None:
+    """Fail closed on access level: the reader's credential comes from the catalog's read role,
+    so real storage (SeaweedFS STS) lets it read the table's prefix and refuses PutObject."""
+    path = f"/v1/warehouses/demo/namespaces/{setup['a']}/tables/tbl/credentials"
+    with _http(setup["proc"], token=READER) as c:
+        assert c.get(path, params={"access": "write"}).status_code == 403
+        resp = c.get(path, params={"access": "read"})
+    assert resp.status_code == 200, resp.text
+    doc = resp.json()
+    config = doc["credentials"][0]["config"]
+    setup["served"].extend([config["s3.secret-access-key"], config["s3.session-token"]])
+    bucket, _, prefix = doc["location"].split("://", 1)[1].partition("/")
+    s3 = boto3.client(
+        "s3", endpoint_url=config["s3.endpoint"], region_name=config.get("s3.region", "us-east-1"),
+        aws_access_key_id=config["s3.access-key-id"],
+        aws_secret_access_key=config["s3.secret-access-key"],
+        aws_session_token=config["s3.session-token"],
+    )
+    s3.list_objects_v2(Bucket=bucket, Prefix=prefix.rstrip("/") + "/")  # reading is allowed
+    with pytest.raises(ClientError) as refused:
+        s3.put_object(Bucket=bucket, Key=prefix.rstrip("/") + "/reader-was-here.bin", Body=b"x")
+    assert refused.value.response["Error"]["Code"] == "AccessDenied"
+
+
 def test_zz_no_secret_in_the_gateway_log(setup: dict) -> None:
     """Runs last in this module (name order): scan the whole DEBUG log of the run."""
     proc: GatewayProcess = setup["proc"]
     info = setup["info"]
     log = proc.log_text()
     assert "lakegate listening" in log
-    planted = [ALICE, ADMIN, info["idp"]["clients"]["gateway"]["secret"],
+    planted = [ALICE, ADMIN, READER, info["idp"]["clients"]["gateway"]["secret"],
                info["s3"]["admin_secret_key"], *setup["served"]]
     assert len(setup["served"]) >= 4
     for secret in planted:

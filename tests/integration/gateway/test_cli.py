@@ -111,3 +111,29 @@ def test_port_in_use_exits_2_naming_the_setting(tmp_path: Path) -> None:
         done = _lakegate(["serve"], env)
     assert done.returncode == 2
     assert "LAKEGATE__LISTEN__HTTP_PORT" in done.stderr
+
+
+READ_ONLY_POLICY = "callers:\n  spark:\n    - {warehouse: demo, namespace: '*', table: '*'}\n"
+
+
+def test_a_read_limited_caller_without_a_read_role_exits_2_naming_both_settings(
+    tmp_path: Path,
+) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(READ_ONLY_POLICY)  # access defaults to read
+    done = _lakegate(["serve"], _OFFLINE | {"LAKEGATE__CALLERS__POLICY_FILE": str(policy)})
+    assert done.returncode == 2
+    assert "LAKEGATE__UPSTREAM__READ_ROLE_ID" in done.stderr
+    assert "LAKEGATE__UPSTREAM__ALLOW_READ_WITHOUT_READ_ROLE" in done.stderr
+    assert "spark" in done.stderr
+    assert "stopped" not in done.stdout + done.stderr
+
+
+def test_the_explicit_opt_in_lets_the_files_check_pass(tmp_path: Path) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(READ_ONLY_POLICY)
+    env = _OFFLINE | {"LAKEGATE__CALLERS__POLICY_FILE": str(policy),
+                      "LAKEGATE__UPSTREAM__ALLOW_READ_WITHOUT_READ_ROLE": "true"}
+    done = _lakegate(["check"], env)
+    assert done.returncode == 1, done.stdout + done.stderr  # only the offline catalog fails
+    assert "FAIL files" not in done.stdout

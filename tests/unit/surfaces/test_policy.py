@@ -82,3 +82,18 @@ def test_from_file_reads_yaml(tmp_path: Path) -> None:
     assert policy.allows(ALICE, ("demo",), ("a",), "t", AccessMode.READ)
     with pytest.raises(PolicyFileError):
         CallerPolicy.from_file(tmp_path / "missing.yaml")
+
+
+def test_read_limited_callers_are_those_with_a_read_only_grant_and_no_global_write() -> None:
+    doc = {"callers": {
+        "alice": [{"namespace": "a", "access": ["read"]}, {"namespace": "b", "access": "write"}],
+        "writer": [{"namespace": "a", "access": ["read", "write"]}],
+        "admin": [{"access": ["read"]}, {"access": ["read", "write"]}],
+        "system:serviceaccount:team-a:*": [{"namespace": "team_a"}],  # read by default
+    }}
+    policy = CallerPolicy(parse_rules(doc, "test"))
+    assert policy.read_limited_callers() == ["alice", "system:serviceaccount:team-a:*"]
+    assert CallerPolicy(None).read_limited_callers() == []
+    # A global write grant for every caller ("*") lifts every limit.
+    doc["callers"]["*"] = [{"access": ["read", "write"]}]
+    assert CallerPolicy(parse_rules(doc, "test")).read_limited_callers() == []
