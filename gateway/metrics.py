@@ -17,6 +17,19 @@ _LATENCY_BUCKETS = (
 )
 _REMAINING_BUCKETS = (60, 120, 300, 600, 900, 1200, 1800, 2700, 3600, 7200, 21600, 43200)
 
+# Label values known up front. Their series are created at zero when the Metrics object is built,
+# so an alert or a ratio over them (deploy/monitoring) sees 0 from start-up, never an absent
+# series. Kept in step with the code that counts them by tests/unit/test_metrics.py.
+SURFACES = ("http", "grpc", "rest", "aws")
+CREDENTIAL_RESULTS = ("hit", "miss", "coalesced", "stale", "denied", "error")
+UPSTREAM_CALLS = (("catalog", "load_credentials"), ("idp", "token"))
+UPSTREAM_STATUSES = ("200", "error")  # "error": no HTTP answer (connection failed)
+EVICTION_REASONS = ("lru", "idle", "expired", "invalidated")
+REFRESH_REASONS = ("ahead", "lazy")
+REFRESH_STATUSES = ("ok", "error")
+INGRESS_REASONS = ("ssrf_header", "auth", "ratelimit", "policy", "malformed")
+RELOAD_RESULTS = ("ok", "error")
+
 
 class Metrics:
     """The one metrics object, built by the App and passed down to every layer."""
@@ -48,7 +61,7 @@ class Metrics:
             ["reason"], registry=r,
         )
         self.refresh = Counter(
-            "lakegate_refresh", "Credential refreshes by reason (ahead|lazy|forced) and status.",
+            "lakegate_refresh", "Credential refreshes by reason (ahead|lazy) and status.",
             ["reason", "status"], registry=r,
         )
         self.refresh_queue_depth = Gauge(
@@ -84,6 +97,27 @@ class Metrics:
         ProcessCollector(registry=r)
         self.build_info = Info("lakegate_build", "Build information.", registry=r)
         self.build_info.info({"version": __version__})
+        self._create_known_series()
+
+    def _create_known_series(self) -> None:
+        """Every labelled series the dashboards and alerts select, at zero (see SURFACES)."""
+        for surface in SURFACES:
+            self.request_duration.labels(surface, "credential")
+            for result in CREDENTIAL_RESULTS:
+                self.requests.labels(surface, "credential", result)
+        for target, op in UPSTREAM_CALLS:
+            for status in UPSTREAM_STATUSES:
+                self.upstream_requests.labels(target, op, status)
+            self.upstream_duration.labels(target, op)
+        for reason in EVICTION_REASONS:
+            self.evictions.labels(reason)
+        for reason in REFRESH_REASONS:
+            for status in REFRESH_STATUSES:
+                self.refresh.labels(reason, status)
+        for reason in INGRESS_REASONS:
+            self.ingress_rejected.labels(reason)
+        for result in RELOAD_RESULTS:
+            self.config_reloads.labels(result)
 
 
 class BucketObserver:

@@ -100,3 +100,16 @@ def is_gateway(container: Doc) -> bool:
     """Whether a container runs the Lakegate gateway itself (not its init step or an executor)."""
     image = str(container.get("image", ""))
     return image.split(":")[0].endswith(GATEWAY_IMAGE) and "serve" in (container.get("args") or [])
+
+
+def exprs(node: Any) -> Iterator[str]:
+    """Every `expr` string in a rule file or dashboard document (any depth)."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "expr" and isinstance(value, str):
+                yield value
+            else:
+                yield from exprs(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from exprs(item)

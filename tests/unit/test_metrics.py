@@ -1,4 +1,6 @@
 import math
+import re
+from pathlib import Path
 
 import pytest
 from prometheus_client import generate_latest
@@ -54,7 +56,57 @@ def test_each_metrics_object_has_its_own_registry():
     labels = {"surface": "grpc", "kind": "metadata", "result": "miss"}
     assert a.registry.get_sample_value("lakegate_requests_total", labels) == 1
     assert b.registry.get_sample_value("lakegate_requests_total", labels) is None
-    assert b'result="miss"' not in generate_latest(b.registry)
+    assert b'kind="metadata"' not in generate_latest(b.registry)
+    credential_miss = {"surface": "grpc", "kind": "credential", "result": "miss"}
+    a.requests.labels(**credential_miss).inc(2)
+    assert a.registry.get_sample_value("lakegate_requests_total", credential_miss) == 2
+    assert b.registry.get_sample_value("lakegate_requests_total", credential_miss) == 0
+
+
+def test_known_label_values_are_the_ones_the_code_counts():
+    """The series created at zero use the label values the counting code uses."""
+    from typing import get_args
+
+    from gateway import metrics
+    from gateway.models import Outcome
+    from gateway.surfaces.accounting import Surface, result_for
+
+    assert set(metrics.SURFACES) == set(get_args(Surface))
+    failed = result_for(ValueError())  # not a caller refusal: the generic failure label
+    assert set(metrics.CREDENTIAL_RESULTS) == {o.value for o in Outcome} | {"denied", failed}
+    source = Path(metrics.__file__).parents[0]
+    counted = {
+        "ingress": _labels_in(source / "surfaces/ingress.py", r'_reject\(\s*"([a-z_]+)"')
+        | _labels_in(source / "app.py", r'ingress_rejected\.labels\("([a-z_]+)"\)'),
+        "evictions": _labels_in(source / "cache/credential_cache.py",
+                                r'(?:_drop|_count_drop)\([^"]*"([a-z_]+)"'),
+        "refresh": _labels_in(source / "cache/credential_cache.py", r'reason = "([a-z_]+)"')
+        | _labels_in(source / "cache/credential_cache.py", r'ctx, "([a-z_]+)", gen'),
+    }
+    assert counted["ingress"] == set(metrics.INGRESS_REASONS)
+    assert counted["evictions"] == set(metrics.EVICTION_REASONS)
+    assert counted["refresh"] - {"miss"} == set(metrics.REFRESH_REASONS)
+
+
+def _labels_in(path: Path, pattern: str) -> set[str]:
+    return set(re.findall(pattern, path.read_text()))
+
+
+def test_known_series_exist_at_zero_before_anything_is_counted():
+    m = Metrics()
+    value = m.registry.get_sample_value
+    for surface in ("http", "grpc", "rest", "aws"):
+        for result in ("hit", "miss", "coalesced", "stale", "denied", "error"):
+            labels = {"surface": surface, "kind": "credential", "result": result}
+            assert value("lakegate_requests_total", labels) == 0, labels
+    for target, op in (("catalog", "load_credentials"), ("idp", "token")):
+        for status in ("200", "error"):
+            labels = {"target": target, "op": op, "status": status}
+            assert value("lakegate_upstream_requests_total", labels) == 0
+    assert value("lakegate_refresh_total", {"reason": "ahead", "status": "error"}) == 0
+    assert value("lakegate_evictions_total", {"reason": "lru"}) == 0
+    assert value("lakegate_ingress_rejected_total", {"reason": "policy"}) == 0
+    assert value("lakegate_config_reloads_total", {"result": "error"}) == 0
 
 
 def _histogram_samples(registry: object, name: str) -> list[tuple[str, str | None, float]]:

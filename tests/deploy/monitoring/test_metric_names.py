@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
-from typing import Any
 
 import pytest
 import yaml
 from prometheus_client import CollectorRegistry
 
 from gateway.metrics import Metrics
-from tests.deploy.manifests import MONITORING, REPO_ROOT
+from tests.deploy.manifests import MONITORING, REPO_ROOT, exprs
 
 pytestmark = pytest.mark.deploy
 
@@ -50,25 +48,13 @@ def contract_names() -> set[str]:
     return names
 
 
-def _exprs(node: Any) -> Iterator[str]:
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key == "expr" and isinstance(value, str):
-                yield value
-            else:
-                yield from _exprs(value)
-    elif isinstance(node, list):
-        for item in node:
-            yield from _exprs(item)
-
-
 def referenced() -> dict[str, set[str]]:
     rules = yaml.safe_load((MONITORING / "alerts.yaml").read_text(encoding="utf-8"))
     dashboard = json.loads((MONITORING / "dashboard.json").read_text(encoding="utf-8"))
     variables = json.dumps(dashboard.get("templating", {}))
     return {
-        "alerts.yaml": {m for e in _exprs(rules) for m in METRIC.findall(e)},
-        "dashboard.json": {m for e in _exprs(dashboard) for m in METRIC.findall(e)}
+        "alerts.yaml": {m for e in exprs(rules) for m in METRIC.findall(e)},
+        "dashboard.json": {m for e in exprs(dashboard) for m in METRIC.findall(e)}
         | set(METRIC.findall(variables)),
     }
 
