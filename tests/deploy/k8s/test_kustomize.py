@@ -9,6 +9,7 @@ gateway binds is the one executors mount and put in LAKEGATE_URL, images carry t
 from __future__ import annotations
 
 import tomllib
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -82,6 +83,25 @@ def _gateway(spec: Doc) -> Doc:
     return gw
 
 
+def _mounted_secrets(spec: Doc, env: dict[str, str], root: Path) -> Path | None:
+    """The gateway's LAKEGATE_SECRETS_DIR as the kubelet would fill it, under `root`.
+
+    The directory must be a Secret volume mounted into the gateway container; each item becomes
+    a file (placeholder value) under its `path`, so the settings load sees the same names.
+    """
+    where = env.get("LAKEGATE_SECRETS_DIR")
+    if where is None:
+        return None
+    (mount,) = [m for m in _gateway(spec).get("volumeMounts") or [] if m["mountPath"] == where]
+    (volume,) = [v for v in spec.get("volumes") or [] if v["name"] == mount["name"]]
+    assert "secret" in volume, f"LAKEGATE_SECRETS_DIR={where} is not a Secret volume"
+    out = root / "secrets"
+    out.mkdir()
+    for item in volume["secret"]["items"]:
+        (out / item["path"]).write_text(SECRET_PLACEHOLDER + "\n")
+    return out
+
+
 def test_overlay_objects_share_one_namespace(rendered: tuple[str, list[Doc]]) -> None:
     variant, docs = rendered
     expected = {"daemonset": "lakegate", "nodelocal": "lakegate", "sidecar": "spark-jobs"}[variant]
@@ -91,11 +111,12 @@ def test_overlay_objects_share_one_namespace(rendered: tuple[str, list[Doc]]) ->
 
 
 def test_gateway_configuration_is_accepted_by_the_gateway_settings(
-    rendered: tuple[str, list[Doc]],
+    rendered: tuple[str, list[Doc]], tmp_path: Path
 ) -> None:
     variant, docs = rendered
-    env = _gateway_env(_gateway(_gateway_pod(variant, docs)), _by_kind(docs, "ConfigMap"))
-    settings = Settings.load(environ=env)
+    spec = _gateway_pod(variant, docs)
+    env = _gateway_env(_gateway(spec), _by_kind(docs, "ConfigMap"))
+    settings = Settings.load(environ=env, secrets_dir=_mounted_secrets(spec, env, tmp_path))
     assert settings.token.kind.value == "client_credentials"
     # Fail closed on access level: the shipped policy limits callers to read, so the shipped
     # settings carry the read role the gateway needs to vend them read-only keys.
@@ -112,19 +133,23 @@ def test_gateway_configuration_is_accepted_by_the_gateway_settings(
         assert settings.listen.is_loopback
     elif variant == "nodelocal":
         assert settings.callers.mode.value == "jwt"
+        # The client secret comes from the mounted Secret file, never from the environment.
+        assert "LAKEGATE__TOKEN__CLIENT_SECRET" not in env
+        assert settings.token.client_secret.get_secret_value() == SECRET_PLACEHOLDER
     else:
         assert settings.listen.is_loopback
 
 
 def test_settings_check_would_reject_an_open_listener_without_caller_auth(
-    rendered: tuple[str, list[Doc]],
+    rendered: tuple[str, list[Doc]], tmp_path: Path
 ) -> None:
     variant, docs = rendered
-    env = _gateway_env(_gateway(_gateway_pod(variant, docs)), _by_kind(docs, "ConfigMap"))
+    spec = _gateway_pod(variant, docs)
+    env = _gateway_env(_gateway(spec), _by_kind(docs, "ConfigMap"))
     open_bind = "0.0.0.0"  # noqa: S104 (the point: this must be refused)
     env |= {"LAKEGATE__LISTEN__HOST": open_bind, "LAKEGATE__CALLERS__MODE": "none"}
     with pytest.raises(SettingsError, match="LAKEGATE__LISTEN__HOST"):
-        Settings.load(environ=env)
+        Settings.load(environ=env, secrets_dir=_mounted_secrets(spec, env, tmp_path))
 
 
 def test_gateway_image_is_the_released_version(rendered: tuple[str, list[Doc]]) -> None:
@@ -151,7 +176,10 @@ def test_referenced_secrets_are_documented_by_an_example(rendered: tuple[str, li
         (vol["secret"]["secretName"], key)
         for vol in spec.get("volumes") or []
         if "secret" in vol
-        for key in examples.get(vol["secret"]["secretName"], {"<missing example>"})
+        for key in (
+            [item["key"] for item in vol["secret"]["items"]] if "items" in vol["secret"]
+            else examples.get(vol["secret"]["secretName"], {"<missing example>"})
+        )
     }
     assert refs
     for name, key in refs:
