@@ -44,6 +44,21 @@ def test_check_passes_every_step_against_the_local_stack(info: dict[str, Any]) -
     assert env["LAKEGATE__TOKEN__CLIENT_SECRET"] not in done.stdout + done.stderr
 
 
+def test_check_reads_the_client_secret_from_a_mounted_secrets_dir(
+    info: dict[str, Any], tmp_path: Path
+) -> None:
+    env = stack_env(info)
+    secret = env.pop("LAKEGATE__TOKEN__CLIENT_SECRET")
+    mounted = tmp_path / "upstream"
+    mounted.mkdir()
+    (mounted / "LAKEGATE__TOKEN__CLIENT_SECRET").write_text(secret + "\n")
+    done = _lakegate(["check", "--warehouse", "demo"],
+                     env | {"LAKEGATE_SECRETS_DIR": str(mounted)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines()[2].startswith("ok   idp:"), done.stdout
+    assert secret not in done.stdout + done.stderr
+
+
 def test_check_fails_at_the_idp_without_printing_the_secret(info: dict[str, Any]) -> None:
     wrong = "not-the-secret-" + "x" * 20
     env = stack_env(info) | {"LAKEGATE__TOKEN__CLIENT_SECRET": wrong}
@@ -68,15 +83,30 @@ _OFFLINE = {
 
 
 @pytest.mark.parametrize("command", ["serve", "check"])
-def test_missing_tokens_file_exits_2_naming_the_setting(command: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("setting", ["TOKENS_FILE", "POLICY_FILE"])
+@pytest.mark.parametrize("unusable", ["missing", "unreadable"])
+def test_missing_or_unreadable_caller_file_exits_2_naming_the_setting_before_logging(
+    command: str, setting: str, unusable: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "absent.yaml"
+    if unusable == "unreadable":  # a directory: unreadable as a file even for root
+        path = tmp_path / "a-directory"
+        path.mkdir()
+    tokens = tmp_path / "tokens.yaml"
+    tokens.write_text('"a-token": alice\n')
     env = _OFFLINE | {
         "LAKEGATE__CALLERS__MODE": "token",
-        "LAKEGATE__CALLERS__TOKENS_FILE": str(tmp_path / "absent.yaml"),
+        "LAKEGATE__CALLERS__TOKENS_FILE": str(tokens),
+        f"LAKEGATE__CALLERS__{setting}": str(path),
     }
     done = _lakegate([command], env)
-    assert done.returncode == 2
-    assert "LAKEGATE__CALLERS__TOKENS_FILE" in done.stdout + done.stderr
-    assert "stopped" not in done.stdout + done.stderr
+    output = done.stdout + done.stderr
+    assert done.returncode == 2, output
+    assert f"LAKEGATE__CALLERS__{setting}={path}: cannot read" in output
+    assert "stopped" not in output
+    if command == "serve":  # nothing logged before the refusal: no JSON log line at all
+        assert done.stdout == ""
+        assert not any(line.startswith("{") for line in done.stderr.splitlines()), done.stderr
 
 
 def test_unreadable_policy_file_exits_2_naming_the_setting(tmp_path: Path) -> None:
