@@ -40,7 +40,7 @@ class _Track:
         self.surface = surface
         self.kind = kind
         self.duration = BucketObserver(metrics.request_duration.labels(surface, kind))
-        # Bound on first use (not up front): a series appears once it has counted something.
+        # Bound on first use; the credential series already exist at 0 (Metrics creates them).
         self.counters: dict[str, Any] = {}
 
     def counter(self, result: str) -> Any:
