@@ -32,6 +32,7 @@ from aiohttp import web
 
 from gateway.errors import InvalidRequestError
 from gateway.models import AccessMode, CredentialLookup, TableRef
+from gateway.names import check_warehouse
 from gateway.surfaces.http_codec import call_ref, decode_segment, namespace_of, warehouse_of
 from gateway.surfaces.http_lakekeeper import (
     LakekeeperApi,
@@ -45,11 +46,12 @@ from gateway.surfaces.lakekeeper_compat import (
     REFRESH_ENDPOINT_KEY,
     gateway_refresh_endpoints,
 )
-from gateway.surfaces.render import config_strings, dumps
+from gateway.surfaces.render import config_strings, dumps, json_response
 
 _NS = ("catalog", "v1", "{wh}", "namespaces", "{ns}")
 _TABLES = (*_NS, "tables")
 _TABLE = (*_TABLES, "{table}")
+_ENDPOINT_NAMES = {"{ns}": "{namespace}"}  # route captures → the spec's path parameter names
 _PASS_HEADERS = ("Content-Type", "Retry-After", "ETag")
 _EXPIRY_KEYS = ("s3.session-token-expires-at-ms", "expiration-time",
                 "adls.sas-token-expires-at-ms", "gcs.oauth2.token-expires-at")
@@ -118,8 +120,27 @@ def _moves_table(doc: dict[str, Any]) -> bool:
     return moves or creates
 
 
+def iceberg_endpoints(routes: list[Route]) -> frozenset[str]:
+    """The Iceberg REST endpoint names (`GET /v1/{prefix}/namespaces/{namespace}`, as in
+    `/config`) of the routes mounted under `/catalog/v1/{prefix}`; a GET route serves HEAD too
+    (the router answers HEAD with the GET handler)."""
+    out: set[str] = set()
+    for route in routes:
+        if route.pattern[:3] != ("catalog", "v1", "{wh}"):
+            continue
+        rest = "/".join(_ENDPOINT_NAMES.get(p, p) for p in route.pattern[3:])
+        path = f"/v1/{{prefix}}/{rest}"
+        out.add(f"{route.method} {path}")
+        if route.method == "GET":
+            out.add(f"HEAD {path}")
+    return frozenset(out)
+
+
 class IcebergApi(LakekeeperApi):
-    """Handlers of the Iceberg table routes (the Lakekeeper-compatible surface's policy)."""
+    """Handlers of the Iceberg table routes and `/config` (the Lakekeeper-compatible surface's
+    policy)."""
+
+    _served: frozenset[str] | None = None
 
     def routes(self) -> list[Route]:
         ice = self.route
@@ -132,7 +153,33 @@ class IcebergApi(LakekeeperApi):
             ice("DELETE", _TABLE, self.drop_iceberg),
             ice("GET", (*_TABLE, "credentials"), self.iceberg_credentials, "credential"),
             ice("POST", ("catalog", "v1", "{wh}", "tables", "rename"), self.rename_iceberg),
+            ice("GET", ("catalog", "v1", "config"), self.config),
         ]
+
+    def served_endpoints(self) -> frozenset[str]:
+        """What `/config` may advertise: the Iceberg endpoints this surface has routes for (its
+        own and the namespace forwards of the Lakekeeper surface), so the list cannot drift
+        from the routes."""
+        if self._served is None:
+            self._served = iceberg_endpoints([*LakekeeperApi.routes(self), *self.routes()])
+        return self._served
+
+    async def config(self, call: HttpCall) -> web.StreamResponse:
+        """The catalog's `/v1/config`, pointed back at the gateway, advertising only the
+        endpoints the gateway serves (an Iceberg client must not try the others here)."""
+        request = call.request
+        warehouse = request.query.get("warehouse")
+        if not warehouse:
+            raise InvalidRequestError("query parameter 'warehouse' is required")
+        cfg = dict(await self._ops.catalog_config(check_warehouse(warehouse), call.ctx))
+        overrides = dict(cfg.get("overrides") or {})
+        # Point Iceberg clients back at the gateway, not at the catalog behind it.
+        overrides["uri"] = f"{request.scheme}://{request.host}/catalog"
+        cfg["overrides"] = overrides
+        if isinstance(cfg.get("endpoints"), list):
+            served = self.served_endpoints()
+            cfg["endpoints"] = [e for e in cfg["endpoints"] if e in served]
+        return json_response(cfg)
 
     async def _upstream(self, call: HttpCall, body: bytes | None = None,
                         headers: dict[str, str] | None = None) -> tuple[int, bytes, dict[str, str]]:

@@ -27,7 +27,6 @@ from gateway.models import (
     LoadResult,
     TableRef,
 )
-from gateway.names import check_warehouse
 from gateway.surfaces.accounting import Kind
 from gateway.surfaces.callers import whoami
 from gateway.surfaces.http_codec import (
@@ -58,22 +57,6 @@ _GT = ("lakekeeper", "v1", "{wh}", "namespaces", "{ns}", "generic-tables")
 _NS = ("catalog", "v1", "{wh}", "namespaces")
 _PASS_HEADERS = ("Content-Type", "Retry-After", "ETag")
 LAKEKEEPER_MAX_PAGE_SIZE = 1000  # Lakekeeper's default `pagination_size_max` (config.rs)
-# The Iceberg endpoints the gateway serves; `/config` advertises only these (not the catalog's).
-SERVED_ICEBERG_ENDPOINTS = frozenset({
-    "GET /v1/{prefix}/namespaces",
-    "POST /v1/{prefix}/namespaces",
-    "GET /v1/{prefix}/namespaces/{namespace}",
-    "HEAD /v1/{prefix}/namespaces/{namespace}",
-    # the Iceberg table routes (http_iceberg.py)
-    "GET /v1/{prefix}/namespaces/{namespace}/tables",
-    "POST /v1/{prefix}/namespaces/{namespace}/tables",
-    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}",
-    "HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}",
-    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}",
-    "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}",
-    "POST /v1/{prefix}/tables/rename",
-    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials",
-})
 
 
 def table_json(table: GenericTable) -> dict[str, Any]:
@@ -154,7 +137,6 @@ class LakekeeperApi(HttpApi):
             lk("DELETE", (*_GT, "{table}"), self.drop),
             lk("GET", (*_GT, "{table}", "credentials"), self.credentials, "credential"),
             lk("POST", ("lakekeeper", "v1", "{wh}", "generic-tables", "rename"), self.rename),
-            lk("GET", ("catalog", "v1", "config"), self.config),
             lk("GET", _NS, self.forward_namespaces),
             lk("POST", _NS, self.forward_namespaces),
             lk("GET", (*_NS, "{ns}"), self.forward_namespaces),
@@ -232,20 +214,6 @@ class LakekeeperApi(HttpApi):
 
     async def drop(self, call: HttpCall) -> web.StreamResponse:
         return await self._drop(call, "purgeRequested", lakekeeper_bool)
-
-    async def config(self, call: HttpCall) -> web.StreamResponse:
-        request = call.request
-        warehouse = request.query.get("warehouse")
-        if not warehouse:
-            raise InvalidRequestError("query parameter 'warehouse' is required")
-        cfg = dict(await self._ops.catalog_config(check_warehouse(warehouse), call.ctx))
-        overrides = dict(cfg.get("overrides") or {})
-        # Point Iceberg clients back at the gateway, not at the catalog behind it.
-        overrides["uri"] = f"{request.scheme}://{request.host}/catalog"
-        cfg["overrides"] = overrides
-        if isinstance(cfg.get("endpoints"), list):
-            cfg["endpoints"] = [e for e in cfg["endpoints"] if e in SERVED_ICEBERG_ENDPOINTS]
-        return json_response(cfg)
 
     async def forward_namespaces(self, call: HttpCall) -> web.StreamResponse:
         request, params, ctx = call.request, call.params, call.ctx

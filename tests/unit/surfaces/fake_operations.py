@@ -209,8 +209,7 @@ class FakeOperations:
         await self._enter("catalog_config", ctx)
         wh = self._wh(warehouse_query)
         return {"defaults": {"prefix": wh.id}, "overrides": {"uri": "http://upstream/catalog"},
-                "endpoints": ["GET /v1/{prefix}/namespaces",
-                              "DELETE /v1/{prefix}/namespaces/{namespace}"]}
+                "endpoints": [*SERVED_ICEBERG_ENDPOINTS, *UNSERVED_ICEBERG_ENDPOINTS]}
 
     async def forward(self, method: str, path: str, query: str, body: bytes | None,
                       ctx: RequestContext, headers: Any = None) -> UpstreamResponse:
@@ -232,6 +231,34 @@ class FakeOperations:
 
     async def close(self) -> None:
         self.closed = True
+
+
+SERVED_ICEBERG_ENDPOINTS = [  # sorted
+    "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+    "GET /v1/{prefix}/namespaces",
+    "GET /v1/{prefix}/namespaces/{namespace}",
+    "GET /v1/{prefix}/namespaces/{namespace}/tables",
+    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials",
+    "HEAD /v1/{prefix}/namespaces/{namespace}",
+    "HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+    "POST /v1/{prefix}/namespaces",
+    "POST /v1/{prefix}/namespaces/{namespace}/tables",
+    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+    "POST /v1/{prefix}/tables/rename",
+]
+"""The Iceberg REST endpoints the gateway has routes for (what its `/config` may advertise)."""
+
+UNSERVED_ICEBERG_ENDPOINTS = [
+    "DELETE /v1/{prefix}/namespaces/{namespace}",
+    "POST /v1/{prefix}/namespaces/{namespace}/properties",
+    "POST /v1/{prefix}/namespaces/{namespace}/register",
+    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics",
+    "POST /v1/{prefix}/transactions/commit",
+    "GET /v1/{prefix}/namespaces/{namespace}/views",
+    "POST /v1/{prefix}/namespaces/{namespace}/views",
+]
+"""Endpoints a catalog advertises that the gateway does not serve (never advertised by it)."""
 
 
 class RotatingOperations(FakeOperations):

@@ -12,6 +12,7 @@ from gateway.surfaces.policy import CallerPolicy, parse_rules
 from tests.unit.surfaces.conftest import MakeClient, count
 from tests.unit.surfaces.fake_operations import (
     ROTATED_KEYS,
+    SERVED_ICEBERG_ENDPOINTS,
     WAREHOUSE,
     FakeOperations,
     RotatingOperations,
@@ -167,7 +168,8 @@ async def test_config_points_iceberg_clients_at_the_gateway(make_client: MakeCli
     doc = await resp.json()
     assert doc["defaults"]["prefix"] == WAREHOUSE.id
     assert doc["overrides"]["uri"] == f"http://{client.host}:{client.port}/catalog"
-    assert doc["endpoints"] == ["GET /v1/{prefix}/namespaces"]
+    # Exactly the catalog's endpoints the gateway has routes for, in the catalog's order.
+    assert doc["endpoints"] == SERVED_ICEBERG_ENDPOINTS
     resp = await client.get("/catalog/v1/config", headers=AUTH)
     assert resp.status == 400
 
