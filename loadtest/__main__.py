@@ -28,7 +28,7 @@ from loadtest.profile import QUICK, STANDARD
 from loadtest.report import console_summary, write_report
 from loadtest.stack import BenchStack
 
-SCENARIOS = ("cold_herd", "surfaces", "executors", "soak", "outage", "capacity")
+SCENARIOS = ("cold_herd", "surfaces", "executors", "scaling", "soak", "outage", "capacity")
 DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "latest"
 
 
@@ -72,12 +72,13 @@ def cpu_plan(pin: bool) -> tuple[set[int] | None, tuple[int, ...] | None, str]:
 
 def run_bench(profile_name: str, names: list[str], out_dir: Path, pin: bool) -> int:
     """Run the chosen scenarios on a private stack and write the report. Returns exit code."""
-    from loadtest.scenarios import capacity, cold_herd, executors, outage, soak, surfaces
+    from loadtest.scenarios import capacity, cold_herd, executors, outage, scaling, soak, surfaces
 
-    runners: dict[str, Callable[[BenchContext], dict[str, Any]]] = {
+    runners: dict[str, Callable[[BenchContext], Any]] = {
         "cold_herd": cold_herd.run,
         "surfaces": surfaces.run,
         "executors": executors.run,
+        "scaling": scaling.run,
         "soak": soak.run,
         "outage": outage.run,
         "capacity": capacity.run,

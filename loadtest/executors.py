@@ -8,6 +8,9 @@ credentials, "work" for `think_s`, repeat, until the run's time or request cap.
 - direct mode: what pylakekeeper does per executor: its own OAuth2 client-credentials grant
   (client_secret_post form, re-fetched 60 s before `expires_in`) and a vended `load` call on the
   catalog for every request. Implemented with aiohttp for speed (never httpx's async client).
+- direct_memo mode: the strongest baseline a careful user builds without a gateway: direct, plus
+  a per-executor memo of each table's vended credential, reused until its remaining lifetime
+  falls below the serve floor (`floor_s`), as the gateway itself does.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ from loadtest.rawhttp import RawHttpConnection, RawHttpError
 
 _CALL_TIMEOUT_S = 30.0
 
+ExecutorMode = Literal["gateway", "direct", "direct_memo"]
+
 
 def zipf_weights(n: int, s: float = 1.1) -> list[float]:
     """Popularity of n tables: weight of rank k is 1 / k**s (rank 1 is the hottest)."""
@@ -39,7 +44,7 @@ def zipf_weights(n: int, s: float = 1.1) -> list[float]:
 class ExecutorSpec:
     """One executor-simulation run (or one process's share of it)."""
 
-    mode: Literal["gateway", "direct"]
+    mode: ExecutorMode
     target: str  # gateway: "unix:/path" (HTTP); direct: catalog base URL "http://127.0.0.1:P"
     paths: tuple[str, ...]  # one request path per table
     weights: tuple[float, ...]
@@ -55,6 +60,10 @@ class ExecutorSpec:
     processes: int = 1
     cpus: tuple[int, ...] | None = None
     seed: int = 7
+    # gateway mode: several gateways ("nodes"); the executors are spread evenly over them
+    targets: tuple[str, ...] = ()
+    # direct_memo mode: a memoized credential is reused while it has more than this left
+    floor_s: float = 0.0
 
     def share(self, index: int) -> ExecutorSpec:
         n = self.processes
@@ -81,9 +90,11 @@ class ExecutorResult:
     outcomes_after_warmup: dict[str, int] = field(default_factory=dict)
     min_remaining_s: float = float("inf")
     error_samples: list[str] = field(default_factory=list)
+    memo_hits: int = 0  # direct_memo: requests answered from the executor's own memo
 
     def merge(self, other: ExecutorResult) -> None:
         self.requests += other.requests
+        self.memo_hits += other.memo_hits
         self.errors += other.errors
         self.token_requests += other.token_requests
         self.elapsed_s = max(self.elapsed_s, other.elapsed_s)
@@ -127,7 +138,11 @@ async def _simulate(spec: ExecutorSpec, gate: Event, results: Any) -> ExecutorRe
     result = ExecutorResult()
     rng = random.Random(spec.seed)  # noqa: S311 - workload simulation, not cryptography
     if spec.mode == "gateway":
-        conns = await open_connections(spec.target, spec.executors)
+        conns: list[tuple[RawHttpConnection, str]] = []
+        targets = spec.targets or (spec.target,)
+        for i, target in enumerate(targets):
+            n = spec.executors // len(targets) + (1 if i < spec.executors % len(targets) else 0)
+            conns += [(c, target) for c in await open_connections(target, n)]
         requests = [
             (f"GET {p} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Lakegate-Request: 1\r\n\r\n").encode()
             for p in spec.paths
@@ -144,7 +159,7 @@ async def _simulate(spec: ExecutorSpec, gate: Event, results: Any) -> ExecutorRe
     stop_at = start + spec.duration_s
     warm_until = start + spec.warmup_s
 
-    async def gateway_executor(conn: RawHttpConnection, seed: int) -> None:
+    async def gateway_executor(conn: RawHttpConnection, target: str, seed: int) -> None:
         local = random.Random(seed)  # noqa: S311 - workload simulation
         while time.perf_counter() < stop_at and result.requests + result.errors < spec.max_requests:
             idx = local.choices(range(len(requests)), weights=spec.weights)[0]
@@ -152,7 +167,7 @@ async def _simulate(spec: ExecutorSpec, gate: Event, results: Any) -> ExecutorRe
             try:
                 async with asyncio.timeout(_CALL_TIMEOUT_S):
                     if conn.closed:
-                        conn = await RawHttpConnection.open(spec.target)
+                        conn = await RawHttpConnection.open(target)
                     status, body = await conn.request(requests[idx])
             except (RawHttpError, OSError, TimeoutError) as exc:
                 conn.close()
@@ -173,9 +188,17 @@ async def _simulate(spec: ExecutorSpec, gate: Event, results: Any) -> ExecutorRe
         local = random.Random(seed)  # noqa: S311 - workload simulation
         token = ""
         token_valid_until = 0.0
+        memo: dict[int, float] = {}  # table index -> credential expiry (epoch s)
         while time.perf_counter() < stop_at and result.requests + result.errors < spec.max_requests:
             idx = local.choices(range(len(spec.paths)), weights=spec.weights)[0]
             t0 = time.perf_counter()
+            if memo.get(idx, 0.0) - time.time() > spec.floor_s:
+                result.requests += 1
+                result.memo_hits += 1
+                result.hist.record_s(time.perf_counter() - t0)
+                if spec.think_s > 0:
+                    await asyncio.sleep(spec.think_s)
+                continue
             try:
                 async with asyncio.timeout(_CALL_TIMEOUT_S):
                     if time.monotonic() >= token_valid_until:
@@ -201,18 +224,24 @@ async def _simulate(spec: ExecutorSpec, gate: Event, results: Any) -> ExecutorRe
                 continue
             result.requests += 1
             result.hist.record_s(time.perf_counter() - t0)
+            if spec.mode == "direct_memo":
+                expires_s = vended_expiry_s(body)
+                if expires_s is not None:
+                    memo[idx] = expires_s
             if spec.think_s > 0:
                 await asyncio.sleep(spec.think_s)
 
     try:
         if spec.mode == "gateway":
-            await asyncio.gather(*(gateway_executor(c, rng.randrange(1 << 30)) for c in conns))
+            await asyncio.gather(
+                *(gateway_executor(c, t, rng.randrange(1 << 30)) for c, t in conns)
+            )
         else:
             await asyncio.gather(
                 *(direct_executor(rng.randrange(1 << 30)) for _ in range(spec.executors))
             )
     finally:
-        for conn in conns:
+        for conn, _ in conns:
             conn.close()
         if session is not None:
             await session.close()
@@ -231,6 +260,21 @@ async def _grant(session: Any, spec: ExecutorSpec) -> tuple[str, float]:
             raise RuntimeError(f"token endpoint returned HTTP {resp.status}")
         doc = await resp.json()
     return str(doc["access_token"]), float(doc.get("expires_in", 300))
+
+
+def vended_expiry_s(body: bytes) -> float | None:
+    """The earliest `s3.session-token-expires-at-ms` of a vended load answer, in epoch seconds
+    (None when the answer carries no expiry: such a credential is not memoized)."""
+    try:
+        doc = json.loads(body)
+        stamps = [
+            float(cred["config"]["s3.session-token-expires-at-ms"])
+            for cred in doc.get("storage-credentials") or ()
+            if "s3.session-token-expires-at-ms" in cred.get("config", {})
+        ]
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return None
+    return min(stamps) / 1000.0 if stamps else None
 
 
 def _account(result: ExecutorResult, body: bytes, after_warmup: bool) -> None:

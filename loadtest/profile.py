@@ -27,8 +27,22 @@ class Profile:
     exec_processes: int = 4
     exec_per_process: int = 100
     exec_tables: int = 50
-    exec_duration_s: float = 15.0
+    exec_duration_s: float = 30.0
     exec_think_s: float = 0.005
+    # Time-compressed credential lifetime for executors and scaling: the advertised lifetime,
+    # refresh lead and serve floor keep the proportions of deploy/k8s (3600 / 900 / 300 s is
+    # 1 : 1/4 : 1/12; here 10 : 2 : 1 s, so the 50-100 % lifetime the catalog serves from its
+    # own cache still leaves room above the lead).
+    exec_lifetime_s: int = 10
+    exec_refresh_lead_s: float = 2.0
+    exec_min_remaining_s: float = 1.0
+    # 3b. scaling: N gateways ("nodes") x E executors per node, one catalog
+    scaling_nodes: tuple[int, ...] = (1, 2, 4)
+    scaling_executors: tuple[int, ...] = (10, 100, 1_000)
+    scaling_tables: int = 10
+    scaling_duration_s: float = 20.0
+    scaling_think_s: float = 0.02
+    scaling_processes: int = 2
     # 4. refresh soak (time-compressed)
     soak_duration_s: float = 75.0
     soak_lifetime_s: int = 30
@@ -68,7 +82,10 @@ QUICK = Profile(
     exec_processes=2,
     exec_per_process=50,
     exec_tables=20,
-    exec_duration_s=4.0,
+    exec_duration_s=10.0,
+    scaling_nodes=(1, 2),
+    scaling_executors=(10, 100),
+    scaling_duration_s=10.0,
     soak_duration_s=35.0,
     soak_lifetime_s=20,
     soak_refresh_lead_s=7.0,

@@ -69,6 +69,7 @@ def render_markdown(summary: Mapping[str, Any], checks: list[TargetCheck], plots
     out += _herd_section(summary.get("cold_herd"))
     out += _surface_section(summary.get("surfaces"))
     out += _executor_section(summary.get("executors"))
+    out += _scaling_section(summary.get("scaling"))
     out += _dict_section("4. Refresh soak (time-compressed)", summary.get("soak"))
     out += _dict_section("5. Outage", summary.get("outage"))
     out += _dict_section("6. Capacity", summary.get("capacity"))
@@ -92,6 +93,14 @@ def render_markdown(summary: Mapping[str, Any], checks: list[TargetCheck], plots
     return "\n".join(out) + "\n"
 
 
+def _head(title: str, data: Any) -> tuple[list[str], bool]:
+    """A section's heading, and whether its data can be shown (if not, the heading says why)."""
+    out = ["", f"## {title}", ""]
+    if not data or _error(data):
+        return out + (_error(data) or ["Not run."]), False
+    return out, True
+
+
 def _error(section: Any) -> list[str]:
     if isinstance(section, Mapping) and "error" in section:
         return ["", f"Scenario failed: `{section['error']}`"]
@@ -99,9 +108,9 @@ def _error(section: Any) -> list[str]:
 
 
 def _herd_section(herd: Any) -> list[str]:
-    out = ["", "## 1. Cold herd", ""]
-    if not herd or _error(herd):
-        return out + (_error(herd) or ["Not run."])
+    out, usable = _head("1. Cold herd", herd)
+    if not usable:
+        return out
     out += [
         "| K | upstream calls | upstream call ms | p50 ms | p99 ms | p99 extra ms | errors |",
         "|---|---|---|---|---|---|---|",
@@ -122,9 +131,9 @@ def _herd_section(herd: Any) -> list[str]:
 
 
 def _surface_section(surfaces: Any) -> list[str]:
-    out = ["", "## 2. Cached throughput and latency per surface", ""]
-    if not surfaces or _error(surfaces):
-        return out + (_error(surfaces) or ["Not run."])
+    out, usable = _head("2. Cached throughput and latency per surface", surfaces)
+    if not usable:
+        return out
     out += [
         "`ratio` = best gateway req/s / best baseline req/s. `per-core ratio` = the same with "
         "each side's requests per second of server CPU actually used (other tenants of the "
@@ -166,35 +175,66 @@ def _surface_section(surfaces: Any) -> list[str]:
 
 
 def _executor_section(ex: Any) -> list[str]:
-    out = ["", "## 3. Executors: gateway vs direct", ""]
-    if not ex or _error(ex):
-        return out + (_error(ex) or ["Not run."])
+    out, usable = _head("3. Executors: gateway vs direct vs direct_memo", ex)
+    if not usable:
+        return out
     out += [
         f"Setup: {json.dumps(ex.get('setup', {}))}",
         "",
-        "| mode | client requests | upstream catalog calls | IdP token requests | STS calls "
-        "| errors | req/s | p99 ms |",
-        "|---|---|---|---|---|---|---|---|",
+        "`direct_memo` is the strongest baseline without a gateway: each executor its own "
+        "pylakekeeper-style client with its own token and a memo of each table's credential "
+        "until the serve floor. The headline column is upstream credential calls per table per "
+        "credential lifetime.",
+        "",
+        "| mode | client requests | upstream catalog calls | credential calls per table per "
+        "lifetime | IdP token requests | STS calls | errors | req/s | p99 ms |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
-    for mode in ("gateway", "direct"):
-        r = ex[mode]
+    for mode in ("gateway", "direct", "direct_memo"):
+        r = ex.get(mode)
+        if not r:
+            continue
         out.append(
             f"| {mode} | {r['client_requests']:,} | {r['upstream_calls']:,} | "
+            f"{r.get('credential_calls_per_table_lifetime')} | "
             f"{r['idp_requests']:,} | {r.get('sts_calls')} | {r.get('errors')} | "
             f"{r.get('rps')} | {r.get('latency_ms', {}).get('p99')} |"
         )
     out += [
         "",
         f"Amplification (client requests / upstream calls): gateway "
-        f"**{ex['amplification']:,} x**, direct {ex.get('direct_amplification')} x.",
+        f"**{ex['amplification']:,} x**, direct {ex.get('direct_amplification')} x. "
+        f"Upstream credential calls, direct_memo / gateway: "
+        f"**{ex.get('reduction_vs_direct_memo')} x**.",
     ]
     return out
 
 
+def _scaling_section(rows: Any) -> list[str]:
+    out, usable = _head("3b. Scaling: nodes x executors per node", rows)
+    if not usable:
+        return out
+    out += [
+        "Warm caches, uniform popularity, time-compressed lifetime; `per node, table, lifetime` "
+        "= upstream credential calls / (nodes x tables x lifetimes in the window).",
+        "",
+        "| mode | nodes | executors per node | credential calls | per node, table, lifetime "
+        "| IdP requests | errors | client requests |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        out.append(
+            f"| {r.get('mode')} | {r['nodes']} | {r['executors_per_node']:,} | "
+            f"{r.get('credential_calls')} | {r['upstream_per_node_table_lifetime']} | "
+            f"{r['idp_requests']} | {r['errors']} | {r.get('client_requests', 0):,} |"
+        )
+    return out
+
+
 def _dict_section(title: str, data: Any) -> list[str]:
-    out = ["", f"## {title}", ""]
-    if not data or _error(data):
-        return out + (_error(data) or ["Not run."])
+    out, usable = _head(title, data)
+    if not usable:
+        return out
     out += ["| measure | value |", "|---|---|"]
     for key, value in data.items():
         out.append(f"| {key} | {json.dumps(value) if isinstance(value, dict | list) else value} |")
@@ -271,6 +311,9 @@ def _plots(summary: Mapping[str, Any], out_dir: Path) -> list[str]:
         )
         ax.legend()
         _save(fig, out_dir / "amplification.png", made)
+    rows = summary.get("scaling")
+    if isinstance(rows, list) and rows:
+        _scaling_plot(rows, out_dir, made)
     herd = summary.get("cold_herd") or {}
     ks = [k for k in herd if k.isdigit() and "latency_ms" in herd[k]]
     if ks:
@@ -294,6 +337,32 @@ def _plots(summary: Mapping[str, Any], out_dir: Path) -> list[str]:
         ax.legend()
         _save(fig, out_dir / "cold_herd.png", made)
     return made
+
+
+def _scaling_plot(rows: list[Mapping[str, Any]], out_dir: Path, made: list[str]) -> None:
+    """Upstream credential calls against executors per node: one line per gateway node count,
+    one for direct_memo (a single node's executors without a gateway)."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    series: dict[str, list[Mapping[str, Any]]] = {}
+    for r in rows:
+        label = (f"gateway, {r['nodes']} node(s)" if r.get("mode") == "gateway"
+                 else "direct_memo, 1 node")
+        series.setdefault(label, []).append(r)
+    for label, points in series.items():
+        points = sorted(points, key=lambda r: r["executors_per_node"])
+        ax.plot([r["executors_per_node"] for r in points],
+                [max(1, r.get("credential_calls") or 0) for r in points],
+                marker="x" if label.startswith("direct") else "o",
+                linestyle="--" if label.startswith("direct") else "-", label=label)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("executors per node")
+    ax.set_ylabel("upstream credential calls in the window")
+    ax.set_title("Scaling: the gateway's upstream cost follows nodes x tables, not executors")
+    ax.legend(fontsize=8)
+    _save(fig, out_dir / "scaling.png", made)
 
 
 def _save(fig: Any, path: Path, made: list[str]) -> None:

@@ -102,8 +102,42 @@ def evaluate(summary: Mapping[str, Any]) -> list[TargetCheck]:
                 gw_idp == 1 and direct_idp >= int(setup.get("executors") or 0),
             )
         )
+        if "direct_memo" in ex and "reduction_vs_direct_memo" in ex:
+            memo = ex["direct_memo"]
+            checks.append(
+                TargetCheck(
+                    "upstream credential calls vs direct_memo",
+                    ">= 50 x fewer at >= 400 executors",
+                    f"{ex['reduction_vs_direct_memo']:,} x ({memo['credential_calls']:,} vs "
+                    f"{ex['gateway']['credential_calls']:,} calls; per table per lifetime "
+                    f"{memo['credential_calls_per_table_lifetime']} vs "
+                    f"{ex['gateway']['credential_calls_per_table_lifetime']}; "
+                    f"{setup.get('executors')} executors)",
+                    ex["reduction_vs_direct_memo"] >= 50
+                    and int(setup.get("executors") or 0) >= 400,
+                )
+            )
     else:
         checks.append(_missing("executors", "amplification >= 1,000 x"))
+    rows = [r for r in summary.get("scaling") or [] if isinstance(r, Mapping)
+            and r.get("mode", "gateway") == "gateway"]
+    if rows:
+        worst = max(rows, key=lambda r: r["upstream_per_node_table_lifetime"])
+        checks.append(
+            TargetCheck(
+                "scaling: upstream calls per node, table and lifetime",
+                "<= 1.5 in every row (flat in executors)",
+                ", ".join(
+                    f"{r['nodes']}x{r['executors_per_node']}: "
+                    f"{r['upstream_per_node_table_lifetime']}"
+                    for r in rows
+                ),
+                worst["upstream_per_node_table_lifetime"] <= 1.5
+                and all(r["errors"] == 0 for r in rows),
+            )
+        )
+    else:
+        checks.append(_missing("scaling", "<= 1.5 upstream calls per node, table and lifetime"))
     soak = summary.get("soak") or {}
     if "errors" in soak:
         checks.append(TargetCheck("soak errors", "0", str(soak["errors"]), soak["errors"] == 0))

@@ -21,12 +21,17 @@ def test_report_writes_summary_markdown_and_plots(tmp_path: Path) -> None:
     assert written["surfaces"]["http_uds"]["ratio"] == 0.857
     assert written["executors"]["amplification"] == 2307.7
     assert {"name", "target", "measured", "met"} <= set(written["targets"][0])
-    for png in ("throughput.png", "latency.png", "amplification.png", "cold_herd.png"):
+    for png in ("throughput.png", "latency.png", "amplification.png", "cold_herd.png",
+                "scaling.png"):
         assert (tmp_path / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     md = (tmp_path / "report.md").read_text()
     assert "| http_uds | 12,000 | 14,000 | 0.857 | 0.9 |" in md
     assert "0.86 x (12,000 vs 14,000 req/s; per server core 0.90 x)" in md
     assert "![throughput.png](throughput.png)" in md
+    assert "| direct_memo | 90,000 | 9,100 | 180.0 | 400 |" in md
+    assert "direct_memo / gateway: **145.2 x**" in md
+    assert "| gateway | 4 | 1,000 | 104 | 1.3 | 0 | 0 | 1,000,000 |" in md
+    assert "| direct_memo | 1 | 1,000 | 21000 | 1050.0 | 1000 | 0 | 500,000 |" in md
 
 
 def test_missed_targets_are_stated_plainly_with_the_measured_figure(tmp_path: Path) -> None:

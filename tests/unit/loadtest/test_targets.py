@@ -23,6 +23,8 @@ def test_targets_verdicts_follow_the_measured_figures() -> None:
     assert verdicts["HTTP/UDS p99 at half capacity"] is True
     assert verdicts["executors amplification"] is True
     assert verdicts["IdP token requests"] is True
+    assert verdicts["upstream credential calls vs direct_memo"] is True
+    assert verdicts["scaling: upstream calls per node, table and lifetime"] is True
     assert verdicts["soak serve floor"] is True
     assert verdicts["memory for 10,000 keys"] is True
     assert verdicts["no refreshes for idle keys"] is True
@@ -39,3 +41,26 @@ def test_missing_scenarios_are_not_measured_rather_than_met() -> None:
     checks = evaluate({"meta": {}})
     assert checks
     assert all(c.met is None for c in checks)
+
+
+def test_direct_memo_reduction_under_50x_is_a_miss() -> None:
+    summary = _summary()
+    summary["executors"]["reduction_vs_direct_memo"] = 49.9
+    check = next(c for c in evaluate(summary) if c.name.endswith("vs direct_memo"))
+    assert check.met is False
+    assert check.measured.startswith("49.9 x")
+
+
+def test_one_scaling_row_above_1_5_or_with_errors_is_a_miss_and_baseline_rows_do_not_count(
+) -> None:
+    summary = _summary()
+    name = "scaling: upstream calls per node, table and lifetime"
+    # direct_memo rows are far above 1.5 by design: they are the baseline, not the gateway
+    assert {c.name: c.met for c in evaluate(summary)}[name] is True
+    summary["scaling"][4]["upstream_per_node_table_lifetime"] = 1.51
+    check = next(c for c in evaluate(summary) if c.name == name)
+    assert check.met is False
+    assert "2x100: 1.51" in check.measured
+    summary["scaling"][4]["upstream_per_node_table_lifetime"] = 1.2
+    summary["scaling"][0]["errors"] = 3
+    assert {c.name: c.met for c in evaluate(summary)}[name] is False
