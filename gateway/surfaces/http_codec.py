@@ -206,7 +206,8 @@ async def read_json(request: web.BaseRequest, max_bytes: int) -> dict[str, Any]:
 
     Raises:
         PayloadTooLargeError: the body exceeds `max_bytes` (413).
-        InvalidRequestError: not a JSON object within the limits (400).
+        InvalidRequestError: not a JSON object within the limits, or a body aiohttp could not
+            decode (bad chunking, a Content-Encoding that does not match the bytes) (400).
     """
     if request.content_length is not None and request.content_length > max_bytes:
         raise PayloadTooLargeError(f"request body larger than {max_bytes} bytes")
@@ -214,6 +215,8 @@ async def read_json(request: web.BaseRequest, max_bytes: int) -> dict[str, Any]:
         raw = await request.read()
     except web.HTTPRequestEntityTooLarge:
         raise PayloadTooLargeError(f"request body larger than {max_bytes} bytes") from None
+    except web.RequestPayloadError:  # e.g. a gzip Content-Encoding over bytes that are not gzip
+        raise InvalidRequestError("request body could not be decoded") from None
     return parse_json_object(raw, max_bytes)
 
 
