@@ -1,9 +1,10 @@
 """Malformed client input on aiohttp's server logger: one counted, rate-limited WARNING line.
 
 aiohttp logs every request it cannot parse (bad request line, missing Host, bad header,
-bad Content-Length) at ERROR with a full traceback, and the exception text quotes the raw
-request line or header, which may carry a token. That is client noise, not a server fault,
-and anyone who can connect can flood the log with it. Genuine server errors (any other
+bad Content-Length, a body whose chunking or Content-Encoding does not decode) at ERROR with a
+full traceback, and the exception text quotes the raw request line or header, which may carry
+a token. That is client noise, not a server fault, and anyone who can connect can flood the
+log with it. Genuine server errors (any other
 exception on that logger) pass through untouched, traceback included.
 """
 
@@ -13,6 +14,7 @@ import logging
 from collections.abc import Callable
 
 from aiohttp.http_exceptions import HttpProcessingError
+from aiohttp.web_protocol import RequestPayloadError
 
 from gateway.tuning import MALFORMED_LOG_INTERVAL_S
 
@@ -43,6 +45,9 @@ class MalformedRequestFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, RequestPayloadError):  # a body the client framed or encoded badly
+            cause = exc.__cause__
+            exc = cause if isinstance(cause, HttpProcessingError) else HttpProcessingError(code=400)
         if not isinstance(exc, HttpProcessingError):
             return True
         self._on_malformed()
