@@ -9,10 +9,13 @@ from hardening.isolation import NS_A, TABLE_A, prepare_catalog, rate_limit_gatew
 from hardening.leaks import LeakBudget, settle, snapshot
 from hardening.processes import HarnessError
 from hardening.report import FuzzResult
+from hardening.structural import Target
+from hardening.structural_suite import run_structural_suite
 
 
 def run_hostile_suite(ctx: HarnessContext, fuzz: FuzzResult, *, quick: bool = False) -> None:
-    """Schemathesis, gRPC garbage, slowloris/floods on one gateway; the rate limit on another."""
+    """Schemathesis, gRPC garbage, the structural corpus, slowloris/floods on one gateway; the
+    rate limit on another."""
     gw_dir = ctx.run_dir / "gateways" / "hostile"
     env = gateway_settings(ctx, UPSTREAM__TIMEOUT_S="5", UPSTREAM__DEADLINE_S="10")
     gw = GatewayProcess(gw_dir, env, repo_root=ctx.repo_root, name="hostile", python=ctx.python)
@@ -28,6 +31,10 @@ def run_hostile_suite(ctx: HarnessContext, fuzz: FuzzResult, *, quick: bool = Fa
         )
         run_grpc_fuzz(eps.grpc_target, token=None, cases=100 if quick else 600).into(
             fuzz, "grpc_malformed"
+        )
+        names = Target(ctx.warehouse, "\x1f".join(ctx.namespace), "hx_t0")
+        run_structural_suite(
+            eps.http_url, eps.grpc_target, gw.log_dir, names, fuzz, quick=quick
         )
         log_lines_before = _error_lines(gw)
         run_socket_attacks(
