@@ -73,7 +73,7 @@ bench: venv
 	$(PY) -m loadtest --standard
 
 harden: venv
-	$(PY) -m hardening
+	$(PY) -m hardening $(HARDEN_ARGS)
 
 soak: venv
 	$(PY) -m hardening --soak
