@@ -28,32 +28,57 @@ _STANDARD_ATTRS = frozenset(
 )
 
 # Why these patterns: each is a secret shape that shows up in this product's traffic.
-_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
-    # Authorization headers: "Bearer <token>" / "Basic <b64>".
-    (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9\-._~+/=]+"), rf"\1 {MASK}"),
-    # JWTs (IdP access tokens, caller tokens) wherever they appear.
-    (re.compile(r"eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"), MASK),
-    # key=value / "key": "value" pairs whose key names a secret.
-    (
-        re.compile(
-            r"(?i)((?:client[_-]?secret|secret[_-]?access[_-]?key|secret[_-]?key|session[_-]?token"
-            r"|access[_-]?token|refresh[_-]?token|id[_-]?token|password|secretaccesskey|"
-            r"sessiontoken|x-amz-security-token|authorization|\btoken)"
-            r"[\"']?\s*[:=]\s*[\"']?)([^\"'\s,&}]+)"
-        ),
-        rf"\1{MASK}",
-    ),
-    # AWS access key ids (long-term AKIA and temporary ASIA).
-    (re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{12,}\b"), MASK),
+_BEARER = r"(?i:\b(bearer|basic)\s+[A-Za-z0-9\-._~+/=]+)"
+_JWT = r"eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"
+_PAIR = (
+    r"(?i:((?:client[_-]?secret|secret[_-]?access[_-]?key|secret[_-]?key|session[_-]?token"
+    r"|access[_-]?token|refresh[_-]?token|id[_-]?token|password|secretaccesskey|"
+    r"sessiontoken|x-amz-security-token|authorization|\btoken)"
+    r"[\"']?\s*[:=]\s*[\"']?)([^\"'\s,&}]+))"
 )
+_AWS_KEY_ID = r"\b(?:AKIA|ASIA)[A-Z0-9]{12,}\b"
 # Long opaque blobs (STS session tokens, SAS signatures, base64 secrets) - but not lower-case
 # path-like runs such as table locations made of UUIDs, which logs need to stay useful.
-_BLOB = re.compile(r"[A-Za-z0-9/+=_-]{80,}")
+_BLOB_PATTERN = r"[A-Za-z0-9/+=_-]{80,}"
+_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
+    # Authorization headers: "Bearer <token>" / "Basic <b64>".
+    (re.compile(_BEARER), rf"\1 {MASK}"),
+    # JWTs (IdP access tokens, caller tokens) wherever they appear.
+    (re.compile(_JWT), MASK),
+    # key=value / "key": "value" pairs whose key names a secret.
+    (re.compile(_PAIR), rf"\1{MASK}"),
+    # AWS access key ids (long-term AKIA and temporary ASIA).
+    (re.compile(_AWS_KEY_ID), MASK),
+)
+_BLOB = re.compile(_BLOB_PATTERN)
 _PATHLIKE = re.compile(r"[a-z0-9/_.-]+")
+# A cheap necessary condition for any shape above: each contains one of these words (compared
+# lower-cased: the bearer and key=value shapes are case-insensitive) or literals, or is a blob.
+# Most lines (audit lines, request lines) contain none, and these substring checks cost a small
+# fraction of the substitutions, which then run only when something may match.
+_SHAPE_WORDS = ("secret", "token", "password", "authorization", "bearer", "basic")
+_SHAPE_LITERALS = ("eyJ", "AKIA", "ASIA")
+
+
+def _may_hold_secret_shape(text: str) -> bool:
+    lowered = text.lower()
+    return (
+        any(word in lowered for word in _SHAPE_WORDS)
+        or any(literal in text for literal in _SHAPE_LITERALS)
+        or _BLOB.search(text) is not None
+    )
 
 
 def _mask_blob(match: re.Match[str]) -> str:
     return match.group(0) if _PATHLIKE.fullmatch(match.group(0)) else MASK
+
+
+def mask_shapes(text: str) -> str:
+    """Every generic secret shape in `text` replaced (the substitutions `Redactor` runs when
+    its cheap check finds that something may match)."""
+    for pattern, repl in _PATTERNS:
+        text = pattern.sub(repl, text)
+    return _BLOB.sub(_mask_blob, text)
 
 
 class Redactor:
@@ -82,9 +107,9 @@ class Redactor:
         for value in self._known:
             if value in text:
                 text = text.replace(value, MASK)
-        for pattern, repl in _PATTERNS:
-            text = pattern.sub(repl, text)
-        return _BLOB.sub(_mask_blob, text)
+        if not _may_hold_secret_shape(text):  # then every substitution would be a no-op
+            return text
+        return mask_shapes(text)
 
 
 class RedactingFilter(logging.Filter):
