@@ -155,6 +155,14 @@ def _surface_section(surfaces: Any) -> list[str]:
             f"{lat.get('p999')} | "
             f"{s.get('half_load', {}).get('baseline_latency_ms_same_rate', {}).get('p99')} |"
         )
+    quiet = [(n, surfaces[n]["audit_off"]) for n in SURFACES
+             if isinstance(surfaces.get(n), Mapping) and surfaces[n].get("audit_off")]
+    if quiet:
+        figures = "; ".join(
+            f"{n} {q['rps']:,.0f} req/s vs baseline {q['baseline_rps']:,.0f} = {q['ratio']} x"
+            for n, q in quiet)
+        out += ["", f"With the per-request audit line off (`LOG__AUDIT=false`), same run: "
+                    f"{figures}."]
     out += [
         "",
         "Per concurrency (closed loop):",

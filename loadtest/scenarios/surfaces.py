@@ -53,6 +53,18 @@ def run(ctx: BenchContext) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for surface, (target, base) in plan.items():
             out[surface] = _measure(ctx, surface, (gw.child, target), (baseline, base))
+        # The same socket surfaces with the audit line off (LOG__AUDIT=false), back to back with
+        # the baseline: what the per-request audit line costs, measured in the same run.
+        quiet = stack.start_gateway("surfaces-no-audit", {"LAKEGATE__LOG__AUDIT": "false"})
+        try:
+            quiet_addr = {"http_uds": quiet.http_uds, "grpc_uds": quiet.grpc_uds}
+            for surface, address in quiet_addr.items():
+                (proto, _, payload), base = plan[surface]
+                out[surface]["audit_off"] = _best_of(
+                    ctx, (quiet.child, (proto, address, payload)), (baseline, base))
+                ctx.say(f"{surface} audit off: {out[surface]['audit_off']}")
+        finally:
+            stack.stop_gateway(quiet)
         out["_meta"] = {
             "http_body_bytes": len(http_body),
             "grpc_body_bytes": len(grpc_body),
@@ -127,6 +139,17 @@ def _measure(
         },
         "by_concurrency": by_conc,
     }
+
+
+def _best_of(
+    ctx: BenchContext, target: tuple[ChildProcess, Target], base: tuple[ChildProcess, Target]
+) -> dict[str, Any]:
+    """Gateway and baseline at the highest concurrency, back to back: req/s and their ratio."""
+    conc = max(ctx.profile.surface_concurrencies)
+    g, _ = _run_measured(ctx, target, conc)
+    b, _ = _run_measured(ctx, base, conc)
+    return {"rps": round(g.rps, 1), "baseline_rps": round(b.rps, 1),
+            "ratio": round(g.rps / b.rps, 3) if b.rps > 0 else None, "concurrency": conc}
 
 
 def _open_loop(ctx: BenchContext, target: Target, rate: float) -> dict[str, Any]:
