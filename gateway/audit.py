@@ -7,12 +7,13 @@ grant, `denied` for a policy refusal, the error type when the service refused or
 `NotFoundError`) and never a credential or a token. Policy refusals are decided before the
 service, by the Gate (surfaces/ingress.py), which writes their line and also counts them
 (`lakegate_ingress_rejected_total{reason="policy"}`). `LAKEGATE__LOG__AUDIT=false` turns the
-lines off (they cost about 0.1 ms of CPU each). Operators who do not want
+lines off (each costs about as much CPU as serving a cached credential: cached HTTP/UDS served
+11.6k req/s with them and 24.5k without in one profile run here). Operators who do not want
 it set the `lakegate.audit` logger above INFO.
 
 A coalesced waiter's line (`defer=True`) is written just after the waiter is answered
 (`loop.call_soon`), not before: a herd of K coalesced waiters is answered first and audited
-after, so the line's cost (about 70 µs here, JSON formatting and redaction) is not K times
+after, so the line's cost (JSON formatting, redaction and the write) is not K times
 added to the herd's latency. Every other line is written before the answer leaves. Order is
 kept (call_soon is FIFO) and every decision still gets its line.
 """
