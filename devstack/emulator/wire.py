@@ -109,3 +109,11 @@ async def read_json(request: web.Request, model: type[M]) -> M:
         raise PlainRejection(
             422, f"Failed to deserialize the JSON body into the target type: {text}"
         ) from exc
+    except (AttributeError, TypeError, KeyError) as exc:
+        # pyiceberg's model validators (TableRequirement/TableUpdate) assume the shapes they
+        # expect and raise these instead of ValueError, which pydantic would have wrapped; serde
+        # in Lakekeeper answers a wrong shape with the same 422 rejection.
+        raise PlainRejection(
+            422, "Failed to deserialize the JSON body into the target type: "
+            f"a field has the wrong type ({type(exc).__name__})"
+        ) from exc

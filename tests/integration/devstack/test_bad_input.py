@@ -127,3 +127,21 @@ def test_headers_request_id_echo_cache_control_and_vary(catalog):
     health = catalog.http.get("/health")
     assert health.status_code == 200
     assert "Cache-Control" not in health.headers
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"requirements": [], "updates": [{"action": "set-properties", "updates": None}]},
+        {"requirements": [], "updates": [{"action": "set-properties", "updates": 5}]},
+        {"requirements": [], "updates": [{"action": "set-properties", "updates": ["a"]}]},
+        {"requirements": [], "updates": [{"action": "set-properties", "updates": "x"}]},
+    ],
+)
+def test_a_wrong_shape_inside_an_iceberg_commit_is_plain_422_not_500(catalog, body):
+    """pyiceberg's validators raise AttributeError on these shapes (not a ValueError pydantic
+    would wrap); the emulator must still answer serde's 422, as Lakekeeper does."""
+    path = f"/catalog/v1/{catalog.wh}/namespaces/{catalog.ns}/tables/absent_{uuid.uuid4().hex[:6]}"
+    resp = catalog.http.post(path, json=body)
+    assert resp.status_code == 422, resp.text
+    assert resp.text.startswith("Failed to deserialize the JSON body")
