@@ -65,14 +65,19 @@ def spawn(
     log_path: Path,
     env_extra: Mapping[str, str] | None = None,
     cwd: Path | None = None,
+    base_env: Mapping[str, str] | None = None,
 ) -> ProcessRecord:
     """Start `argv` in its own session with stdout+stderr appended to `log_path`.
 
     The child inherits this environment (minus `LAKEGATE__*`, so a caller's gateway settings
-    never leak into the stack) plus `env_extra`.
+    never leak into the stack) plus `env_extra`. `base_env` replaces the inherited part: the
+    fault suite restarts a killed server with the exact environment it had.
     """
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LAKEGATE__")}
+    if base_env is None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("LAKEGATE__")}
+    else:
+        env = dict(base_env)
     env.update(env_extra or {})
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(

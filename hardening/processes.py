@@ -12,7 +12,6 @@ import contextlib
 import os
 import signal
 import socket
-import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -21,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
+
+from devstack import processes
 
 
 class HarnessError(Exception):
@@ -81,22 +82,10 @@ class ProcessTable:
     def spawn(
         self, name: str, argv: Sequence[str], *, env: Mapping[str, str], cwd: str, log_path: Path
     ) -> int:
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(log_path, "ab") as log:
-            proc = subprocess.Popen(
-                list(argv),
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=dict(env),
-                cwd=cwd,
-                start_new_session=True,
-                close_fds=True,
-            )
-        # Tracked by pid; the Popen object is not kept (we reap with waitpid ourselves).
-        proc.returncode = 0
-        self.started.append((name, proc.pid))
-        return proc.pid
+        # Same spawn as the stack's (own session, log file, pid record); reaped by waitpid here.
+        record = processes.spawn(name, argv, log_path=log_path, base_env=env, cwd=Path(cwd))
+        self.started.append((name, record.pid))
+        return record.pid
 
     def respawn(self, spec: ProcessSpec, log_path: Path) -> int:
         return self.spawn(spec.name, spec.argv, env=spec.env, cwd=spec.cwd, log_path=log_path)

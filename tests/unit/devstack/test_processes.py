@@ -1,4 +1,5 @@
 import sys
+import time
 
 import pytest
 
@@ -79,3 +80,22 @@ def test_record_round_trips_and_respawns(tmp_path):
         assert is_alive(again)
     finally:
         stop(again)
+
+
+def test_base_env_replaces_the_inherited_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("X_INHERITED", "leaks")
+    log = tmp_path / "env.log"
+    script = "import os; print(sorted(k for k in os.environ if k.startswith('X_')), flush=True)"
+    rec = spawn(
+        "env",
+        [sys.executable, "-c", script],
+        log_path=log,
+        base_env={"X_BASE": "1", "PATH": "/usr/bin:/bin"},
+        env_extra={"X_EXTRA": "2"},
+        cwd=tmp_path,
+    )
+    for _ in range(200):  # the child prints and exits: poll its log, bounded (10 s)
+        if "X_" in log.read_text() or not is_alive(rec):
+            break
+        time.sleep(0.05)
+    assert "['X_BASE', 'X_EXTRA']" in log.read_text()
