@@ -34,7 +34,7 @@ from gateway.tuning import (
     TOKEN_MIN_FORCED_INTERVAL_S,
     TOKEN_REFRESH_JITTER,
 )
-from gateway.upstream.transport import Transport
+from gateway.upstream.transport import RawRequest, Transport
 from gateway.upstream.wire import TokenResponse
 
 log = logging.getLogger("gateway.upstream.token_source")  # the name operators filter on
@@ -200,10 +200,9 @@ class ClientCredentialsTokenSource:
         status = "error"
         host = urlsplit(self._token_url).netloc
         try:
-            resp = await self._transport.request(
-                "POST", self._token_url, headers=headers, body=body,
-                timeout_s=self._settings.timeout_s,
-            )
+            resp = await self._transport.send(RawRequest(
+                "POST", self._token_url, self._settings.timeout_s, headers=headers, body=body
+            ))
             status = str(resp.status)
             if resp.status != 200:
                 raise IdentityProviderError(

@@ -48,7 +48,7 @@ from gateway.tuning import UPSTREAM_HEALTH_TIMEOUT_S, UPSTREAM_MAX_HEADER_VALUE
 from gateway.upstream.answers import map_error, parse_answer, parse_http_date, table_of
 from gateway.upstream.retry import RetryPolicy, run_with_retry
 from gateway.upstream.token_source import TokenSource
-from gateway.upstream.transport import RawResponse, Transport
+from gateway.upstream.transport import RawRequest, RawResponse, Transport
 from gateway.upstream.wire import (
     CatalogConfig,
     ListGenericTablesResponse,
@@ -135,8 +135,9 @@ class CatalogClient:
         start = self.clock.monotonic()
         status = "error"
         try:
-            resp = await self.transport.request(method, url, headers=headers, body=body,
-                                                 timeout_s=timeout_s)
+            resp = await self.transport.send(
+                RawRequest(method, url, timeout_s, headers=headers, body=body)
+            )
             status = str(resp.status)
             return resp
         except UpstreamTimeoutError:

@@ -1,5 +1,8 @@
 """Transport: one small Protocol for "send one HTTP request", and its aiohttp implementation.
 
+As in httpx, a request is a value (`RawRequest`) and a transport has one `send()`: callers and
+fakes share one signature, and a transport never learns what the request is for.
+
 This is the only module that touches `aiohttp.ClientSession`. It maps aiohttp, OSError and
 timeout failures to the daemon's errors once, here, with `raise ... from exc`; messages name
 the host only (never a URL query, header or body, which may carry secrets).
@@ -24,6 +27,22 @@ _FRAMING_HEADERS = frozenset({"content-encoding", "content-length", "transfer-en
 
 
 @dataclass(frozen=True)
+class RawRequest:
+    """One upstream call: the timeout travels with it (the caller's budget, not the pool's)."""
+
+    method: str
+    url: str
+    timeout_s: float
+    headers: Mapping[str, str] = field(default_factory=dict)
+    body: bytes | None = None
+
+    @property
+    def host(self) -> str:
+        """For messages: the URL's host only (its query may carry secrets)."""
+        return urlsplit(self.url).netloc or "upstream"
+
+
+@dataclass(frozen=True)
 class RawResponse:
     """An HTTP answer: status, lower-cased headers, body bytes."""
 
@@ -35,21 +54,9 @@ class RawResponse:
 class Transport(Protocol):
     """Send one HTTP request; raise UnavailableError / UpstreamTimeoutError on failure."""
 
-    async def request(
-        self,
-        method: str,
-        url: str,
-        *,
-        headers: Mapping[str, str],
-        body: bytes | None = None,
-        timeout_s: float,
-    ) -> RawResponse: ...
+    async def send(self, request: RawRequest) -> RawResponse: ...
 
     async def close(self) -> None: ...
-
-
-def _host(url: str) -> str:
-    return urlsplit(url).netloc or "upstream"
 
 
 def upstream_ssl_context(settings: UpstreamSettings) -> ssl.SSLContext | None:
@@ -103,24 +110,16 @@ class AiohttpTransport:
             )
         return self._session
 
-    async def request(
-        self,
-        method: str,
-        url: str,
-        *,
-        headers: Mapping[str, str],
-        body: bytes | None = None,
-        timeout_s: float,
-    ) -> RawResponse:
+    async def send(self, request: RawRequest) -> RawResponse:
         session = self._get_session()
         try:
             async with session.request(
-                method, url, headers=dict(headers), data=body, allow_redirects=False,
-                timeout=aiohttp.ClientTimeout(total=timeout_s),
+                request.method, request.url, headers=dict(request.headers), data=request.body,
+                allow_redirects=False, timeout=aiohttp.ClientTimeout(total=request.timeout_s),
             ) as resp:
                 data = await resp.content.read(UPSTREAM_MAX_RESPONSE_BYTES + 1)
                 if len(data) > UPSTREAM_MAX_RESPONSE_BYTES:
-                    raise UnavailableError(f"response from {_host(url)} is too large")
+                    raise UnavailableError(f"response from {request.host} is too large")
                 return RawResponse(
                     status=resp.status,
                     # The body is already decoded: its original framing headers would lie.
@@ -129,10 +128,12 @@ class AiohttpTransport:
                     body=data,
                 )
         except TimeoutError as exc:
-            raise UpstreamTimeoutError(f"{_host(url)} did not answer in {timeout_s:g}s") from exc
+            raise UpstreamTimeoutError(
+                f"{request.host} did not answer in {request.timeout_s:g}s"
+            ) from exc
         except (aiohttp.ClientError, OSError) as exc:
             raise UnavailableError(
-                f"cannot reach {_host(url)}: {type(exc).__name__}"
+                f"cannot reach {request.host}: {type(exc).__name__}"
             ) from exc
 
     async def close(self) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from gateway.errors import UnavailableError, UpstreamTimeoutError
-from gateway.upstream.transport import RawResponse
+from gateway.upstream.transport import RawRequest, RawResponse
 from tests.fakes.clock import FakeClock
 
 CATALOG_URL = "http://catalog.test"
@@ -281,15 +281,15 @@ class FakeTransport:
         self.idp = idp
         self.closed = False
 
-    async def request(self, method: str, url: str, *, headers: Mapping[str, str],
-                      body: bytes | None = None, timeout_s: float) -> RawResponse:
+    async def send(self, request: RawRequest) -> RawResponse:
         if self.closed:
             raise UnavailableError("transport closed")
-        if url.startswith(TOKEN_URL):
+        args = (request.method, request.url, request.headers, request.body)
+        if request.url.startswith(TOKEN_URL):
             if self.idp is None:
                 raise UnavailableError("cannot reach idp.test")
-            return await self.idp.handle(method, url, headers, body)
-        return await self.catalog.handle(method, url, headers, body)
+            return await self.idp.handle(*args)
+        return await self.catalog.handle(*args)
 
     async def close(self) -> None:
         self.closed = True

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 from gateway.models import AccessMode, CacheKey, RequestContext
 from gateway.upstream.lakekeeper import CatalogClient
-from gateway.upstream.transport import RawResponse
+from gateway.upstream.transport import RawRequest, RawResponse
 from tests.fakes.rng import seeded
 from tests.fakes.settings import make_settings
 from tests.fakes.tokens import FakeTokenSource
@@ -24,9 +23,8 @@ class RecordingTransport:
     def __init__(self) -> None:
         self.seen: list[tuple[str, str, dict[str, str]]] = []
 
-    async def request(self, method: str, url: str, *, headers: Mapping[str, str],
-                      body: bytes | None = None, timeout_s: float) -> RawResponse:
-        self.seen.append((method, urlsplit(url).path, dict(headers)))
+    async def send(self, request: RawRequest) -> RawResponse:
+        self.seen.append((request.method, urlsplit(request.url).path, dict(request.headers)))
         return RawResponse(200, {"content-type": "application/json"},
                            json.dumps(ANSWER).encode())
 

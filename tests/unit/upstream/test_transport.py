@@ -6,7 +6,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from gateway.errors import UnavailableError, UpstreamTimeoutError
-from gateway.upstream.transport import AiohttpTransport
+from gateway.upstream.transport import AiohttpTransport, RawRequest
 
 
 @pytest.fixture
@@ -38,8 +38,8 @@ async def server():
 async def test_request_returns_status_lowercased_headers_and_body(server):
     t = AiohttpTransport()
     try:
-        resp = await t.request("GET", str(server.make_url("/ok")),
-                               headers={"x-request-id": "abc"}, timeout_s=5)
+        resp = await t.send(RawRequest("GET", str(server.make_url("/ok")), 5,
+                                       headers={"x-request-id": "abc"}))
     finally:
         await t.close()
     assert resp.status == 200
@@ -50,8 +50,7 @@ async def test_request_returns_status_lowercased_headers_and_body(server):
 async def test_redirects_are_not_followed(server):
     t = AiohttpTransport()
     try:
-        resp = await t.request("GET", str(server.make_url("/redirect")), headers={},
-                               timeout_s=5)
+        resp = await t.send(RawRequest("GET", str(server.make_url("/redirect")), 5))
     finally:
         await t.close()
     assert resp.status == 302
@@ -61,7 +60,7 @@ async def test_timeout_becomes_upstream_timeout_error(server):
     t = AiohttpTransport()
     try:
         with pytest.raises(UpstreamTimeoutError):
-            await t.request("GET", str(server.make_url("/slow")), headers={}, timeout_s=0.05)
+            await t.send(RawRequest("GET", str(server.make_url("/slow")), 0.05))
     finally:
         await t.close()
 
@@ -73,8 +72,7 @@ async def test_refused_connection_becomes_unavailable_without_leaking_the_query(
     t = AiohttpTransport()
     try:
         with pytest.raises(UnavailableError) as info:
-            await t.request("GET", f"http://127.0.0.1:{port}/x?secret=hunter2", headers={},
-                            timeout_s=2)
+            await t.send(RawRequest("GET", f"http://127.0.0.1:{port}/x?secret=hunter2", 2))
     finally:
         await t.close()
     assert "hunter2" not in str(info.value)
@@ -85,4 +83,4 @@ async def test_closed_transport_refuses_requests():
     t = AiohttpTransport()
     await t.close()
     with pytest.raises(UnavailableError):
-        await t.request("GET", "http://127.0.0.1:1/", headers={}, timeout_s=1)
+        await t.send(RawRequest("GET", "http://127.0.0.1:1/", 1))

@@ -17,7 +17,7 @@ from aiohttp.test_utils import TestServer
 from gateway.errors import UnavailableError
 from gateway.preflight import startup_problems
 from gateway.settings import Settings, SettingsError
-from gateway.upstream.transport import AiohttpTransport, upstream_ssl_context
+from gateway.upstream.transport import AiohttpTransport, RawRequest, upstream_ssl_context
 from tests.unit.tls_certs import https_server, self_signed
 
 
@@ -48,7 +48,7 @@ async def mtls(tmp_path: Path) -> AsyncIterator[dict[str, Any]]:
 
 async def _get(transport: AiohttpTransport, url: str) -> bytes:
     try:
-        resp = await transport.request("GET", url, headers={}, timeout_s=10)
+        resp = await transport.send(RawRequest("GET", url, 10))
         return resp.body
     finally:
         await transport.close()
