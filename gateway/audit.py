@@ -24,7 +24,7 @@ import asyncio
 import logging
 from typing import Any
 
-from gateway.models import AccessMode, CallerIdentity, RequestContext
+from gateway.models import AccessMode, CallerIdentity, RequestContext, Scope
 
 AUDIT_LOGGER = "lakegate.audit"
 DENIED = "denied"  # the outcome of a policy refusal
@@ -39,7 +39,7 @@ def configure_audit(enabled: bool) -> None:
 def credential_event(
     ctx: RequestContext,
     caller: CallerIdentity | None,
-    table: tuple[str, tuple[str, ...], str | None],
+    table: Scope,
     access: AccessMode,
     outcome: str,
     *,

@@ -88,6 +88,11 @@ class Outcome(StrEnum):
     STALE = "stale"
 
 
+# What a policy or audit decision is about: (warehouse, namespace levels, table name), the
+# table None for a decision on a whole namespace (list, create).
+Scope = tuple[str, tuple[str, ...], str | None]
+
+
 @dataclass(frozen=True)
 class TableRef:
     """A table as the caller named it: warehouse name or UUID, namespace parts, table name.
@@ -110,6 +115,10 @@ class TableRef:
         check_warehouse(self.warehouse)
         object.__setattr__(self, "namespace", check_namespace(self.namespace))
         check_name(self.name, "table")
+
+    @property
+    def scope(self) -> Scope:
+        return (self.warehouse, self.namespace, self.name)
 
 
 @dataclass(frozen=True)

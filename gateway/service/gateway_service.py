@@ -123,7 +123,7 @@ class GatewayService:
             InvalidRequestError, NotFoundError, ForbiddenError, CredentialExpiredError,
             UpstreamError: as the cache/catalog decide; never an expired credential.
         """
-        where = (ref.warehouse, ref.namespace, ref.name)
+        where = ref.scope
         try:
             wh, key = await self.keys.resolve(ref, access, self._project(ctx), ctx)
             # remaining_s on the monotonic clock: a stepped wall clock must not distort it.
@@ -162,8 +162,8 @@ class GatewayService:
         if not vended:
             return LoadResult(table=table, config=None, credentials=None, warehouse=wh)
         creds, outcome = await self.cache.get(self._key(wh, ref, access, ctx), ctx)
-        credential_event(ctx, ctx.caller, (ref.warehouse, ref.namespace, ref.name), access,
-                         str(outcome), defer=outcome is Outcome.COALESCED)
+        credential_event(ctx, ctx.caller, ref.scope, access, str(outcome),
+                         defer=outcome is Outcome.COALESCED)
         chosen = _credential_for(table.base_location, creds)
         config = _merge_config(chosen) if chosen is not None else {}
         return LoadResult(table=table, config=config, credentials=creds.credentials,

@@ -94,8 +94,7 @@ class CredentialServicer(_Servicer):
         if table_kind(request.kind) == "iceberg":
             ref = replace(ref, kind="iceberg")
         access = access_of(request.access)
-        await self._gate.authorize(call.caller, call.ctx, ref.warehouse, ref.namespace,
-                                   ref.name, access)
+        await self._gate.authorize(call.caller, call.ctx, ref.scope, access)
         lookup = await self._ops.get_credentials(ref, access, call.ctx)
         call.tally.served(lookup.outcome, lookup.remaining_s)
         creds = lookup.credentials
@@ -117,8 +116,7 @@ class CredentialServicer(_Servicer):
             count = self._ops.invalidate(all=True)
         else:
             ref = ref_of(request.table)
-            await self._gate.authorize(call.caller, call.ctx, ref.warehouse, ref.namespace,
-                                       ref.name, AccessMode.WRITE)
+            await self._gate.authorize(call.caller, call.ctx, ref.scope, AccessMode.WRITE)
             count = self._ops.invalidate(ref)
         call.tally.served("hit")
         return credentials_pb2.InvalidateCredentialsResponse(invalidated=count)
@@ -132,8 +130,7 @@ class CatalogServicer(_Servicer):
     ) -> catalog_pb2.LoadTableResponse:
         ref = ref_of(request.table)
         access = access_of(request.access)
-        await self._gate.authorize(call.caller, call.ctx, ref.warehouse, ref.namespace,
-                                   ref.name, access)
+        await self._gate.authorize(call.caller, call.ctx, ref.scope, access)
         result = await self._ops.load_table(ref, call.ctx, vended=request.vended, access=access)
         call.tally.served(result.outcome or "miss")
         return load_pb(result)
@@ -143,7 +140,7 @@ class CatalogServicer(_Servicer):
     ) -> catalog_pb2.ListTablesResponse:
         warehouse = check_warehouse(request.warehouse)
         namespace = check_namespace(request.namespace)
-        await self._gate.authorize(call.caller, call.ctx, warehouse, namespace, None,
+        await self._gate.authorize(call.caller, call.ctx, (warehouse, namespace, None),
                                    AccessMode.READ)
         result = await self._ops.list_tables(
             warehouse, namespace, call.ctx,
@@ -165,8 +162,7 @@ class CatalogServicer(_Servicer):
         ref = ref_of(request.table)
         if not request.format:
             raise InvalidRequestError("format is required")
-        await self._gate.authorize(call.caller, call.ctx, ref.warehouse, ref.namespace,
-                                   ref.name, AccessMode.WRITE)
+        await self._gate.authorize(call.caller, call.ctx, ref.scope, AccessMode.WRITE)
         spec = CreateTableSpec(
             name=ref.name, format=request.format, base_location=request.base_location or None,
             doc=request.doc or None, properties=dict(request.properties) or None,
@@ -181,8 +177,7 @@ class CatalogServicer(_Servicer):
         self, request: catalog_pb2.DropTableRequest, call: GrpcCall
     ) -> catalog_pb2.DropTableResponse:
         ref = ref_of(request.table)
-        await self._gate.authorize(call.caller, call.ctx, ref.warehouse, ref.namespace,
-                                   ref.name, AccessMode.WRITE)
+        await self._gate.authorize(call.caller, call.ctx, ref.scope, AccessMode.WRITE)
         await self._ops.drop_table(ref, call.ctx, purge=request.purge, force=request.force)
         return catalog_pb2.DropTableResponse()
 
@@ -195,8 +190,7 @@ class CatalogServicer(_Servicer):
         destination = (check_namespace(request.destination_namespace, "destination_namespace"),
                        check_name(request.destination_name, "destination_name"))
         for ref in (TableRef(warehouse, *source), TableRef(warehouse, *destination)):
-            await self._gate.authorize(call.caller, call.ctx, ref.warehouse, ref.namespace,
-                                       ref.name, AccessMode.WRITE)
+            await self._gate.authorize(call.caller, call.ctx, ref.scope, AccessMode.WRITE)
         await self._ops.rename_table(warehouse, source, destination, call.ctx)
         return catalog_pb2.RenameTableResponse()
 

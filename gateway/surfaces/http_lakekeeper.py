@@ -147,8 +147,7 @@ class LakekeeperApi(HttpApi):
     async def _vend_access(self, call: HttpCall, ref: TableRef) -> AccessMode:
         """Lakekeeper vends by the principal's permission: write if the policy allows it."""
         await self._authorize(call, ref, AccessMode.READ)
-        if await self._gate.allowed(call.caller, call.ctx, ref.warehouse, ref.namespace,
-                                    ref.name, AccessMode.WRITE):
+        if await self._gate.allowed(call.caller, call.ctx, ref.scope, AccessMode.WRITE):
             return AccessMode.WRITE
         return AccessMode.READ
 

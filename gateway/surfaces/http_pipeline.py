@@ -220,13 +220,12 @@ class HttpApi:
         Raises:
             PermissionDeniedError: when awaited, if the caller may not use `access` on it.
         """
-        return self._gate.authorize(call.caller, call.ctx, ref.warehouse, ref.namespace,
-                                    ref.name, access)
+        return self._gate.authorize(call.caller, call.ctx, ref.scope, access)
 
     def _authorize_namespace(self, call: HttpCall, warehouse: str, namespace: tuple[str, ...],
                              access: AccessMode) -> Coroutine[Any, Any, None]:
         """The caller policy for a whole namespace (list, namespace creation)."""
-        return self._gate.authorize(call.caller, call.ctx, warehouse, namespace, None, access)
+        return self._gate.authorize(call.caller, call.ctx, (warehouse, namespace, None), access)
 
     async def _body(self, call: HttpCall) -> dict[str, Any]:
         """The request's JSON object body, under the size limit."""

@@ -19,7 +19,7 @@ from gateway.clock import Clock
 from gateway.concurrency import TokenBucket
 from gateway.errors import GatewayError, PermissionDeniedError, RateLimitedCallerError
 from gateway.metrics import Metrics
-from gateway.models import AccessMode, CallerIdentity, RequestContext
+from gateway.models import AccessMode, CallerIdentity, RequestContext, Scope
 from gateway.surfaces.callers import CallerAuthenticator
 from gateway.surfaces.memo import BoundedLru
 from gateway.surfaces.operations import Operations
@@ -141,40 +141,29 @@ class Gate:
         return caller
 
     async def authorize(
-        self,
-        caller: CallerIdentity,
-        ctx: RequestContext,
-        warehouse: str,
-        namespace: tuple[str, ...],
-        table: str | None,
-        access: AccessMode,
+        self, caller: CallerIdentity, ctx: RequestContext, scope: Scope, access: AccessMode
     ) -> None:
         """Apply the caller policy; resolves the warehouse only when a rule needs its names.
 
         Raises:
             PermissionDeniedError: the caller may not use `access` on the table.
         """
-        if await self.allowed(caller, ctx, warehouse, namespace, table, access):
+        if await self.allowed(caller, ctx, scope, access):
             return
-        credential_event(ctx, caller, (warehouse, namespace, table), access, DENIED)
+        credential_event(ctx, caller, scope, access, DENIED)
         raise self._reject(
             "policy",
             PermissionDeniedError(f"caller '{caller.name}' may not {access.value} this table"),
         )
 
     async def allowed(
-        self,
-        caller: CallerIdentity,
-        ctx: RequestContext,
-        warehouse: str,
-        namespace: tuple[str, ...],
-        table: str | None,
-        access: AccessMode,
+        self, caller: CallerIdentity, ctx: RequestContext, scope: Scope, access: AccessMode
     ) -> bool:
         """Whether the policy allows it (no metric; used to pick read vs write vending)."""
         policy = self.policy
         if not policy.enabled:
             return True
+        warehouse, namespace, table = scope
         dk: DecisionKey = (caller.name, warehouse, namespace, table, access)
         decision = self._decisions.get(dk)
         if decision is None:

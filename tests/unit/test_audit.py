@@ -76,10 +76,10 @@ async def test_a_policy_refusal_writes_a_denied_line_without_the_callers_token(
         {"warehouse": "demo", "namespace": "*", "table": "*", "access": "read"}]}}, "t"))
     gate = Gate(StaticTokenCallerAuth({secret: "alice"}), policy, None, FakeOperations(), Metrics())
     caller = await gate.admit(f"Bearer {secret}", {"Authorization": f"Bearer {secret}"})
-    await gate.authorize(caller, CTX, "demo", ("a", "b"), "orders", AccessMode.READ)
+    await gate.authorize(caller, CTX, ("demo", ("a", "b"), "orders"), AccessMode.READ)
     assert stream.getvalue() == ""  # a grant is audited by the service, not the gate
     with pytest.raises(PermissionDeniedError):
-        await gate.authorize(caller, CTX, "demo", ("a", "b"), "orders", AccessMode.WRITE)
+        await gate.authorize(caller, CTX, ("demo", ("a", "b"), "orders"), AccessMode.WRITE)
     (line,) = stream.getvalue().splitlines()
     doc = json.loads(line)
     fields = ("logger", "caller", "warehouse", "namespace", "table", "access", "outcome")

@@ -56,10 +56,10 @@ async def test_policy_checked_against_warehouse_id_after_resolution(
                       auth=StaticTokenCallerAuth({"tok-alice-123": "alice"}))
     caller = await gate.admit("Bearer tok-alice-123")
     ctx = RequestContext(request_id="r")
-    await gate.authorize(caller, ctx, "demo", ("team_a",), "t", AccessMode.READ)
+    await gate.authorize(caller, ctx, ("demo", ("team_a",), "t"), AccessMode.READ)
     assert fake_ops.calls["resolve_warehouse"] == 1
     with pytest.raises(PermissionDeniedError):
-        await gate.authorize(caller, ctx, "demo", ("team_b",), "t", AccessMode.READ)
+        await gate.authorize(caller, ctx, ("demo", ("team_b",), "t"), AccessMode.READ)
     assert metrics.registry.get_sample_value(
         "lakegate_ingress_rejected_total", {"reason": "policy"}) == 1
 
@@ -74,17 +74,17 @@ async def test_policy_decisions_are_memoized_but_name_dependent_ones_resolve_eve
     caller = await gate.admit("Bearer tok-alice-123")
     ctx = RequestContext(request_id="r")
     for _ in range(3):
-        assert await gate.allowed(caller, ctx, "demo", ("team_a",), "t", AccessMode.READ)
-        assert not await gate.allowed(caller, ctx, "demo", ("team_b",), "t", AccessMode.READ)
-        assert not await gate.allowed(caller, ctx, "demo", ("team_a",), "t", AccessMode.WRITE)
+        assert await gate.allowed(caller, ctx, ("demo", ("team_a",), "t"), AccessMode.READ)
+        assert not await gate.allowed(caller, ctx, ("demo", ("team_b",), "t"), AccessMode.READ)
+        assert not await gate.allowed(caller, ctx, ("demo", ("team_a",), "t"), AccessMode.WRITE)
     assert fake_ops.calls["resolve_warehouse"] == 0
     # Given by UUID, the decision depends on the warehouse's resolved name: never memoized.
     for _ in range(3):
-        assert await gate.allowed(caller, ctx, WAREHOUSE.id, ("team_a",), "t", AccessMode.READ)
+        assert await gate.allowed(caller, ctx, (WAREHOUSE.id, ("team_a",), "t"), AccessMode.READ)
     assert fake_ops.calls["resolve_warehouse"] == 3
     # A different caller with the same request is decided for itself.
     bob = await build_gate(fake_ops, metrics, clock).admit(None)
-    assert not await gate.allowed(bob, ctx, "demo", ("team_a",), "t", AccessMode.READ)
+    assert not await gate.allowed(bob, ctx, ("demo", ("team_a",), "t"), AccessMode.READ)
 
 
 async def test_the_decision_memo_stays_bounded(
@@ -98,6 +98,6 @@ async def test_the_decision_memo_stays_bounded(
     caller = await gate.admit(None)
     ctx = RequestContext(request_id="r")
     for i in range(DECISION_MEMO_SIZE + 50):
-        allowed = await gate.allowed(caller, ctx, "demo", ("ns",), f"t{i}", AccessMode.READ)
+        allowed = await gate.allowed(caller, ctx, ("demo", ("ns",), f"t{i}"), AccessMode.READ)
         assert allowed == str(i).startswith("1")
     assert len(gate._decisions) == DECISION_MEMO_SIZE
