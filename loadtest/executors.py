@@ -20,15 +20,15 @@ import json
 import os
 import random
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from multiprocessing.synchronize import Event
 from typing import Any, Literal
 
 import aiohttp
 
-from loadtest.latency import LatencyHistogram
 from loadtest.loadgen import open_connections
 from loadtest.rawhttp import RawHttpConnection, RawHttpError
+from loadtest.spec import LoadResult
 
 _CALL_TIMEOUT_S = 30.0
 
@@ -79,30 +79,24 @@ class ExecutorSpec:
 
 
 @dataclass
-class ExecutorResult:
-    """Counts of one run (merged over processes)."""
+class ExecutorResult(LoadResult):
+    """Counts of one run (merged over processes); `outcomes` counts only after the warm-up."""
 
-    requests: int = 0
-    errors: int = 0
     token_requests: int = 0
-    elapsed_s: float = 0.0
-    hist: LatencyHistogram = field(default_factory=LatencyHistogram.empty)
-    outcomes_after_warmup: dict[str, int] = field(default_factory=dict)
     min_remaining_s: float = float("inf")
-    error_samples: list[str] = field(default_factory=list)
     memo_hits: int = 0  # direct_memo: requests answered from the executor's own memo
 
-    def merge(self, other: ExecutorResult) -> None:
-        self.requests += other.requests
-        self.memo_hits += other.memo_hits
-        self.errors += other.errors
-        self.token_requests += other.token_requests
-        self.elapsed_s = max(self.elapsed_s, other.elapsed_s)
-        self.hist.merge(other.hist)
-        for k, v in other.outcomes_after_warmup.items():
-            self.outcomes_after_warmup[k] = self.outcomes_after_warmup.get(k, 0) + v
-        self.min_remaining_s = min(self.min_remaining_s, other.min_remaining_s)
-        self.error_samples.extend(other.error_samples[: max(0, 5 - len(self.error_samples))])
+    @property
+    def outcomes_after_warmup(self) -> dict[str, int]:
+        """The name the soak and outage reports give `outcomes`."""
+        return self.outcomes
+
+    def merge(self, other: LoadResult) -> None:
+        super().merge(other)
+        if isinstance(other, ExecutorResult):
+            self.memo_hits += other.memo_hits
+            self.token_requests += other.token_requests
+            self.min_remaining_s = min(self.min_remaining_s, other.min_remaining_s)
 
     def note_error(self, text: str) -> None:
         self.errors += 1
@@ -283,4 +277,4 @@ def _account(result: ExecutorResult, body: bytes, after_warmup: bool) -> None:
     result.min_remaining_s = min(result.min_remaining_s, remaining)
     if after_warmup:
         outcome = str(doc.get("outcome", "?"))
-        result.outcomes_after_warmup[outcome] = result.outcomes_after_warmup.get(outcome, 0) + 1
+        result.outcomes[outcome] = result.outcomes.get(outcome, 0) + 1

@@ -33,9 +33,9 @@ def test_executor_shares_cover_every_executor_once() -> None:
 
 
 def test_merged_executor_results_keep_the_lowest_remaining_lifetime() -> None:
-    a = ExecutorResult(requests=5, min_remaining_s=40.0, outcomes_after_warmup={"hit": 5})
+    a = ExecutorResult(requests=5, min_remaining_s=40.0, outcomes={"hit": 5})
     b = ExecutorResult(
-        requests=3, errors=1, min_remaining_s=12.5, outcomes_after_warmup={"hit": 2, "stale": 1}
+        requests=3, errors=1, min_remaining_s=12.5, outcomes={"hit": 2, "stale": 1}
     )
     a.merge(b)
     assert (a.requests, a.errors, a.min_remaining_s) == (8, 1, 12.5)
