@@ -13,6 +13,7 @@ from gateway.app import App
 from gateway.server_log import SERVER_LOGGER, MalformedRequestFilter
 from gateway.settings import Settings
 from tests.fakes.clock import FakeClock
+from tests.rawsocket import exchange
 from tests.unit.surfaces.fake_operations import FakeOperations
 
 PLANTED = "planted-secret-token-value"
@@ -98,17 +99,6 @@ def settings_for(tmp_path: Path, **extra: str) -> Settings:
     })
 
 
-async def send_raw(port: int, raw: bytes) -> bytes:
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    try:
-        writer.write(raw)
-        await writer.drain()
-        async with asyncio.timeout(5):
-            return await reader.read(64)
-    finally:
-        writer.close()
-
-
 async def test_the_gateway_counts_malformed_requests_and_logs_no_error(tmp_path, caplog):
     caplog.set_level(logging.DEBUG, logger=SERVER_LOGGER)
     app = App(settings_for(tmp_path),
@@ -121,7 +111,7 @@ async def test_the_gateway_counts_malformed_requests_and_logs_no_error(tmp_path,
             f"GET /livez?token={PLANTED} HTTP/1.1 junk\r\nHost: a\r\n\r\n".encode(),
             f"GET /livez HTTP/1.1\r\nHost: a\r\nBad Header: {PLANTED}\r\n\r\n".encode(),
         ):
-            assert (await send_raw(app.http_port, raw)).startswith(b"HTTP/1.")
+            assert (await exchange(app.http_port, raw)).startswith(b"HTTP/1.")
         assert app.metrics.registry.get_sample_value(
             "lakegate_ingress_rejected_total", {"reason": "malformed"}) == 3
     finally:
