@@ -391,42 +391,30 @@ def run_rate_limit(
         deadline = time.monotonic() + seconds
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session:
 
-            async def noisy() -> None:
+            async def caller(who: str, token: str, pause_s: float) -> None:
+                """One client loop; the noisy ones never pause, the quiet one every 0.1 s."""
                 while time.monotonic() < deadline:
                     async with session.get(
-                        http_url + path, headers={"Authorization": f"Bearer {noisy_token}"}
+                        http_url + path, headers={"Authorization": f"Bearer {token}"}
                     ) as r:
                         await r.read()
-                        stats[
-                            "noisy_200"
-                            if r.status == 200
-                            else "noisy_429"
-                            if r.status == 429
-                            else "noisy_other"
-                        ] += 1
-                        tally.saw(
-                            str(r.status),
-                            server_error=r.status >= 500,
-                            upstream=r.status in UPSTREAM_STATUSES,
-                        )
-                        if r.status == 429 and not r.headers.get("Retry-After"):
-                            stats["missing_retry_after"] = stats.get("missing_retry_after", 0) + 1
+                    limited = r.status == 429 and who == "noisy"
+                    kind = "200" if r.status == 200 else "429" if limited else "other"
+                    stats[f"{who}_{kind}"] += 1
+                    tally.saw(
+                        str(r.status),
+                        server_error=r.status >= 500,
+                        upstream=r.status in UPSTREAM_STATUSES,
+                    )
+                    if limited and not r.headers.get("Retry-After"):
+                        stats["missing_retry_after"] = stats.get("missing_retry_after", 0) + 1
+                    if pause_s:
+                        await asyncio.sleep(pause_s)
 
-            async def quiet() -> None:
-                while time.monotonic() < deadline:
-                    async with session.get(
-                        http_url + path, headers={"Authorization": f"Bearer {quiet_token}"}
-                    ) as r:
-                        await r.read()
-                        stats["quiet_200" if r.status == 200 else "quiet_other"] += 1
-                        tally.saw(
-                            str(r.status),
-                            server_error=r.status >= 500,
-                            upstream=r.status in UPSTREAM_STATUSES,
-                        )
-                    await asyncio.sleep(0.1)
-
-            await asyncio.gather(*(noisy() for _ in range(8)), quiet())
+            await asyncio.gather(
+                *(caller("noisy", noisy_token, 0.0) for _ in range(8)),
+                caller("quiet", quiet_token, 0.1),
+            )
 
     asyncio.run(go())
     if stats["noisy_429"] == 0:
