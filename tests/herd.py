@@ -4,7 +4,25 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class GatedFetch(Generic[T]):
+    """A fetch that counts its calls and answers (or raises) only once `gate` opens."""
+
+    def __init__(self, answer: T | BaseException, gate: asyncio.Event | None = None) -> None:
+        self.answer = answer
+        self.gate = gate if gate is not None else asyncio.Event()
+        self.calls = 0
+
+    async def __call__(self) -> T:
+        self.calls += 1
+        await self.gate.wait()
+        if isinstance(self.answer, BaseException):
+            raise self.answer
+        return self.answer
 
 
 async def _one_turn() -> None:

@@ -5,22 +5,14 @@ import pytest
 from gateway.concurrency import FlightTimeout, SingleFlight, TokenBucket
 from gateway.errors import UnavailableError
 from tests.fakes.clock import FakeClock
-from tests.herd import gated_herd
+from tests.herd import GatedFetch, gated_herd
 
 
 async def test_concurrent_calls_share_one_fetch(registry):
     flight: SingleFlight[str, int] = SingleFlight(registry.spawn)
-    gate = asyncio.Event()
-    calls = 0
-
-    async def fetch() -> int:
-        nonlocal calls
-        calls += 1
-        await gate.wait()
-        return 42
-
-    results = await gated_herd(100, lambda: flight.run("k", fetch), gate)
-    assert calls == 1
+    fetch = GatedFetch(42)
+    results = await gated_herd(100, lambda: flight.run("k", fetch), fetch.gate)
+    assert fetch.calls == 1
     assert [v for v, _ in results] == [42] * 100
     assert sum(1 for _, coalesced in results if not coalesced) == 1
     assert len(flight) == 0
@@ -28,18 +20,13 @@ async def test_concurrent_calls_share_one_fetch(registry):
 
 async def test_cancelled_waiter_does_not_cancel_shared_fetch(registry):
     flight: SingleFlight[str, int] = SingleFlight(registry.spawn)
-    gate = asyncio.Event()
-
-    async def fetch() -> int:
-        await gate.wait()
-        return 7
-
+    fetch = GatedFetch(7)
     first = asyncio.ensure_future(flight.run("k", fetch))
     second = asyncio.ensure_future(flight.run("k", fetch))
     await asyncio.sleep(0)
     first.cancel()
     await asyncio.sleep(0)
-    gate.set()
+    fetch.gate.set()
     async with asyncio.timeout(5):
         assert await second == (7, True)
     assert first.cancelled()
@@ -47,17 +34,12 @@ async def test_cancelled_waiter_does_not_cancel_shared_fetch(registry):
 
 async def test_waiter_timeout_leaves_the_fetch_running_and_then_forgotten(registry):
     flight: SingleFlight[str, int] = SingleFlight(registry.spawn)
-    gate = asyncio.Event()
-
-    async def fetch() -> int:
-        await gate.wait()
-        return 1
-
+    fetch = GatedFetch(1)
     with pytest.raises(TimeoutError):
         async with asyncio.timeout(0.01):
             await flight.run("k", fetch)
     assert "k" in flight
-    gate.set()
+    fetch.gate.set()
     await registry.drained()
     assert "k" not in flight
     assert registry.live == 0
@@ -65,18 +47,11 @@ async def test_waiter_timeout_leaves_the_fetch_running_and_then_forgotten(regist
 
 async def test_errors_reach_every_waiter_and_are_not_remembered(registry):
     flight: SingleFlight[str, int] = SingleFlight(registry.spawn)
-    gate = asyncio.Event()
-    calls = 0
-
-    async def failing() -> int:
-        nonlocal calls
-        calls += 1
-        await gate.wait()
-        raise UnavailableError("down")
-
-    results = await gated_herd(10, lambda: flight.run("k", failing), gate, return_exceptions=True)
+    failing: GatedFetch[int] = GatedFetch(UnavailableError("down"))
+    results = await gated_herd(10, lambda: flight.run("k", failing), failing.gate,
+                               return_exceptions=True)
     assert all(isinstance(r, UnavailableError) for r in results)
-    assert calls == 1
+    assert failing.calls == 1
 
     async def ok() -> int:
         return 5
@@ -124,18 +99,13 @@ async def test_a_waiters_own_deadline_raises_flight_timeout_and_the_others_still
     registry,
 ):
     flight: SingleFlight[str, int] = SingleFlight(registry.spawn)
-    gate = asyncio.Event()
-
-    async def fetch() -> int:
-        await gate.wait()
-        return 3
-
+    fetch = GatedFetch(3)
     patient = asyncio.ensure_future(flight.run("k", fetch, timeout_s=30))
     await asyncio.sleep(0)
     with pytest.raises(FlightTimeout):
         await flight.run("k", fetch, timeout_s=0.01)
     assert flight.running("k")
-    gate.set()
+    fetch.gate.set()
     async with asyncio.timeout(5):
         assert await patient == (3, False)
 
@@ -197,12 +167,7 @@ async def test_the_waiting_count_follows_every_way_a_wait_ends(registry):
         waiting[0] += delta
 
     flight: SingleFlight[str, int] = SingleFlight(registry.spawn, waiting=count)
-    gate = asyncio.Event()
-
-    async def fetch() -> int:
-        await gate.wait()
-        return 1
-
+    fetch = GatedFetch(1)
     patient = [asyncio.ensure_future(flight.run("k", fetch, timeout_s=30)) for _ in range(4)]
     cancelled = [asyncio.ensure_future(flight.run("k", fetch, timeout_s=30)) for _ in range(3)]
     hasty = [asyncio.ensure_future(flight.run("k", fetch, timeout_s=0.01)) for _ in range(3)]
@@ -216,7 +181,7 @@ async def test_the_waiting_count_follows_every_way_a_wait_ends(registry):
         results = await asyncio.gather(*hasty, return_exceptions=True)
     assert all(isinstance(r, FlightTimeout) for r in results)
     assert waiting[0] == 4
-    gate.set()
+    fetch.gate.set()
     async with asyncio.timeout(5):
         assert [v for v, _ in await asyncio.gather(*patient)] == [1] * 4
     assert waiting[0] == 0
