@@ -12,47 +12,16 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from gateway.app import App, StartupError, State
+from gateway.app import StartupError, State
 from gateway.serve import run
-from gateway.settings import Settings
+from tests.unit.app_harness import CREDS, MARK, app_for, running, settings_for
 from tests.unit.surfaces.fake_operations import FakeOperations
-
-MARK = {"X-Lakegate-Request": "1"}
-CREDS = "/v1/warehouses/demo/namespaces/demo_ns/tables/orders/credentials"
-
-
-def settings_for(tmp_path: Path, **extra: str) -> Settings:
-    env = {
-        "LAKEGATE__UPSTREAM__URL": "http://127.0.0.1:9",
-        "LAKEGATE__TOKEN__KIND": "none",
-        "LAKEGATE__LISTEN__HTTP_PORT": "0",
-        "LAKEGATE__LISTEN__GRPC_PORT": "0",
-        "LAKEGATE__LISTEN__HTTP_UDS": str(tmp_path / "http.sock"),
-        "LAKEGATE__LISTEN__GRPC_UDS": str(tmp_path / "grpc.sock"),
-        "LAKEGATE__LISTEN__PORTS_FILE": str(tmp_path / "ports.json"),
-        "LAKEGATE__SHUTDOWN_GRACE_S": "5",
-        **extra,
-    }
-    return Settings.load(environ=env)
-
-
-@pytest.fixture
-def fake_ops() -> FakeOperations:
-    ops = FakeOperations()
-    ops.add_table(("demo_ns",), "orders")
-    return ops
-
-
-def app_for(settings: Settings, ops: FakeOperations) -> App:
-    return App(settings, service_factory=lambda s, m, spawn: ops)  # type: ignore[arg-type,return-value]
 
 
 async def test_start_binds_free_ports_uds_and_writes_ports_file(
     tmp_path: Path, fake_ops: FakeOperations
 ) -> None:
-    app = app_for(settings_for(tmp_path), fake_ops)
-    await app.start()
-    try:
+    async with running(app_for(settings_for(tmp_path), fake_ops)) as app:
         ports = json.loads((tmp_path / "ports.json").read_text())
         assert ports == {"http_port": app.http_port, "grpc_port": app.grpc_port}
         assert app.http_port
@@ -69,8 +38,6 @@ async def test_start_binds_free_ports_uds_and_writes_ports_file(
         async with aiohttp.ClientSession() as session:
             async with session.get(f"http://127.0.0.1:{app.http_port}/readyz") as resp:
                 assert resp.status == 200
-    finally:
-        await app.shutdown()
     assert app.state is State.CLOSED
     assert fake_ops.closed
     assert not (tmp_path / "http.sock").exists()
@@ -98,16 +65,12 @@ async def test_regular_file_at_socket_path_is_refused(
 
 
 async def test_live_socket_is_not_stolen(tmp_path: Path, fake_ops: FakeOperations) -> None:
-    first = app_for(settings_for(tmp_path), fake_ops)
-    await first.start()
-    try:
+    async with running(app_for(settings_for(tmp_path), fake_ops)):
         second = app_for(settings_for(tmp_path / "x", LAKEGATE__LISTEN__HTTP_UDS=str(
             tmp_path / "http.sock")), FakeOperations())
         with pytest.raises(StartupError, match="another server"):
             await second.start()
         await second.shutdown()
-    finally:
-        await first.shutdown()
 
 
 async def test_drain_completes_in_flight_request_then_closes(

@@ -19,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from gateway.app import App
 from tests.deploy.manifests import MONITORING, exprs
-from tests.unit.test_app_lifecycle import settings_for
+from tests.unit.app_harness import running, settings_for
 
 RULE_FILES = ("alerts.yaml", "prometheusrule.yaml")
 _SELECTOR = re.compile(r"\b(lakegate_[a-z0-9_]+)\s*(?:\{([^}]*)\})?")
@@ -66,15 +66,12 @@ async def test_every_monitored_series_exists_before_the_first_request(tmp_path: 
     exprs = monitoringexprs()
     selectors = {(f, m.group(1), m.group(2) or "") for f, e in exprs for m in _SELECTOR.finditer(e)}
     assert len({name for _, name, _ in selectors}) >= 10  # the files were read
-    app = App(settings_for(tmp_path))  # the real service, upstream unreachable
-    await app.start()
-    try:
+    # The real service, upstream unreachable.
+    async with running(App(settings_for(tmp_path))) as app:
         async with aiohttp.ClientSession() as session:
             async with session.get(f"http://127.0.0.1:{app.http_port}/metrics") as resp:
                 assert resp.status == 200
                 text = await resp.text()
-    finally:
-        await app.shutdown()
     samples = [(s.name, dict(s.labels)) for family in text_string_to_metric_families(text)
                for s in family.samples]
     missing = sorted((f, name, matchers) for f, name, matchers in selectors

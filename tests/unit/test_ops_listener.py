@@ -8,24 +8,15 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from tests.unit.app_harness import CREDS, MARK, app_for, running, settings_for
 from tests.unit.surfaces.fake_operations import FakeOperations
-from tests.unit.test_app_lifecycle import CREDS, MARK, app_for, settings_for
-
-
-@pytest.fixture
-def fake_ops() -> FakeOperations:
-    ops = FakeOperations()
-    ops.add_table(("demo_ns",), "orders")
-    return ops
 
 
 async def test_ops_port_serves_probes_and_metrics_but_no_credentials(
     tmp_path: Path, fake_ops: FakeOperations
 ) -> None:
     settings = settings_for(tmp_path, LAKEGATE__LISTEN__OPS_PORT="0")
-    app = app_for(settings, fake_ops)
-    await app.start()
-    try:
+    async with running(app_for(settings, fake_ops)) as app:
         assert app.ops_port
         assert app.ops_port not in {app.http_port, app.grpc_port}
         ports = json.loads((tmp_path / "ports.json").read_text())
@@ -43,8 +34,6 @@ async def test_ops_port_serves_probes_and_metrics_but_no_credentials(
             # The credential listener still answers credentials.
             async with session.get(f"http://127.0.0.1:{app.http_port}{CREDS}", headers=MARK) as r:
                 assert r.status == 200
-    finally:
-        await app.shutdown()
     async with aiohttp.ClientSession() as session:
         with pytest.raises(aiohttp.ClientConnectionError):
             await session.get(f"http://127.0.0.1:{app.ops_port}/livez")
@@ -53,10 +42,6 @@ async def test_ops_port_serves_probes_and_metrics_but_no_credentials(
 async def test_no_ops_listener_unless_configured(
     tmp_path: Path, fake_ops: FakeOperations
 ) -> None:
-    app = app_for(settings_for(tmp_path), fake_ops)
-    await app.start()
-    try:
+    async with running(app_for(settings_for(tmp_path), fake_ops)) as app:
         assert app.ops_port is None
         assert "ops_port" not in json.loads((tmp_path / "ports.json").read_text())
-    finally:
-        await app.shutdown()

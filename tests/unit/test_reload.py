@@ -13,8 +13,8 @@ import pytest
 
 from gateway.app import App
 from gateway.settings import Settings
+from tests.unit.app_harness import CREDS, MARK, app_for, running, settings_for
 from tests.unit.surfaces.fake_operations import FakeOperations
-from tests.unit.test_app_lifecycle import CREDS, MARK, settings_for
 
 ALLOW_DEMO = "    - {warehouse: demo, namespace: '*', table: '*'}\n"
 
@@ -36,14 +36,7 @@ def _settings(tmp_path: Path, **extra: str) -> Settings:
 
 
 def _app(tmp_path: Path, ops: FakeOperations) -> App:
-    return App(_settings(tmp_path), service_factory=lambda s, m, spawn: ops)  # type: ignore[arg-type,return-value]
-
-
-@pytest.fixture
-def fake_ops() -> FakeOperations:
-    ops = FakeOperations()
-    ops.add_table(("demo_ns",), "orders")
-    return ops
+    return app_for(_settings(tmp_path), ops)
 
 
 async def _status(session: aiohttp.ClientSession, app: App, token: str) -> int:
@@ -154,9 +147,7 @@ async def test_a_reload_that_would_limit_a_caller_to_read_without_a_read_role_is
         LAKEGATE__CALLERS__TOKENS_FILE=str(tmp_path / "tokens.yaml"),
         LAKEGATE__CALLERS__POLICY_FILE=str(tmp_path / "policy.yaml"),
     )  # no read role: the running catalog client fetches every credential read-write
-    app = App(settings, service_factory=lambda s, m, spawn: fake_ops)  # type: ignore[arg-type,return-value]
-    await app.start()
-    try:
+    async with running(app_for(settings, fake_ops)) as app:
         assert app.reloader is not None
         _write(tmp_path, '"token-a": alice\n"token-b": bob\n',
                "callers:\n  alice:\n" + read_write + "  bob:\n" + ALLOW_DEMO)
@@ -168,5 +159,3 @@ async def test_a_reload_that_would_limit_a_caller_to_read_without_a_read_role_is
         async with aiohttp.ClientSession() as session:
             assert await _status(session, app, "token-a") == 200  # the last good set stays
             assert await _status(session, app, "token-b") == 401
-    finally:
-        await app.shutdown()

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from pathlib import Path
 
 import pytest
 from aiohttp.http_exceptions import BadHttpMessage, BadStatusLine
 
-from gateway.app import App
 from gateway.server_log import SERVER_LOGGER, MalformedRequestFilter
-from gateway.settings import Settings
 from tests.fakes.clock import FakeClock
 from tests.rawsocket import exchange
+from tests.unit.app_harness import app_for, running, settings_for
 from tests.unit.surfaces.fake_operations import FakeOperations
 
 PLANTED = "planted-secret-token-value"
@@ -87,24 +85,10 @@ def test_a_genuine_server_error_still_logs_with_its_traceback(logged):
     assert isinstance(record.exc_info[1], RuntimeError)
 
 
-def settings_for(tmp_path: Path, **extra: str) -> Settings:
-    return Settings.load(environ={
-        "LAKEGATE__UPSTREAM__URL": "http://127.0.0.1:9",
-        "LAKEGATE__TOKEN__KIND": "none",
-        "LAKEGATE__LISTEN__HTTP_PORT": "0",
-        "LAKEGATE__LISTEN__GRPC_PORT": "0",
-        "LAKEGATE__LISTEN__HTTP_UDS": str(tmp_path / "http.sock"),
-        "LAKEGATE__SHUTDOWN_GRACE_S": "2",
-        **extra,
-    })
-
-
 async def test_the_gateway_counts_malformed_requests_and_logs_no_error(tmp_path, caplog):
     caplog.set_level(logging.DEBUG, logger=SERVER_LOGGER)
-    app = App(settings_for(tmp_path),
-              service_factory=lambda s, m, spawn: FakeOperations())  # type: ignore[arg-type]
-    await app.start()
-    try:
+    settings = settings_for(tmp_path, LAKEGATE__SHUTDOWN_GRACE_S="2")
+    async with running(app_for(settings, FakeOperations())) as app:
         assert app.http_port
         for raw in (
             b"GET /livez HTTP/1.1\r\n\r\n",  # no Host header
@@ -114,8 +98,6 @@ async def test_the_gateway_counts_malformed_requests_and_logs_no_error(tmp_path,
             assert (await exchange(app.http_port, raw)).startswith(b"HTTP/1.")
         assert app.metrics.registry.get_sample_value(
             "lakegate_ingress_rejected_total", {"reason": "malformed"}) == 3
-    finally:
-        await app.shutdown()
     server = [r for r in caplog.records if r.name == SERVER_LOGGER]
     assert len(server) == 1
     assert server[0].levelno == logging.WARNING
@@ -125,11 +107,9 @@ async def test_the_gateway_counts_malformed_requests_and_logs_no_error(tmp_path,
 
 
 async def test_a_client_dribbling_its_headers_is_dropped_after_the_idle_timeout(tmp_path):
-    settings = settings_for(tmp_path, LAKEGATE__LISTEN__IDLE_TIMEOUT_S="0.3")
-    app = App(settings,
-              service_factory=lambda s, m, spawn: FakeOperations())  # type: ignore[arg-type]
-    await app.start()
-    try:
+    settings = settings_for(tmp_path, LAKEGATE__LISTEN__IDLE_TIMEOUT_S="0.3",
+                            LAKEGATE__SHUTDOWN_GRACE_S="2")
+    async with running(app_for(settings, FakeOperations())) as app:
         assert app.http_port
         reader, writer = await asyncio.open_connection("127.0.0.1", app.http_port)
         try:
@@ -144,5 +124,3 @@ async def test_a_client_dribbling_its_headers_is_dropped_after_the_idle_timeout(
             assert got == b""  # closed without ever answering the incomplete request
         finally:
             writer.close()
-    finally:
-        await app.shutdown()
