@@ -22,9 +22,11 @@ from pathlib import Path
 _FAKE_TOKEN = "x" * 920  # a SeaweedFS STS session token is ~920 characters
 
 
-def synthetic_http_body() -> bytes:
+def synthetic_http_body(now_ms: int | None = None) -> bytes:
     """A JSON document shaped and sized like the gateway's `CredentialsResponse`."""
-    expires = int(time.time() * 1000) + 3_600_000
+    if now_ms is None:
+        now_ms = int(time.time() * 1000)
+    expires = now_ms + 3_600_000
     config = {
         "s3.access-key-id": "ASIA" + "X" * 16,
         "s3.secret-access-key": "s" * 40,
@@ -63,11 +65,11 @@ def synthetic_aws_body() -> bytes:
     return json.dumps(doc).encode()
 
 
-def synthetic_grpc_body() -> bytes:
+def synthetic_grpc_body(now_ms: int | None = None) -> bytes:
     """A serialised `GetTableCredentialsResponse` with the same fields as the JSON body."""
     from lakegate.v1 import common_pb2, credentials_pb2
 
-    doc = json.loads(synthetic_http_body())
+    doc = json.loads(synthetic_http_body(now_ms))
     cred = doc["credentials"][0]
     msg = credentials_pb2.GetTableCredentialsResponse(
         warehouse_id=doc["warehouse_id"],

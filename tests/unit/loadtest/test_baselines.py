@@ -20,7 +20,9 @@ def test_synthetic_answers_carry_a_session_token_sized_like_seaweedfs_sts() -> N
 
 
 def test_grpc_answer_is_the_same_credential_as_the_json_one() -> None:
-    msg = credentials_pb2.GetTableCredentialsResponse.FromString(synthetic_grpc_body())
-    doc = json.loads(synthetic_http_body())
+    # One instant for both: the expiry fields are computed from it (a ms tick apart would differ).
+    now_ms = 1_800_000_000_000
+    msg = credentials_pb2.GetTableCredentialsResponse.FromString(synthetic_grpc_body(now_ms))
+    doc = json.loads(synthetic_http_body(now_ms))
     assert msg.location == doc["location"]
     assert dict(msg.credentials[0].config) == doc["credentials"][0]["config"]
