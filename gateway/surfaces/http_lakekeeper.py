@@ -31,7 +31,6 @@ from gateway.surfaces.accounting import Kind
 from gateway.surfaces.callers import whoami
 from gateway.surfaces.http_codec import (
     call_ref,
-    create_spec,
     namespace_of,
     parse_page_size,
     warehouse_of,
@@ -122,6 +121,16 @@ def upstream_path(request: web.BaseRequest, warehouse_id: str) -> tuple[str, str
 class LakekeeperApi(HttpApi):
     """Handlers of the Lakekeeper-compatible routes."""
 
+    BASE_LOCATION_KEY = "base-location"
+    PASS_EXTRA = True  # schema, statistics: Lakekeeper fields the gateway does not model
+    PURGE_KEY = "purgeRequested"
+
+    def parse_bool(self, value: str | None, what: str, default: bool | None) -> bool | None:
+        return lakekeeper_bool(value, what, default)
+
+    def render_load(self, result: LoadResult) -> dict[str, Any]:
+        return load_json(result)
+
     @staticmethod
     def route(method: str, pattern: tuple[str, ...], handler: Any,
               kind: Any = "metadata") -> Route:
@@ -204,15 +213,6 @@ class LakekeeperApi(HttpApi):
         if result.next_page_token is not None:  # Lakekeeper omits a null token
             doc["next-page-token"] = result.next_page_token
         return json_response(doc)
-
-    async def create(self, call: HttpCall) -> web.StreamResponse:
-        warehouse, namespace = warehouse_of(call.params), namespace_of(call.params)
-        body = await self._body(call)
-        spec = create_spec(body, base_location_key="base-location", pass_extra=True)
-        return json_response(load_json(await self._create(call, warehouse, namespace, spec)))
-
-    async def drop(self, call: HttpCall) -> web.StreamResponse:
-        return await self._drop(call, "purgeRequested", lakekeeper_bool)
 
     async def forward_namespaces(self, call: HttpCall) -> web.StreamResponse:
         request, params, ctx = call.request, call.params, call.ctx

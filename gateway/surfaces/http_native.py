@@ -26,7 +26,6 @@ from gateway.models import (
 from gateway.surfaces.http_codec import (
     call_ref,
     call_target,
-    create_spec,
     namespace_list,
     namespace_of,
     parse_access,
@@ -123,6 +122,9 @@ def list_doc(result: ListResult) -> dict[str, Any]:
 class NativeApi(HttpApi):
     """Handlers of the `/v1` routes."""
 
+    def render_load(self, result: LoadResult) -> dict[str, Any]:
+        return load_doc(result)
+
     def routes(self) -> list[AnyRoute]:
         return [*self.admitted_routes(), *self.open_routes()]
 
@@ -166,15 +168,6 @@ class NativeApi(HttpApi):
         result = await self._list(call, warehouse, namespace, page_token=query.get("page_token"),
                                   page_size=page_size)
         return json_response(list_doc(result))
-
-    async def create(self, call: HttpCall) -> web.StreamResponse:
-        warehouse, namespace = warehouse_of(call.params), namespace_of(call.params)
-        body = await self._body(call)
-        spec = create_spec(body, base_location_key="base_location", pass_extra=False)
-        return json_response(load_doc(await self._create(call, warehouse, namespace, spec)))
-
-    async def drop(self, call: HttpCall) -> web.StreamResponse:
-        return await self._drop(call, "purge", parse_bool)
 
     async def warehouse(self, call: HttpCall) -> web.StreamResponse:
         wh = await self._ops.resolve_warehouse(warehouse_of(call.params), call.ctx)

@@ -20,7 +20,7 @@ traceback, redacted).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Coroutine, Hashable
+from collections.abc import Coroutine, Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,11 +31,14 @@ from gateway.clock import Clock
 from gateway.errors import GatewayError
 from gateway.logging import request_id_var
 from gateway.metrics import Metrics
-from gateway.models import AccessMode, CreateTableSpec, ListResult, LoadResult, TableRef
+from gateway.models import AccessMode, ListResult, LoadResult, TableRef
 from gateway.surfaces.accounting import Recorder
 from gateway.surfaces.http_codec import (
     call_ref,
     context_of,
+    create_spec,
+    namespace_of,
+    parse_bool,
     read_json,
     rename_pair,
     request_id_of,
@@ -47,7 +50,7 @@ from gateway.surfaces.ingress import Gate
 from gateway.surfaces.lakekeeper_compat import lakekeeper_error
 from gateway.surfaces.memo import BoundedLru
 from gateway.surfaces.operations import Operations
-from gateway.surfaces.render import error_response, internal_error_response
+from gateway.surfaces.render import error_response, internal_error_response, json_response
 from gateway.surfaces.request_ids import RequestIds
 from gateway.tuning import FAILED_LOG_INTERVAL_S, MATCH_CACHE_MAX_TARGET, MATCH_CACHE_SIZE
 
@@ -206,12 +209,28 @@ class HttpApi:
 
     A route module parses (its own paths, query names and JSON field names) and renders (its own
     JSON); the operations in between are the same on every surface, so they live here once.
+    Where two surfaces differ only in spelling (create and drop), the handler lives here too
+    and each surface names its fields below.
     """
+
+    # The create body's location field, and whether unknown fields go through to the catalog.
+    BASE_LOCATION_KEY = "base_location"
+    PASS_EXTRA = False
+    # The drop query's purge parameter.
+    PURGE_KEY = "purge"
 
     def __init__(self, deps: HttpDeps) -> None:
         self._d = deps
         self._ops = deps.ops
         self._gate = deps.gate
+
+    def parse_bool(self, value: str | None, what: str, default: bool | None) -> bool | None:
+        """This surface's boolean query values."""
+        return parse_bool(value, what, default)
+
+    def render_load(self, result: LoadResult) -> dict[str, Any]:
+        """This surface's JSON for a loaded (or created) table."""
+        raise NotImplementedError
 
     def _authorize(self, call: HttpCall, ref: TableRef,
                    access: AccessMode) -> Coroutine[Any, Any, None]:
@@ -231,11 +250,14 @@ class HttpApi:
         """The request's JSON object body, under the size limit."""
         return await read_json(call.request, self._d.max_body_bytes)
 
-    async def _create(self, call: HttpCall, warehouse: str, namespace: tuple[str, ...],
-                      spec: CreateTableSpec) -> LoadResult:
+    async def create(self, call: HttpCall) -> web.StreamResponse:
         """Create a table; its name passes the same rules as every load (TableRef)."""
+        warehouse, namespace = warehouse_of(call.params), namespace_of(call.params)
+        spec = create_spec(await self._body(call), base_location_key=self.BASE_LOCATION_KEY,
+                           pass_extra=self.PASS_EXTRA)
         await self._authorize(call, TableRef(warehouse, namespace, spec.name), AccessMode.WRITE)
-        return await self._ops.create_table(warehouse, namespace, spec, call.ctx)
+        result = await self._ops.create_table(warehouse, namespace, spec, call.ctx)
+        return json_response(self.render_load(result))
 
     async def _list(self, call: HttpCall, warehouse: str, namespace: tuple[str, ...], *,
                     page_token: str | None, page_size: int | None) -> ListResult:
@@ -243,14 +265,12 @@ class HttpApi:
         return await self._ops.list_tables(warehouse, namespace, call.ctx,
                                            page_token=page_token or None, page_size=page_size)
 
-    async def _drop(self, call: HttpCall, purge_key: str,
-                    parse_bool: Callable[[str | None, str, bool | None], bool | None],
-                    ) -> web.StreamResponse:
+    async def drop(self, call: HttpCall) -> web.StreamResponse:
         """DELETE a table; each surface names its purge parameter and parses booleans its way."""
         ref = call_ref(call)
         query = call.request.query
-        purge = parse_bool(query.get(purge_key), purge_key, None)
-        force = bool(parse_bool(query.get("force"), "force", False))
+        purge = self.parse_bool(query.get(self.PURGE_KEY), self.PURGE_KEY, None)
+        force = bool(self.parse_bool(query.get("force"), "force", False))
         await self._authorize(call, ref, AccessMode.WRITE)
         await self._ops.drop_table(ref, call.ctx, purge=purge, force=force)
         return web.Response(status=204)
