@@ -14,20 +14,26 @@ def _summary() -> dict:
     return json.loads(FIXTURE.read_text())
 
 
+# The fixture's figures miss these two targets and meet the others listed.
+MISSED = {"cold herd p99 extra latency", "http_tcp throughput vs trivial HTTP server"}
+MET = {
+    "cold herd upstream calls",
+    "http_uds throughput vs trivial HTTP server",
+    "HTTP/UDS p99 at half capacity",
+    "executors amplification",
+    "IdP token requests",
+    "upstream credential calls vs direct_memo",
+    "scaling: upstream calls per node, table and lifetime",
+    "soak serve floor",
+    "memory for 10,000 keys",
+    "no refreshes for idle keys",
+}
+
+
 def test_targets_verdicts_follow_the_measured_figures() -> None:
     verdicts = {c.name: c.met for c in evaluate(_summary())}
-    assert verdicts["cold herd upstream calls"] is True
-    assert verdicts["cold herd p99 extra latency"] is False
-    assert verdicts["http_tcp throughput vs trivial HTTP server"] is False
-    assert verdicts["http_uds throughput vs trivial HTTP server"] is True
-    assert verdicts["HTTP/UDS p99 at half capacity"] is True
-    assert verdicts["executors amplification"] is True
-    assert verdicts["IdP token requests"] is True
-    assert verdicts["upstream credential calls vs direct_memo"] is True
-    assert verdicts["scaling: upstream calls per node, table and lifetime"] is True
-    assert verdicts["soak serve floor"] is True
-    assert verdicts["memory for 10,000 keys"] is True
-    assert verdicts["no refreshes for idle keys"] is True
+    expected = {**dict.fromkeys(MET, True), **dict.fromkeys(MISSED, False)}
+    assert {name: verdicts.get(name) for name in expected} == expected
 
 
 def test_soak_floor_breach_is_a_miss() -> None:

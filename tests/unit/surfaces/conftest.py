@@ -26,6 +26,11 @@ from tests.unit.surfaces.fake_operations import FakeOperations, RotatingOperatio
 
 MakeClient = Callable[..., Awaitable[TestClient]]
 
+# What an unmodified engine (pyiceberg, pylakekeeper) sends: some bearer token (caller auth is
+# off unless a test installs it), plus Iceberg's delegation header when it wants credentials.
+AUTH = {"Authorization": "Bearer engine-session-token"}
+VENDED = {**AUTH, "X-Iceberg-Access-Delegation": "vended-credentials"}
+
 
 @pytest.fixture
 def fake_ops() -> FakeOperations:

@@ -16,11 +16,9 @@ from gateway.models import (
     UpstreamResponse,
 )
 from gateway.surfaces.policy import CallerPolicy, parse_rules
-from tests.unit.surfaces.conftest import MakeClient
+from tests.unit.surfaces.conftest import AUTH, VENDED, MakeClient
 from tests.unit.surfaces.fake_operations import WAREHOUSE, FakeOperations
 
-AUTH = {"Authorization": "Bearer pyiceberg"}
-VENDED = {**AUTH, "X-Iceberg-Access-Delegation": "vended-credentials"}
 TABLE = "/catalog/v1/demo/namespaces/demo_ns/tables/orders"
 LOCATION = "s3://warehouse/demo_ns/orders"
 CATALOG_REFRESH = (f"http://catalog:8181/catalog/v1/{WAREHOUSE.id}/namespaces/demo_ns/tables/"

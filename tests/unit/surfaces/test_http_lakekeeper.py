@@ -9,7 +9,7 @@ import pytest
 from gateway.models import AccessMode, Outcome
 from gateway.surfaces.callers import StaticTokenCallerAuth
 from gateway.surfaces.policy import CallerPolicy, parse_rules
-from tests.unit.surfaces.conftest import MakeClient, count
+from tests.unit.surfaces.conftest import AUTH, VENDED, MakeClient, count
 from tests.unit.surfaces.fake_operations import (
     ROTATED_KEYS,
     SERVED_ICEBERG_ENDPOINTS,
@@ -18,8 +18,6 @@ from tests.unit.surfaces.fake_operations import (
     RotatingOperations,
 )
 
-AUTH = {"Authorization": "Bearer whatever-pylakekeeper-sends"}
-VENDED = {**AUTH, "X-Iceberg-Access-Delegation": "vended-credentials"}
 GT = "/lakekeeper/v1/{wh}/namespaces/{ns}/generic-tables"
 
 

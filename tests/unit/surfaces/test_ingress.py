@@ -6,12 +6,27 @@ import pytest
 
 from gateway.errors import PermissionDeniedError, RateLimitedCallerError
 from gateway.metrics import Metrics
-from gateway.models import AccessMode, RequestContext
+from gateway.models import AccessMode, CallerIdentity, RequestContext
 from gateway.surfaces.callers import StaticTokenCallerAuth
-from gateway.surfaces.ingress import RateLimiter, check_not_forged
+from gateway.surfaces.ingress import Gate, RateLimiter, check_not_forged
 from gateway.surfaces.policy import CallerPolicy, parse_rules
 from tests.unit.surfaces.conftest import MakeClient, build_gate
 from tests.unit.surfaces.fake_operations import WAREHOUSE, FakeClock, FakeOperations
+
+
+def rejected(metrics: Metrics, reason: str) -> float | None:
+    return metrics.registry.get_sample_value("lakegate_ingress_rejected_total", {"reason": reason})
+
+
+async def alice_on_team_a(
+    ops: FakeOperations, metrics: Metrics, clock: FakeClock, warehouse: str
+) -> tuple[Gate, CallerIdentity]:
+    """A gate whose policy lets alice (token auth) use namespace team_a of `warehouse` only."""
+    policy = CallerPolicy(parse_rules({"callers": {"alice": [
+        {"warehouse": warehouse, "namespace": "team_a", "table": "*"}]}}, "t"))
+    gate = build_gate(ops, metrics, clock, policy=policy,
+                      auth=StaticTokenCallerAuth({"tok-alice-123": "alice"}))
+    return gate, await gate.admit("Bearer tok-alice-123")
 
 
 def test_marker_or_authorization_required_only_when_asked() -> None:
@@ -43,35 +58,25 @@ async def test_rate_limited_caller_gets_429_with_retry_after(
     assert first.status == 200
     assert second.status == 429
     assert second.headers["Retry-After"] == "1"
-    assert metrics.registry.get_sample_value(
-        "lakegate_ingress_rejected_total", {"reason": "ratelimit"}) == 1
+    assert rejected(metrics, "ratelimit") == 1
 
 
 async def test_policy_checked_against_warehouse_id_after_resolution(
     fake_ops: FakeOperations, metrics: Metrics, clock: FakeClock
 ) -> None:
-    policy = CallerPolicy(parse_rules({"callers": {"alice": [
-        {"warehouse": WAREHOUSE.id, "namespace": "team_a", "table": "*"}]}}, "t"))
-    gate = build_gate(fake_ops, metrics, clock, policy=policy,
-                      auth=StaticTokenCallerAuth({"tok-alice-123": "alice"}))
-    caller = await gate.admit("Bearer tok-alice-123")
+    gate, caller = await alice_on_team_a(fake_ops, metrics, clock, WAREHOUSE.id)
     ctx = RequestContext(request_id="r")
     await gate.authorize(caller, ctx, ("demo", ("team_a",), "t"), AccessMode.READ)
     assert fake_ops.calls["resolve_warehouse"] == 1
     with pytest.raises(PermissionDeniedError):
         await gate.authorize(caller, ctx, ("demo", ("team_b",), "t"), AccessMode.READ)
-    assert metrics.registry.get_sample_value(
-        "lakegate_ingress_rejected_total", {"reason": "policy"}) == 1
+    assert rejected(metrics, "policy") == 1
 
 
 async def test_policy_decisions_are_memoized_but_name_dependent_ones_resolve_every_time(
     fake_ops: FakeOperations, metrics: Metrics, clock: FakeClock
 ) -> None:
-    policy = CallerPolicy(parse_rules({"callers": {"alice": [
-        {"warehouse": "demo", "namespace": "team_a", "table": "*"}]}}, "t"))
-    gate = build_gate(fake_ops, metrics, clock, policy=policy,
-                      auth=StaticTokenCallerAuth({"tok-alice-123": "alice"}))
-    caller = await gate.admit("Bearer tok-alice-123")
+    gate, caller = await alice_on_team_a(fake_ops, metrics, clock, "demo")
     ctx = RequestContext(request_id="r")
     for _ in range(3):
         assert await gate.allowed(caller, ctx, ("demo", ("team_a",), "t"), AccessMode.READ)
