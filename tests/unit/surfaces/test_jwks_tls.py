@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,10 +35,18 @@ def signing_key() -> rsa.RSAPrivateKey:
     return rsa.generate_private_key(public_exponent=65537, key_size=2048)
 
 
+@dataclass(frozen=True)
+class Issuer:
+    """The JWKS endpoint under test: its URL, its CA, the bearer file it checks, what it saw."""
+
+    url: str
+    ca: Path
+    bearer: Path
+    seen: list[str | None]
+
+
 @pytest.fixture
-async def issuer(
-    tmp_path: Path, signing_key: rsa.RSAPrivateKey
-) -> AsyncIterator[dict[str, Any]]:
+async def issuer(tmp_path: Path, signing_key: rsa.RSAPrivateKey) -> AsyncIterator[Issuer]:
     """A TLS JWKS endpoint that answers 401 unless the bearer is the current token file's."""
     cert, key = self_signed(tmp_path)
     bearer = tmp_path / "token"
@@ -56,19 +65,14 @@ async def issuer(
     app = web.Application()
     app.router.add_get("/openid/v1/jwks", jwks)
     server = await https_server(app, cert, key)
-    yield {
-        "url": str(server.make_url("/openid/v1/jwks")),
-        "ca": cert,
-        "bearer": bearer,
-        "seen": seen,
-    }
+    yield Issuer(str(server.make_url("/openid/v1/jwks")), cert, bearer, seen)
     await server.close()
 
 
-def _auth(issuer: dict[str, Any], **kwargs: Any) -> JwtCallerAuth:
+def _auth(issuer: Issuer, **kwargs: Any) -> JwtCallerAuth:
     clock = FakeClock()
     clock.wall = time.time()  # PyJWT checks exp against real time
-    keys = JwksKeys(issuer["url"], clock, min_refresh_s=0, **kwargs)
+    keys = JwksKeys(issuer.url, clock, min_refresh_s=0, **kwargs)
     return JwtCallerAuth(keys, clock, audience=AUD, issuer=ISS)
 
 
@@ -78,17 +82,17 @@ def _token(key: rsa.RSAPrivateKey, kid: str = "k1") -> str:
 
 
 async def test_ca_and_bearer_file_reach_the_issuer_and_verify_the_caller(
-    issuer: dict[str, Any], signing_key: rsa.RSAPrivateKey
+    issuer: Issuer, signing_key: rsa.RSAPrivateKey
 ) -> None:
-    auth = _auth(issuer, ca_file=issuer["ca"], bearer_token_file=issuer["bearer"])
+    auth = _auth(issuer, ca_file=issuer.ca, bearer_token_file=issuer.bearer)
     caller = await auth.authenticate(f"Bearer {_token(signing_key)}")
     assert caller.name == SUB
-    assert issuer["seen"] == ["Bearer gateway-sa-token-1"]
+    assert issuer.seen == ["Bearer gateway-sa-token-1"]
     # kubelet rotated the gateway's token: the next fetch sends the new one.
-    issuer["bearer"].write_text("gateway-sa-token-2\n")
+    issuer.bearer.write_text("gateway-sa-token-2\n")
     with pytest.raises(UnauthenticatedError):
         await auth.authenticate(f"Bearer {_token(signing_key, kid='k2')}")
-    assert issuer["seen"][-1] == "Bearer gateway-sa-token-2"
+    assert issuer.seen[-1] == "Bearer gateway-sa-token-2"
 
 
 @pytest.mark.parametrize(
@@ -100,11 +104,11 @@ async def test_ca_and_bearer_file_reach_the_issuer_and_verify_the_caller(
     ids=["without-the-cluster-ca", "without-the-bearer"],
 )
 async def test_an_issuer_missing_its_ca_or_bearer_is_unavailable(
-    issuer: dict[str, Any], signing_key: rsa.RSAPrivateKey, given: tuple[str, ...],
+    issuer: Issuer, signing_key: rsa.RSAPrivateKey, given: tuple[str, ...],
     seen: list[str | None],
 ) -> None:
-    files = {"ca_file": issuer["ca"], "bearer_token_file": issuer["bearer"]}
+    files = {"ca_file": issuer.ca, "bearer_token_file": issuer.bearer}
     auth = _auth(issuer, **{name: files[name] for name in given})
     with pytest.raises(UnauthenticatedError, match="JWKS unavailable"):
         await auth.authenticate(f"Bearer {_token(signing_key)}")
-    assert issuer["seen"] == seen
+    assert issuer.seen == seen

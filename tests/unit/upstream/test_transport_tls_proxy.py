@@ -7,6 +7,7 @@ stand in for a catalog behind mTLS and a corporate egress proxy.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +27,18 @@ def _settings(**extra: str) -> Settings:
     return Settings.load(environ=env | extra)
 
 
+@dataclass(frozen=True)
+class MtlsServer:
+    """An HTTPS endpoint that requires a client certificate: where, and the files to reach it."""
+
+    url: str
+    ca: Path
+    cert: Path
+    key: Path
+
+
 @pytest.fixture
-async def mtls(tmp_path: Path) -> AsyncIterator[dict[str, Any]]:
+async def mtls(tmp_path: Path) -> AsyncIterator[MtlsServer]:
     server_cert, server_key = self_signed(tmp_path, "server")
     client_cert, client_key = self_signed(tmp_path, "client")
 
@@ -37,12 +48,7 @@ async def mtls(tmp_path: Path) -> AsyncIterator[dict[str, Any]]:
     app = web.Application()
     app.router.add_get("/hello", hello)
     server = await https_server(app, server_cert, server_key, client_ca=client_cert)
-    yield {
-        "url": str(server.make_url("/hello")),
-        "ca": server_cert,
-        "cert": client_cert,
-        "key": client_key,
-    }
+    yield MtlsServer(str(server.make_url("/hello")), server_cert, client_cert, client_key)
     await server.close()
 
 
@@ -55,30 +61,30 @@ async def _get(transport: AiohttpTransport, url: str) -> bytes:
 
 
 async def test_ca_bundle_and_client_certificate_reach_an_mtls_catalog(
-    mtls: dict[str, Any],
+    mtls: MtlsServer,
 ) -> None:
     settings = _settings(
-        LAKEGATE__UPSTREAM__CA_FILE=str(mtls["ca"]),
-        LAKEGATE__UPSTREAM__CLIENT_CERT_FILE=str(mtls["cert"]),
-        LAKEGATE__UPSTREAM__CLIENT_KEY_FILE=str(mtls["key"]),
+        LAKEGATE__UPSTREAM__CA_FILE=str(mtls.ca),
+        LAKEGATE__UPSTREAM__CLIENT_CERT_FILE=str(mtls.cert),
+        LAKEGATE__UPSTREAM__CLIENT_KEY_FILE=str(mtls.key),
     )
     transport = AiohttpTransport(ssl_context=upstream_ssl_context(settings.upstream))
-    assert await _get(transport, mtls["url"]) == b"hello over mTLS"
+    assert await _get(transport, mtls.url) == b"hello over mTLS"
 
 
 @pytest.mark.parametrize("missing", ["ca", "client certificate"])
 async def test_without_the_ca_or_the_client_certificate_the_call_fails(
-    mtls: dict[str, Any], missing: str
+    mtls: MtlsServer, missing: str
 ) -> None:
-    extra = {"LAKEGATE__UPSTREAM__CA_FILE": str(mtls["ca"])}
+    extra = {"LAKEGATE__UPSTREAM__CA_FILE": str(mtls.ca)}
     if missing == "ca":
         extra = {
-            "LAKEGATE__UPSTREAM__CLIENT_CERT_FILE": str(mtls["cert"]),
-            "LAKEGATE__UPSTREAM__CLIENT_KEY_FILE": str(mtls["key"]),
+            "LAKEGATE__UPSTREAM__CLIENT_CERT_FILE": str(mtls.cert),
+            "LAKEGATE__UPSTREAM__CLIENT_KEY_FILE": str(mtls.key),
         }
     transport = AiohttpTransport(ssl_context=upstream_ssl_context(_settings(**extra).upstream))
     with pytest.raises(UnavailableError):
-        await _get(transport, mtls["url"])
+        await _get(transport, mtls.url)
 
 
 @pytest.fixture
