@@ -7,7 +7,7 @@ well as from a live run (the unit tests do the former).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,12 +52,10 @@ def render_markdown(summary: Mapping[str, Any], checks: list[TargetCheck], plots
         "",
         "## Targets",
         "",
-        "| target | wanted | measured | verdict |",
-        "|---|---|---|---|",
     ]
-    for c in checks:
-        verdict = {True: "met", False: "**MISSED**", None: "not measured"}[c.met]
-        out.append(f"| {c.name} | {c.target} | {c.measured} | {verdict} |")
+    verdict = {True: "met", False: "**MISSED**", None: "not measured"}
+    out += _table(("target", "wanted", "measured", "verdict"),
+                  ((c.name, c.target, c.measured, verdict[c.met]) for c in checks))
     missed = [c for c in checks if c.met is False]
     if missed:
         out += [
@@ -93,6 +91,15 @@ def render_markdown(summary: Mapping[str, Any], checks: list[TargetCheck], plots
     return "\n".join(out) + "\n"
 
 
+def _table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
+    """A Markdown table: the header, its separator, one line per row."""
+
+    def line(cells: Sequence[Any]) -> str:
+        return "| " + " | ".join(str(c) for c in cells) + " |"
+
+    return [line(header), "|" + "---|" * len(header), *(line(r) for r in rows)]
+
+
 def _head(title: str, data: Any) -> tuple[list[str], bool]:
     """A section's heading, and whether its data can be shown (if not, the heading says why)."""
     out = ["", f"## {title}", ""]
@@ -111,23 +118,18 @@ def _herd_section(herd: Any) -> list[str]:
     out, usable = _head("1. Cold herd", herd)
     if not usable:
         return out
-    out += [
-        "| K | upstream calls | upstream call ms | p50 ms | p99 ms | p99 extra ms | errors |",
-        "|---|---|---|---|---|---|---|",
-    ]
+    rows = []
     for k, r in herd.items():
         if not k.isdigit():
             continue
         if "error" in r:
-            out.append(f"| {int(k):,} | failed: {r['error'][:120]} | | | | | |")
+            rows.append((f"{int(k):,}", f"failed: {r['error'][:120]}", "", "", "", "", ""))
             continue
         lat = r.get("latency_ms", {})
-        out.append(
-            f"| {int(k):,} | {r['upstream_calls']} | {r.get('upstream_ms')} | "
-            f"{lat.get('p50')} | {lat.get('p99')} | {r['p99_extra_ms']} | "
-            f"{r.get('errors', 0)} |"
-        )
-    return out
+        rows.append((f"{int(k):,}", r["upstream_calls"], r.get("upstream_ms"), lat.get("p50"),
+                     lat.get("p99"), r["p99_extra_ms"], r.get("errors", 0)))
+    return out + _table(("K", "upstream calls", "upstream call ms", "p50 ms", "p99 ms",
+                         "p99 extra ms", "errors"), rows)
 
 
 def _surface_section(surfaces: Any) -> list[str]:
@@ -139,22 +141,23 @@ def _surface_section(surfaces: Any) -> list[str]:
         "each side's requests per second of server CPU actually used (other tenants of the "
         "machine decide how much CPU each server gets).",
         "",
-        "| surface | req/s (best) | baseline req/s | ratio | per-core ratio | p50 / p90 / p99 / "
-        "p99.9 ms at half load | baseline p99 ms at the same rate |",
-        "|---|---|---|---|---|---|---|",
     ]
+    rows = []
     for name in SURFACES:
         s = surfaces.get(name)
         if not s:
             continue
-        lat = s.get("half_load", {}).get("latency_ms", {})
-        out.append(
-            f"| {name} | {s['rps']:,.0f} | {s['baseline_rps']:,.0f} | {s['ratio']} | "
-            f"{s.get('cpu_normalized_ratio')} | "
-            f"{lat.get('p50')} / {lat.get('p90')} / {lat.get('p99')} / "
-            f"{lat.get('p999')} | "
-            f"{s.get('half_load', {}).get('baseline_latency_ms_same_rate', {}).get('p99')} |"
-        )
+        half = s.get("half_load", {})
+        lat = half.get("latency_ms", {})
+        rows.append((
+            name, f"{s['rps']:,.0f}", f"{s['baseline_rps']:,.0f}", s["ratio"],
+            s.get("cpu_normalized_ratio"),
+            f"{lat.get('p50')} / {lat.get('p90')} / {lat.get('p99')} / {lat.get('p999')}",
+            half.get("baseline_latency_ms_same_rate", {}).get("p99"),
+        ))
+    out += _table(("surface", "req/s (best)", "baseline req/s", "ratio", "per-core ratio",
+                   "p50 / p90 / p99 / p99.9 ms at half load",
+                   "baseline p99 ms at the same rate"), rows)
     quiet = [(n, surfaces[n]["audit_off"]) for n in SURFACES
              if isinstance(surfaces.get(n), Mapping) and surfaces[n].get("audit_off")]
     if quiet:
@@ -167,19 +170,18 @@ def _surface_section(surfaces: Any) -> list[str]:
         "",
         "Per concurrency (closed loop):",
         "",
-        "| surface | concurrency | req/s | baseline req/s | p99 ms | baseline p99 ms "
-        "| server cores (gw / base) | generator cores (gw / base) |",
-        "|---|---|---|---|---|---|---|---|",
     ]
-    for name in SURFACES:
-        for conc, r in (surfaces.get(name) or {}).get("by_concurrency", {}).items():
-            out.append(
-                f"| {name} | {conc} | {r['rps']:,.0f} | {r['baseline_rps']:,.0f} | "
-                f"{r['latency_ms'].get('p99')} | {r['baseline_latency_ms'].get('p99')} | "
-                f"{r.get('server_cores')} / {r.get('baseline_server_cores')} | "
-                f"{r.get('client_cores')} / {r.get('baseline_client_cores')} |"
-            )
-    return out
+    rows = [
+        (name, conc, f"{r['rps']:,.0f}", f"{r['baseline_rps']:,.0f}",
+         r["latency_ms"].get("p99"), r["baseline_latency_ms"].get("p99"),
+         f"{r.get('server_cores')} / {r.get('baseline_server_cores')}",
+         f"{r.get('client_cores')} / {r.get('baseline_client_cores')}")
+        for name in SURFACES
+        for conc, r in (surfaces.get(name) or {}).get("by_concurrency", {}).items()
+    ]
+    return out + _table(("surface", "concurrency", "req/s", "baseline req/s", "p99 ms",
+                         "baseline p99 ms", "server cores (gw / base)",
+                         "generator cores (gw / base)"), rows)
 
 
 def _executor_section(ex: Any) -> list[str]:
@@ -194,20 +196,17 @@ def _executor_section(ex: Any) -> list[str]:
         "until the serve floor. The headline column is upstream credential calls per table per "
         "credential lifetime.",
         "",
-        "| mode | client requests | upstream catalog calls | credential calls per table per "
-        "lifetime | IdP token requests | STS calls | errors | req/s | p99 ms |",
-        "|---|---|---|---|---|---|---|---|---|",
     ]
-    for mode in ("gateway", "direct", "direct_memo"):
-        r = ex.get(mode)
-        if not r:
-            continue
-        out.append(
-            f"| {mode} | {r['client_requests']:,} | {r['upstream_calls']:,} | "
-            f"{r.get('credential_calls_per_table_lifetime')} | "
-            f"{r['idp_requests']:,} | {r.get('sts_calls')} | {r.get('errors')} | "
-            f"{r.get('rps')} | {r.get('latency_ms', {}).get('p99')} |"
-        )
+    rows = [
+        (mode, f"{r['client_requests']:,}", f"{r['upstream_calls']:,}",
+         r.get("credential_calls_per_table_lifetime"), f"{r['idp_requests']:,}",
+         r.get("sts_calls"), r.get("errors"), r.get("rps"), r.get("latency_ms", {}).get("p99"))
+        for mode in ("gateway", "direct", "direct_memo")
+        if (r := ex.get(mode))
+    ]
+    out += _table(("mode", "client requests", "upstream catalog calls",
+                   "credential calls per table per lifetime", "IdP token requests", "STS calls",
+                   "errors", "req/s", "p99 ms"), rows)
     out += [
         "",
         f"Amplification (client requests / upstream calls): gateway "
@@ -226,27 +225,24 @@ def _scaling_section(rows: Any) -> list[str]:
         "Warm caches, uniform popularity, time-compressed lifetime; `per node, table, lifetime` "
         "= upstream credential calls / (nodes x tables x lifetimes in the window).",
         "",
-        "| mode | nodes | executors per node | credential calls | per node, table, lifetime "
-        "| IdP requests | errors | client requests |",
-        "|---|---|---|---|---|---|---|---|",
     ]
-    for r in rows:
-        out.append(
-            f"| {r.get('mode')} | {r['nodes']} | {r['executors_per_node']:,} | "
-            f"{r.get('credential_calls')} | {r['upstream_per_node_table_lifetime']} | "
-            f"{r['idp_requests']} | {r['errors']} | {r.get('client_requests', 0):,} |"
-        )
-    return out
+    return out + _table(
+        ("mode", "nodes", "executors per node", "credential calls", "per node, table, lifetime",
+         "IdP requests", "errors", "client requests"),
+        ((r.get("mode"), r["nodes"], f"{r['executors_per_node']:,}", r.get("credential_calls"),
+          r["upstream_per_node_table_lifetime"], r["idp_requests"], r["errors"],
+          f"{r.get('client_requests', 0):,}") for r in rows),
+    )
 
 
 def _dict_section(title: str, data: Any) -> list[str]:
     out, usable = _head(title, data)
     if not usable:
         return out
-    out += ["| measure | value |", "|---|---|"]
-    for key, value in data.items():
-        out.append(f"| {key} | {json.dumps(value) if isinstance(value, dict | list) else value} |")
-    return out
+    return out + _table(
+        ("measure", "value"),
+        ((k, json.dumps(v) if isinstance(v, dict | list) else v) for k, v in data.items()),
+    )
 
 
 def _plots(summary: Mapping[str, Any], out_dir: Path) -> list[str]:
