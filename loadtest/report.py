@@ -171,7 +171,7 @@ def _surface_section(surfaces: Any) -> list[str]:
         "Per concurrency (closed loop):",
         "",
     ]
-    rows = [
+    by_concurrency = [
         (name, conc, f"{r['rps']:,.0f}", f"{r['baseline_rps']:,.0f}",
          r["latency_ms"].get("p99"), r["baseline_latency_ms"].get("p99"),
          f"{r.get('server_cores')} / {r.get('baseline_server_cores')}",
@@ -181,7 +181,7 @@ def _surface_section(surfaces: Any) -> list[str]:
     ]
     return out + _table(("surface", "concurrency", "req/s", "baseline req/s", "p99 ms",
                          "baseline p99 ms", "server cores (gw / base)",
-                         "generator cores (gw / base)"), rows)
+                         "generator cores (gw / base)"), by_concurrency)
 
 
 def _executor_section(ex: Any) -> list[str]:
