@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from devstack.metrics_scrape import scrape, summarize
 from hardening.environment import (
     HarnessContext,
     ensure_tables,
@@ -31,7 +32,6 @@ from hardening.gateway_process import GatewayProcess
 from hardening.leaks import LeakBudget, settle, snapshot
 from hardening.load import LoadFleet
 from hardening.loadclient import LoadConfig
-from hardening.metrics_scrape import scrape, summarize
 from hardening.processes import HarnessError, wait_until
 from hardening.report import FaultResult
 

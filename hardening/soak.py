@@ -12,12 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from devstack.metrics_scrape import scrape, summarize
 from hardening.environment import start_environment, stop_environment
 from hardening.fault_proxy import ProxyMode
 from hardening.faults import EVIDENCE, FaultBench, FaultTiming
 from hardening.leaks import snapshot
 from hardening.load import LoadFleet
-from hardening.metrics_scrape import scrape, summarize
 from hardening.report import FaultResult, HardeningReport
 
 SAMPLE_EVERY_S = 10.0

@@ -1,5 +1,10 @@
-"""Read the gateway's Prometheus `/metrics` as evidence of what a fault did inside it
-(stale serves, refresh failures, ingress rejections), without trusting its logs."""
+"""Read a gateway's Prometheus `/metrics`: the one scrape of the tests, the bench, the hardening
+suites and the demo.
+
+Why from the outside: the counters are evidence of what happened inside the gateway (requests
+by cache result, upstream calls, stale serves, refresh failures, ingress rejections) that does
+not depend on its logs.
+"""
 
 from __future__ import annotations
 
@@ -32,9 +37,11 @@ def parse(text: str) -> Samples:
 
 
 def scrape(base_url: str, timeout_s: float = 5.0) -> Samples:
-    """GET `/metrics`; an unreachable gateway yields an empty sample set."""
+    """GET `/metrics` (loopback: any HTTP(S)_PROXY is bypassed); an unreachable gateway yields
+    an empty sample set."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
-        with urllib.request.urlopen(base_url + "/metrics", timeout=timeout_s) as resp:  # noqa: S310 - loopback
+        with opener.open(base_url + "/metrics", timeout=timeout_s) as resp:
             return parse(resp.read().decode(errors="replace"))
     except OSError:
         return {}
