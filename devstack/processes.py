@@ -13,7 +13,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -199,3 +199,103 @@ def _wait_gone(record: ProcessRecord, timeout_s: float) -> bool:
             break
         time.sleep(0.02)
     return not is_alive(record)
+
+
+# ---- by pid: what the fault suites and the bench need beyond a recorded start ----------------
+
+
+def wait_gone(pid: int, timeout_s: float) -> bool:
+    """Wait (bounded) until `pid` no longer runs; reaps it if it is our child."""
+    deadline = time.monotonic() + timeout_s
+    for _ in range(int(timeout_s / 0.05) + 1):
+        _reap(pid)
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return False
+
+
+def kill9(pid: int) -> None:
+    """SIGKILL the process and, when it leads its own group, everything in that group."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        if os.getpgid(pid) == pid:
+            os.killpg(pid, signal.SIGKILL)
+        else:
+            os.kill(pid, signal.SIGKILL)
+    wait_gone(pid, timeout_s=10)
+
+
+def terminate(pid: int, timeout_s: float = 10.0) -> None:
+    """SIGTERM, wait (bounded), then SIGKILL."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signal.SIGTERM)
+    if not wait_gone(pid, timeout_s):
+        kill9(pid)
+
+
+def exit_code(pid: int, timeout_s: float) -> int | None:
+    """The exit code of our own child `pid`, waiting (bounded) for it to end; None if it is
+    still running at the deadline or is not our child."""
+    deadline = time.monotonic() + timeout_s
+    for _ in range(int(timeout_s / 0.05) + 1):
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return None
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.05)
+    return None
+
+
+def poll_until(
+    check: Callable[[], bool], *, timeout_s: float, interval_s: float = 0.1
+) -> float | None:
+    """Poll `check` (bounded); returns the seconds waited, or None on timeout."""
+    start = time.monotonic()
+    for _ in range(int(timeout_s / interval_s) + 1):
+        if check():
+            return time.monotonic() - start
+        if time.monotonic() - start > timeout_s:
+            break
+        time.sleep(interval_s)
+    return None
+
+
+@dataclass
+class ProcessTable:
+    """Every process one harness started; `stop_all` stops them by pid, newest first."""
+
+    started: list[ProcessRecord] = field(default_factory=list)
+
+    def spawn(
+        self,
+        name: str,
+        argv: Sequence[str],
+        *,
+        log_path: Path,
+        base_env: Mapping[str, str] | None = None,
+        env_extra: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> ProcessRecord:
+        record = spawn(
+            name, argv, log_path=log_path, base_env=base_env, env_extra=env_extra, cwd=cwd
+        )
+        self.started.append(record)
+        return record
+
+    def forget(self, pid: int) -> None:
+        self.started = [r for r in self.started if r.pid != pid]
+
+    def stop_all(self, timeout_s: float = 10.0) -> None:
+        """SIGTERM each process group, SIGKILL what outlives `timeout_s` (never a recycled pid)."""
+        for record in reversed(self.started):
+            stop(record, term_timeout_s=timeout_s)
+        self.started.clear()

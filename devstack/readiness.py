@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import socket
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import httpx
@@ -11,12 +13,20 @@ from devstack import seaweed
 from devstack.errors import DevstackError
 
 
-def http_ok(url: str) -> bool:
-    """True if GET `url` answers 200 within a second."""
+def http_ok(url: str, timeout_s: float = 1.0, headers: Mapping[str, str] | None = None) -> bool:
+    """True if GET `url` answers 2xx within `timeout_s` (loopback: proxies are not used)."""
     try:
-        return httpx.get(url, timeout=1.0).status_code == 200
+        answer = httpx.get(url, timeout=timeout_s, headers=headers, trust_env=False)
     except httpx.HTTPError:
         return False
+    return 200 <= answer.status_code < 300
+
+
+def port_open(host: str, port: int) -> bool:
+    """True if something accepts TCP connections on host:port (within half a second)."""
+    with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=0.5):
+        return True
+    return False
 
 
 def s3_ready(endpoint: str, keys: seaweed.SeaweedKeys, bucket: str) -> bool:

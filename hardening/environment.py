@@ -18,15 +18,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlparse
 
-from hardening.processes import (
-    HarnessError,
-    ProcessSpec,
-    ProcessTable,
-    capture,
-    kill9,
-    port_open,
-    wait_until,
-)
+from devstack.processes import ProcessTable, kill9, poll_until
+from devstack.readiness import port_open
+from hardening.processes import HarnessError, ProcessSpec, capture, respawn
 from hardening.secret_scanner import SecretScanner
 
 COMPONENTS = ("idp", "s3", "catalog")
@@ -81,12 +75,13 @@ class HarnessContext:
         """Start the component again from its captured argv/env; returns seconds until it
         listens."""
         self.restarts += 1
-        pid = self.procs.respawn(
-            self.specs[name], self.run_dir / "logs" / f"{name}-restart-{self.restarts}.log"
+        record = respawn(
+            self.procs, self.specs[name],
+            self.run_dir / "logs" / f"{name}-restart-{self.restarts}.log",
         )
-        self.pids[name] = pid
+        self.pids[name] = record.pid
         host, port = self.component_port(name)
-        waited = wait_until(lambda: port_open(host, port), timeout_s=timeout_s, interval_s=0.05)
+        waited = poll_until(lambda: port_open(host, port), timeout_s=timeout_s, interval_s=0.05)
         if waited is None:
             raise HarnessError(f"{name} did not listen on {port} within {timeout_s}s after restart")
         return waited
@@ -128,7 +123,7 @@ def stop_environment(ctx: HarnessContext) -> None:
     """Stop restarted components (by pid) and the stack (by its recorded pids)."""
     from devstack.launcher import stop_stack
 
-    restarted = {pid for _, pid in ctx.procs.started}
+    restarted = {record.pid for record in ctx.procs.started}
     ctx.procs.stop_all()
     try:
         stop_stack(ctx.stack_dir)

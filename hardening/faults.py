@@ -19,7 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from devstack.gateway_process import GatewayProcess
 from devstack.metrics_scrape import scrape, summarize
+from devstack.processes import poll_until
 from hardening.environment import (
     HarnessContext,
     ensure_tables,
@@ -28,11 +30,10 @@ from hardening.environment import (
     request_json,
 )
 from hardening.fault_proxy import ProxyMode, ProxyThread
-from hardening.gateway_process import GatewayProcess
 from hardening.leaks import LeakBudget, settle, snapshot
 from hardening.load import LoadFleet
 from hardening.loadclient import LoadConfig
-from hardening.processes import HarnessError, wait_until
+from hardening.processes import HarnessError
 from hardening.report import FaultResult
 
 TABLES = ["hx_t0", "hx_t1", "hx_t2", "hx_t3"]
@@ -119,7 +120,7 @@ class FaultBench:
             python=self.ctx.python,
             extra_pythonpath=(str(Path(__file__).resolve().parent / "clockshim"),),
         )
-        eps = self.gw.start()
+        eps = self.gw.start(ready=False)
         if self.gw.wait_ready(60) is None:
             raise HarnessError("gateway never became ready")
         ensure_tables(eps.http_url, self.ctx.warehouse, self.ctx.namespace, [*TABLES, PROBE_TABLE])
@@ -145,7 +146,7 @@ class FaultBench:
                 self.ctx.emulator_faults({"clear": True})
 
     def _catalog_up(self) -> bool:
-        from hardening.processes import port_open
+        from devstack.readiness import port_open
 
         return port_open(*self.ctx.component_port("catalog"))
 
@@ -253,7 +254,7 @@ def run_scenario(bench: FaultBench, sc: Scenario, out_dir: Path) -> FaultResult:
                 probe_ok_at.append(time.time())
             return ok
 
-        wait_until(probe_once, timeout_s=t.recovery_timeout_s, interval_s=0.25)
+        poll_until(probe_once, timeout_s=t.recovery_timeout_s, interval_s=0.25)
         time.sleep(t.tail_s)
     except Exception as exc:  # noqa: BLE001 - the harness must still stop clients and report
         result.error = f"{type(exc).__name__}: {exc}"
@@ -309,12 +310,12 @@ def scenarios(bench: FaultBench) -> list[Scenario]:
             ctx.restart_component(name)
             if name == "catalog":
                 # The emulator's fault spec lives in memory; the short lifetime must come back.
-                wait_until(lambda: _try(bench.apply_lifetime), timeout_s=15)
+                poll_until(lambda: _try(bench.apply_lifetime), timeout_s=15)
 
         return _restart
 
     def restart_gateway() -> None:
-        gw.start()
+        gw.start(ready=False)
 
     return [
         Scenario(
@@ -386,7 +387,7 @@ def run_fault_suite(
             if only and sc.name not in only:
                 continue
             if bench.gateway.pid is None:
-                bench.gateway.start()
+                bench.gateway.start(ready=False)
             results.append(run_scenario(bench, sc, ctx.run_dir / "load"))
     finally:
         bench.stop()

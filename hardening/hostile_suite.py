@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from devstack.gateway_process import GatewayProcess
 from hardening.environment import HarnessContext, ensure_tables, gateway_settings, native_path
-from hardening.gateway_process import GatewayProcess
 from hardening.hostile import run_grpc_fuzz, run_rate_limit, run_schemathesis, run_socket_attacks
 from hardening.isolation import NS_A, TABLE_A, prepare_catalog, rate_limit_gateway
 from hardening.leaks import LeakBudget, settle, snapshot
@@ -19,7 +19,7 @@ def run_hostile_suite(ctx: HarnessContext, fuzz: FuzzResult, *, quick: bool = Fa
     gw_dir = ctx.run_dir / "gateways" / "hostile"
     env = gateway_settings(ctx, UPSTREAM__TIMEOUT_S="5", UPSTREAM__DEADLINE_S="10")
     gw = GatewayProcess(gw_dir, env, repo_root=ctx.repo_root, name="hostile", python=ctx.python)
-    eps = gw.start()
+    eps = gw.start(ready=False)
     try:
         if gw.wait_ready(60) is None:
             raise HarnessError("hostile gateway never became ready")

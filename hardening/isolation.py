@@ -27,8 +27,8 @@ from urllib.parse import quote
 import jwt
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from devstack.gateway_process import GatewayEndpoints, GatewayProcess
 from hardening.environment import HarnessContext, gateway_settings, native_path, request_json
-from hardening.gateway_process import GatewayEndpoints, GatewayProcess
 from hardening.processes import HarnessError
 from hardening.report import IsolationResult
 
@@ -516,7 +516,7 @@ def _gateway(ctx: HarnessContext, name: str, extra: dict[str, str]) -> Iterator[
     env = gateway_settings(ctx, CALLERS__POLICY_FILE=str(policy), **extra)
     gw = GatewayProcess(gw_dir, env, repo_root=ctx.repo_root, name=name, python=ctx.python)
     try:
-        gw.start()
+        gw.start(ready=False)
         if gw.wait_ready(60) is None:
             raise HarnessError(f"{name} never became ready")
         yield gw
@@ -604,7 +604,7 @@ def rate_limit_gateway(
         CALLERS__BURST=str(burst),
     )
     gw = GatewayProcess(gw_dir, env, repo_root=ctx.repo_root, name="ratelimit", python=ctx.python)
-    gw.start()
+    gw.start(ready=False)
     if gw.wait_ready(60) is None:
         gw.stop()
         raise HarnessError("rate-limit gateway never became ready")

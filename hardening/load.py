@@ -13,8 +13,8 @@ import sys
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from devstack.processes import ProcessTable, wait_gone
 from hardening.loadclient import LoadConfig
-from hardening.processes import ProcessTable, wait_gone
 
 
 @dataclass
@@ -78,18 +78,18 @@ class LoadFleet:
             self._procs.spawn(
                 f"loadclient-{i}",
                 [self._python, "-m", "hardening.loadclient", "--config", json.dumps(asdict(cfg))],
-                env=env,
-                cwd=str(self._root),
+                base_env=env,
+                cwd=self._root,
                 log_path=self._dir / f"client-{i}.log",
             )
 
     def stop(self, timeout_s: float = 20.0) -> FleetResult:
         """Ask every client to stop (stop file, then SIGTERM), wait by pid, aggregate results."""
         self._stop_file.touch()
-        for _, pid in self._procs.started:
-            if not wait_gone(pid, timeout_s):
+        for record in self._procs.started:
+            if not wait_gone(record.pid, timeout_s):
                 try:
-                    os.kill(pid, signal.SIGTERM)
+                    os.kill(record.pid, signal.SIGTERM)
                 except ProcessLookupError:
                     pass
         self._procs.stop_all(timeout_s=5)

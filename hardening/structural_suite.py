@@ -17,8 +17,9 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
+from devstack.processes import poll_until
+from devstack.readiness import http_ok
 from hardening.hostile import GRPC_SERVER_ERRORS, UPSTREAM_STATUSES, SuiteTally, _gateway_gone
-from hardening.processes import http_ok, wait_until
 from hardening.report import FuzzResult
 from hardening.structural import HTTP_CATEGORIES, HttpCase, Target, http_corpus
 from hardening.structural_grpc import GRPC_CATEGORIES, GrpcCase, grpc_corpus
@@ -185,7 +186,7 @@ def run_structural_suite(http_url: str, grpc_target: str, log_dir: Path, names: 
         fuzz.by_suite[suite].update(tally.extra())
         if tally.cases == 0:
             fuzz.failures.append(f"{suite}: no case was sent")
-    ready = wait_until(lambda: http_ok(http_url + "/readyz"), timeout_s=30)
+    ready = poll_until(lambda: http_ok(http_url + "/readyz"), timeout_s=30)
     tracebacks = traceback_lines(log_dir)
     fuzz.by_suite["structural_after"] = {"cases": 0, "server_errors": 0,
                                          "readyz_ok": ready is not None,

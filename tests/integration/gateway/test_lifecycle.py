@@ -47,7 +47,7 @@ def test_sigterm_drains_an_in_flight_request_then_exits_0(
         os.kill(proc.pid, signal.SIGTERM)  # while the upstream call is still sleeping
         worker.join(timeout=30)
         assert result == {"status": 200, "outcome": "miss"}
-        assert proc.proc.wait(timeout=30) == 0
+        assert proc.wait(30) == 0
         assert "stop requested; draining" in proc.log_text()
     finally:
         proc.stop()

@@ -22,7 +22,7 @@ def _wait_for_log(proc: Any, text: str, count: int, timeout_s: float = 15.0) -> 
     deadline = time.monotonic() + timeout_s
     while proc.log_text().count(text) < count:
         assert time.monotonic() < deadline, f"no {count}x {text!r} in the log"
-        assert proc.proc.poll() is None, "the gateway exited"
+        assert proc.alive(), "the gateway exited"
         time.sleep(0.05)
 
 
@@ -68,7 +68,7 @@ def test_sighup_reloads_tokens_and_policy_and_keeps_the_last_good_set(
             assert 'lakegate_config_reloads_total{result="ok"} 1.0' in metrics
             assert "process_resident_memory_bytes" in metrics
         os.kill(proc.pid, signal.SIGTERM)  # SIGTERM still drains and exits 0
-        assert proc.proc.wait(timeout=30) == 0
+        assert proc.wait(30) == 0
         log = proc.log_text()
         assert "reload-token-b" not in log
         assert "broken" not in log

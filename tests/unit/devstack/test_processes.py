@@ -4,7 +4,16 @@ import time
 import pytest
 
 from devstack.errors import StartupError
-from devstack.processes import ProcessRecord, is_alive, respawn, spawn, stop, wait_until
+from devstack.processes import (
+    ProcessRecord,
+    ProcessTable,
+    exit_code,
+    is_alive,
+    respawn,
+    spawn,
+    stop,
+    wait_until,
+)
 
 STUBBORN = (
     "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
@@ -99,3 +108,21 @@ def test_base_env_replaces_the_inherited_environment(tmp_path, monkeypatch):
             break
         time.sleep(0.05)
     assert "['X_BASE', 'X_EXTRA']" in log.read_text()
+
+
+def test_process_table_stops_everything_it_started_newest_first(tmp_path):
+    table = ProcessTable()
+    sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
+    first = table.spawn("a", sleeper, log_path=tmp_path / "a.log")
+    second = table.spawn("b", [sys.executable, "-c", STUBBORN], log_path=tmp_path / "b.log")
+    wait_until(second, lambda: "up" in (tmp_path / "b.log").read_text(), timeout_s=10, what="b")
+    table.forget(first.pid)
+    table.stop_all(timeout_s=0.3)  # b ignores SIGTERM: killed after the timeout
+    assert not is_alive(second)
+    assert is_alive(first)  # forgotten: not this table's to stop
+    stop(first)
+
+
+def test_exit_code_of_our_own_child(tmp_path):
+    rec = spawn("x", [sys.executable, "-c", "raise SystemExit(7)"], log_path=tmp_path / "x.log")
+    assert exit_code(rec.pid, timeout_s=10) == 7
