@@ -18,10 +18,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from demo.progress import Progress
 from demo.runtime import STANDALONE
+from devstack.stack_info import StackInfo
 
 if TYPE_CHECKING:
     from devstack.launcher import Stack
@@ -93,9 +94,9 @@ def _stack(run_dir: Path, args: argparse.Namespace, say: Progress) -> Iterator[S
             stop_stack(run_dir)
 
 
-def _environment(info: dict[str, Any]) -> None:
+def _environment(info: StackInfo) -> None:
     """Settings this process and the Spark processes it starts share (not the gateway URL)."""
-    os.environ["LAKEGATE_WAREHOUSE"] = info["warehouse"]["name"]
+    os.environ["LAKEGATE_WAREHOUSE"] = info.warehouse.name
     os.environ.setdefault("NO_PROXY", "localhost,127.0.0.1")
     os.environ.setdefault("LANCE_LOG", "error")  # Lance warns "will be created" per fragment
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -121,7 +122,7 @@ def _run(args: argparse.Namespace, say: Progress) -> None:
                 spark = pipeline.spark_session(rt.master, conf=rt.conf)
                 try:
                     with Client(rt.driver_url) as client:
-                        run = pipeline.run(spark, client, info["namespace"], drop, say,
+                        run = pipeline.run(spark, client, info.namespace, drop, say,
                                            partitions=args.partitions,
                                            # the driver's node gateway (the first)
                                            catalog_url=next(iter(rt.gateways.values())))

@@ -24,6 +24,7 @@ from typing import Any
 
 from demo.progress import Progress
 from demo.streams import DEFAULT_ENGINES, ENGINES, EXPIRED, StreamSpec
+from devstack.stack_info import StackInfo
 
 STS_LIFETIME_S = 900  # SeaweedFS's minimum, and what the warehouse asks for
 # Gateway cache for 900 s credentials: refresh ahead at 420 s left (the catalog re-issues an
@@ -62,9 +63,9 @@ def _interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def _specs(args: argparse.Namespace, client: Any, info: dict[str, Any]) -> list[StreamSpec]:
+def _specs(args: argparse.Namespace, client: Any, info: StackInfo) -> list[StreamSpec]:
     """One catalog table per engine (created by the driver) and the task that streams into it."""
-    namespace, warehouse = info["namespace"], info["warehouse"]["name"]
+    namespace, warehouse = info.namespace, info.warehouse.name
     suffix = f"{int(time.time())}"
     specs = []
     for engine in args.engines:
@@ -72,7 +73,7 @@ def _specs(args: argparse.Namespace, client: Any, info: dict[str, Any]) -> list[
         loaded = client.create(namespace, table, format=ENGINES[engine])
         specs.append(StreamSpec(
             engine=engine, namespace=namespace, table=table, location=loaded.base_location,
-            warehouse=warehouse, region=info["s3"]["region"], endpoint=info["s3"]["endpoint"],
+            warehouse=warehouse, region=info.s3.region, endpoint=info.s3.endpoint,
             chunk_rows=args.chunk_rows, interval_s=args.interval_s, margin_s=args.margin_s,
             stream_s=args.stream_s, max_s=STS_LIFETIME_S + args.margin_s + 300,
             raise_errors=not args.baseline,
@@ -137,7 +138,7 @@ def _run(args: argparse.Namespace, say: Progress) -> dict[str, Any]:
     stack = start_stack(run_dir, with_gateway=False, sts_validity_s=STS_LIFETIME_S)
     try:
         info = stack.info
-        os.environ["LAKEGATE_WAREHOUSE"] = info["warehouse"]["name"]
+        os.environ["LAKEGATE_WAREHOUSE"] = info.warehouse.name
         cores = -(-len(args.engines) // args.nodes)  # every task runs at once
         with SparkCluster(run_dir, info, workers=args.nodes, cores_per_worker=cores,
                           transport="tcp", gateway_env=dict(GATEWAY_ENV)) as cluster:

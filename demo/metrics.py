@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
+
+from devstack.stack_info import StackInfo
 
 _TIMEOUT_S = 5.0
 _NOT_SERVED = ("denied", "error")
@@ -86,16 +87,16 @@ def read_gateway(http: httpx.Client, name: str, url: str) -> NodeCounters:
     return NodeCounters(name, url, served, metadata, upstream, logins)
 
 
-def read_counters(info: dict[str, Any], gateways: Mapping[str, str] | None = None) -> Counters:
+def read_counters(info: StackInfo, gateways: Mapping[str, str] | None = None) -> Counters:
     """Read the stack's counters (``info`` is stack.json; ``gateways`` maps node name to gateway
     HTTP URL, default: the stack's own gateway as the single node ``local``)."""
     if gateways is None:
-        gateways = {"local": info["gateway"]["http_url"]}
+        gateways = {"local": info.gateway_url}
     with httpx.Client(timeout=_TIMEOUT_S, trust_env=False) as http:
         nodes = tuple(read_gateway(http, name, url) for name, url in gateways.items())
-        catalog = http.get(f"{info['catalog']['url']}/_emulator/stats")
+        catalog = http.get(f"{info.catalog.url}/_emulator/stats")
         catalog.raise_for_status()
-        idp = http.get(f"{info['idp']['issuer']}/_idp/stats")
+        idp = http.get(f"{info.idp.issuer}/_idp/stats")
         idp.raise_for_status()
     return Counters(
         nodes=nodes,

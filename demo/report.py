@@ -8,6 +8,7 @@ from typing import Any
 
 from demo.metrics import Counters
 from demo.pipeline import PipelineRun
+from devstack.stack_info import StackInfo
 
 ACCESS_MODES = 2  # read and write: the most credentials one table can need from the catalog
 
@@ -15,7 +16,7 @@ ACCESS_MODES = 2  # read and write: the most credentials one table can need from
 def render(
     run: PipelineRun,
     counters: Counters,
-    info: dict[str, Any],
+    info: StackInfo,
     elapsed_s: float,
     *,
     master: str = "",
@@ -27,7 +28,7 @@ def render(
         "",
         f"Lakegate demo: OK in {elapsed_s:.0f} s" + (f" on {master}" if master else ""),
         "",
-        f"Tables (warehouse {info['warehouse']['name']!r})",
+        f"Tables (warehouse {info.warehouse.name!r})",
         f"  {'table':<28} {'format':<8} {'rows written':>12} {'rows read':>10} {'tasks':>6}",
     ]
     for t in run.tables:
@@ -53,11 +54,11 @@ def render(
                      " (live while the stack runs; `python -m demo --keep-running` keeps it up)"),
         "  gateways /metrics   lakegate_requests_total{kind=\"credential\"},"
         " lakegate_upstream_requests_total",
-        f"  catalog  {info['catalog']['url']}/_emulator/stats",
-        f"  IdP      {info['idp']['issuer']}/_idp/stats",
+        f"  catalog  {info.catalog.url}/_emulator/stats",
+        f"  IdP      {info.idp.issuer}/_idp/stats",
     ]
     if kept_running:
-        lines.append(f"  logs     {info['run_dir']}")
+        lines.append(f"  logs     {info.run_dir}")
     return "\n".join(lines)
 
 

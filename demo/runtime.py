@@ -13,9 +13,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from demo.progress import Progress
+from devstack.stack_info import StackInfo
 
 if TYPE_CHECKING:
     from devstack.spark_cluster import SparkCluster
@@ -43,7 +44,7 @@ class Runtime:
 @contextmanager
 def runtime(
     master: str,
-    info: dict[str, Any],
+    info: StackInfo,
     run_dir: Path,
     *,
     nodes: int,
@@ -58,9 +59,11 @@ def runtime(
     if master != STANDALONE:
         from devstack.spark_cluster import task_url
 
-        url = task_url(info["gateway"], transport)
+        if info.gateway is None:
+            raise RuntimeError(f"--master {master} needs the stack's own gateway")
+        url = task_url(info.gateway, transport)
         os.environ["LAKEGATE_URL"] = url  # local[N]: Python workers inherit the driver's env
-        yield Runtime(master, {"local": info["gateway"]["http_url"]}, url)
+        yield Runtime(master, {"local": info.gateway_url}, url)
         return
     from devstack.spark_cluster import SparkCluster
 

@@ -17,15 +17,15 @@ from devstack.runstate import running_processes
 def _summary(stack: Stack) -> str:
     i = stack.info
     lines = [
-        f"local stack up in {i['startup_s']}s (state in {stack.run_dir})",
-        f"  IdP       {i['idp']['issuer']}  (clients: {', '.join(i['idp']['clients'])})",
-        f"  S3 + STS  {i['s3']['endpoint']}  bucket {i['s3']['bucket']}",
-        f"  catalog   {i['catalog']['url']}  auth={'on' if i['catalog']['auth'] else 'off'}",
-        f"  warehouse {i['warehouse']['name']} = {i['warehouse']['id']}",
-        f"  namespace {i['namespace']}",
+        f"local stack up in {i.startup_s}s (state in {stack.run_dir})",
+        f"  IdP       {i.idp.issuer}  (clients: {', '.join(i.idp.clients)})",
+        f"  S3 + STS  {i.s3.endpoint}  bucket {i.s3.bucket}",
+        f"  catalog   {i.catalog.url}  auth={'on' if i.catalog.auth else 'off'}",
+        f"  warehouse {i.warehouse.name} = {i.warehouse.id}",
+        f"  namespace {i.namespace}",
     ]
-    if i.get("gateway"):
-        lines.append(f"  gateway   {i['gateway']['http_url']}  grpc {i['gateway']['grpc_target']}")
+    if i.gateway is not None:
+        lines.append(f"  gateway   {i.gateway.http_url}  grpc {i.gateway.grpc_target}")
     lines.append(f"  details   {stack.run_dir / 'stack.json'}; stop with `python -m devstack down`")
     return "\n".join(lines)
 

@@ -9,11 +9,11 @@ import importlib.util
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from devstack import processes
 from devstack.ports import free_ports
 from devstack.processes import ProcessRecord
+from devstack.stack_info import GatewayInfo, StackInfo
 
 
 def gateway_available() -> bool:
@@ -24,19 +24,26 @@ def gateway_available() -> bool:
         return False
 
 
-def gateway_env(
-    run_dir: Path, info: dict[str, Any], http_port: int, grpc_port: int
-) -> dict[str, str]:
-    client = info["idp"]["clients"]["gateway"]
-    roles = info["catalog"]["roles"]
+def upstream_settings(info: StackInfo, *, client: str = "gateway") -> dict[str, str]:
+    """`LAKEGATE__*` settings wiring a gateway to this stack's catalog, logged in to its IdP as
+    `client` (OAuth2 client credentials, as in production) with the catalog's two roles."""
+    creds = info.idp.clients[client]
     return {
-        "LAKEGATE__UPSTREAM__URL": info["catalog"]["url"],
-        "LAKEGATE__UPSTREAM__READ_ROLE_ID": roles["read"],
-        "LAKEGATE__UPSTREAM__WRITE_ROLE_ID": roles["write"],
+        "LAKEGATE__UPSTREAM__URL": info.catalog.url,
+        "LAKEGATE__UPSTREAM__READ_ROLE_ID": info.catalog.roles["read"],
+        "LAKEGATE__UPSTREAM__WRITE_ROLE_ID": info.catalog.roles["write"],
         "LAKEGATE__TOKEN__KIND": "client_credentials",
-        "LAKEGATE__TOKEN__TOKEN_URL": info["idp"]["token_url"],
-        "LAKEGATE__TOKEN__CLIENT_ID": client["id"],
-        "LAKEGATE__TOKEN__CLIENT_SECRET": client["secret"],
+        "LAKEGATE__TOKEN__TOKEN_URL": info.idp.token_url,
+        "LAKEGATE__TOKEN__CLIENT_ID": creds.id,
+        "LAKEGATE__TOKEN__CLIENT_SECRET": creds.secret,
+    }
+
+
+def gateway_env(
+    run_dir: Path, info: StackInfo, http_port: int, grpc_port: int
+) -> dict[str, str]:
+    return {
+        **upstream_settings(info),
         "LAKEGATE__LISTEN__HOST": "127.0.0.1",
         "LAKEGATE__LISTEN__HTTP_PORT": str(http_port),
         "LAKEGATE__LISTEN__GRPC_PORT": str(grpc_port),
@@ -47,8 +54,8 @@ def gateway_env(
 
 
 def start_gateway(
-    run_dir: Path, info: dict[str, Any], *, extra_env: Mapping[str, str] | None = None
-) -> tuple[ProcessRecord, dict[str, Any]]:
+    run_dir: Path, info: StackInfo, *, extra_env: Mapping[str, str] | None = None
+) -> tuple[ProcessRecord, GatewayInfo]:
     """Spawn the gateway; the caller waits for `/readyz`. Returns (record, stack.json `gateway`).
 
     `extra_env` (e.g. `LAKEGATE__CACHE__REFRESH_LEAD_S`) overrides the stack's settings.
@@ -63,11 +70,10 @@ def start_gateway(
         log_path=run_dir / "logs" / "gateway.log",
         env_extra=env,
     )
-    gw_info = {
-        "http_url": f"http://127.0.0.1:{http_port}",
-        "grpc_target": f"127.0.0.1:{grpc_port}",
-        "uds": str(run_dir / "lakegate-http.sock"),
-        "grpc_uds": str(run_dir / "lakegate-grpc.sock"),
-        "caller_token": None,
-    }
+    gw_info = GatewayInfo(
+        http_url=f"http://127.0.0.1:{http_port}",
+        grpc_target=f"127.0.0.1:{grpc_port}",
+        uds=str(run_dir / "lakegate-http.sock"),
+        grpc_uds=str(run_dir / "lakegate-grpc.sock"),
+    )
     return record, gw_info

@@ -17,7 +17,6 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from devstack import idp_config, processes, seaweed
 from devstack.bootstrap import WarehouseSpec, bootstrap_catalog, fetch_token
@@ -27,6 +26,14 @@ from devstack.ports import free_ports
 from devstack.processes import ProcessRecord
 from devstack.readiness import http_ok, ready_check, s3_ready
 from devstack.runstate import pids_path, read_pids, running_processes, write_pids
+from devstack.stack_info import (
+    CatalogInfo,
+    ClientInfo,
+    IdpInfo,
+    S3Info,
+    StackInfo,
+    WarehouseInfo,
+)
 
 BUCKET = "warehouse"
 KEY_PREFIX = "lakehouse"
@@ -55,7 +62,7 @@ class Stack:
     """A running stack: `info` is the content of stack.json."""
 
     run_dir: Path
-    info: dict[str, Any]
+    info: StackInfo
     records: dict[str, ProcessRecord] = field(default_factory=dict)
 
     def stop(self) -> None:
@@ -232,55 +239,53 @@ def _start(
     )
     warehouse_id = bootstrap_catalog(catalog_url, token, spec, NAMESPACE)
 
-    info: dict[str, Any] = {
-        "run_dir": str(run_dir),
-        "idp": {
-            "issuer": issuer,
-            "token_url": token_url,
-            "jwks_uri": f"{issuer}/jwks",
-            "audience": idp_config.AUDIENCE,
-            "token_ttl_s": token_ttl_s,
-            "clients": {
-                n: {"id": c.client_id, "secret": c.client_secret} for n, c in clients.items()
+    info = StackInfo(
+        run_dir=str(run_dir),
+        idp=IdpInfo(
+            issuer=issuer,
+            token_url=token_url,
+            jwks_uri=f"{issuer}/jwks",
+            audience=idp_config.AUDIENCE,
+            token_ttl_s=token_ttl_s,
+            clients={
+                n: ClientInfo(id=c.client_id, secret=c.client_secret) for n, c in clients.items()
             },
-        },
-        "s3": {
-            "endpoint": s3_endpoint,
-            "region": seaweed.REGION,
-            "bucket": BUCKET,
-            "key_prefix": KEY_PREFIX,
-            "admin_access_key": keys.admin_access_key,
-            "admin_secret_key": keys.admin_secret_key,
-            "role_arn": seaweed.ROLE_ARN,
-        },
-        "catalog": {"url": catalog_url, "auth": catalog_auth, "roles": roles},
-        "warehouse": {
-            "id": warehouse_id,
-            "name": WAREHOUSE,
-            "sts_validity_s": sts_validity_s,
-            "delete_profile": "soft" if soft_delete else "hard",
-        },
-        "namespace": NAMESPACE,
-        "gateway": None,
-        "pids": {},
-    }
+        ),
+        s3=S3Info(
+            endpoint=s3_endpoint,
+            region=seaweed.REGION,
+            bucket=BUCKET,
+            key_prefix=KEY_PREFIX,
+            admin_access_key=keys.admin_access_key,
+            admin_secret_key=keys.admin_secret_key,
+            role_arn=seaweed.ROLE_ARN,
+        ),
+        catalog=CatalogInfo(url=catalog_url, auth=catalog_auth, roles=roles),
+        warehouse=WarehouseInfo(
+            id=warehouse_id,
+            name=WAREHOUSE,
+            sts_validity_s=sts_validity_s,
+            delete_profile="soft" if soft_delete else "hard",
+        ),
+        namespace=NAMESPACE,
+    )
     if with_gateway:
         gw_record, gw_info = start_gateway(run_dir, info, extra_env=gateway_env)
         records["gateway"] = gw_record
         write_pids(run_dir, records, tmp_sockets)
         processes.wait_until(
             gw_record,
-            lambda: http_ok(f"{gw_info['http_url']}/readyz"),
+            lambda: http_ok(f"{gw_info.http_url}/readyz"),
             timeout_s=READY_TIMEOUT_S,
             what="gateway",
         )
-        info["gateway"] = gw_info
-    info["pids"] = {name: rec.pid for name, rec in records.items()}
-    info["startup_s"] = round(time.monotonic() - t0, 2)
+        info = info.model_copy(update={"gateway": gw_info})
+    info = info.model_copy(update={
+        "pids": {name: rec.pid for name, rec in records.items()},
+        "startup_s": round(time.monotonic() - t0, 2),
+    })
     write_pids(run_dir, records, tmp_sockets)
-    stack_json = run_dir / "stack.json"
-    stack_json.write_text(json.dumps(info, indent=1))
-    stack_json.chmod(0o600)
+    info.write(run_dir / "stack.json")
     return Stack(run_dir=run_dir, info=info, records=dict(records))
 
 
@@ -323,16 +328,14 @@ def start_component(run_dir: Path, name: str, *, timeout_s: float = READY_TIMEOU
         raise DevstackError(f"no component {name!r} recorded in {run_dir}")
     if processes.is_alive(records[name]):
         raise StackRunningError(f"{name} is still running (pid {records[name].pid})")
-    stack_json = run_dir / "stack.json"
-    info: dict[str, Any] = json.loads(stack_json.read_text())
+    info = StackInfo.load(run_dir)
     record = processes.respawn(records[name])
     records[name] = record
     write_pids(run_dir, records, tmp_sockets)
     processes.wait_until(
         record, ready_check(info, name), timeout_s=timeout_s, what=name, interval_s=0.1
     )
-    info["pids"][name] = record.pid
-    stack_json.write_text(json.dumps(info, indent=1))
+    info.model_copy(update={"pids": {**info.pids, name: record.pid}}).write(run_dir / "stack.json")
     return record.pid
 
 

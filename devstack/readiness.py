@@ -5,12 +5,12 @@ from __future__ import annotations
 import contextlib
 import socket
 from collections.abc import Callable, Mapping
-from typing import Any
 
 import httpx
 
 from devstack import seaweed
 from devstack.errors import DevstackError
+from devstack.stack_info import StackInfo
 
 
 def http_ok(url: str, timeout_s: float = 1.0, headers: Mapping[str, str] | None = None) -> bool:
@@ -55,16 +55,16 @@ def s3_ready(endpoint: str, keys: seaweed.SeaweedKeys, bucket: str) -> bool:
     return True
 
 
-def ready_check(info: dict[str, Any], name: str) -> Callable[[], bool]:
+def ready_check(info: StackInfo, name: str) -> Callable[[], bool]:
     """The readiness probe of one part, from stack.json."""
     if name == "idp":
-        return lambda: http_ok(f"{info['idp']['issuer']}/.well-known/openid-configuration")
+        return lambda: http_ok(f"{info.idp.issuer}/.well-known/openid-configuration")
     if name == "s3":
-        s3 = info["s3"]
-        keys = seaweed.SeaweedKeys(s3["admin_access_key"], s3["admin_secret_key"], "", "")
-        return lambda: s3_ready(s3["endpoint"], keys, s3["bucket"])
+        s3 = info.s3
+        keys = seaweed.SeaweedKeys(s3.admin_access_key, s3.admin_secret_key, "", "")
+        return lambda: s3_ready(s3.endpoint, keys, s3.bucket)
     if name == "catalog":
-        return lambda: http_ok(f"{info['catalog']['url']}/health")
+        return lambda: http_ok(f"{info.catalog.url}/health")
     if name == "gateway":
-        return lambda: http_ok(f"{info['gateway']['http_url']}/readyz")
+        return lambda: http_ok(f"{info.gateway_url}/readyz")
     raise DevstackError(f"unknown component {name!r}")

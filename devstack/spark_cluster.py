@@ -16,7 +16,6 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import httpx
 
@@ -26,6 +25,7 @@ from devstack.gateway_proc import start_gateway
 from devstack.ports import free_ports
 from devstack.processes import ProcessRecord
 from devstack.readiness import http_ok
+from devstack.stack_info import GatewayInfo, StackInfo
 
 READY_TIMEOUT_S = 60.0
 DAEMON_MEMORY = "256m"  # master and worker daemons (executors get spark.executor.memory)
@@ -43,15 +43,15 @@ def spark_class() -> Path:
     return path
 
 
-def task_url(gateway: dict[str, Any], transport: str) -> str:
+def task_url(gateway: GatewayInfo, transport: str) -> str:
     """``LAKEGATE_URL`` for a gateway: ``grpc`` / ``http`` over its Unix sockets, or ``tcp``
     (HTTP over loopback TCP, which AWS SDKs need for the container-credentials endpoint)."""
     if transport == "grpc":
-        return f"grpc+unix:{gateway['grpc_uds']}"
+        return f"grpc+unix:{gateway.grpc_uds}"
     if transport == "http":
-        return f"unix:{gateway['uds']}"
+        return f"unix:{gateway.uds}"
     if transport == "tcp":
-        return str(gateway["http_url"])
+        return gateway.http_url
     raise ValueError(f"unknown transport {transport!r} (grpc, http or tcp)")
 
 
@@ -63,12 +63,12 @@ class SparkNode:
     worker: ProcessRecord
     worker_ui: str
     gateway: ProcessRecord
-    gateway_info: dict[str, Any]
+    gateway_info: GatewayInfo
     lakegate_url: str  # what the node's tasks see as $LAKEGATE_URL
 
     @property
     def gateway_http_url(self) -> str:
-        return str(self.gateway_info["http_url"])
+        return self.gateway_info.http_url
 
     def executors(self) -> int:
         """Executors this worker runs now (read from the worker's own JSON status page)."""
@@ -87,7 +87,7 @@ class SparkCluster:
     """
 
     run_dir: Path
-    stack_info: dict[str, Any]
+    stack_info: StackInfo
     workers: int = 2
     cores_per_worker: int = 1
     worker_memory: str = "1g"
@@ -139,19 +139,19 @@ class SparkCluster:
             timeout_s=READY_TIMEOUT_S, what="Spark workers", interval_s=0.2,
         )
 
-    def _start_gateway(self, index: int) -> tuple[ProcessRecord, dict[str, Any]]:
+    def _start_gateway(self, index: int) -> tuple[ProcessRecord, GatewayInfo]:
         node_dir = self.run_dir / f"node-{index}"
         node_dir.mkdir(parents=True, exist_ok=True)
         record, info = start_gateway(node_dir, self.stack_info, extra_env=self.gateway_env)
         self._records.append(record)
         processes.wait_until(
-            record, lambda: http_ok(f"{info['http_url']}/readyz"),
+            record, lambda: http_ok(f"{info.http_url}/readyz"),
             timeout_s=READY_TIMEOUT_S, what=f"gateway of node-{index}",
         )
         return record, info
 
     def _start_worker(
-        self, index: int, gw_record: ProcessRecord, gw_info: dict[str, Any]
+        self, index: int, gw_record: ProcessRecord, gw_info: GatewayInfo
     ) -> SparkNode:
         name = f"node-{index}"
         node_dir = self.run_dir / name
@@ -160,7 +160,7 @@ class SparkCluster:
         # The DaemonSet picture: the node's environment names the node's gateway.
         env = {
             "LAKEGATE_URL": url,
-            "LAKEGATE_WAREHOUSE": str(self.stack_info["warehouse"]["name"]),
+            "LAKEGATE_WAREHOUSE": self.stack_info.warehouse.name,
             "SPARK_WORKER_DIR": str(node_dir / "work"),
         }
         record = self._spawn(

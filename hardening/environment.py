@@ -20,6 +20,7 @@ from urllib.parse import quote, urlparse
 
 from devstack.processes import ProcessTable, kill9, poll_until
 from devstack.readiness import port_open
+from devstack.stack_info import StackInfo
 from hardening.processes import HarnessError, ProcessSpec, capture, respawn
 from hardening.secret_scanner import SecretScanner
 
@@ -32,7 +33,7 @@ class HarnessContext:
 
     repo_root: Path
     run_dir: Path
-    info: dict[str, Any]
+    info: StackInfo
     python: str = sys.executable
     procs: ProcessTable = field(default_factory=ProcessTable)
     specs: dict[str, ProcessSpec] = field(default_factory=dict)
@@ -46,21 +47,21 @@ class HarnessContext:
 
     @property
     def warehouse(self) -> str:
-        return str(self.info["warehouse"]["name"])
+        return str(self.info.warehouse.name)
 
     @property
     def namespace(self) -> list[str]:
-        ns = self.info["namespace"]
+        ns = self.info.namespace
         return list(ns) if isinstance(ns, list) else [str(ns)]
 
     @property
     def catalog_url(self) -> str:
-        return str(self.info["catalog"]["url"]).rstrip("/")
+        return str(self.info.catalog.url).rstrip("/")
 
     def component_port(self, name: str) -> tuple[str, int]:
         url = {
-            "idp": self.info["idp"]["issuer"],
-            "s3": self.info["s3"]["endpoint"],
+            "idp": self.info.idp.issuer,
+            "s3": self.info.s3.endpoint,
             "catalog": self.catalog_url,
         }[name]
         parsed = urlparse(url)
@@ -107,14 +108,14 @@ def start_environment(
         token_ttl_s=token_ttl_s,
         sts_validity_s=sts_validity_s,
     )
-    info = dict(stack.info)
+    info = stack.info
     ctx = HarnessContext(repo_root=repo_root, run_dir=run_dir, info=info)
     for name in COMPONENTS:
-        pid = int(info["pids"][name])
+        pid = int(info.pids[name])
         ctx.pids[name] = pid
         ctx.specs[name] = capture(name, pid)
-    planted = [c["secret"] for c in info["idp"]["clients"].values() if c.get("secret")]
-    planted.append(str(info["s3"]["admin_secret_key"]))
+    planted = [c.secret for c in info.idp.clients.values() if c.secret]
+    planted.append(str(info.s3.admin_secret_key))
     ctx.scanner.add_planted(planted)
     return ctx
 
@@ -140,18 +141,18 @@ def gateway_settings(
 ) -> dict[str, str]:
     """`LAKEGATE__*` settings for a gateway on this stack (OAuth2 client credentials, as in
     production)."""
-    idp = ctx.info["idp"]
-    client = idp["clients"]["gateway"]
+    idp = ctx.info.idp
+    client = idp.clients["gateway"]
     env = {
         "LAKEGATE__UPSTREAM__URL": upstream_url or ctx.catalog_url,
         "LAKEGATE__TOKEN__KIND": "client_credentials",
-        "LAKEGATE__TOKEN__TOKEN_URL": str(idp["token_url"]),
-        "LAKEGATE__TOKEN__CLIENT_ID": str(client["id"]),
-        "LAKEGATE__TOKEN__CLIENT_SECRET": str(client["secret"]),
+        "LAKEGATE__TOKEN__TOKEN_URL": str(idp.token_url),
+        "LAKEGATE__TOKEN__CLIENT_ID": client.id,
+        "LAKEGATE__TOKEN__CLIENT_SECRET": client.secret,
         "LAKEGATE__LOG__FORMAT": "json",
         "LAKEGATE__LOG__LEVEL": "DEBUG",  # more log paths for the secret scan to check
     }
-    roles = ctx.info.get("catalog", {}).get("roles") or {}
+    roles = ctx.info.catalog.roles
     if roles.get("read"):
         env["LAKEGATE__UPSTREAM__READ_ROLE_ID"] = str(roles["read"])
     if roles.get("write"):

@@ -67,11 +67,11 @@ POLICY = {
 
 def idp_token(ctx: HarnessContext, client: str = "gateway") -> str:
     """A client-credentials token from the stack's IdP (used only for catalog setup)."""
-    idp = ctx.info["idp"]
-    c = idp["clients"][client]
-    basic = base64.b64encode(f"{c['id']}:{c['secret']}".encode()).decode()
+    idp = ctx.info.idp
+    c = idp.clients[client]
+    basic = base64.b64encode(f"{c.id}:{c.secret}".encode()).decode()
     req = urllib.request.Request(  # noqa: S310 - loopback IdP
-        idp["token_url"],
+        idp.token_url,
         data=b"grant_type=client_credentials",
         headers={
             "Authorization": f"Basic {basic}",
@@ -86,7 +86,7 @@ def prepare_catalog(ctx: HarnessContext) -> None:
     """Create the two tenants' namespaces and tables directly on the catalog (409 = exists)."""
     token = idp_token(ctx)
     ctx.scanner.add_planted([token])
-    wid = ctx.info["warehouse"]["id"]
+    wid = ctx.info.warehouse.id
     base = ctx.catalog_url
     for t in TARGETS:
         status, _ = request_json(
@@ -250,7 +250,7 @@ class Prober:
 
     def surfaces(self, t: Target) -> dict[str, Callable[[str | None], tuple[int, str]]]:
         """Every way to ask for table `t`'s credentials, metadata or listing."""
-        wh, wid = self.ctx.warehouse, self.ctx.info["warehouse"]["id"]
+        wh, wid = self.ctx.warehouse, self.ctx.info.warehouse.id
         ns = quote(t.namespace, safe="")
         tb = quote(t.table, safe="")
         cred = native_path(wh, [t.namespace], t.table, "/credentials")

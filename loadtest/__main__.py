@@ -114,7 +114,7 @@ def run_bench(profile_name: str, names: list[str], out_dir: Path, pin: bool) -> 
     ctx.say(f"bench: profile {profile.name}, scenarios {names}, work dir {work}")
     try:
         stack.start(token_ttl_s=profile.token_ttl_s)
-        ctx.say(f"stack up (startup {stack.info.get('startup_s')} s)")
+        ctx.say(f"stack up (startup {stack.info.startup_s} s)")
         for name in names:
             t0 = time.monotonic()
             try:

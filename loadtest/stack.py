@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from devstack.stack_info import StackInfo
 from loadtest.child import ChildProcess
 
 _SEP = "\x1f"
@@ -73,7 +74,7 @@ class BenchStack:
     def __init__(self, run_dir: Path, server_cpus: set[int] | None) -> None:
         self.run_dir = run_dir
         self.server_cpus = server_cpus
-        self.info: dict[str, Any] = {}
+        self._info: StackInfo | None = None
         self._stack: Any = None
         self._gateways: list[Gateway] = []
         self._extra_records: list[Any] = []
@@ -84,11 +85,11 @@ class BenchStack:
         from devstack.launcher import start_stack
 
         self._stack = start_stack(self.run_dir, with_gateway=False, token_ttl_s=token_ttl_s)
-        self.info = self._stack.info
+        self._info = self._stack.info
         from devstack.hooks import EmulatorHooks, IdpHooks
 
-        self.emulator = EmulatorHooks(self.info["catalog"]["url"])
-        self.idp = IdpHooks(self.info["idp"]["issuer"])
+        self.emulator = EmulatorHooks(self.info.catalog.url)
+        self.idp = IdpHooks(self.info.idp.issuer)
 
     def stop(self) -> None:
         """Stop every gateway, any restarted process, then the stack (idempotent)."""
@@ -107,16 +108,22 @@ class BenchStack:
 
     # ----- names -----------------------------------------------------------------------
     @property
+    def info(self) -> StackInfo:
+        if self._info is None:
+            raise RuntimeError("the bench stack is not started")
+        return self._info
+
+    @property
     def warehouse(self) -> str:
-        return str(self.info["warehouse"]["name"])
+        return self.info.warehouse.name
 
     @property
     def warehouse_id(self) -> str:
-        return str(self.info["warehouse"]["id"])
+        return self.info.warehouse.id
 
     @property
     def namespace(self) -> str:
-        return str(self.info["namespace"])
+        return self.info.namespace
 
     def native_path(self, table: str, access: str = "read") -> str:
         return (
@@ -225,8 +232,8 @@ class BenchStack:
     def admin_token(self) -> str:
         from devstack.bootstrap import fetch_token
 
-        client = self.info["idp"]["clients"]["admin"]
-        return str(fetch_token(self.info["idp"]["token_url"], client["id"], client["secret"]))
+        client = self.info.idp.clients["admin"]
+        return str(fetch_token(self.info.idp.token_url, client.id, client.secret))
 
     def create_tables(self, names: list[str], concurrency: int = 32) -> float:
         """Create generic tables in the emulator (fast, concurrent); returns seconds taken."""
@@ -239,7 +246,7 @@ class BenchStack:
 
         token = self.admin_token()
         url = (
-            f"{self.info['catalog']['url']}/lakekeeper/v1/{self.warehouse_id}/namespaces/"
+            f"{self.info.catalog.url}/lakekeeper/v1/{self.warehouse_id}/namespaces/"
             f"{quote(self.namespace, safe='')}/generic-tables"
         )
         sem = asyncio.Semaphore(concurrency)

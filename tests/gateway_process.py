@@ -20,42 +20,19 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from devstack.gateway_proc import upstream_settings
 from devstack.gateway_process import GatewayProcess, GatewayStartError
+from devstack.stack_info import StackInfo
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 __all__ = ["REPO_ROOT", "GatewayProcess", "GatewayStartError", "running_gateway", "stack_env",
            "start_gateway"]
 
 
-def stack_env(info: Mapping[str, Any], *, client: str = "gateway") -> dict[str, str]:
-    """LAKEGATE__ settings wiring a gateway to a running devstack (stack.json contents).
-
-    Args:
-        info: the devstack's stack.json as a dict.
-        client: the IdP client the gateway logs in as.
-    """
-    def get(dotted: str) -> Any:
-        node: Any = info
-        for part in dotted.split("."):
-            if not isinstance(node, Mapping) or part not in node:
-                return None
-            node = node[part]
-        return node
-
-    env = {
-        "LAKEGATE__UPSTREAM__URL": str(get("catalog.url")),
-        "LAKEGATE__TOKEN__KIND": "client_credentials",
-        "LAKEGATE__TOKEN__TOKEN_URL": str(get("idp.token_url")),
-        "LAKEGATE__TOKEN__CLIENT_ID": str(get(f"idp.clients.{client}.id")),
-        "LAKEGATE__TOKEN__CLIENT_SECRET": str(get(f"idp.clients.{client}.secret")),
-    }
-    if get("idp.audience"):
-        env["LAKEGATE__TOKEN__AUDIENCE"] = str(get("idp.audience"))
-    if get("catalog.roles.read"):
-        env["LAKEGATE__UPSTREAM__READ_ROLE_ID"] = str(get("catalog.roles.read"))
-    if get("catalog.roles.write"):
-        env["LAKEGATE__UPSTREAM__WRITE_ROLE_ID"] = str(get("catalog.roles.write"))
-    return env
+def stack_env(info: StackInfo, *, client: str = "gateway") -> dict[str, str]:
+    """LAKEGATE__ settings wiring a gateway to a running devstack, logged in as `client`."""
+    return {**upstream_settings(info, client=client),
+            "LAKEGATE__TOKEN__AUDIENCE": info.idp.audience}
 
 
 def start_gateway(

@@ -23,7 +23,7 @@ from devstack.launcher import Stack, start_stack, stop_stack
 
 def clean_emulator(stack: Stack) -> Iterator[EmulatorHooks]:
     """The stack's emulator hooks with counters reset and no faults, and no faults left after."""
-    hooks = EmulatorHooks(stack.info["catalog"]["url"])
+    hooks = EmulatorHooks(stack.info.catalog.url)
     hooks.clear_faults()
     hooks.reset()
     yield hooks
@@ -57,6 +57,6 @@ def emulator(devstack: Stack) -> Iterator[EmulatorHooks]:
 
 @pytest.fixture
 def idp_stats(devstack: Stack) -> IdpHooks:
-    hooks = IdpHooks(devstack.info["idp"]["issuer"])
+    hooks = IdpHooks(devstack.info.idp.issuer)
     hooks.reset()
     return hooks

@@ -68,15 +68,15 @@ def run(ctx: BenchContext) -> dict[str, Any]:
         processes=prof.exec_processes,
         cpus=ctx.client_cpus,
     )
-    client = stack.info["idp"]["clients"]["direct"]
+    client = stack.info.idp.clients["direct"]
     direct = replace(
         base,
         mode="direct",
-        target=stack.info["catalog"]["url"],
+        target=stack.info.catalog.url,
         paths=tuple(stack.catalog_load_path(t) for t in tables),
-        token_url=stack.info["idp"]["token_url"],
-        client_id=client["id"],
-        client_secret=client["secret"],
+        token_url=stack.info.idp.token_url,
+        client_id=client.id,
+        client_secret=client.secret,
     )
     out: dict[str, Any] = {}
     stack.emulator.set_faults(credential_lifetime_s=prof.exec_lifetime_s)

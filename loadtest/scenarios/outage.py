@@ -86,7 +86,7 @@ def run(ctx: BenchContext) -> dict[str, Any]:
         keys_s = _recovery(stack, gw, tables, prof.outage_refresh_lead_s, prof.recovery_cap_s)
         out["idp"] = {
             "down_s": prof.outage_idp_s,
-            "token_ttl_s": stack.info["idp"].get("token_ttl_s"),
+            "token_ttl_s": stack.info.idp.token_ttl_s,
             "failed_token_attempts_while_down": failed_grants,
             "new_token_after_s": token_s,
             # from the IdP's return until the gateway has a new token and every key is fresh

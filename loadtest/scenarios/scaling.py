@@ -68,17 +68,17 @@ def run(ctx: BenchContext) -> list[dict[str, Any]]:
             finally:
                 for gw in gateways:
                     stack.stop_gateway(gw)
-        client = stack.info["idp"]["clients"]["direct"]
+        client = stack.info.idp.clients["direct"]
         for per_node in prof.scaling_executors:
             stack.emulator.clear_credential_cache()
             stack.idp.reset()
             before = stack.emulator.stats()
             result = run_executors(replace(
                 spec, mode="direct_memo", executors=per_node,
-                target=stack.info["catalog"]["url"],
+                target=stack.info.catalog.url,
                 paths=tuple(stack.catalog_load_path(t) for t in tables),
-                token_url=stack.info["idp"]["token_url"], client_id=client["id"],
-                client_secret=client["secret"], floor_s=prof.exec_min_remaining_s))
+                token_url=stack.info.idp.token_url, client_id=client.id,
+                client_secret=client.secret, floor_s=prof.exec_min_remaining_s))
             row = _row(stack, before, result.errors, 1, per_node, len(tables), prof)
             row |= {"mode": "direct_memo", "client_requests": result.requests,
                     "memo_hits": result.memo_hits}

@@ -16,6 +16,8 @@ from unittest.mock import patch
 import httpx
 import pytest
 
+from devstack.stack_info import StackInfo
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -23,19 +25,19 @@ if TYPE_CHECKING:
 
 
 @pytest.fixture(scope="session")
-def stack_info(devstack: Any) -> dict[str, Any]:
+def stack_info(devstack: Any) -> StackInfo:
     """The running stack's stack.json."""
-    return dict(devstack.info)
+    return devstack.info
 
 
 @pytest.fixture(scope="session")
-def gateway_url(stack_info: dict[str, Any]) -> str:
+def gateway_url(stack_info: StackInfo) -> str:
     """How tasks reach the gateway: gRPC over its Unix socket."""
-    return f"grpc+unix:{stack_info['gateway']['grpc_uds']}"
+    return f"grpc+unix:{stack_info.gateway.grpc_uds}"
 
 
 @pytest.fixture(scope="session")
-def spark(stack_info: dict[str, Any], gateway_url: str) -> Iterator[SparkSession]:
+def spark(stack_info: StackInfo, gateway_url: str) -> Iterator[SparkSession]:
     """``local[2]`` with the ``lakekeeper`` data source registered (stopped at the end).
 
     The JVM, and every Python worker it forks, copies the environment when the session starts,
@@ -45,7 +47,7 @@ def spark(stack_info: dict[str, Any], gateway_url: str) -> Iterator[SparkSession
 
     env = {
         "LAKEGATE_URL": gateway_url,
-        "LAKEGATE_WAREHOUSE": stack_info["warehouse"]["name"],
+        "LAKEGATE_WAREHOUSE": stack_info.warehouse.name,
         "PYSPARK_PYTHON": sys.executable,
         "PYSPARK_DRIVER_PYTHON": sys.executable,
     }
@@ -56,16 +58,16 @@ def spark(stack_info: dict[str, Any], gateway_url: str) -> Iterator[SparkSession
 
 
 @pytest.fixture(scope="session")
-def client(stack_info: dict[str, Any], gateway_url: str) -> Iterator[Client]:
+def client(stack_info: StackInfo, gateway_url: str) -> Iterator[Client]:
     from lakegate_client import Client
 
-    with Client(gateway_url, warehouse=stack_info["warehouse"]["name"]) as c:
+    with Client(gateway_url, warehouse=stack_info.warehouse.name) as c:
         yield c
 
 
 @pytest.fixture(scope="session")
-def namespace(stack_info: dict[str, Any]) -> str:
-    return str(stack_info["namespace"])
+def namespace(stack_info: StackInfo) -> str:
+    return str(stack_info.namespace)
 
 
 @pytest.fixture
@@ -77,9 +79,9 @@ def table_name() -> str:
 class Upstream:
     """Reads the catalog emulator's exact call counters and the gateway's cache controls."""
 
-    def __init__(self, info: dict[str, Any]) -> None:
-        self._catalog = info["catalog"]["url"]
-        self._gateway = info["gateway"]["http_url"]
+    def __init__(self, info: StackInfo) -> None:
+        self._catalog = info.catalog.url
+        self._gateway = info.gateway_url
 
     def catalog_stats(self) -> dict[str, int]:
         answer = httpx.get(f"{self._catalog}/_emulator/stats", timeout=5.0, trust_env=False)
@@ -103,5 +105,5 @@ class Upstream:
 
 
 @pytest.fixture(scope="session")
-def upstream(stack_info: dict[str, Any]) -> Upstream:
+def upstream(stack_info: StackInfo) -> Upstream:
     return Upstream(stack_info)

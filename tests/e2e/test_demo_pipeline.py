@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
 from demo import data, metrics, pipeline, report
+from devstack.stack_info import StackInfo
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -18,14 +19,14 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
 def test_pipeline_writes_and_reads_back_every_format_with_the_expected_rows(
-    spark: SparkSession, client: Client, stack_info: dict[str, Any], namespace: str
+    spark: SparkSession, client: Client, stack_info: StackInfo, namespace: str
 ) -> None:
     drop = data.generate(rows=1500, files=3, seed=11)
     before = metrics.read_counters(stack_info)
     suffix = uuid.uuid4().hex[:6]
     steps: list[str] = []
     run = pipeline.run(spark, client, namespace, drop, steps.append, suffix=suffix,
-                       catalog_url=stack_info["gateway"]["http_url"])
+                       catalog_url=stack_info.gateway_url)
     after = metrics.read_counters(stack_info)
 
     by_format = {t.format: t for t in run.tables}

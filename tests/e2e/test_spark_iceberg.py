@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from pyiceberg.catalog.rest import RestCatalog
 
+from devstack.stack_info import StackInfo
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
@@ -29,11 +31,11 @@ def _frame(spark: SparkSession, start: int, count: int, partitions: int) -> Data
 
 
 def test_spark_writes_appends_overwrites_and_reads_an_iceberg_table(
-    spark: SparkSession, stack_info: dict[str, Any], namespace: str, table_name: str,
+    spark: SparkSession, stack_info: StackInfo, namespace: str, table_name: str,
     upstream: Upstream,
 ) -> None:
     qualified = f"{namespace}.{table_name}"
-    http_url = stack_info["gateway"]["http_url"]
+    http_url = stack_info.gateway_url
 
     def writer(df: DataFrame) -> Any:
         return (df.write.format("lakekeeper").option("table", qualified)
@@ -64,7 +66,7 @@ def test_spark_writes_appends_overwrites_and_reads_an_iceberg_table(
 
     # pyiceberg, directly against the gateway, sees what Spark committed
     rest = RestCatalog("check", uri=http_url + "/catalog",
-                       warehouse=stack_info["warehouse"]["name"],
+                       warehouse=stack_info.warehouse.name,
                        **{"header.X-Lakegate-Request": "1"})
     table = rest.load_table((namespace, table_name))
     assert table.scan().to_arrow().num_rows == 5

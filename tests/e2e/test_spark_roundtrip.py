@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import pickle
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pytest
 
+from devstack.stack_info import StackInfo
 from lakegate_client.tables import read_table, write_table
 from tests.integration.client.plain_storage import owner_filesystem, plain_listing_ids
 
@@ -41,7 +42,7 @@ def _ids(spark: SparkSession, qualified: str) -> list[int]:
 def test_write_append_overwrite_then_read_back_each_format(
     spark: SparkSession,
     client: Client,
-    stack_info: dict[str, Any],
+    stack_info: StackInfo,
     namespace: str,
     table_name: str,
     fmt: str,
@@ -97,7 +98,7 @@ def test_writing_a_csv_table_from_spark_is_refused_with_a_clear_error(
 
 
 def test_partitions_and_options_carry_no_secret(
-    client: Client, gateway_url: str, stack_info: dict[str, Any], namespace: str, table_name: str
+    client: Client, gateway_url: str, stack_info: StackInfo, namespace: str, table_name: str
 ) -> None:
     from pyspark.sql.pandas.types import from_arrow_schema
 
@@ -109,7 +110,7 @@ def test_partitions_and_options_carry_no_secret(
         {
             "table": f"{namespace}.{table_name}",
             "url": gateway_url,
-            "warehouse": stack_info["warehouse"]["name"],
+            "warehouse": stack_info.warehouse.name,
         }
     )
     reader = source.reader(from_arrow_schema(pa.schema([("id", pa.int64())])))

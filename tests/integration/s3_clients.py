@@ -11,6 +11,8 @@ from typing import Any
 import boto3
 import botocore.config
 
+from devstack.stack_info import StackInfo
+
 
 def _path_style_s3(
     endpoint: str,
@@ -38,8 +40,8 @@ def vended_s3(config: Mapping[str, str]) -> Any:
     )
 
 
-def admin_s3(info: Mapping[str, Any]) -> Any:
+def admin_s3(info: StackInfo) -> Any:
     """A client with the local stack's admin keys (sees every object, whatever the policy)."""
-    s3 = info["s3"]
-    keys = (s3["admin_access_key"], s3["admin_secret_key"], None)
-    return _path_style_s3(s3["endpoint"], s3["region"], keys)
+    s3 = info.s3
+    keys = (s3.admin_access_key, s3.admin_secret_key, None)
+    return _path_style_s3(s3.endpoint, s3.region, keys)

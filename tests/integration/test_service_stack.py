@@ -51,7 +51,7 @@ async def make_service(devstack) -> AsyncIterator[ServiceFactory]:
 async def create_tables(svc: GatewayService, info: dict, count: int, prefix: str) -> list[str]:
     names = [f"{prefix}_{i}" for i in range(count)]
     for name in names:
-        await svc.create_table(info["warehouse"]["name"], (info["namespace"],),
+        await svc.create_table(info.warehouse.name, (info.namespace,),
                                CreateTableSpec(name=name, format="lance"), ctx())
     return names
 
@@ -65,7 +65,7 @@ async def test_200_callers_over_50_tables_make_50_credential_calls_and_1_token_r
     emulator.reset()
     idp_stats.reset()
     svc = await make_service()  # a fresh gateway: cold cache, no token yet
-    refs = [TableRef(info["warehouse"]["name"], (info["namespace"],), names[i % 50])
+    refs = [TableRef(info.warehouse.name, (info.namespace,), names[i % 50])
             for i in range(200)]
     async with asyncio.timeout(60):
         lookups = await asyncio.gather(*[svc.get_credentials(r, AccessMode.READ, ctx())
@@ -90,7 +90,7 @@ async def test_hot_key_is_refreshed_ahead_with_a_short_advertised_lifetime(
     [name] = await create_tables(svc, info, 1, f"ra{uuid.uuid4().hex[:6]}")
     emulator.set_faults(credential_lifetime_s=20)
     emulator.clear_credential_cache()
-    ref = TableRef(info["warehouse"]["name"], (info["namespace"],), name)
+    ref = TableRef(info.warehouse.name, (info.namespace,), name)
     outcomes: Counter[Outcome] = Counter()
     expiries: set[int | None] = set()
     lowest = float("inf")
@@ -119,7 +119,7 @@ async def test_catalog_503_serves_stale_above_floor_then_a_clear_error(
     [name] = await create_tables(svc, info, 1, f"st{uuid.uuid4().hex[:6]}")
     emulator.set_faults(credential_lifetime_s=20)
     emulator.clear_credential_cache()
-    ref = TableRef(info["warehouse"]["name"], (info["namespace"],), name)
+    ref = TableRef(info.warehouse.name, (info.namespace,), name)
     first = await svc.get_credentials(ref, AccessMode.READ, ctx())
     emulator.set_faults(status=503, operations=["load_generic_table_credentials"],
                         credential_lifetime_s=20)
@@ -180,7 +180,7 @@ class TcpRelay:
 
 async def test_idp_down_keeps_cached_credentials_served(devstack, make_service, emulator):
     info = devstack.info
-    token_url = urlsplit(info["idp"]["token_url"])
+    token_url = urlsplit(info.idp.token_url)
     relay = TcpRelay(token_url.hostname, token_url.port)
     await relay.start()
     try:
@@ -188,7 +188,7 @@ async def test_idp_down_keeps_cached_credentials_served(devstack, make_service, 
         [name] = await create_tables(setup, info, 1, f"idp{uuid.uuid4().hex[:6]}")
         relayed = urlunsplit(token_url._replace(netloc=f"127.0.0.1:{relay.port}"))
         svc = await make_service(TOKEN__TOKEN_URL=relayed)
-        ref = TableRef(info["warehouse"]["name"], (info["namespace"],), name)
+        ref = TableRef(info.warehouse.name, (info.namespace,), name)
         first = await svc.get_credentials(ref, AccessMode.READ, ctx())
         await relay.stop()  # the IdP is now unreachable for this gateway
         for _ in range(20):
@@ -212,7 +212,7 @@ async def test_429_retry_after_is_one_shared_wait_and_one_retry(devstack, make_s
     emulator.reset()
     emulator.set_faults(status=429, retry_after=1, count=1,
                         operations=["load_generic_table_credentials"])
-    ref = TableRef(info["warehouse"]["name"], (info["namespace"],), name)
+    ref = TableRef(info.warehouse.name, (info.namespace,), name)
     started = time.monotonic()
     async with asyncio.timeout(30):
         lookups = await asyncio.gather(*[svc.get_credentials(ref, AccessMode.READ, ctx())

@@ -50,7 +50,7 @@ def _run(command: list[str], target: str) -> int:
     "probe", ["startupProbe", "livenessProbe", "readinessProbe", "HEALTHCHECK"]
 )
 def test_probe_succeeds_against_a_live_gateway(devstack: Any, probe: str) -> None:
-    url = devstack.info["gateway"]["http_url"]
+    url = devstack.info.gateway_url
     if not url:
         pytest.skip("the local stack runs without a gateway (gateway.app not importable yet)")
     assert _run(_probe_commands()[probe], urlsplit(url).netloc) == 0

@@ -16,6 +16,7 @@ from urllib.parse import quote, urlsplit
 import httpx
 import pytest
 
+from devstack.stack_info import StackInfo
 from tests.deploy.monitoring.prometheus_server import prometheus
 
 pytestmark = [pytest.mark.integration, pytest.mark.deploy]
@@ -24,9 +25,9 @@ REQUESTS = 5
 TABLE = "prometheus_scrape_probe"
 
 
-def _credential_requests(info: dict[str, Any]) -> None:
-    base = info["gateway"]["http_url"]
-    wh, ns = quote(info["warehouse"]["name"], safe=""), quote(info["namespace"], safe="")
+def _credential_requests(info: StackInfo) -> None:
+    base = info.gateway_url
+    wh, ns = quote(info.warehouse.name, safe=""), quote(info.namespace, safe="")
     headers = {"X-Lakegate-Request": "1"}
     with httpx.Client(base_url=base, headers=headers, timeout=30) as client:
         created = client.post(
@@ -52,12 +53,12 @@ def _poll(query: Any, promql: str, want: float, timeout_s: float = 30.0) -> dict
 
 def test_prometheus_finds_the_gateway_request_counters(devstack: Any, tmp_path: Path) -> None:
     info = devstack.info
-    if not info["gateway"]["http_url"]:
+    if not info.gateway_url:
         pytest.skip("the local stack runs without a gateway (gateway.app not importable yet)")
     if shutil.which("prometheus") is None:
         pytest.skip("prometheus not installed: `make prometheus-bin` (apt-get install prometheus)")
     _credential_requests(info)
-    target = urlsplit(info["gateway"]["http_url"]).netloc
+    target = urlsplit(info.gateway_url).netloc
     with prometheus(target, tmp_path) as prom:
         up = _poll(prom.query, 'up{job="lakegate"}', 1)
         assert sum(up.values()) >= 1, f"Prometheus never scraped the gateway: {up}"

@@ -7,22 +7,22 @@ access can.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pyarrow.dataset as pads
 import pyarrow.fs as pafs
 
+from devstack.stack_info import StackInfo
 
-def owner_filesystem(info: dict[str, Any]) -> pafs.S3FileSystem:
+
+def owner_filesystem(info: StackInfo) -> pafs.S3FileSystem:
     """SeaweedFS with the local stack's admin keys."""
-    s3 = info["s3"]
-    scheme, _, host = s3["endpoint"].partition("://")
+    s3 = info.s3
+    scheme, _, host = s3.endpoint.partition("://")
     return pafs.S3FileSystem(
-        access_key=s3["admin_access_key"],
-        secret_key=s3["admin_secret_key"],
+        access_key=s3.admin_access_key,
+        secret_key=s3.admin_secret_key,
         endpoint_override=host,
         scheme=scheme,
-        region=s3["region"],
+        region=s3.region,
         force_virtual_addressing=False,
     )
 

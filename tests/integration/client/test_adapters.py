@@ -27,11 +27,11 @@ class Table:
 
     def __init__(self, devstack: Any, fmt: str) -> None:
         info = devstack.info
-        self.ns = info["namespace"]
+        self.ns = info.namespace
         self.name = f"ad_{fmt}_{uuid.uuid4().hex[:8]}"
-        wh = info["warehouse"]["name"]
-        self.writer = Client(f"grpc+unix:{info['gateway']['grpc_uds']}", warehouse=wh)
-        self.reader = Client(f"unix:{info['gateway']['uds']}", warehouse=wh)
+        wh = info.warehouse.name
+        self.writer = Client(f"grpc+unix:{info.gateway.grpc_uds}", warehouse=wh)
+        self.reader = Client(f"unix:{info.gateway.uds}", warehouse=wh)
         self.writer.create(self.ns, self.name, format=fmt)
 
     def write_creds(self) -> TableCredentials:

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from devstack.stack_info import StackInfo
 from lakegate_client import AsyncClient, Client, NotFoundError
 
 pytestmark = pytest.mark.integration
@@ -14,25 +15,25 @@ pytestmark = pytest.mark.integration
 FORMS = ["http", "http+uds", "grpc", "grpc+uds"]
 
 
-def gateway_urls(info: dict[str, Any]) -> dict[str, str]:
-    gw = info["gateway"]
+def gateway_urls(info: StackInfo) -> dict[str, str]:
+    gw = info.gateway
     return {
-        "http": gw["http_url"],
-        "http+uds": f"unix:{gw['uds']}",
-        "grpc": f"grpc://{gw['grpc_target']}",
-        "grpc+uds": f"grpc+unix:{gw['grpc_uds']}",
+        "http": gw.http_url,
+        "http+uds": f"unix:{gw.uds}",
+        "grpc": f"grpc://{gw.grpc_target}",
+        "grpc+uds": f"grpc+unix:{gw.grpc_uds}",
     }
 
 
 @pytest.fixture(params=FORMS)
 def client(request: pytest.FixtureRequest, devstack: Any) -> Any:
     url = gateway_urls(devstack.info)[request.param]
-    with Client(url, warehouse=devstack.info["warehouse"]["name"], timeout_s=20) as c:
+    with Client(url, warehouse=devstack.info.warehouse.name, timeout_s=20) as c:
         yield c
 
 
 def test_catalog_lifecycle_and_credentials(client: Client, devstack: Any) -> None:
-    ns = devstack.info["namespace"]
+    ns = devstack.info.namespace
     name = f"cl_{uuid.uuid4().hex[:10]}"
     created = client.create(ns, name, format="parquet", properties={"team": "client-tests"})
     assert created.format == "parquet"
@@ -43,7 +44,7 @@ def test_catalog_lifecycle_and_credentials(client: Client, devstack: Any) -> Non
     assert creds.outcome in ("miss", "hit", "coalesced")
     assert creds.remaining_s is not None
     assert creds.remaining_s > 300
-    assert creds.warehouse_id == devstack.info["warehouse"]["id"]
+    assert creds.warehouse_id == devstack.info.warehouse.id
     assert client.credentials(ns, name, access="write").outcome == "memo"
 
     loaded = client.load(ns, name, vended=True)
@@ -64,11 +65,11 @@ def test_catalog_lifecycle_and_credentials(client: Client, devstack: Any) -> Non
 
 
 async def test_async_client_against_the_gateway(devstack: Any) -> None:
-    ns = devstack.info["namespace"]
+    ns = devstack.info.namespace
     name = f"ca_{uuid.uuid4().hex[:10]}"
     for form in ("http+uds", "grpc+uds"):
         url = gateway_urls(devstack.info)[form]
-        async with AsyncClient(url, warehouse=devstack.info["warehouse"]["name"]) as client:
+        async with AsyncClient(url, warehouse=devstack.info.warehouse.name) as client:
             table = f"{name}_{form[:4]}"
             await client.create(ns, table, format="lance")
             creds = await client.credentials(ns, table, access="write")
@@ -78,10 +79,10 @@ async def test_async_client_against_the_gateway(devstack: Any) -> None:
 
 
 def test_tight_loop_costs_one_upstream_credential_call(devstack: Any, emulator: Any) -> None:
-    ns = devstack.info["namespace"]
+    ns = devstack.info.namespace
     name = f"cm_{uuid.uuid4().hex[:10]}"
     url = gateway_urls(devstack.info)["grpc+uds"]
-    with Client(url, warehouse=devstack.info["warehouse"]["name"]) as client:
+    with Client(url, warehouse=devstack.info.warehouse.name) as client:
         client.create(ns, name, format="parquet")
         emulator.reset()
         outcomes = [client.credentials(ns, name).outcome for _ in range(2000)]

@@ -23,12 +23,12 @@ def iceberg_table(devstack: Any) -> Any:
     """An Iceberg table with one append, created through the gateway by pyiceberg."""
     info = devstack.info
     rest = RestCatalog(
-        "gateway", uri=info["gateway"]["http_url"] + "/catalog",
-        warehouse=info["warehouse"]["name"],
+        "gateway", uri=info.gateway_url + "/catalog",
+        warehouse=info.warehouse.name,
         **{"header.X-Lakegate-Request": "1",
            "header.X-Iceberg-Access-Delegation": "vended-credentials"},
     )
-    ident = (info["namespace"], f"icl_{uuid.uuid4().hex[:8]}")
+    ident = (info.namespace, f"icl_{uuid.uuid4().hex[:8]}")
     table = rest.create_table(ident, schema=ROWS.schema)
     table.append(ROWS)
     yield rest.load_table(ident)
@@ -41,14 +41,14 @@ def test_iceberg_credentials_have_the_generic_shape_and_read_the_table(
 ) -> None:
     url = gateway_urls(devstack.info)[form]
     ns, name = iceberg_table.name()
-    with Client(url, warehouse=devstack.info["warehouse"]["name"], timeout_s=20) as client:
+    with Client(url, warehouse=devstack.info.warehouse.name, timeout_s=20) as client:
         creds = client.credentials(ns, name, kind="iceberg")
         assert creds.location.rstrip("/") == iceberg_table.location().rstrip("/")
         assert creds.storage == "s3"
         assert creds.access == "read"
         assert creds.remaining_s is not None
         assert creds.remaining_s > 300
-        assert creds.warehouse_id == devstack.info["warehouse"]["id"]
+        assert creds.warehouse_id == devstack.info.warehouse.id
         assert client.credentials(ns, name, kind="iceberg").outcome == "memo"
         # the read credential opens the table's current metadata file
         fs = creds.pyarrow_filesystem()

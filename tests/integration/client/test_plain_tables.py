@@ -37,9 +37,9 @@ class PlainTable:
 
     def __init__(self, devstack: Any) -> None:
         info = devstack.info
-        self.ns = info["namespace"]
+        self.ns = info.namespace
         self.name = f"plain_{uuid.uuid4().hex[:8]}"
-        self.client = Client(info["gateway"]["http_url"], warehouse=info["warehouse"]["name"])
+        self.client = Client(info.gateway_url, warehouse=info.warehouse.name)
         self.owner_fs = owner_filesystem(info)  # the storage owner's keys: no session policy
 
     @property

@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from devstack.bootstrap import fetch_token
+from devstack.stack_info import StackInfo
 
 TARGETS = ("emulator", "gateway")
 
@@ -26,15 +27,15 @@ class Target:
 
     name: str
     http: httpx.Client
-    info: dict[str, Any]
+    info: StackInfo
 
     @property
     def wh(self) -> str:
-        return str(self.info["warehouse"]["id"])
+        return self.info.warehouse.id
 
     @property
     def ns(self) -> str:
-        return str(self.info["namespace"])
+        return self.info.namespace
 
     def tables(self, ns: str | None = None) -> str:
         return f"/lakekeeper/v1/{self.wh}/namespaces/{ns or self.ns}/generic-tables"
@@ -59,13 +60,13 @@ class Target:
 def target(request: pytest.FixtureRequest, devstack: Any) -> Iterator[Target]:
     info = devstack.info
     if request.param == "gateway":
-        if not (info.get("gateway") or {}).get("http_url"):
+        if info.gateway is None:
             pytest.fail("the devstack started without a gateway")
-        base, token = info["gateway"]["http_url"], "any-token"
+        base, token = info.gateway_url, "any-token"
     else:
-        c = info["idp"]["clients"]["direct"]
-        base = info["catalog"]["url"]
-        token = fetch_token(info["idp"]["token_url"], c["id"], c["secret"])
+        c = info.idp.clients["direct"]
+        base = info.catalog.url
+        token = fetch_token(info.idp.token_url, c.id, c.secret)
     with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"},
                       timeout=30, trust_env=False) as http:
         yield Target(request.param, http, info)

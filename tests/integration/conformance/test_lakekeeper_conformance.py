@@ -272,13 +272,13 @@ def test_whoami_id_has_lakekeepers_form(target: Target):
 def test_iceberg_refresh_endpoint_names_the_server_the_client_called(target: Target):
     # The Iceberg table is created on the catalog itself; its credentials are then read
     # through the target, whose own address the refresh URL must carry.
-    c = target.info["idp"]["clients"]["direct"]
-    token = fetch_token(target.info["idp"]["token_url"], c["id"], c["secret"])
+    c = target.info.idp.clients["direct"]
+    token = fetch_token(target.info.idp.token_url, c.id, c.secret)
     name = f"ice_{_uid()}"
     schema = {"type": "struct", "schema-id": 0,
               "fields": [{"id": 1, "name": "x", "required": False, "type": "long"}]}
     created = httpx.post(
-        f"{target.info['catalog']['url']}/catalog/v1/{target.wh}/namespaces/{target.ns}/tables",
+        f"{target.info.catalog.url}/catalog/v1/{target.wh}/namespaces/{target.ns}/tables",
         json={"name": name, "schema": schema},
         headers={"Authorization": f"Bearer {token}"}, timeout=30, trust_env=False)
     assert created.status_code == 200, created.text

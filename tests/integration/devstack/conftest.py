@@ -25,11 +25,11 @@ class Catalog:
 
     @property
     def wh(self) -> str:
-        return str(self.stack.info["warehouse"]["id"])
+        return str(self.stack.info.warehouse.id)
 
     @property
     def ns(self) -> str:
-        return str(self.stack.info["namespace"])
+        return str(self.stack.info.namespace)
 
     def tables_path(self, ns: str | None = None) -> str:
         return f"/lakekeeper/v1/{self.wh}/namespaces/{ns or self.ns}/generic-tables"
@@ -39,15 +39,15 @@ class Catalog:
 
 
 def token_for(stack: Stack, client: str) -> str:
-    c = stack.info["idp"]["clients"][client]
-    return fetch_token(stack.info["idp"]["token_url"], c["id"], c["secret"])
+    c = stack.info.idp.clients[client]
+    return fetch_token(stack.info.idp.token_url, c.id, c.secret)
 
 
 @pytest.fixture
 def catalog(bare_stack: Stack) -> Iterator[Catalog]:
     token = token_for(bare_stack, "direct")
     with httpx.Client(
-        base_url=bare_stack.info["catalog"]["url"],
+        base_url=bare_stack.info.catalog.url,
         headers={"Authorization": f"Bearer {token}"},
         timeout=30,
     ) as http:

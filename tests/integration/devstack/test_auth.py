@@ -10,17 +10,17 @@ pytestmark = pytest.mark.integration
 
 def _get(stack, headers: dict[str, str]) -> httpx.Response:
     info = stack.info
-    wh, ns = info["warehouse"]["id"], info["namespace"]
-    url = f"{info['catalog']['url']}/lakekeeper/v1/{wh}/namespaces/{ns}/generic-tables"
+    wh, ns = info.warehouse.id, info.namespace
+    url = f"{info.catalog.url}/lakekeeper/v1/{wh}/namespaces/{ns}/generic-tables"
     return httpx.get(url, headers=headers, timeout=10)
 
 
 def _token(stack, client: str = "alice", **extra: str) -> str:
-    c = stack.info["idp"]["clients"][client]
+    c = stack.info.idp.clients[client]
     resp = httpx.post(
-        stack.info["idp"]["token_url"],
+        stack.info.idp.token_url,
         data={"grant_type": "client_credentials", **extra},
-        auth=(c["id"], c["secret"]),
+        auth=(c.id, c.secret),
         timeout=10,
     )
     assert resp.status_code == 200, resp.text
@@ -55,34 +55,34 @@ def test_tampered_signature_is_401(bare_stack):
 def test_valid_token_is_accepted_and_whoami_names_the_client(bare_stack):
     headers = {"Authorization": f"Bearer {_token(bare_stack, 'bob')}"}
     assert _get(bare_stack, headers).status_code == 200
-    me = httpx.get(f"{bare_stack.info['catalog']['url']}/management/v1/whoami", headers=headers)
+    me = httpx.get(f"{bare_stack.info.catalog.url}/management/v1/whoami", headers=headers)
     assert me.json()["id"] == "oidc~bob"
 
 
 def test_idp_accepts_basic_and_post_and_refuses_a_wrong_secret(bare_stack):
-    idp = bare_stack.info["idp"]
-    c = idp["clients"]["gateway"]
+    idp = bare_stack.info.idp
+    c = idp.clients["gateway"]
     post = httpx.post(
-        idp["token_url"],
+        idp.token_url,
         data={
             "grant_type": "client_credentials",
-            "client_id": c["id"],
-            "client_secret": c["secret"],
+            "client_id": c.id,
+            "client_secret": c.secret,
         },
     )
     assert post.status_code == 200
-    assert post.json()["expires_in"] == idp["token_ttl_s"]
+    assert post.json()["expires_in"] == idp.token_ttl_s
     wrong = httpx.post(
-        idp["token_url"],
+        idp.token_url,
         data={"grant_type": "client_credentials"},
-        auth=(c["id"], c["secret"] + "x"),
+        auth=(c.id, c.secret + "x"),
     )
     assert wrong.status_code == 401
     assert wrong.json()["error"] == "invalid_client"
 
 
 def test_idp_counts_token_requests(bare_stack):
-    issuer = bare_stack.info["idp"]["issuer"]
+    issuer = bare_stack.info.idp.issuer
     httpx.post(f"{issuer}/_idp/stats/reset")
     _token(bare_stack)
     _token(bare_stack)

@@ -244,14 +244,14 @@ def test_list_echoes_the_request_paths_namespace_case(catalog):
 
 
 def _admin_warehouse(catalog, delete_profile: dict) -> str:
-    s3 = catalog.stack.info["s3"]
+    s3 = catalog.stack.info.s3
     body = {
         "warehouse-name": f"wh_{_uid()}",
         "storage-profile": {
             "type": "s3",
-            "bucket": s3["bucket"],
-            "region": s3["region"],
-            "endpoint": s3["endpoint"],
+            "bucket": s3.bucket,
+            "region": s3.region,
+            "endpoint": s3.endpoint,
             "path-style-access": True,
             "key-prefix": "lakehouse",
             "sts-enabled": False,

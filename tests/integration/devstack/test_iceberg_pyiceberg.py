@@ -25,8 +25,8 @@ ROWS = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "name": pa.array(["a", "
 def _rest(catalog: Catalog, **extra: str) -> RestCatalog:
     return RestCatalog(
         "emulator",
-        uri=catalog.stack.info["catalog"]["url"] + "/catalog",
-        warehouse=catalog.stack.info["warehouse"]["name"],
+        uri=catalog.stack.info.catalog.url + "/catalog",
+        warehouse=catalog.stack.info.warehouse.name,
         token=catalog.token,
         **{"header.X-Iceberg-Access-Delegation": "vended-credentials", **extra},
     )
@@ -34,7 +34,7 @@ def _rest(catalog: Catalog, **extra: str) -> RestCatalog:
 
 def test_config_advertises_the_table_endpoints(catalog: Catalog) -> None:
     resp = catalog.http.get(
-        "/catalog/v1/config", params={"warehouse": catalog.stack.info["warehouse"]["name"]}
+        "/catalog/v1/config", params={"warehouse": catalog.stack.info.warehouse.name}
     )
     endpoints = set(resp.json()["endpoints"])
     for ep in (

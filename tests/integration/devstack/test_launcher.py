@@ -16,6 +16,7 @@ import pytest
 
 from devstack.errors import StackRunningError
 from devstack.launcher import start_component, start_stack, stop_component, stop_stack
+from devstack.stack_info import StackInfo
 
 pytestmark = pytest.mark.integration
 
@@ -73,14 +74,15 @@ def test_up_is_ready_fast_and_down_leaves_nothing_behind(tmp_path):
     try:
         elapsed = time.monotonic() - start
         assert elapsed < 15, f"up took {elapsed:.1f}s"
-        info = json.loads((run_dir / "stack.json").read_text())
-        assert info == stack.info
+        raw = json.loads((run_dir / "stack.json").read_text())
+        info = stack.info
+        assert raw == info.model_dump(mode="json")  # the file is the typed info, key for key
         for key in REQUIRED_KEYS:
-            assert _lookup(info, key) not in (None, ""), key
+            assert _lookup(raw, key) not in (None, ""), key
         for name in ("gateway", "alice", "bob", "direct"):
-            assert info["idp"]["clients"][name]["secret"]
-        assert (info["warehouse"]["name"], info["namespace"]) == ("demo", "demo_ns")
-        pids = set(info["pids"].values())
+            assert info.idp.clients[name].secret
+        assert (info.warehouse.name, info.namespace) == ("demo", "demo_ns")
+        pids = set(info.pids.values())
         assert len(pids) == 3
         children = {c.pid for p in pids for c in psutil.Process(p).children(recursive=True)}
         assert _listening_pids_and_ports(pids | children)
@@ -97,8 +99,8 @@ def test_up_is_ready_fast_and_down_leaves_nothing_behind(tmp_path):
     )
     assert not _listening_pids_and_ports(pids | children)
     ports = [
-        int(info["catalog"]["url"].rsplit(":", 1)[1]),
-        int(info["s3"]["endpoint"].rsplit(":", 1)[1]),
+        int(info.catalog.url.rsplit(":", 1)[1]),
+        int(info.s3.endpoint.rsplit(":", 1)[1]),
     ]
     busy = {
         c.laddr.port for c in psutil.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN
@@ -113,10 +115,10 @@ def test_cli_refuses_a_second_up_and_down_stops_everything(tmp_path):
     up = _cli("up", "--no-gateway", "--no-auth", "--soft-delete", cwd=tmp_path)
     assert up.returncode == 0, up.stderr
     assert "local stack up" in up.stdout
-    info = json.loads((tmp_path / ".devstack" / "stack.json").read_text())
+    info = StackInfo.load(tmp_path / ".devstack")
     try:
         wh = httpx.get(
-            f"{info['catalog']['url']}/management/v1/warehouse/{info['warehouse']['id']}"
+            f"{info.catalog.url}/management/v1/warehouse/{info.warehouse.id}"
         )
         assert wh.status_code == 200  # --no-auth: no token needed
         assert wh.json()["delete-profile"]["type"] == "soft"
@@ -130,7 +132,7 @@ def test_cli_refuses_a_second_up_and_down_stops_everything(tmp_path):
     assert down.returncode == 0
     assert not [
         p
-        for p in info["pids"].values()
+        for p in info.pids.values()
         if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE
     ]
 
@@ -139,16 +141,16 @@ def test_catalog_restart_keeps_tables_and_idp_restart_keeps_tokens_valid(tmp_pat
     stack = start_stack(tmp_path / "s", with_gateway=False)
     try:
         info = stack.info
-        c = info["idp"]["clients"]["alice"]
+        c = info.idp.clients["alice"]
         token = httpx.post(
-            info["idp"]["token_url"],
+            info.idp.token_url,
             data={"grant_type": "client_credentials"},
-            auth=(c["id"], c["secret"]),
+            auth=(c.id, c.secret),
         ).json()["access_token"]
         headers = {"Authorization": f"Bearer {token}"}
         tables = (
-            f"{info['catalog']['url']}/lakekeeper/v1/{info['warehouse']['id']}"
-            f"/namespaces/{info['namespace']}/generic-tables"
+            f"{info.catalog.url}/lakekeeper/v1/{info.warehouse.id}"
+            f"/namespaces/{info.namespace}/generic-tables"
         )
         assert (
             httpx.post(
@@ -156,7 +158,7 @@ def test_catalog_restart_keeps_tables_and_idp_restart_keeps_tokens_valid(tmp_pat
             ).status_code
             == 200
         )
-        old_pid = info["pids"]["catalog"]
+        old_pid = info.pids["catalog"]
         stop_component(tmp_path / "s", "catalog")
         with pytest.raises(httpx.ConnectError):
             httpx.get(tables, headers=headers)
@@ -193,7 +195,7 @@ def test_a_port_taken_between_choice_and_bind_is_retried_with_fresh_ports(tmp_pa
     try:
         stack = start_stack(tmp_path / "s", with_gateway=False)
         assert len(calls) == 2
-        assert not stack.info["catalog"]["url"].endswith(f":{taken}")
+        assert not stack.info.catalog.url.endswith(f":{taken}")
     finally:
         stop_stack(tmp_path / "s")
         squatter.close()

@@ -19,11 +19,11 @@ pytestmark = pytest.mark.integration
 @pytest.fixture
 def client(bare_stack: Stack) -> Iterator[pk.Client]:
     info = bare_stack.info
-    c = info["idp"]["clients"]["direct"]
+    c = info.idp.clients["direct"]
     auth = pk.ClientCredentials(
-        token_url=info["idp"]["token_url"], client_id=c["id"], client_secret=c["secret"]
+        token_url=info.idp.token_url, client_id=c.id, client_secret=c.secret
     )
-    with pk.Client(info["catalog"]["url"], info["warehouse"]["id"], auth) as cl:
+    with pk.Client(info.catalog.url, info.warehouse.id, auth) as cl:
         yield cl
 
 
@@ -32,7 +32,7 @@ def _name(prefix: str) -> str:
 
 
 def test_create_then_repeat_create_is_conflict(client, bare_stack):
-    ns, name = bare_stack.info["namespace"], _name("Events")
+    ns, name = bare_stack.info.namespace, _name("Events")
     created = client.generic_tables.create(ns, name, format="lance", doc="d")
     assert created.table.name == name
     assert created.table.base_location.startswith("s3://warehouse/lakehouse/")
@@ -42,7 +42,7 @@ def test_create_then_repeat_create_is_conflict(client, bare_stack):
 
 
 def test_vended_load_writes_and_reads_lance_in_seaweedfs(client, bare_stack):
-    ns, name = bare_stack.info["namespace"], _name("users")
+    ns, name = bare_stack.info.namespace, _name("users")
     client.generic_tables.create(ns, name, format="lance")
     loaded = client.generic_tables.load(ns, name.upper(), vended=True)
     creds = loaded.credentials
@@ -76,7 +76,7 @@ def test_list_over_250_tables_yields_each_exactly_once(client, catalog, bare_sta
 
 
 def test_rename_keeps_location_and_frees_the_old_name(client, catalog, bare_stack):
-    ns, name = bare_stack.info["namespace"], _name("src")
+    ns, name = bare_stack.info.namespace, _name("src")
     location = client.generic_tables.create(ns, name, format="lance").table.base_location
     resp = catalog.http.post(
         f"/lakekeeper/v1/{catalog.wh}/generic-tables/rename",
@@ -92,7 +92,7 @@ def test_rename_keeps_location_and_frees_the_old_name(client, catalog, bare_stac
 
 
 def test_drop_removes_the_table(client, bare_stack):
-    ns, name = bare_stack.info["namespace"], _name("gone")
+    ns, name = bare_stack.info.namespace, _name("gone")
     client.generic_tables.create(ns, name, format="lance")
     client.generic_tables.drop(ns, name)
     with pytest.raises(pk.NotFoundError):
@@ -101,7 +101,7 @@ def test_drop_removes_the_table(client, bare_stack):
 
 
 def test_credentials_endpoint_vends_without_delegation_header(client, catalog, bare_stack):
-    ns, name = bare_stack.info["namespace"], _name("creds")
+    ns, name = bare_stack.info.namespace, _name("creds")
     client.generic_tables.create(ns, name, format="lance")
     resp = catalog.http.get(f"{catalog.tables_path()}/{name}/credentials")
     assert resp.status_code == 200

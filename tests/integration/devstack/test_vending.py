@@ -51,7 +51,7 @@ def test_write_credential_writes_inside_but_not_outside_its_prefix(catalog):
 def test_read_role_credential_reads_but_cannot_write(catalog):
     name, bucket, key = _table(catalog)
     vended_s3(_vend(catalog, name)).put_object(Bucket=bucket, Key=f"{key}/f", Body=b"x")
-    reader = vended_s3(_vend(catalog, name, catalog.stack.info["catalog"]["roles"]["read"]))
+    reader = vended_s3(_vend(catalog, name, catalog.stack.info.catalog.roles["read"]))
     assert reader.get_object(Bucket=bucket, Key=f"{key}/f")["Body"].read() == b"x"
     assert reader.list_objects_v2(Bucket=bucket, Prefix=f"{key}/")["KeyCount"] == 1
     for call in (
@@ -74,7 +74,7 @@ def test_unknown_role_is_400_invalid_role(catalog):
 
 def test_server_cache_reuses_one_sts_credential_per_permission_level(catalog, hooks):
     name, _, _ = _table(catalog)
-    read_role = catalog.stack.info["catalog"]["roles"]["read"]
+    read_role = catalog.stack.info.catalog.roles["read"]
     first = [_vend(catalog, name) for _ in range(5)]
     reads = [_vend(catalog, name, read_role) for _ in range(3)]
     stats = hooks.stats()

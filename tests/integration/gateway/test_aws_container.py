@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
 from urllib.parse import urlparse
 
 import boto3
 import pytest
 from botocore.config import Config
+
+from devstack.stack_info import StackInfo
 
 pytestmark = pytest.mark.integration
 
@@ -18,15 +19,15 @@ def _bucket_key(location: str) -> tuple[str, str]:
 
 
 def test_boto3_reads_table_objects_through_the_container_endpoint(
-    info: dict[str, Any], new_table, monkeypatch: pytest.MonkeyPatch, tmp_path
+    info: StackInfo, new_table, monkeypatch: pytest.MonkeyPatch, tmp_path
 ) -> None:
     table = new_table(prefix="aws")
     bucket, prefix = _bucket_key(table["table"]["base_location"])
-    s3 = info["s3"]
+    s3 = info.s3
     admin = boto3.session.Session(
-        aws_access_key_id=s3["admin_access_key"], aws_secret_access_key=s3["admin_secret_key"],
-        region_name=s3["region"],
-    ).client("s3", endpoint_url=s3["endpoint"])
+        aws_access_key_id=s3.admin_access_key, aws_secret_access_key=s3.admin_secret_key,
+        region_name=s3.region,
+    ).client("s3", endpoint_url=s3.endpoint)
     admin.put_object(Bucket=bucket, Key=f"{prefix}/data/part-0.txt", Body=b"hello lakegate")
 
     for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
@@ -37,16 +38,16 @@ def test_boto3_reads_table_objects_through_the_container_endpoint(
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     monkeypatch.setenv(
         "AWS_CONTAINER_CREDENTIALS_FULL_URI",
-        f"{info['gateway']['http_url']}/v1/aws-credentials/demo/{table['namespace']}/"
+        f"{info.gateway_url}/v1/aws-credentials/demo/{table['namespace']}/"
         f"{table['table']['name']}?access=read",
     )
     monkeypatch.setenv("AWS_CONTAINER_AUTHORIZATION_TOKEN", "any-value-in-mode-none")
 
-    session = boto3.session.Session(region_name=s3["region"])
+    session = boto3.session.Session(region_name=s3.region)
     creds = session.get_credentials()
     assert creds is not None
     assert creds.method == "container-role"
-    client = session.client("s3", endpoint_url=s3["endpoint"],
+    client = session.client("s3", endpoint_url=s3.endpoint,
                             config=Config(s3={"addressing_style": "path"}))
     listed = client.list_objects_v2(Bucket=bucket, Prefix=prefix + "/")
     assert [o["Key"] for o in listed["Contents"]] == [f"{prefix}/data/part-0.txt"]

@@ -11,7 +11,6 @@ import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import boto3
 import grpc
@@ -20,6 +19,7 @@ import pytest
 from botocore.exceptions import ClientError
 from pylakekeeper import Client, LakekeeperHTTPError, StaticToken
 
+from devstack.stack_info import StackInfo
 from lakegate.v1 import common_pb2, credentials_pb2, credentials_pb2_grpc
 from tests.gateway_process import GatewayProcess, stack_env, start_gateway
 from tests.integration.gateway.conftest import ensure_namespace
@@ -32,11 +32,11 @@ READER = "reader-" + uuid.uuid4().hex
 
 
 @pytest.fixture(scope="module")
-def setup(info: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
+def setup(info: StackInfo, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
     run = tmp_path_factory.mktemp("callers")
     suffix = uuid.uuid4().hex[:6]
     ns_a, ns_b = f"team_a_{suffix}", f"team_b_{suffix}"
-    with httpx.Client(base_url=info["gateway"]["http_url"], trust_env=False, timeout=30,
+    with httpx.Client(base_url=info.gateway_url, trust_env=False, timeout=30,
                       headers={"X-Lakegate-Request": "1"}) as devgw:
         for ns in (ns_a, ns_b):
             ensure_namespace(devgw, ns)
@@ -108,7 +108,7 @@ def test_grpc_refuses_b(setup: dict) -> None:
                 table=common_pb2.TableRef(warehouse="demo", namespace=[ns], name="tbl")),
                 metadata=metadata, timeout=30)
 
-        assert ask(setup["a"]).warehouse_id == setup["info"]["warehouse"]["id"]
+        assert ask(setup["a"]).warehouse_id == setup["info"].warehouse.id
         with pytest.raises(grpc.RpcError) as info:
             ask(setup["b"])
         assert info.value.code() == grpc.StatusCode.PERMISSION_DENIED
@@ -180,13 +180,13 @@ def test_zz_no_secret_in_the_gateway_log(setup: dict) -> None:
     info = setup["info"]
     log = proc.log_text()
     assert "lakegate listening" in log
-    planted = [ALICE, ADMIN, READER, info["idp"]["clients"]["gateway"]["secret"],
-               info["s3"]["admin_secret_key"], *setup["served"]]
+    planted = [ALICE, ADMIN, READER, info.idp.clients["gateway"].secret,
+               info.s3.admin_secret_key, *setup["served"]]
     assert len(setup["served"]) >= 4
     for secret in planted:
         assert secret not in log
-    devstack_log = Path(info["run_dir"]) / "logs" / "gateway.log"
+    devstack_log = Path(info.run_dir) / "logs" / "gateway.log"
     if devstack_log.exists():
         text = devstack_log.read_text(errors="replace")
-        for secret in (info["idp"]["clients"]["gateway"]["secret"], *setup["served"]):
+        for secret in (info.idp.clients["gateway"].secret, *setup["served"]):
             assert secret not in text

@@ -9,12 +9,12 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 import httpx
 import pytest
 
+from devstack.stack_info import StackInfo
 from tests.gateway_process import stack_env, start_gateway
 from tests.integration.gateway.conftest import MARK, requests_delta, scrape
 
@@ -38,14 +38,14 @@ async def _burst(base: str, paths: list[str], uds: Path | None = None) -> list[d
 
 
 def test_1000_concurrent_requests_for_a_cold_table_make_one_upstream_call(
-    info: dict[str, Any], gw: httpx.Client, new_table, emulator
+    info: StackInfo, gw: httpx.Client, new_table, emulator
 ) -> None:
     table = new_table(prefix="cold")
     path = (f"/v1/warehouses/demo/namespaces/{table['namespace']}/tables/"
             f"{table['table']['name']}/credentials")
     emulator.reset()
     before = scrape(gw)
-    docs = asyncio.run(_burst(info["gateway"]["http_url"], [path] * CONCURRENCY))
+    docs = asyncio.run(_burst(info.gateway_url, [path] * CONCURRENCY))
     after = scrape(gw)
 
     assert emulator.stats()["load_generic_table_credentials"] == 1
@@ -61,10 +61,10 @@ def test_1000_concurrent_requests_for_a_cold_table_make_one_upstream_call(
 
 
 def test_200_callers_over_50_tables_make_50_upstream_calls_and_one_login(
-    info: dict[str, Any], gw: httpx.Client, new_table, emulator, idp_stats, tmp_path: Path
+    info: StackInfo, gw: httpx.Client, new_table, emulator, idp_stats, tmp_path: Path
 ) -> None:
     tables = [new_table(prefix="fan")["table"]["name"] for _ in range(50)]
-    ns = info["namespace"]
+    ns = info.namespace
     paths = [f"/v1/warehouses/demo/namespaces/{ns}/tables/{tables[i % 50]}/credentials"
              for i in range(200)]
     idp_stats.reset()
@@ -80,7 +80,7 @@ def test_200_callers_over_50_tables_make_50_upstream_calls_and_one_login(
 
 
 def test_upstream_429_with_retry_after_is_one_shared_wait(
-    info: dict[str, Any], new_table, emulator
+    info: StackInfo, new_table, emulator
 ) -> None:
     table = new_table(prefix="slow")
     path = (f"/v1/warehouses/demo/namespaces/{table['namespace']}/tables/"
@@ -88,14 +88,14 @@ def test_upstream_429_with_retry_after_is_one_shared_wait(
     emulator.reset()
     emulator.set_faults(status=429, retry_after=1, count=1,
                         operations=["load_generic_table_credentials"])
-    docs = asyncio.run(_burst(info["gateway"]["http_url"], [path] * 50))
+    docs = asyncio.run(_burst(info.gateway_url, [path] * 50))
     # one refused call, one retry after the shared wait, nothing else
     assert emulator.stats()["load_generic_table_credentials"] == 2
     assert [d["outcome"] for d in docs].count("miss") == 1
 
 
 def test_hot_key_is_refreshed_ahead_and_never_served_below_the_floor(
-    info: dict[str, Any], new_table, emulator, tmp_path: Path
+    info: StackInfo, new_table, emulator, tmp_path: Path
 ) -> None:
     table = new_table(prefix="hot")
     env = stack_env(info) | {"LAKEGATE__CACHE__MIN_REMAINING_S": "3",

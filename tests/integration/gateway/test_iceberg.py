@@ -20,6 +20,7 @@ from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import NoSuchTableError
 from pyiceberg.table import Table
 
+from devstack.stack_info import StackInfo
 from tests.integration.gateway.conftest import MARK
 
 pytestmark = pytest.mark.integration
@@ -28,28 +29,28 @@ ROWS = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "name": pa.array(["a", "
 CONCURRENT_LOADS = 32
 
 
-def _catalog(info: dict[str, Any]) -> RestCatalog:
+def _catalog(info: StackInfo) -> RestCatalog:
     return RestCatalog(
         "gateway",
-        uri=info["gateway"]["http_url"] + "/catalog",
-        warehouse=info["warehouse"]["name"],
+        uri=info.gateway_url + "/catalog",
+        warehouse=info.warehouse.name,
         token="x",  # noqa: S106 - the stack's gateway accepts any bearer from a local caller
         **{"header.X-Iceberg-Access-Delegation": "vended-credentials",
            "header.X-Lakegate-Request": "1"},
     )
 
 
-def _ident(info: dict[str, Any], prefix: str) -> tuple[str, str]:
-    return (info["namespace"], f"{prefix}_{uuid.uuid4().hex[:8]}")
+def _ident(info: StackInfo, prefix: str) -> tuple[str, str]:
+    return (info.namespace, f"{prefix}_{uuid.uuid4().hex[:8]}")
 
 
 @pytest.fixture
-def rest(info: dict[str, Any]) -> RestCatalog:
+def rest(info: StackInfo) -> RestCatalog:
     return _catalog(info)
 
 
 @pytest.fixture
-def created(info: dict[str, Any], rest: RestCatalog) -> Iterator[tuple[tuple[str, str], Table]]:
+def created(info: StackInfo, rest: RestCatalog) -> Iterator[tuple[tuple[str, str], Table]]:
     """A fresh empty Iceberg table (the schema of ROWS), dropped after the test."""
     ident = _ident(info, "ice")
     yield ident, rest.create_table(ident, schema=ROWS.schema)
@@ -57,16 +58,16 @@ def created(info: dict[str, Any], rest: RestCatalog) -> Iterator[tuple[tuple[str
         rest.drop_table(ident)
 
 
-def test_config_points_pyiceberg_at_the_gateway(info: dict[str, Any], gw: httpx.Client) -> None:
-    resp = gw.get("/catalog/v1/config", params={"warehouse": info["warehouse"]["name"]},
+def test_config_points_pyiceberg_at_the_gateway(info: StackInfo, gw: httpx.Client) -> None:
+    resp = gw.get("/catalog/v1/config", params={"warehouse": info.warehouse.name},
                   headers={"Authorization": "Bearer x"})
     doc = resp.json()
-    assert doc["overrides"]["uri"] == info["gateway"]["http_url"] + "/catalog"
+    assert doc["overrides"]["uri"] == info.gateway_url + "/catalog"
     assert "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}" in doc["endpoints"]
 
 
 def test_create_append_scan_append_scan_drop_with_vended_credentials(
-    info: dict[str, Any], emulator: Any, rest: RestCatalog
+    info: StackInfo, emulator: Any, rest: RestCatalog
 ) -> None:
     ident = _ident(info, "ice")
     table = rest.create_table(ident, schema=ROWS.schema)
@@ -81,7 +82,7 @@ def test_create_append_scan_append_scan_drop_with_vended_credentials(
     assert loaded.io.properties["s3.session-token"]
     refresh = loaded.io.properties.get("client.refresh-credentials-endpoint")
     assert refresh is not None
-    assert refresh.startswith(info["gateway"]["http_url"] + "/catalog/v1/")
+    assert refresh.startswith(info.gateway_url + "/catalog/v1/")
     stats = emulator.stats()
     assert stats["create_table"] == 1
     assert stats["commit_table"] == 2
@@ -95,7 +96,7 @@ def test_create_append_scan_append_scan_drop_with_vended_credentials(
 
 
 def test_overwrite_and_rename_through_the_gateway(
-    info: dict[str, Any], rest: RestCatalog, created: tuple[tuple[str, str], Table]
+    info: StackInfo, rest: RestCatalog, created: tuple[tuple[str, str], Table]
 ) -> None:
     ident, table = created
     table.append(ROWS)
@@ -104,12 +105,12 @@ def test_overwrite_and_rename_through_the_gateway(
     renamed = (ident[0], ident[1] + "_r")
     rest.rename_table(ident, renamed)
     assert rest.load_table(renamed).scan().to_arrow().num_rows == 1
-    assert rest.list_tables(info["namespace"]).count(renamed) == 1
+    assert rest.list_tables(info.namespace).count(renamed) == 1
     rest.drop_table(renamed)
 
 
 def test_32_concurrent_vended_loads_of_a_warm_table_cost_at_most_one_credential_call(
-    info: dict[str, Any], emulator: Any, rest: RestCatalog, created: tuple[tuple[str, str], Table]
+    info: StackInfo, emulator: Any, rest: RestCatalog, created: tuple[tuple[str, str], Table]
 ) -> None:
     ident, table = created
     table.append(ROWS)
@@ -123,7 +124,7 @@ def test_32_concurrent_vended_loads_of_a_warm_table_cost_at_most_one_credential_
                    "X-Iceberg-Access-Delegation": "vended-credentials"}
         async with aiohttp.ClientSession(headers=headers) as session:
             async def one() -> dict[str, Any]:
-                async with session.get(info["gateway"]["http_url"] + path) as resp:
+                async with session.get(info.gateway_url + path) as resp:
                     assert resp.status == 200, await resp.text()
                     doc: dict[str, Any] = await resp.json()
                     return doc
@@ -142,7 +143,7 @@ def test_32_concurrent_vended_loads_of_a_warm_table_cost_at_most_one_credential_
 
 
 def test_credentials_endpoint_is_served_from_the_cache(
-    info: dict[str, Any], emulator: Any, rest: RestCatalog, created: tuple[tuple[str, str], Table]
+    info: StackInfo, emulator: Any, rest: RestCatalog, created: tuple[tuple[str, str], Table]
 ) -> None:
     ident, table = created
     rest.load_table(ident)
@@ -151,5 +152,5 @@ def test_credentials_endpoint_is_served_from_the_cache(
         creds = rest.load_credentials(ident, table.location())
         assert creds["s3.session-token"]
         assert creds["client.refresh-credentials-endpoint"].startswith(
-            info["gateway"]["http_url"])
+            info.gateway_url)
     assert emulator.stats()["load_table_credentials"] == 0

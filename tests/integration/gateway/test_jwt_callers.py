@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
+from devstack.stack_info import StackInfo
 from tests.gateway_process import running_gateway, stack_env
 from tests.integration.gateway.conftest import idp_token, jwt_callers_env
 
@@ -15,7 +15,7 @@ pytestmark = pytest.mark.integration
 
 
 def test_jwt_callers_are_verified_and_named_by_claim(
-    info: dict[str, Any], tmp_path: Path
+    info: StackInfo, tmp_path: Path
 ) -> None:
     policy = "callers:\n  alice:\n    - {warehouse: demo, namespace: '*', table: '*'}\n"
     env = stack_env(info) | jwt_callers_env(info, tmp_path, policy)
@@ -27,7 +27,7 @@ def test_jwt_callers_are_verified_and_named_by_claim(
         assert who.status_code == 200, who.text
         assert who.json()["id"] == "oidc~alice"  # Lakekeeper's id form
         assert who.json()["name"] == "alice"
-        path = f"/v1/warehouses/demo/namespaces/{info['namespace']}/tables/nope/credentials"
+        path = f"/v1/warehouses/demo/namespaces/{info.namespace}/tables/nope/credentials"
         # alice passes auth and policy (then the table does not exist); bob has no grant
         assert c.get(path, headers={"Authorization": f"Bearer {alice}"}).status_code == 404
         assert c.get(path, headers={"Authorization": f"Bearer {bob}"}).status_code == 403

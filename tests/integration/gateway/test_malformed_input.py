@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import grpc
 import httpx
 import pytest
 
+from devstack.stack_info import StackInfo
 from lakegate.v1 import common_pb2, credentials_pb2, credentials_pb2_grpc
 
 pytestmark = pytest.mark.integration
@@ -39,9 +38,9 @@ HUGE = b"{" + b" " * (2 << 20) + b"}"
     ],
 )
 def test_http_surfaces_answer_4xx_with_an_envelope(
-    info: dict[str, Any], method: str, path: str, body: bytes | None, status: int
+    info: StackInfo, method: str, path: str, body: bytes | None, status: int
 ) -> None:
-    with httpx.Client(base_url=info["gateway"]["http_url"], trust_env=False, timeout=30) as c:
+    with httpx.Client(base_url=info.gateway_url, trust_env=False, timeout=30) as c:
         resp = c.request(method, path, content=body, headers={
             "Authorization": "Bearer x", "Content-Type": "application/json"})
     assert resp.status_code == status, resp.text
@@ -69,9 +68,9 @@ BODY_ROUTES = [
     ids=["100k-[", "50k-{a:", "nan", "1e999", "duplicate-keys", "invalid-utf8", "not-object"],
 )
 def test_hostile_json_bodies_are_400_on_every_body_route(
-    info: dict[str, Any], path: str, body: bytes, message: str
+    info: StackInfo, path: str, body: bytes, message: str
 ) -> None:
-    with httpx.Client(base_url=info["gateway"]["http_url"], trust_env=False, timeout=30) as c:
+    with httpx.Client(base_url=info.gateway_url, trust_env=False, timeout=30) as c:
         resp = c.post(path, content=body, headers={"Authorization": "Bearer x",
                                                    "Content-Type": "application/json"})
         assert resp.status_code == 400, resp.text
@@ -94,8 +93,8 @@ def test_hostile_json_bodies_are_400_on_every_body_route(
          grpc.StatusCode.NOT_FOUND),
     ],
 )
-def test_grpc_bad_fields(info: dict[str, Any], table, code) -> None:
-    with grpc.insecure_channel(info["gateway"]["grpc_target"]) as channel:
+def test_grpc_bad_fields(info: StackInfo, table, code) -> None:
+    with grpc.insecure_channel(info.gateway.grpc_target) as channel:
         stub = credentials_pb2_grpc.CredentialServiceStub(channel)
         with pytest.raises(grpc.RpcError) as err:
             stub.GetTableCredentials(credentials_pb2.GetTableCredentialsRequest(table=table),
@@ -103,8 +102,8 @@ def test_grpc_bad_fields(info: dict[str, Any], table, code) -> None:
     assert err.value.code() == code
 
 
-def test_grpc_bad_protobuf_bytes_and_oversized_messages(info: dict[str, Any]) -> None:
-    with grpc.insecure_channel(f"unix:{info['gateway']['grpc_uds']}") as channel:
+def test_grpc_bad_protobuf_bytes_and_oversized_messages(info: StackInfo) -> None:
+    with grpc.insecure_channel(f"unix:{info.gateway.grpc_uds}") as channel:
         raw = channel.unary_unary("/lakegate.v1.CredentialService/GetTableCredentials",
                                   request_serializer=lambda b: b,
                                   response_deserializer=lambda b: b)
@@ -116,8 +115,8 @@ def test_grpc_bad_protobuf_bytes_and_oversized_messages(info: dict[str, Any]) ->
         assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
 
 
-def test_ops_endpoints(info: dict[str, Any]) -> None:
-    with httpx.Client(base_url=info["gateway"]["http_url"], trust_env=False, timeout=30) as c:
+def test_ops_endpoints(info: StackInfo) -> None:
+    with httpx.Client(base_url=info.gateway_url, trust_env=False, timeout=30) as c:
         assert c.get("/livez").status_code == 200
         assert c.get("/readyz").json()["status"] == "ready"
         text = c.get("/metrics").text

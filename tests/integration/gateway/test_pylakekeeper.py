@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 import httpx
 import lance
@@ -11,13 +10,15 @@ import pyarrow as pa
 import pytest
 from pylakekeeper import Client, NotFoundError, StaticToken
 
+from devstack.stack_info import StackInfo
+
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-def lk(info: dict[str, Any]) -> Client:
+def lk(info: StackInfo) -> Client:
     # Callers mode none: whatever token pylakekeeper sends is fine.
-    client = Client(base_url=info["gateway"]["http_url"], warehouse="demo",
+    client = Client(base_url=info.gateway_url, warehouse="demo",
                     auth=StaticToken("any-token-at-all"))
     yield client
     client.close()
@@ -27,9 +28,9 @@ def lk(info: dict[str, Any]) -> Client:
 # gateway must carry them end to end, percent-encoded in every upstream path segment.
 @pytest.mark.parametrize("stem", ["users", "team a/users 2026"])
 def test_create_load_vended_lance_write_read_list_drop(
-    lk: Client, info: dict[str, Any], stem: str
+    lk: Client, info: StackInfo, stem: str
 ) -> None:
-    ns = info["namespace"]
+    ns = info.namespace
     name = f"{stem}_{uuid.uuid4().hex[:8]}"
     created = lk.generic_tables.create(ns, name, format="lance", doc="test table",
                                        properties={"lance.version": "0.20"})
@@ -54,9 +55,9 @@ def test_create_load_vended_lance_write_read_list_drop(
         lk.generic_tables.load(ns, name)
 
 
-def test_list_follows_pagination(lk: Client, info: dict[str, Any]) -> None:
+def test_list_follows_pagination(lk: Client, info: StackInfo) -> None:
     ns = f"pg_{uuid.uuid4().hex[:8]}"
-    with httpx.Client(base_url=info["gateway"]["http_url"], trust_env=False, timeout=30) as raw:
+    with httpx.Client(base_url=info.gateway_url, trust_env=False, timeout=30) as raw:
         resp = raw.post("/catalog/v1/demo/namespaces", json={"namespace": [ns]},
                         headers={"Authorization": "Bearer x"})
         assert resp.status_code == 200, resp.text
@@ -67,29 +68,29 @@ def test_list_follows_pagination(lk: Client, info: dict[str, Any]) -> None:
     assert sorted(listed) == sorted(names)  # every page followed, no repeats
 
 
-def test_duplicate_create_is_conflict_and_whoami_is_local(lk: Client, info: dict[str, Any]) -> None:
+def test_duplicate_create_is_conflict_and_whoami_is_local(lk: Client, info: StackInfo) -> None:
     from pylakekeeper import ConflictError
 
     name = f"dup_{uuid.uuid4().hex[:8]}"
-    lk.generic_tables.create(info["namespace"], name, format="lance")
+    lk.generic_tables.create(info.namespace, name, format="lance")
     with pytest.raises(ConflictError):
-        lk.generic_tables.create(info["namespace"], name, format="lance")
+        lk.generic_tables.create(info.namespace, name, format="lance")
     assert lk.whoami()["id"] == "oidc~anonymous"  # Lakekeeper's id form, the local caller
 
 
-def test_warehouse_uuid_prefix_works_too(info: dict[str, Any]) -> None:
-    with Client(base_url=info["gateway"]["http_url"], warehouse=info["warehouse"]["id"],
+def test_warehouse_uuid_prefix_works_too(info: StackInfo) -> None:
+    with Client(base_url=info.gateway_url, warehouse=info.warehouse.id,
                 auth=StaticToken("t")) as client:
         name = f"byid_{uuid.uuid4().hex[:8]}"
-        client.generic_tables.create(info["namespace"], name, format="lance")
-        assert client.generic_tables.load(info["namespace"], name).table.name == name
+        client.generic_tables.create(info.namespace, name, format="lance")
+        assert client.generic_tables.load(info.namespace, name).table.name == name
 
 
-def test_rename_and_credentials_over_raw_http(info: dict[str, Any]) -> None:
-    ns = info["namespace"]
+def test_rename_and_credentials_over_raw_http(info: StackInfo) -> None:
+    ns = info.namespace
     name = f"ren_{uuid.uuid4().hex[:8]}"
     base = f"/lakekeeper/v1/demo/namespaces/{ns}/generic-tables"
-    with httpx.Client(base_url=info["gateway"]["http_url"], trust_env=False, timeout=30,
+    with httpx.Client(base_url=info.gateway_url, trust_env=False, timeout=30,
                       headers={"Authorization": "Bearer x"}) as raw:
         created = raw.post(base, json={"name": name, "format": "lance"}).json()
         creds = raw.get(f"{base}/{name}/credentials")
