@@ -10,12 +10,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import httpx
-from prometheus_client.parser import text_string_to_metric_families
 
+from devstack.metrics_scrape import parse, total
 from devstack.stack_info import StackInfo
 
 _TIMEOUT_S = 5.0
 _NOT_SERVED = ("denied", "error")
+_REQUESTS = "lakegate_requests_total"
+_UPSTREAM = "lakegate_upstream_requests_total"
 
 
 @dataclass(frozen=True)
@@ -68,23 +70,20 @@ def read_gateway(http: httpx.Client, name: str, url: str) -> NodeCounters:
     """Parse one gateway's Prometheus text into the demo's per-node counters."""
     answer = http.get(f"{url}/metrics")
     answer.raise_for_status()
+    samples = parse(answer.text)
     served: dict[str, int] = {}
-    metadata = upstream = logins = 0
-    for family in text_string_to_metric_families(answer.text):
-        for sample in family.samples:
-            labels, value = sample.labels, int(sample.value)
-            if sample.name == "lakegate_requests_total":
-                if labels.get("kind") == "credential":
-                    result = labels.get("result", "?")
-                    served[result] = served.get(result, 0) + value
-                elif labels.get("kind") == "metadata":
-                    metadata += value
-            elif sample.name == "lakegate_upstream_requests_total":
-                if labels.get("target") == "catalog" and labels.get("op") == "load_credentials":
-                    upstream += value
-                elif labels.get("target") == "idp":
-                    logins += value
-    return NodeCounters(name, url, served, metadata, upstream, logins)
+    for (metric, labels), value in samples.items():
+        label = dict(labels)
+        if metric == _REQUESTS and label.get("kind") == "credential":
+            result = label.get("result", "?")
+            served[result] = served.get(result, 0) + int(value)
+    return NodeCounters(
+        name, url, served,
+        metadata=int(total(samples, _REQUESTS, kind="metadata")),
+        upstream_credential_calls=int(
+            total(samples, _UPSTREAM, target="catalog", op="load_credentials")),
+        idp_token_calls=int(total(samples, _UPSTREAM, target="idp")),
+    )
 
 
 def read_counters(info: StackInfo, gateways: Mapping[str, str] | None = None) -> Counters:

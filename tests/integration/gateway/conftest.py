@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -81,28 +80,3 @@ def ensure_namespace(gw: httpx.Client, namespace: str) -> None:
     assert resp.status_code in (200, 409), resp.text
 
 
-_SAMPLE = re.compile(r'^(lakegate_[a-z_]+)\{([^}]*)\} ([0-9.e+-]+)$')
-
-
-def scrape(client: httpx.Client) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
-    """Parse /metrics into {(name, labels): value}."""
-    out = {}
-    for line in client.get("/metrics").text.splitlines():
-        m = _SAMPLE.match(line)
-        if m:
-            labels = frozenset(
-                tuple(kv.split("=", 1)) for kv in re.findall(r'[a-z_]+="[^"]*"', m.group(2))
-            )
-            out[(m.group(1), frozenset((k, v.strip('"')) for k, v in labels))] = float(m.group(3))
-    return out
-
-
-def requests_delta(before: dict, after: dict, **labels: str) -> float:
-    """Change of lakegate_requests_total summed over samples matching `labels`."""
-    want = set(labels.items())
-
-    def total(snapshot: dict) -> float:
-        return sum(v for (name, lab), v in snapshot.items()
-                   if name == "lakegate_requests_total" and want <= set(lab))
-
-    return total(after) - total(before)

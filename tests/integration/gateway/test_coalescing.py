@@ -14,9 +14,12 @@ import aiohttp
 import httpx
 import pytest
 
+from devstack.metrics_scrape import delta, scrape
 from devstack.stack_info import StackInfo
 from tests.gateway_process import stack_env, start_gateway
-from tests.integration.gateway.conftest import MARK, requests_delta, scrape
+from tests.integration.gateway.conftest import MARK
+
+REQUESTS = "lakegate_requests_total"
 
 pytestmark = pytest.mark.integration
 
@@ -44,9 +47,9 @@ def test_1000_concurrent_requests_for_a_cold_table_make_one_upstream_call(
     path = (f"/v1/warehouses/demo/namespaces/{table['namespace']}/tables/"
             f"{table['table']['name']}/credentials")
     emulator.reset()
-    before = scrape(gw)
+    before = scrape(info.gateway_url)
     docs = asyncio.run(_burst(info.gateway_url, [path] * CONCURRENCY))
-    after = scrape(gw)
+    after = scrape(info.gateway_url)
 
     assert emulator.stats()["load_generic_table_credentials"] == 1
     outcomes = [d["outcome"] for d in docs]
@@ -55,9 +58,9 @@ def test_1000_concurrent_requests_for_a_cold_table_make_one_upstream_call(
     assert len({d["credentials"][0]["config"]["s3.access-key-id"] for d in docs}) == 1
     # The gateway's request counters equal the truth exactly.
     for result in ("miss", "coalesced", "hit"):
-        assert requests_delta(before, after, surface="http", kind="credential",
-                              result=result) == outcomes.count(result)
-    assert requests_delta(before, after, surface="http", kind="credential") == CONCURRENCY
+        assert delta(before, after, REQUESTS, surface="http", kind="credential",
+                     result=result) == outcomes.count(result)
+    assert delta(before, after, REQUESTS, surface="http", kind="credential") == CONCURRENCY
 
 
 def test_200_callers_over_50_tables_make_50_upstream_calls_and_one_login(
