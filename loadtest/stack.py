@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from devstack.metrics_scrape import Samples, scrape
 from devstack.stack_info import StackInfo
 from loadtest.child import ChildProcess
 
@@ -38,34 +39,19 @@ class Gateway:
     def http_url(self) -> str:
         return f"http://{self.http_tcp}"
 
-    def metrics(self) -> dict[str, float]:
-        """Prometheus samples as {"name{label=...}": value} (labels sorted)."""
-        import httpx
-        from prometheus_client.parser import text_string_to_metric_families
+    def metrics(self) -> Samples:
+        """The gateway's Prometheus samples (read with `devstack.metrics_scrape.total`).
 
-        text = httpx.get(self.http_url + "/metrics", timeout=10, trust_env=False).text
-        out: dict[str, float] = {}
-        for family in text_string_to_metric_families(text):
-            for sample in family.samples:
-                labels = ",".join(f"{k}={v}" for k, v in sorted(sample.labels.items()))
-                out[f"{sample.name}{{{labels}}}"] = float(sample.value)
-        return out
+        Raises:
+            RuntimeError: the gateway did not answer (a bench figure must not read as 0).
+        """
+        samples = scrape(self.http_url, timeout_s=10)
+        if not samples:
+            raise RuntimeError(f"no metrics from the gateway at {self.http_url}")
+        return samples
 
     def stop(self) -> None:
         self.child.stop()
-
-
-def metric_sum(samples: Mapping[str, float], name: str, **labels: str) -> float:
-    """Sum of every sample of `name` whose labels include `labels`."""
-    total = 0.0
-    for key, value in samples.items():
-        base, _, rest = key.partition("{")
-        if base != name:
-            continue
-        have = dict(p.split("=", 1) for p in rest.rstrip("}").split(",") if p)
-        if all(have.get(k) == v for k, v in labels.items()):
-            total += value
-    return total
 
 
 class BenchStack:
@@ -113,35 +99,23 @@ class BenchStack:
             raise RuntimeError("the bench stack is not started")
         return self._info
 
-    @property
-    def warehouse(self) -> str:
-        return self.info.warehouse.name
-
-    @property
-    def warehouse_id(self) -> str:
-        return self.info.warehouse.id
-
-    @property
-    def namespace(self) -> str:
-        return self.info.namespace
-
     def native_path(self, table: str, access: str = "read") -> str:
         return (
-            f"/v1/warehouses/{quote(self.warehouse, safe='')}/namespaces/"
-            f"{quote(self.namespace, safe='')}/tables/{quote(table, safe='')}/credentials"
+            f"/v1/warehouses/{quote(self.info.warehouse.name, safe='')}/namespaces/"
+            f"{quote(self.info.namespace, safe='')}/tables/{quote(table, safe='')}/credentials"
             f"?access={access}"
         )
 
     def aws_path(self, table: str, access: str = "read") -> str:
         return (
-            f"/v1/aws-credentials/{quote(self.warehouse, safe='')}/"
-            f"{quote(self.namespace, safe='')}/{quote(table, safe='')}?access={access}"
+            f"/v1/aws-credentials/{quote(self.info.warehouse.name, safe='')}/"
+            f"{quote(self.info.namespace, safe='')}/{quote(table, safe='')}?access={access}"
         )
 
     def catalog_load_path(self, table: str) -> str:
         return (
-            f"/lakekeeper/v1/{self.warehouse_id}/namespaces/"
-            f"{quote(self.namespace, safe='')}/generic-tables/{quote(table, safe='')}"
+            f"/lakekeeper/v1/{self.info.warehouse.id}/namespaces/"
+            f"{quote(self.info.namespace, safe='')}/generic-tables/{quote(table, safe='')}"
         )
 
     # ----- gateways --------------------------------------------------------------------
@@ -246,8 +220,8 @@ class BenchStack:
 
         token = self.admin_token()
         url = (
-            f"{self.info.catalog.url}/lakekeeper/v1/{self.warehouse_id}/namespaces/"
-            f"{quote(self.namespace, safe='')}/generic-tables"
+            f"{self.info.catalog.url}/lakekeeper/v1/{self.info.warehouse.id}/namespaces/"
+            f"{quote(self.info.namespace, safe='')}/generic-tables"
         )
         sem = asyncio.Semaphore(concurrency)
         async with aiohttp.ClientSession(

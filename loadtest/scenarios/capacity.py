@@ -14,9 +14,10 @@ import asyncio
 import time
 from typing import Any
 
+from devstack.metrics_scrape import total
 from loadtest.context import BenchContext
 from loadtest.scenarios.cold_herd import CREDENTIAL_OPS
-from loadtest.stack import Gateway, delta, metric_sum
+from loadtest.stack import Gateway, delta
 
 _MIB = 1024 * 1024
 
@@ -45,7 +46,7 @@ def run(ctx: BenchContext) -> dict[str, Any]:
         errors = asyncio.run(_fetch_all(gw, paths, 64))
         load_s = time.monotonic() - t0
         rss_loaded = gw.child.rss_bytes()
-        entries = metric_sum(gw.metrics(), "lakegate_cache_entries")
+        entries = total(gw.metrics(), "lakegate_cache_entries")
     finally:
         stack.stop_gateway(gw)
     out.update(
@@ -97,10 +98,10 @@ def _idle_keys(ctx: BenchContext, paths: list[str]) -> dict[str, Any]:
             "refresh_lead_s": prof.capacity_refresh_lead_s,
             "idle_s": prof.capacity_idle_s,
         },
-        "idle_refreshes": metric_sum(m_after, ahead, reason="ahead")
-        - metric_sum(m_loaded, ahead, reason="ahead"),
+        "idle_refreshes": total(m_after, ahead, reason="ahead")
+        - total(m_loaded, ahead, reason="ahead"),
         "idle_upstream_credential_calls": sum(delta(before, after, op) for op in CREDENTIAL_OPS),
-        "evictions_idle": metric_sum(m_after, "lakegate_evictions_total", reason="idle"),
+        "evictions_idle": total(m_after, "lakegate_evictions_total", reason="idle"),
     }
     ctx.say(f"capacity idle keys: {result}")
     return result

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from devstack.metrics_scrape import Samples, total
 from loadtest.bounds import Bounds
 from loadtest.context import BenchContext
 from loadtest.rawhttp import build_request
 from loadtest.spec import LoadSpec
-from loadtest.stack import delta, metric_sum
+from loadtest.stack import delta
 from loadtest.workers import LoadRunError, run_load
 
 CREDENTIAL_OPS = ("load_generic_table", "load_generic_table_credentials")
@@ -86,8 +87,8 @@ def run(ctx: BenchContext) -> dict[str, Any]:
     return out
 
 
-def _upstream(samples: dict[str, float], kind: str) -> float:
-    return metric_sum(
+def _upstream(samples: Samples, kind: str) -> float:
+    return total(
         samples,
         f"lakegate_upstream_request_duration_seconds_{kind}",
         target="catalog",

@@ -16,10 +16,11 @@ import threading
 import time
 from typing import Any
 
+from devstack.metrics_scrape import total
 from loadtest.bounds import Deadline
 from loadtest.context import BenchContext
 from loadtest.executors import ExecutorResult, ExecutorSpec, run_executors
-from loadtest.stack import BenchStack, Gateway, metric_sum
+from loadtest.stack import BenchStack, Gateway
 
 
 def run(ctx: BenchContext) -> dict[str, Any]:
@@ -118,14 +119,14 @@ def run(ctx: BenchContext) -> dict[str, Any]:
 
 
 def _token_expiry(gw: Gateway) -> float:
-    return metric_sum(gw.metrics(), "lakegate_idp_token_expiry_timestamp_seconds")
+    return total(gw.metrics(), "lakegate_idp_token_expiry_timestamp_seconds")
 
 
 def _token_failures(gw: Gateway) -> int:
     samples = gw.metrics()
-    total = metric_sum(samples, "lakegate_upstream_requests_total", target="idp")
-    ok = metric_sum(samples, "lakegate_upstream_requests_total", target="idp", status="200")
-    return int(total - ok)
+    attempts = total(samples, "lakegate_upstream_requests_total", target="idp")
+    ok = total(samples, "lakegate_upstream_requests_total", target="idp", status="200")
+    return int(attempts - ok)
 
 
 def _new_token(gw: Gateway, old_expiry: float, cap_s: float) -> float:

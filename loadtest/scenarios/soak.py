@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from devstack.metrics_scrape import total
 from loadtest.context import BenchContext
 from loadtest.executors import ExecutorSpec, run_executors
 from loadtest.scenarios.cold_herd import CREDENTIAL_OPS
-from loadtest.stack import delta, metric_sum
+from loadtest.stack import delta
 
 
 def run(ctx: BenchContext) -> dict[str, Any]:
@@ -72,10 +73,10 @@ def run(ctx: BenchContext) -> dict[str, Any]:
         "keys": len(tables),
         "upstream_credential_calls": cred_calls,
         "upstream_calls_per_key_per_lifetime": round(cred_calls / len(tables) / lifetimes, 3),
-        "refresh_ahead_ok": metric_sum(m1, "lakegate_refresh_total", reason="ahead", status="ok")
-        - metric_sum(m0, "lakegate_refresh_total", reason="ahead", status="ok"),
-        "refresh_errors": metric_sum(m1, "lakegate_refresh_total", status="error")
-        - metric_sum(m0, "lakegate_refresh_total", status="error"),
+        "refresh_ahead_ok": total(m1, "lakegate_refresh_total", reason="ahead", status="ok")
+        - total(m0, "lakegate_refresh_total", reason="ahead", status="ok"),
+        "refresh_errors": total(m1, "lakegate_refresh_total", status="error")
+        - total(m0, "lakegate_refresh_total", status="error"),
         "error_samples": result.error_samples,
     }
     ctx.say(

@@ -33,7 +33,7 @@ def run(ctx: BenchContext) -> dict[str, Any]:
     try:
         http_req = build_request("GET", stack.native_path(TABLE), {"X-Lakegate-Request": "1"})
         aws_req = build_request("GET", stack.aws_path(TABLE), {"X-Lakegate-Request": "1"})
-        grpc_req = _grpc_request(stack.warehouse, stack.namespace, TABLE)
+        grpc_req = _grpc_request(stack.info.warehouse.name, stack.info.namespace, TABLE)
         http_body, grpc_body = _samples(
             gw.http_url + stack.native_path(TABLE), gw.grpc_tcp, grpc_req
         )
