@@ -1,4 +1,5 @@
-"""A server child process the bench started: start, wait until listening, pin, measure, stop.
+"""A baseline server child process the bench started: start, wait until listening, stop; and
+the per-pid measures (pin, CPU, RSS) the bench takes of it and of its gateways.
 
 Only processes started here are ever signalled, and only by their own pid.
 """
@@ -13,6 +14,29 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
+
+
+def pin(pid: int, cpus: set[int]) -> None:
+    """Pin every thread of process `pid` (affinity is per thread on Linux)."""
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            os.sched_setaffinity(int(tid), cpus)
+        except OSError:
+            pass  # the thread exited meanwhile
+
+
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds process `pid` has used so far."""
+    import psutil
+
+    times = psutil.Process(pid).cpu_times()
+    return float(times.user + times.system)
+
+
+def rss_bytes(pid: int) -> int:
+    import psutil
+
+    return int(psutil.Process(pid).memory_info().rss)
 
 
 class ChildStartError(RuntimeError):
@@ -87,26 +111,6 @@ class ChildProcess:
             return self.log_path.read_text(errors="replace")[-n_chars:]
         except OSError:
             return ""
-
-    def pin(self, cpus: set[int]) -> None:
-        """Pin every thread of the child (affinity is per thread on Linux)."""
-        for tid in os.listdir(f"/proc/{self.pid}/task"):
-            try:
-                os.sched_setaffinity(int(tid), cpus)
-            except OSError:
-                pass  # the thread exited meanwhile
-
-    def rss_bytes(self) -> int:
-        import psutil
-
-        return int(psutil.Process(self.pid).memory_info().rss)
-
-    def cpu_s(self) -> float:
-        """User + system CPU seconds the child has used so far."""
-        import psutil
-
-        times = psutil.Process(self.pid).cpu_times()
-        return float(times.user + times.system)
 
     def alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None

@@ -9,8 +9,6 @@ stopped by its own pid when the bench ends, even on error.
 from __future__ import annotations
 
 import asyncio
-import os
-import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -18,9 +16,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from devstack.gateway_proc import upstream_settings
+from devstack.gateway_process import GatewayProcess
 from devstack.metrics_scrape import Samples, scrape
 from devstack.stack_info import StackInfo
-from loadtest.child import ChildProcess
+from loadtest.child import pin
 
 _SEP = "\x1f"
 
@@ -29,7 +29,7 @@ _SEP = "\x1f"
 class Gateway:
     """A gateway the bench started, with its listener addresses."""
 
-    child: ChildProcess
+    process: GatewayProcess
     http_tcp: str  # "127.0.0.1:port"
     http_uds: str  # "unix:/path"
     grpc_tcp: str
@@ -50,8 +50,14 @@ class Gateway:
             raise RuntimeError(f"no metrics from the gateway at {self.http_url}")
         return samples
 
+    @property
+    def pid(self) -> int:
+        if self.process.pid is None:
+            raise RuntimeError("the gateway is not running")
+        return self.process.pid
+
     def stop(self) -> None:
-        self.child.stop()
+        self.process.stop()
 
 
 class BenchStack:
@@ -121,68 +127,34 @@ class BenchStack:
     # ----- gateways --------------------------------------------------------------------
     def start_gateway(self, name: str, overrides: Mapping[str, str] | None = None) -> Gateway:
         """Start `python -m gateway serve` with the stack's env plus `overrides`, pinned."""
-        from devstack.gateway_proc import gateway_env
 
         self._n += 1
         tag = f"{name}-{self._n}"
-        http_uds = self.run_dir / f"bench-{self._n}-http.sock"
-        grpc_uds = self.run_dir / f"bench-{self._n}-grpc.sock"
-        ports_file = self.run_dir / f"bench-{tag}-ports.json"
-        env = {k: v for k, v in os.environ.items() if not k.startswith("LAKEGATE__")}
-        env.update(gateway_env(self.run_dir, self.info, 0, 0))
-        env.update(
-            {
-                "LAKEGATE__LISTEN__HTTP_UDS": str(http_uds),
-                "LAKEGATE__LISTEN__GRPC_UDS": str(grpc_uds),
-                "LAKEGATE__LISTEN__PORTS_FILE": str(ports_file),
-                "LAKEGATE__LOG__LEVEL": "WARNING",
-                "PYTHONUNBUFFERED": "1",
-            }
-        )
-        env.update(overrides or {})
-        child = ChildProcess(
-            tag,
-            [sys.executable, "-m", "gateway", "serve"],
-            self.run_dir / "logs" / f"bench-{tag}.log",
-            env,
-            ports_file,
-        )
-        ports = child.start(timeout_s=60)
+        settings = {
+            **upstream_settings(self.info),
+            "LAKEGATE__LISTEN__HOST": "127.0.0.1",
+            "LAKEGATE__CALLERS__MODE": "none",
+            "LAKEGATE__LOG__LEVEL": "WARNING",
+            **(overrides or {}),
+        }
+        process = GatewayProcess(self.run_dir / "gateways" / tag, settings, name="bench")
+        eps = process.start(timeout_s=60)  # waits for /readyz
         gw = Gateway(
-            child,
-            f"127.0.0.1:{ports['http_port']}",
-            f"unix:{http_uds}",
-            f"127.0.0.1:{ports['grpc_port']}",
-            f"unix:{grpc_uds}",
+            process,
+            eps.http_url.removeprefix("http://"),
+            f"unix:{eps.http_uds}",
+            eps.grpc_target,
+            f"unix:{eps.grpc_uds}",
         )
         self._gateways.append(gw)
-        self._wait_ready(gw)
         if self.server_cpus:
-            child.pin(self.server_cpus)
+            pin(gw.pid, self.server_cpus)
         return gw
 
     def stop_gateway(self, gw: Gateway) -> None:
         gw.stop()
         if gw in self._gateways:
             self._gateways.remove(gw)
-
-    def _wait_ready(self, gw: Gateway, timeout_s: float = 60.0) -> None:
-        import httpx
-
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if not gw.child.alive():
-                raise RuntimeError(f"gateway exited: {gw.child.log_tail()}")
-            try:
-                if (
-                    httpx.get(gw.http_url + "/readyz", timeout=2, trust_env=False).status_code
-                    == 200
-                ):
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
-        raise RuntimeError(f"gateway not ready in {timeout_s} s: {gw.child.log_tail()}")
 
     # ----- IdP outage ------------------------------------------------------------------
     def stop_idp(self) -> None:

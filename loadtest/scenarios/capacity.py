@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 from devstack.metrics_scrape import total
+from loadtest.child import rss_bytes
 from loadtest.context import BenchContext
 from loadtest.scenarios.cold_herd import CREDENTIAL_OPS
 from loadtest.stack import Gateway, delta
@@ -41,11 +42,11 @@ def run(ctx: BenchContext) -> dict[str, Any]:
     try:
         asyncio.run(_fetch_all(gw, paths[:1], 1))  # warm: token, warehouse, code paths
         time.sleep(1.0)
-        rss_idle = gw.child.rss_bytes()
+        rss_idle = rss_bytes(gw.pid)
         t0 = time.monotonic()
         errors = asyncio.run(_fetch_all(gw, paths, 64))
         load_s = time.monotonic() - t0
-        rss_loaded = gw.child.rss_bytes()
+        rss_loaded = rss_bytes(gw.pid)
         entries = total(gw.metrics(), "lakegate_cache_entries")
     finally:
         stack.stop_gateway(gw)

@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 from loadtest.bounds import Bounds
-from loadtest.child import ChildProcess
+from loadtest.child import ChildProcess, cpu_s, pin
 from loadtest.context import BenchContext
 from loadtest.rawhttp import build_request
 from loadtest.spec import LoadResult, LoadSpec, Mode, Protocol
@@ -52,7 +52,7 @@ def run(ctx: BenchContext) -> dict[str, Any]:
         }
         out: dict[str, Any] = {}
         for surface, (target, base) in plan.items():
-            out[surface] = _measure(ctx, surface, (gw.child, target), (baseline, base))
+            out[surface] = _measure(ctx, surface, (gw.pid, target), (baseline.pid, base))
         # The same socket surfaces with the audit line off (LOG__AUDIT=false), back to back with
         # the baseline: what the per-request audit line costs, measured in the same run.
         quiet = stack.start_gateway("surfaces-no-audit", {"LAKEGATE__LOG__AUDIT": "false"})
@@ -61,7 +61,7 @@ def run(ctx: BenchContext) -> dict[str, Any]:
             for surface, address in quiet_addr.items():
                 (proto, _, payload), base = plan[surface]
                 out[surface]["audit_off"] = _best_of(
-                    ctx, (quiet.child, (proto, address, payload)), (baseline, base))
+                    ctx, (quiet.pid, (proto, address, payload)), (baseline.pid, base))
                 ctx.say(f"{surface} audit off: {out[surface]['audit_off']}")
         finally:
             stack.stop_gateway(quiet)
@@ -81,8 +81,8 @@ def run(ctx: BenchContext) -> dict[str, Any]:
 def _measure(
     ctx: BenchContext,
     surface: str,
-    target: tuple[ChildProcess, Target],
-    base: tuple[ChildProcess, Target],
+    target: tuple[int, Target],
+    base: tuple[int, Target],
 ) -> dict[str, Any]:
     prof = ctx.profile
     by_conc: dict[str, Any] = {}
@@ -142,7 +142,7 @@ def _measure(
 
 
 def _best_of(
-    ctx: BenchContext, target: tuple[ChildProcess, Target], base: tuple[ChildProcess, Target]
+    ctx: BenchContext, target: tuple[int, Target], base: tuple[int, Target]
 ) -> dict[str, Any]:
     """Gateway and baseline at the highest concurrency, back to back: req/s and their ratio."""
     conc = max(ctx.profile.surface_concurrencies)
@@ -169,15 +169,15 @@ def _per_core(rps: float, cores: float) -> float:
 
 
 def _run_measured(
-    ctx: BenchContext, side: tuple[ChildProcess, Target], conc: int
+    ctx: BenchContext, side: tuple[int, Target], conc: int
 ) -> tuple[LoadResult, float]:
-    """One closed-loop run, with the server's CPU use in cores over the load window."""
-    child, target = side
+    """One closed-loop run, with the server's (pid's) CPU use in cores over the load window."""
+    pid, target = side
     prof = ctx.profile
-    cpu0 = child.cpu_s()
+    cpu0 = cpu_s(pid)
     result = run_load(_spec(ctx, target, "closed", conc))
     window = prof.surface_warmup_s + prof.surface_duration_s
-    return result, round((child.cpu_s() - cpu0) / window, 2)
+    return result, round((cpu_s(pid) - cpu0) / window, 2)
 
 
 def _spec(
@@ -266,5 +266,5 @@ def _start_baseline(
     )
     ports = child.start(timeout_s=30)
     if ctx.server_cpus:
-        child.pin(ctx.server_cpus)
+        pin(child.pid, ctx.server_cpus)
     return child, ports
