@@ -1,17 +1,15 @@
-"""Start the Lakegate gateway against the stack (`<venv python> -m gateway serve`, env of
-docs/contracts.md §3): client-credentials login as the `gateway` client, read/write roles,
-free TCP ports plus UDS in the run directory, callers mode `none`, log in the run directory.
+"""The stack's own gateway (and each Spark node's): `python -m gateway serve` through the one
+GatewayProcess, logged in to the stack's IdP as the `gateway` client with the catalog's roles
+(the settings of docs/contracts.md §3).
 """
 
 from __future__ import annotations
 
 import importlib.util
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from devstack import processes
-from devstack.ports import free_ports
+from devstack.gateway_process import GatewayProcess
 from devstack.processes import ProcessRecord
 from devstack.stack_info import GatewayInfo, StackInfo
 
@@ -39,41 +37,34 @@ def upstream_settings(info: StackInfo, *, client: str = "gateway") -> dict[str, 
     }
 
 
-def gateway_env(
-    run_dir: Path, info: StackInfo, http_port: int, grpc_port: int
-) -> dict[str, str]:
-    return {
+def start_gateway(
+    run_dir: Path,
+    info: StackInfo,
+    *,
+    extra_env: Mapping[str, str] | None = None,
+    timeout_s: float = 60.0,
+) -> tuple[ProcessRecord, GatewayInfo]:
+    """Start the stack's gateway in `run_dir` and wait (bounded) until `/readyz` answers.
+
+    Free TCP ports on loopback, the sockets `lakegate-http.sock` / `lakegate-grpc.sock`, callers
+    mode `none`, its log in `logs/gateway.log`; `extra_env` (e.g.
+    `LAKEGATE__CACHE__REFRESH_LEAD_S`) overrides these. Returns (record, stack.json `gateway`).
+
+    Raises:
+        GatewayStartError: the gateway exited or did not become ready (with its log tail).
+    """
+    settings = {
         **upstream_settings(info),
         "LAKEGATE__LISTEN__HOST": "127.0.0.1",
-        "LAKEGATE__LISTEN__HTTP_PORT": str(http_port),
-        "LAKEGATE__LISTEN__GRPC_PORT": str(grpc_port),
         "LAKEGATE__LISTEN__HTTP_UDS": str(run_dir / "lakegate-http.sock"),
         "LAKEGATE__LISTEN__GRPC_UDS": str(run_dir / "lakegate-grpc.sock"),
         "LAKEGATE__CALLERS__MODE": "none",
+        **(extra_env or {}),
     }
-
-
-def start_gateway(
-    run_dir: Path, info: StackInfo, *, extra_env: Mapping[str, str] | None = None
-) -> tuple[ProcessRecord, GatewayInfo]:
-    """Spawn the gateway; the caller waits for `/readyz`. Returns (record, stack.json `gateway`).
-
-    `extra_env` (e.g. `LAKEGATE__CACHE__REFRESH_LEAD_S`) overrides the stack's settings.
-    """
-    http_port, grpc_port = free_ports(2)
-    env = gateway_env(run_dir, info, http_port, grpc_port)
-    env.update(extra_env or {})
-    env["PYTHONUNBUFFERED"] = "1"
-    record = processes.spawn(
-        "gateway",
-        [sys.executable, "-m", "gateway", "serve"],
-        log_path=run_dir / "logs" / "gateway.log",
-        env_extra=env,
+    process = GatewayProcess(run_dir, settings, name="gateway")
+    eps = process.start(timeout_s)
+    assert process.record is not None  # started
+    return process.record, GatewayInfo(
+        http_url=eps.http_url, grpc_target=eps.grpc_target, uds=eps.http_uds,
+        grpc_uds=eps.grpc_uds,
     )
-    gw_info = GatewayInfo(
-        http_url=f"http://127.0.0.1:{http_port}",
-        grpc_target=f"127.0.0.1:{grpc_port}",
-        uds=str(run_dir / "lakegate-http.sock"),
-        grpc_uds=str(run_dir / "lakegate-grpc.sock"),
-    )
-    return record, gw_info

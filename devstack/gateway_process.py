@@ -16,7 +16,7 @@ import signal
 import sys
 from collections.abc import Mapping
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from devstack import processes
@@ -95,6 +95,12 @@ class GatewayProcess:
         return self._record.pid if self._record is not None else None
 
     @property
+    def record(self) -> processes.ProcessRecord | None:
+        """The running process's record (what `devstack down` stops it by, from another
+        process)."""
+        return self._record
+
+    @property
     def env(self) -> dict[str, str]:
         """The whole environment of the current (or next) start."""
         return {**self._base_env, **self.settings}
@@ -144,9 +150,10 @@ class GatewayProcess:
         self._ports_file.unlink(missing_ok=True)
         self._starts += 1
         self._exit = None
+        # The settings go in as `env_extra` so the record can start it again (`respawn`).
         self._record = record = processes.spawn(
             self.name, [self._python, "-m", "gateway", "serve"], log_path=self.log_path,
-            base_env=self.env, cwd=self._root,
+            base_env=self._base_env, env_extra=self.settings, cwd=self._root,
         )
         probe = "/readyz" if ready else "/livez"
         try:
@@ -156,6 +163,7 @@ class GatewayProcess:
             # Pinned, so a restart comes back where clients expect it.
             self.settings["LAKEGATE__LISTEN__HTTP_PORT"] = str(ports["http_port"])
             self.settings["LAKEGATE__LISTEN__GRPC_PORT"] = str(ports["grpc_port"])
+            self._record = record = replace(record, env_extra=tuple(self.settings.items()))
             self.endpoints = eps = GatewayEndpoints(
                 http_url=f"http://127.0.0.1:{ports['http_port']}",
                 grpc_target=f"127.0.0.1:{ports['grpc_port']}",

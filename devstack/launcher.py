@@ -270,15 +270,10 @@ def _start(
         namespace=NAMESPACE,
     )
     if with_gateway:
-        gw_record, gw_info = start_gateway(run_dir, info, extra_env=gateway_env)
-        records["gateway"] = gw_record
-        write_pids(run_dir, records, tmp_sockets)
-        processes.wait_until(
-            gw_record,
-            lambda: http_ok(f"{gw_info.http_url}/readyz"),
-            timeout_s=READY_TIMEOUT_S,
-            what="gateway",
+        gw_record, gw_info = start_gateway(
+            run_dir, info, extra_env=gateway_env, timeout_s=READY_TIMEOUT_S
         )
+        records["gateway"] = gw_record
         info = info.model_copy(update={"gateway": gw_info})
     info = info.model_copy(update={
         "pids": {name: rec.pid for name, rec in records.items()},

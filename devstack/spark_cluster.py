@@ -142,12 +142,9 @@ class SparkCluster:
     def _start_gateway(self, index: int) -> tuple[ProcessRecord, GatewayInfo]:
         node_dir = self.run_dir / f"node-{index}"
         node_dir.mkdir(parents=True, exist_ok=True)
-        record, info = start_gateway(node_dir, self.stack_info, extra_env=self.gateway_env)
+        record, info = start_gateway(node_dir, self.stack_info, extra_env=self.gateway_env,
+                                     timeout_s=READY_TIMEOUT_S)
         self._records.append(record)
-        processes.wait_until(
-            record, lambda: http_ok(f"{info.http_url}/readyz"),
-            timeout_s=READY_TIMEOUT_S, what=f"gateway of node-{index}",
-        )
         return record, info
 
     def _start_worker(

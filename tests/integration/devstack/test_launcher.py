@@ -199,3 +199,22 @@ def test_a_port_taken_between_choice_and_bind_is_retried_with_fresh_ports(tmp_pa
     finally:
         stop_stack(tmp_path / "s")
         squatter.close()
+
+
+def test_the_stack_gateway_restarts_as_a_component_with_its_settings(tmp_path):
+    stack = start_stack(tmp_path / "s", with_gateway=True)
+    try:
+        info = stack.info
+        assert info.gateway is not None
+        ready = f"{info.gateway_url}/readyz"
+        assert httpx.get(ready, timeout=10).status_code == 200
+        assert (tmp_path / "s" / "logs" / "gateway.log").exists()
+        stop_component(tmp_path / "s", "gateway")
+        with pytest.raises(httpx.ConnectError):
+            httpx.get(ready, timeout=5)
+        new_pid = start_component(tmp_path / "s", "gateway")  # same ports, same settings
+        assert new_pid != info.pids["gateway"]
+        assert httpx.get(ready, timeout=10).status_code == 200  # logged in to the IdP again
+        assert StackInfo.load(tmp_path / "s").pids["gateway"] == new_pid
+    finally:
+        stop_stack(tmp_path / "s")
