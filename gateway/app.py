@@ -180,7 +180,8 @@ class App:
             upstream=s.upstream,
         )
         recorder = Recorder(self.metrics, self.clock)
-        deps = HttpDeps(service, gate, recorder, self.metrics, self.clock, s.listen.max_body_bytes)
+        deps = HttpDeps(service, gate, recorder, self.metrics, self.clock, s.listen.max_body_bytes,
+                        s.upstream.max_page_size)
         grpc_surface = GrpcSurface(
             service, gate, recorder, max_message_bytes=s.listen.max_body_bytes
         )

@@ -55,7 +55,6 @@ from gateway.surfaces.render import (
 _GT = ("lakekeeper", "v1", "{wh}", "namespaces", "{ns}", "generic-tables")
 _NS = ("catalog", "v1", "{wh}", "namespaces")
 _PASS_HEADERS = ("Content-Type", "Retry-After", "ETag")
-LAKEKEEPER_MAX_PAGE_SIZE = 1000  # Lakekeeper's default `pagination_size_max` (config.rs)
 
 
 def table_json(table: GenericTable) -> dict[str, Any]:
@@ -197,7 +196,7 @@ class LakekeeperApi(HttpApi):
         query = call.request.query
         page_size = parse_page_size(query.get("pageSize"))
         if page_size is not None:  # Lakekeeper clamps to [1, pagination_size_max]
-            page_size = max(1, min(LAKEKEEPER_MAX_PAGE_SIZE, page_size))
+            page_size = max(1, min(self._d.max_page_size, page_size))
         result = await self._list(call, warehouse, namespace, page_token=query.get("pageToken"),
                                   page_size=page_size)
         identifiers = []

@@ -75,6 +75,9 @@ class HttpDeps:
     metrics: Metrics
     clock: Clock
     max_body_bytes: int
+    # Lakekeeper clamps a page size to its maximum; the service refuses one above it: both are
+    # `upstream.max_page_size`, the one page-size bound of every surface.
+    max_page_size: int = 1000
 
 
 class LogLimiter:

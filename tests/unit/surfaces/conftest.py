@@ -67,12 +67,12 @@ async def make_client(
 ) -> AsyncIterator[MakeClient]:
     clients: list[TestClient] = []
 
-    async def make(*, max_body_bytes: int = 1 << 20, ops: FakeOperations | None = None,
-                   **gate_kwargs: object) -> TestClient:
+    async def make(*, max_body_bytes: int = 1 << 20, max_page_size: int = 1000,
+                   ops: FakeOperations | None = None, **gate_kwargs: object) -> TestClient:
         ops = ops or fake_ops
         gate = build_gate(ops, metrics, clock, **gate_kwargs)  # type: ignore[arg-type]
         deps = HttpDeps(ops, gate, Recorder(metrics, clock), metrics, clock,
-                        max_body_bytes)
+                        max_body_bytes, max_page_size)
         client = TestClient(TestServer(build_http_app(deps)))
         await client.start_server()
         clients.append(client)

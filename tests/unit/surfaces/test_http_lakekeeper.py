@@ -254,6 +254,18 @@ async def test_page_size_is_clamped_not_refused(
     assert "orders" in [i["name"] for i in (await resp.json())["identifiers"]]
 
 
+async def test_page_size_is_clamped_to_the_configured_maximum(
+    make_client: MakeClient, fake_ops: FakeOperations
+) -> None:
+    fake_ops.add_table(("demo_ns",), "second")
+    client = await make_client(max_page_size=1)  # upstream.max_page_size, one bound for all
+    resp = await client.get(gt(), params={"pageSize": "5000"}, headers=AUTH)
+    assert resp.status == 200
+    doc = await resp.json()
+    assert [i["name"] for i in doc["identifiers"]] == ["orders"]
+    assert doc["next-page-token"]
+
+
 @pytest.mark.parametrize(("value", "status"), [("t", 204), ("True", 204), ("yes", 400)])
 async def test_drop_query_booleans_are_lakekeepers(
     make_client: MakeClient, fake_ops: FakeOperations, value: str, status: int
