@@ -167,13 +167,14 @@ def wait_until(
     raise StartupError(f"{what} not ready after {timeout_s:.0f}s; log tail:\n{log_tail(record)}")
 
 
-def _signal_group(record: ProcessRecord, sig: signal.Signals) -> None:
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    """Signal `pid` and, when it leads its own group, everything in that group."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        if os.getpgid(record.pid) == record.pid:
-            os.killpg(record.pid, sig)
+        if os.getpgid(pid) == pid:
+            os.killpg(pid, sig)
             return
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.kill(record.pid, sig)
+        os.kill(pid, sig)
 
 
 def stop(
@@ -182,10 +183,10 @@ def stop(
     """SIGTERM the process group, then SIGKILL if needed, and verify the process is gone."""
     if not is_alive(record):
         return
-    _signal_group(record, signal.SIGTERM)
+    _signal_group(record.pid, signal.SIGTERM)
     if _wait_gone(record, term_timeout_s):
         return
-    _signal_group(record, signal.SIGKILL)
+    _signal_group(record.pid, signal.SIGKILL)
     if not _wait_gone(record, kill_timeout_s):
         raise ShutdownError(f"{record.name} (pid {record.pid}) survived SIGKILL")
 
@@ -222,20 +223,8 @@ def wait_gone(pid: int, timeout_s: float) -> bool:
 
 def kill9(pid: int) -> None:
     """SIGKILL the process and, when it leads its own group, everything in that group."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        if os.getpgid(pid) == pid:
-            os.killpg(pid, signal.SIGKILL)
-        else:
-            os.kill(pid, signal.SIGKILL)
+    _signal_group(pid, signal.SIGKILL)
     wait_gone(pid, timeout_s=10)
-
-
-def terminate(pid: int, timeout_s: float = 10.0) -> None:
-    """SIGTERM, wait (bounded), then SIGKILL."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.kill(pid, signal.SIGTERM)
-    if not wait_gone(pid, timeout_s):
-        kill9(pid)
 
 
 def exit_code(pid: int, timeout_s: float) -> int | None:

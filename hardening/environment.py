@@ -47,16 +47,15 @@ class HarnessContext:
 
     @property
     def warehouse(self) -> str:
-        return str(self.info.warehouse.name)
+        return self.info.warehouse.name
 
     @property
     def namespace(self) -> list[str]:
-        ns = self.info.namespace
-        return list(ns) if isinstance(ns, list) else [str(ns)]
+        return [self.info.namespace]
 
     @property
     def catalog_url(self) -> str:
-        return str(self.info.catalog.url).rstrip("/")
+        return self.info.catalog.url.rstrip("/")
 
     def component_port(self, name: str) -> tuple[str, int]:
         url = {
@@ -115,7 +114,7 @@ def start_environment(
         ctx.pids[name] = pid
         ctx.specs[name] = capture(name, pid)
     planted = [c.secret for c in info.idp.clients.values() if c.secret]
-    planted.append(str(info.s3.admin_secret_key))
+    planted.append(info.s3.admin_secret_key)
     ctx.scanner.add_planted(planted)
     return ctx
 
@@ -146,7 +145,7 @@ def gateway_settings(
     env = {
         "LAKEGATE__UPSTREAM__URL": upstream_url or ctx.catalog_url,
         "LAKEGATE__TOKEN__KIND": "client_credentials",
-        "LAKEGATE__TOKEN__TOKEN_URL": str(idp.token_url),
+        "LAKEGATE__TOKEN__TOKEN_URL": idp.token_url,
         "LAKEGATE__TOKEN__CLIENT_ID": client.id,
         "LAKEGATE__TOKEN__CLIENT_SECRET": client.secret,
         "LAKEGATE__LOG__FORMAT": "json",

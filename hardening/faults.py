@@ -159,7 +159,7 @@ class FaultBench:
         return [
             LoadConfig(
                 surface=surfaces[i % len(surfaces)],
-                warehouse=str(self.ctx.info.warehouse.id)
+                warehouse=self.ctx.info.warehouse.id
                 if surfaces[i % len(surfaces)] == "grpc"
                 else self.ctx.warehouse,
                 namespace=self.ctx.namespace,

@@ -67,7 +67,7 @@ def client(stack_info: StackInfo, gateway_url: str) -> Iterator[Client]:
 
 @pytest.fixture(scope="session")
 def namespace(stack_info: StackInfo) -> str:
-    return str(stack_info.namespace)
+    return stack_info.namespace
 
 
 @pytest.fixture

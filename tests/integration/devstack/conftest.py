@@ -25,11 +25,11 @@ class Catalog:
 
     @property
     def wh(self) -> str:
-        return str(self.stack.info.warehouse.id)
+        return self.stack.info.warehouse.id
 
     @property
     def ns(self) -> str:
-        return str(self.stack.info.namespace)
+        return self.stack.info.namespace
 
     def tables_path(self, ns: str | None = None) -> str:
         return f"/lakekeeper/v1/{self.wh}/namespaces/{ns or self.ns}/generic-tables"
