@@ -1,9 +1,12 @@
 """`lakegate check`: prove a node's settings work end to end before (or instead of) serving.
 
 One line per step, in order: the settings load, every file they name is usable, the IdP grants a
-token, the catalog answers, the warehouse resolves to its id. Exit 0 only when every step passes,
-1 when a step fails (later steps are skipped: they depend on it), 2 for invalid settings (as
-`lakegate serve`). Nothing secret is printed: no token, no client secret, and every error line is
+token, the catalog answers, the warehouse resolves to its id; then the `clock` line, when the IdP
+or the catalog answered with a `Date`: whether their clocks agree with the local one (beyond the
+plausible skew it FAILs: credentials would be judged by the earlier deadline, see the clock rule
+in docs/contracts.md §3). Exit 0 only when every step passes, 1 when a step fails (later steps
+are skipped: they depend on it), 2 for invalid settings (as `lakegate serve`).
+Nothing secret is printed: no token, no client secret, and every error line is
 scrubbed of the configured secret values.
 """
 
@@ -18,6 +21,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from gateway.clock import SystemClock
+from gateway.clock_skew import ClockSkew
 from gateway.metrics import Metrics
 from gateway.models import RequestContext
 from gateway.preflight import startup_problems
@@ -98,8 +102,9 @@ async def _upstream_steps(settings: Settings, warehouse: str | None, report: _Re
         ssl_context=upstream_ssl_context(settings.upstream),
         trust_env=settings.upstream.trust_env,
     )
-    tokens = build_token_source(settings.token, transport, clock, metrics)
-    catalog = CatalogClient(transport, tokens, settings.upstream, metrics, clock)
+    skew = ClockSkew(clock, metrics)
+    tokens = build_token_source(settings.token, transport, clock, metrics, skew=skew)
+    catalog = CatalogClient(transport, tokens, settings.upstream, metrics, clock, skew=skew)
     timeout_s = settings.upstream.deadline_s + settings.token.timeout_s
     try:
         if settings.token.kind is TokenKind.NONE:
@@ -125,6 +130,23 @@ async def _upstream_steps(settings: Settings, warehouse: str | None, report: _Re
             report.line(False, "warehouse", f"{warehouse!r}: the catalog config has no prefix")
             return
         report.line(True, "warehouse", f"{warehouse!r} resolves to {prefix}")
+        clock_line(report, skew)
     finally:
         await tokens.close()
         await transport.close()
+
+
+def clock_line(report: _Report, skew: ClockSkew) -> None:
+    """One `clock` line: each remote clock heard (its `Date`) against the local wall clock."""
+    skews = skew.skews()
+    if not skews:
+        return
+    detail = ", ".join(f"{name} {value:+.1f} s" for name, value in sorted(skews.items()))
+    off = sorted(name for name, value in skews.items() if abs(value) > skew.max_skew_s)
+    if off:
+        report.line(False, "clock", (
+            f"remote clock minus local: {detail}; {' and '.join(off)} beyond "
+            f"{skew.max_skew_s:.0f} s: credentials are judged by the earlier deadline "
+            "unless two clocks agree (fix NTP on the host that is off)"))
+    else:
+        report.line(True, "clock", f"remote clock minus local: {detail}")

@@ -29,6 +29,7 @@ REFRESH_REASONS = ("ahead", "lazy")
 REFRESH_STATUSES = ("ok", "error")
 INGRESS_REASONS = ("ssrf_header", "auth", "ratelimit", "policy", "malformed")
 RELOAD_RESULTS = ("ok", "error")
+SKEW_CLOCKS = ("catalog", "idp")  # remote clocks whose `Date` the gateway compares with its own
 
 
 class Metrics:
@@ -93,6 +94,11 @@ class Metrics:
             "SIGHUP reloads of caller tokens, policy and log level, by result (ok, error).",
             ["result"], registry=r,
         )
+        self.clock_skew = Gauge(
+            "lakegate_clock_skew_seconds",
+            "A remote clock (its HTTP Date) minus the local wall clock, by clock (catalog, idp).",
+            ["clock"], registry=r,
+        )
         # process_cpu_seconds_total, process_resident_memory_bytes, open fds, start time.
         ProcessCollector(registry=r)
         self.build_info = Info("lakegate_build", "Build information.", registry=r)
@@ -118,6 +124,8 @@ class Metrics:
             self.ingress_rejected.labels(reason)
         for result in RELOAD_RESULTS:
             self.config_reloads.labels(result)
+        for clock in SKEW_CLOCKS:
+            self.clock_skew.labels(clock)
 
 
 class BucketObserver:

@@ -37,8 +37,19 @@ HEALTH_TTL_S = 2.0
 
 # ---- credential expiry -------------------------------------------------------------------------
 MAX_CLOCK_SKEW_S = 60.0
-"""Disagreement between the local wall clock and the catalog's Date beyond which the local
-clock is taken to have been stepped and is ignored in favour of the issuer's clock."""
+"""Plausible disagreement between two clocks (local wall, catalog `Date`, IdP `Date`). Beyond
+it the clocks disagree: the earliest deadline wins unless the two other clocks agree that its
+clock is ahead (cache/policy.expiry_deadline), and the disagreement is warned about."""
+
+DATE_RESOLUTION_S = 1.0
+"""The HTTP `Date` header has one-second resolution: the sender's clock may be up to 1 s later."""
+
+CLOCK_REFERENCE_MAX_AGE_S = 7200.0
+"""A remote `Date` carried forward on the monotonic clock is a witness this long at most
+(monotonic time stops while a host is suspended, so an older one may have fallen behind)."""
+
+CLOCK_SKEW_WARN_INTERVAL_S = 300.0
+"""At most one clock-disagreement WARNING per remote clock per this interval."""
 
 # ---- credential refresh-ahead -----------------------------------------------------------------
 REFRESH_RETRY_BASE_S = 1.0

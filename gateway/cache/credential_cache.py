@@ -26,6 +26,7 @@ from cachetools import LRUCache
 
 from gateway.cache import policy
 from gateway.clock import Clock
+from gateway.clock_skew import ClockSkew
 from gateway.concurrency import FlightTimeout, SingleFlight, Spawn
 from gateway.errors import CredentialExpiredError, GatewayError, UpstreamTimeoutError
 from gateway.metrics import Metrics
@@ -71,6 +72,8 @@ class CredentialCache:
         spawn: the App's TaskRegistry.spawn (owner of every fetch task).
         deadline_s: how long one caller waits for a shared fetch.
         rng: jitter source.
+        skew: the remote clocks heard so far (the IdP's is the third witness of the clock
+            rule, policy.expiry_deadline); None: the local clock and the catalog's Date only.
     """
 
     def __init__(
@@ -83,8 +86,10 @@ class CredentialCache:
         *,
         deadline_s: float = 31.0,
         rng: random.Random | None = None,
+        skew: ClockSkew | None = None,
     ) -> None:
         self._fetcher = fetcher
+        self._skew = skew
         self._settings = settings
         self._clock = clock
         self._metrics = metrics
@@ -194,6 +199,8 @@ class CredentialCache:
             deadline = policy.expiry_deadline(
                 value.expires_at_ms, wall_now_s=self._clock.now(), mono_now=now_m,
                 server_date_s=value.server_date_s, sent_mono=sent_m,
+                reference_now_s=(None if self._skew is None
+                                 else self._skew.reference_now("idp", now_m)),
             )
             if not policy.above_floor(policy.remaining_until(now_m, deadline),
                                       self._settings.min_remaining_s):

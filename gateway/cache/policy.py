@@ -7,14 +7,15 @@ Two windows, as botocore's advisory/mandatory ones:
   wait for a fetch and failures propagate.
 
 Clock jumps: a vended epoch-ms expiry is turned into a monotonic deadline once, when the
-credential arrives (`expiry_deadline`); every later decision compares that deadline with
-monotonic time (`remaining_until`), so stepping the wall clock changes nothing once cached.
+credential arrives (`expiry_deadline`, judged by up to three clocks: local wall, catalog
+`Date`, IdP `Date`); every later decision compares that deadline with monotonic time
+(`remaining_until`), so stepping the wall clock changes nothing once cached.
 """
 
 from __future__ import annotations
 
 from gateway.errors import ForbiddenError, GatewayError, NotFoundError
-from gateway.tuning import MAX_CLOCK_SKEW_S
+from gateway.tuning import DATE_RESOLUTION_S, MAX_CLOCK_SKEW_S
 
 
 def remaining_s(now_s: float, expires_at_ms: int | None) -> float | None:
@@ -44,10 +45,6 @@ def remaining_until(now_mono: float, deadline_mono: float | None) -> float | Non
     return None if deadline_mono is None else deadline_mono - now_mono
 
 
-# The HTTP Date header has one-second resolution: the issuer's clock may be up to 1 s later.
-DATE_RESOLUTION_S = 1.0
-
-
 def expiry_deadline(
     expires_at_ms: int | None,
     *,
@@ -55,15 +52,19 @@ def expiry_deadline(
     mono_now: float,
     server_date_s: float | None = None,
     sent_mono: float | None = None,
+    reference_now_s: float | None = None,
     max_skew_s: float = MAX_CLOCK_SKEW_S,
 ) -> float | None:
     """The monotonic deadline of a credential that arrived at (`wall_now_s`, `mono_now`).
 
-    Two estimates of the time left: the local wall clock's (`expires_at - wall_now`) and the
-    issuer's (`expires_at - Date`, counted from `sent_mono`, when the request left: the answer
-    was dated after that, so this never overstates). The smaller wins, for safety; except that
-    a local clock ahead of the catalog's by more than `max_skew_s` has been stepped and would
-    refuse every credential, so then the issuer's clock alone decides.
+    Up to three estimates of the time left, one per clock: the local wall clock's
+    (`expires_at - wall_now`), the catalog's (`expires_at - Date`, counted from `sent_mono`,
+    when the request left: the answer was dated after that, so this never overstates) and a
+    reference clock's (`reference_now_s`: the IdP's Date carried forward on the monotonic
+    clock, an upper bound of its time now). The rule (`agreed_deadline`): the earliest
+    deadline wins, unless the two other clocks agree with each other and both say the clock
+    behind it is ahead. So no single clock, local or remote, can make an expired credential
+    look valid; a clock stepped ahead costs availability only when nobody outvotes it.
 
     Args:
         expires_at_ms: the vended expiry (None: no expiry, no deadline).
@@ -71,19 +72,34 @@ def expiry_deadline(
         mono_now: monotonic time at arrival.
         server_date_s: the catalog's `Date` (epoch s), when it sent one.
         sent_mono: monotonic time when the fetch started (default `mono_now`).
+        reference_now_s: a third clock's latest possible reading at `mono_now` (epoch s).
         max_skew_s: plausible clock disagreement.
     """
     if expires_at_ms is None:
         return None
     expires_s = expires_at_ms / 1000.0
-    by_wall = mono_now + (expires_s - wall_now_s)
-    if server_date_s is None:
-        return by_wall
-    start = mono_now if sent_mono is None else min(sent_mono, mono_now)
-    by_date = start + (expires_s - server_date_s - DATE_RESOLUTION_S)
-    if by_wall < by_date - max_skew_s:
-        return by_date
-    return min(by_wall, by_date)
+    deadlines = [mono_now + (expires_s - wall_now_s)]
+    if server_date_s is not None:
+        start = mono_now if sent_mono is None else min(sent_mono, mono_now)
+        deadlines.append(start + (expires_s - server_date_s - DATE_RESOLUTION_S))
+    if reference_now_s is not None:
+        deadlines.append(mono_now + (expires_s - reference_now_s))
+    return agreed_deadline(deadlines, max_skew_s)
+
+
+def agreed_deadline(deadlines: list[float], max_skew_s: float) -> float:
+    """The earliest of the clocks' deadlines, unless it is outvoted.
+
+    The earliest one belongs to the clock that reads latest. It is dropped only when it is
+    more than `max_skew_s` before the next one and the two next ones agree within
+    `max_skew_s`: two clocks saying that one clock is ahead. Then the earlier of the two
+    agreeing ones wins. With two clocks nobody can outvote anybody: the earlier wins.
+    """
+    ordered = sorted(deadlines)
+    if (len(ordered) >= 3 and ordered[1] - ordered[0] > max_skew_s
+            and ordered[2] - ordered[1] <= max_skew_s):
+        return ordered[1]
+    return ordered[0]
 
 
 def jittered_lead(lead_s: float, jitter: float, rand: float) -> float:

@@ -23,6 +23,7 @@ from gateway.cache import (
 )
 from gateway.cache.expiry import credential_set, storage_credential
 from gateway.clock import Clock, SystemClock
+from gateway.clock_skew import ClockSkew
 from gateway.concurrency import Spawn
 from gateway.metrics import Metrics
 from gateway.models import CacheKey, CredentialSet, RequestContext
@@ -109,10 +110,12 @@ def build_core(
         trust_env=settings.upstream.trust_env,
     )
     wait_s = settings.upstream.deadline_s + 1.0  # one caller's wait for a shared upstream call
-    tokens = build_token_source(settings.token, transport, clock, metrics, rng=rng)
-    catalog = CatalogClient(transport, tokens, settings.upstream, metrics, clock, rng=rng)
+    skew = ClockSkew(clock, metrics)  # the catalog's and the IdP's clocks, for the clock rule
+    tokens = build_token_source(settings.token, transport, clock, metrics, rng=rng, skew=skew)
+    catalog = CatalogClient(transport, tokens, settings.upstream, metrics, clock, rng=rng,
+                            skew=skew)
     cache = CredentialCache(catalog_fetcher(catalog), settings.cache, clock, metrics, spawn,
-                            deadline_s=wait_s, rng=rng)
+                            deadline_s=wait_s, rng=rng, skew=skew)
     refresher = RefreshAhead(cache, settings.cache, clock, metrics, spawn)
     warehouses = WarehouseResolver(
         catalog, clock, spawn, ttl_s=settings.cache.warehouse_ttl_s, wait_s=wait_s,

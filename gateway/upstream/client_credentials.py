@@ -23,6 +23,7 @@ import jwt
 from pydantic import ValidationError
 
 from gateway.clock import Clock
+from gateway.clock_skew import ClockSkew
 from gateway.concurrency import SingleFlight, Spawn
 from gateway.errors import GatewayError, IdentityProviderError
 from gateway.metrics import Metrics
@@ -34,6 +35,7 @@ from gateway.tuning import (
     TOKEN_MIN_FORCED_INTERVAL_S,
     TOKEN_REFRESH_JITTER,
 )
+from gateway.upstream.answers import parse_http_date
 from gateway.upstream.transport import RawRequest, Transport
 from gateway.upstream.wire import TokenResponse
 
@@ -78,6 +80,7 @@ class ClientCredentialsTokenSource:
         metrics: Metrics,
         *,
         rng: random.Random | None = None,
+        skew: ClockSkew | None = None,
     ) -> None:
         if not (settings.token_url and settings.client_id and settings.client_secret):
             raise ValueError("client credentials need token_url, client_id and client_secret")
@@ -89,6 +92,7 @@ class ClientCredentialsTokenSource:
         self._clock = clock
         self._metrics = metrics
         self._rng = rng or random.Random()  # noqa: S311 - jitter, not cryptography
+        self._skew = skew  # told the IdP's Date: the third clock of the credential clock rule
         self._grant: _Grant | None = None
         self._refresh_at_mono = 0.0  # monotonic time of the next background refresh
         self._spawn: Spawn | None = None
@@ -204,6 +208,8 @@ class ClientCredentialsTokenSource:
                 "POST", self._token_url, self._settings.timeout_s, headers=headers, body=body
             ))
             status = str(resp.status)
+            if self._skew is not None:
+                self._skew.observe("idp", parse_http_date(resp.headers.get("date")), start)
             if resp.status != 200:
                 raise IdentityProviderError(
                     f"the identity provider {host} refused the token request "

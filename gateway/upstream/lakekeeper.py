@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from gateway.clock import Clock
+from gateway.clock_skew import ClockSkew
 from gateway.errors import (
     GatewayError,
     InvalidRequestError,
@@ -92,6 +93,7 @@ class CatalogClient:
         metrics: upstream request counters/latency (per attempt).
         clock: time source.
         rng: jitter source (not cryptography).
+        skew: told the `Date` of every answer (the catalog's clock, for the skew gauge).
     """
 
     transport: Transport
@@ -101,6 +103,7 @@ class CatalogClient:
     clock: Clock
     _: KW_ONLY
     rng: random.Random = field(default_factory=random.Random)
+    skew: ClockSkew | None = None
     _base: str = field(init=False)
     _policy: RetryPolicy = field(init=False)
     # The catalog's last `Retry-After`, shared by every call: nothing is sent before it.
@@ -139,6 +142,8 @@ class CatalogClient:
                 RawRequest(method, url, timeout_s, headers=headers, body=body)
             )
             status = str(resp.status)
+            if self.skew is not None:
+                self.skew.observe("catalog", parse_http_date(resp.headers.get("date")), start)
             return resp
         except UpstreamTimeoutError:
             status = "timeout"

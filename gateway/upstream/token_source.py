@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Protocol
 
 from gateway.clock import Clock
+from gateway.clock_skew import ClockSkew
 from gateway.concurrency import Spawn
 from gateway.errors import IdentityProviderError
 from gateway.metrics import Metrics
@@ -170,9 +171,9 @@ class TokenFile:
 
 def build_token_source(
     settings: TokenSettings, transport: Transport, clock: Clock, metrics: Metrics,
-    *, rng: random.Random | None = None,
+    *, rng: random.Random | None = None, skew: ClockSkew | None = None,
 ) -> TokenSource:
-    """The token source the settings ask for."""
+    """The token source the settings ask for (`skew`: told the IdP's `Date`)."""
     if settings.kind is TokenKind.NONE:
         return NoToken()
     if settings.kind is TokenKind.STATIC:
@@ -181,4 +182,4 @@ def build_token_source(
     if settings.kind is TokenKind.FILE:
         assert settings.path is not None
         return TokenFile(settings.path, clock, metrics, check_interval_s=settings.file_check_s)
-    return ClientCredentialsTokenSource(settings, transport, clock, metrics, rng=rng)
+    return ClientCredentialsTokenSource(settings, transport, clock, metrics, rng=rng, skew=skew)

@@ -69,6 +69,7 @@ class FakeCatalog:
         self.vended = itertools.count(1)
         self.no_expiry = False
         self.send_date = True
+        self.date_offset_s = 0.0  # the catalog's clock minus real time (a wrong catalog clock)
 
     # -- setup ----------------------------------------------------------------
     @property
@@ -199,7 +200,8 @@ class FakeCatalog:
                 resp = self._ok({"storage-credentials": [self._credential(table, access)]})
                 if self.send_date:  # like any HTTP server: its own (real) clock, whole seconds
                     resp = RawResponse(resp.status, {
-                        **resp.headers, "date": formatdate(self.clock.true_now(), usegmt=True)
+                        **resp.headers,
+                        "date": formatdate(self.clock.true_now() + self.date_offset_s, usegmt=True),
                     }, resp.body)
                 return resp
             out: dict[str, Any] = {"table": self._table_json(table)}
@@ -253,8 +255,10 @@ class FakeCatalog:
 class FakeIdP:
     """An OAuth2 token endpoint: counts grants, can go down, issues numbered tokens."""
 
-    def __init__(self, *, expires_in: float = 3600.0) -> None:
+    def __init__(self, *, expires_in: float = 3600.0, clock: FakeClock | None = None) -> None:
         self.expires_in = expires_in
+        self.clock = clock  # with a clock, answers carry a Date (its real time + date_offset_s)
+        self.date_offset_s = 0.0
         self.grants = 0
         self.down = False
         self.requests: list[tuple[dict[str, str], bytes]] = []
@@ -268,7 +272,10 @@ class FakeIdP:
         if self.down:
             raise UnavailableError("cannot reach idp.test: ClientConnectorError")
         self.grants += 1
-        return RawResponse(200, {"content-type": "application/json"}, json.dumps(
+        head = {"content-type": "application/json"}
+        if self.clock is not None:
+            head["date"] = formatdate(self.clock.true_now() + self.date_offset_s, usegmt=True)
+        return RawResponse(200, head, json.dumps(
             {"access_token": f"idp-token-{self.grants}", "token_type": "Bearer",
              "expires_in": self.expires_in}).encode())
 

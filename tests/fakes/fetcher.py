@@ -24,6 +24,7 @@ class FakeFetcher:
         self.gate: asyncio.Event | None = None
         self.fail_always: GatewayError | None = None
         self.send_date = False
+        self.date_offset_s = 0.0  # the catalog's clock minus real time (a wrong catalog clock)
 
     async def __call__(self, key: CacheKey, ctx: RequestContext) -> CredentialSet:
         self.calls += 1
@@ -39,6 +40,7 @@ class FakeFetcher:
         if self.lifetime_s is not None:
             ms = int((self.clock.true_now() + self.lifetime_s) * 1000)
             config["s3.session-token-expires-at-ms"] = str(ms)
-        date = float(int(self.clock.true_now())) if self.send_date else None
+        date = (float(int(self.clock.true_now() + self.date_offset_s)) if self.send_date
+                else None)
         return credential_set([storage_credential(f"s3://b/{key.table}", config)],
                               server_date_s=date)

@@ -37,10 +37,13 @@ def test_check_passes_every_step_against_the_local_stack(info: dict[str, Any]) -
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert [line.split()[1].rstrip(":") for line in lines] == [
-        "settings", "files", "idp", "catalog", "warehouse",
+        "settings", "files", "idp", "catalog", "warehouse", "clock",
     ]
     assert all(line.startswith("ok ") for line in lines)
-    assert "'demo' resolves to " in lines[-1]
+    assert "'demo' resolves to " in lines[-2]
+    # The stack's IdP and catalog run on this host's clock: both agree with it.
+    assert "catalog +" in lines[-1] or "catalog -" in lines[-1]
+    assert "idp " in lines[-1]
     assert env["LAKEGATE__TOKEN__CLIENT_SECRET"] not in done.stdout + done.stderr
 
 

@@ -4,6 +4,7 @@ from collections import Counter
 import pytest
 
 from gateway.cache.credential_cache import CredentialCache
+from gateway.clock_skew import ClockSkew
 from gateway.errors import (
     CredentialExpiredError,
     NotFoundError,
@@ -30,10 +31,17 @@ def fetcher(clock):
     return FakeFetcher(clock)
 
 
-def make_cache(fetcher, clock, metrics, registry, **settings):
+def make_cache(fetcher, clock, metrics, registry, *, skew=None, **settings):
     cfg = CacheSettings(**{"min_remaining_s": 300, "refresh_lead_s": 900, **settings})
     return CredentialCache(fetcher, cfg, clock, metrics, registry.spawn, deadline_s=30,
-                           rng=seeded(7))
+                           rng=seeded(7), skew=skew)
+
+
+def idp_heard(clock, metrics, skew=None, offset_s=0.0):
+    """A ClockSkew that heard the IdP's Date (real time + `offset_s`) just now."""
+    skew = skew or ClockSkew(clock, metrics)
+    skew.observe("idp", float(int(clock.true_now() + offset_s)), clock.monotonic())
+    return skew
 
 
 def counter(metrics, name, **labels):
@@ -418,12 +426,55 @@ async def test_after_a_forward_step_a_dated_fetch_is_judged_on_the_catalogs_cloc
     fetcher, clock, metrics, registry
 ):
     fetcher.send_date = True
-    cache = make_cache(fetcher, clock, metrics, registry)
+    skew = idp_heard(clock, metrics)  # the IdP's clock, heard before the step
+    cache = make_cache(fetcher, clock, metrics, registry, skew=skew)
+    clock.advance(120)
     clock.step_wall(3600)
     _, outcome, left = await cache.lookup(key(), CTX)
     assert outcome is Outcome.MISS
     assert left is not None
     assert 3600 - 2 <= left < 3600
+
+
+async def test_after_a_forward_step_the_catalog_alone_cannot_overrule_the_local_clock(
+    fetcher, clock, metrics, registry
+):
+    fetcher.send_date = True
+    cache = make_cache(fetcher, clock, metrics, registry)  # no third clock heard
+    clock.step_wall(3600)  # either clock may be the wrong one: the earlier deadline wins
+    with pytest.raises(CredentialExpiredError):
+        await cache.get(key(), CTX)
+
+
+@pytest.mark.parametrize("lag_s", [120, 600])
+@pytest.mark.parametrize("with_idp", [False, True])
+async def test_a_lagging_catalog_clock_never_serves_past_real_expiry(
+    lag_s, with_idp, fetcher, clock, metrics, registry
+):
+    fetcher.send_date = True
+    fetcher.date_offset_s = -lag_s
+    skew = idp_heard(clock, metrics) if with_idp else None
+    cache = make_cache(fetcher, clock, metrics, registry, skew=skew)
+    value, _, left = await cache.lookup(key(), CTX)
+    assert left is not None
+    assert left <= true_left(value, clock)  # was 3600 + lag: served `lag` s past expiry
+    clock.advance(3600 - 300)  # real time at the floor: never served again
+    again, outcome, left = await cache.lookup(key(), CTX)
+    assert again is not value
+    assert outcome is Outcome.MISS
+    assert left is not None
+    assert left <= true_left(again, clock)
+
+
+async def test_a_catalog_clock_ahead_is_outvoted_when_the_idp_agrees_with_the_local_clock(
+    fetcher, clock, metrics, registry
+):
+    fetcher.send_date = True
+    fetcher.date_offset_s = 600
+    cache = make_cache(fetcher, clock, metrics, registry, skew=idp_heard(clock, metrics))
+    value, _, left = await cache.lookup(key(), CTX)
+    assert left is not None
+    assert 3600 - 2 <= left <= true_left(value, clock)
 
 
 async def test_after_a_forward_step_an_undated_fetch_is_refused_never_served(
@@ -454,9 +505,11 @@ async def test_wall_steps_never_serve_expired_or_below_floor_and_keep_serving(
     clock = FakeClock()
     fetcher = FakeFetcher(clock)
     fetcher.send_date = True
-    cache = make_cache(fetcher, clock, metrics, registry, idle_s=100_000)
+    skew = idp_heard(clock, metrics)
+    cache = make_cache(fetcher, clock, metrics, registry, idle_s=100_000, skew=skew)
     served = errors = 0
     for _ in range(300):
+        idp_heard(clock, metrics, skew)  # the session token is refreshed now and then
         op = rng.random()
         if op < 0.05:
             clock.step_wall(rng.choice([3600, -3600]))

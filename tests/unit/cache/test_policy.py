@@ -1,4 +1,6 @@
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gateway.cache import policy
 from gateway.errors import ForbiddenError, NotFoundError, RateLimitedError, UnavailableError
@@ -88,10 +90,76 @@ def test_a_local_clock_behind_the_catalog_cannot_lengthen_a_credential():
     assert deadline == pytest.approx(MONO + 3600 - 1.0)
 
 
-def test_a_local_clock_stepped_ahead_is_overruled_by_the_catalogs_date():
+def test_a_local_clock_stepped_ahead_is_overruled_when_the_catalog_and_the_idp_agree():
+    deadline = policy.expiry_deadline(EXPIRES_MS, wall_now_s=WALL + 3600, mono_now=MONO,
+                                      server_date_s=WALL, reference_now_s=WALL + 1.0)
+    assert deadline == pytest.approx(MONO + 3600 - 1.0)
+
+
+def test_the_catalog_alone_cannot_overrule_a_local_clock_that_reads_later():
+    # Two clocks: nobody can tell which one is wrong, so the earlier deadline wins (safe).
     deadline = policy.expiry_deadline(EXPIRES_MS, wall_now_s=WALL + 3600, mono_now=MONO,
                                       server_date_s=WALL)
+    assert deadline == pytest.approx(MONO)
+
+
+@pytest.mark.parametrize("lag_s", [120, 600, 3600])
+@pytest.mark.parametrize("with_idp", [False, True])
+def test_a_lagging_catalog_date_never_lengthens_a_credential(lag_s, with_idp):
+    # The defect: with the catalog 120 s / 600 s behind, the deadline moved later by the lag.
+    deadline = policy.expiry_deadline(
+        EXPIRES_MS, wall_now_s=WALL, mono_now=MONO, server_date_s=WALL - lag_s,
+        reference_now_s=WALL + 1.0 if with_idp else None,
+    )
+    assert deadline is not None
+    assert deadline <= MONO + 3600
+
+
+def test_a_catalog_date_ahead_is_outvoted_by_the_local_clock_and_the_idp():
+    deadline = policy.expiry_deadline(EXPIRES_MS, wall_now_s=WALL, mono_now=MONO,
+                                      server_date_s=WALL + 600, reference_now_s=WALL + 1.0)
     assert deadline == pytest.approx(MONO + 3600 - 1.0)
+
+
+def test_a_catalog_date_ahead_without_a_third_clock_shortens_but_never_lengthens():
+    deadline = policy.expiry_deadline(EXPIRES_MS, wall_now_s=WALL, mono_now=MONO,
+                                      server_date_s=WALL + 600)
+    assert deadline == pytest.approx(MONO + 3600 - 601.0)
+
+
+def test_an_idp_clock_ahead_is_outvoted_and_one_behind_changes_nothing():
+    ahead = policy.expiry_deadline(EXPIRES_MS, wall_now_s=WALL, mono_now=MONO,
+                                   server_date_s=WALL, reference_now_s=WALL + 900)
+    behind = policy.expiry_deadline(EXPIRES_MS, wall_now_s=WALL, mono_now=MONO,
+                                    server_date_s=WALL, reference_now_s=WALL - 900)
+    assert ahead == pytest.approx(MONO + 3600 - 1.0)
+    assert behind == pytest.approx(MONO + 3600 - 1.0)
+
+
+def test_three_clocks_that_all_disagree_give_the_earliest_deadline():
+    deadline = policy.expiry_deadline(EXPIRES_MS, wall_now_s=WALL + 1200, mono_now=MONO,
+                                      server_date_s=WALL, reference_now_s=WALL + 600)
+    assert deadline == pytest.approx(MONO + 3600 - 1200)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(which=st.sampled_from(["local", "catalog", "idp"]),
+       offset=st.floats(min_value=-7200, max_value=7200, allow_nan=False),
+       latency=st.floats(min_value=0, max_value=5))
+def test_no_single_wrong_clock_makes_a_credential_outlive_its_expiry(which, offset, latency):
+    """Real time at arrival is WALL; the request left `latency` s before. One clock is off by
+    `offset`; the deadline is never later than the real expiry, and when the wrong clock is
+    outvoted (the two others agree) it is within the Date resolution and latency of it."""
+    date = float(int(WALL - latency / 2 + (offset if which == "catalog" else 0)))
+    deadline = policy.expiry_deadline(
+        EXPIRES_MS, wall_now_s=WALL + (offset if which == "local" else 0), mono_now=MONO,
+        server_date_s=date, sent_mono=MONO - latency,
+        reference_now_s=WALL + 1.0 + (offset if which == "idp" else 0),
+    )
+    assert deadline is not None
+    assert deadline <= MONO + 3600 + 1e-6
+    if abs(offset) > policy.MAX_CLOCK_SKEW_S + latency + 2:
+        assert deadline >= MONO + 3600 - latency - 2.0
 
 
 def test_a_small_local_lead_is_plausible_skew_and_still_counts():

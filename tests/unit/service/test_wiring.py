@@ -23,7 +23,8 @@ def catalog(clock):
 async def service(clock, catalog):
     registry = FakeTaskRegistry()
     core = build_core(make_settings(), Metrics(), registry.spawn, clock,
-                      transport=catalog.transport(FakeIdP(expires_in=3600)), rng=seeded(2))
+                      transport=catalog.transport(FakeIdP(expires_in=3600, clock=clock)),
+                      rng=seeded(2))
     yield core.service
     await core.close()
     await registry.cancel_all()
@@ -46,3 +47,26 @@ async def test_the_catalogs_date_reaches_the_cache_so_a_stepped_clock_changes_no
     assert again.remaining_s is not None
     assert again.remaining_s < 3600 - 600
     assert catalog.calls["load_generic_table_credentials"] == 1
+
+
+@pytest.mark.parametrize("offset_s", [-120, -600, 600])
+async def test_a_wrong_catalog_clock_never_lengthens_a_credential_and_shows_on_the_gauge(
+    clock, catalog, offset_s
+):
+    registry = FakeTaskRegistry()
+    metrics = Metrics()
+    catalog.date_offset_s = offset_s
+    core = build_core(make_settings(), metrics, registry.spawn, clock,
+                      transport=catalog.transport(FakeIdP(expires_in=3600, clock=clock)),
+                      rng=seeded(2))
+    try:
+        lookup = await core.service.get_credentials(REF, AccessMode.READ, CTX)
+        assert lookup.remaining_s is not None
+        true_left = lookup.credentials.expires_at_ms / 1000 - clock.true_now()
+        assert true_left - 2 <= lookup.remaining_s <= true_left  # the IdP broke the tie
+        skew = metrics.registry.get_sample_value("lakegate_clock_skew_seconds",
+                                                 {"clock": "catalog"})
+        assert skew == pytest.approx(offset_s, abs=1.5)
+    finally:
+        await core.close()
+        await registry.cancel_all()
