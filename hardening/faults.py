@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from devstack.gateway_process import GatewayProcess
-from devstack.metrics_scrape import scrape, summarize, total
+from devstack.metrics_scrape import scrape, summarize
+from devstack.metrics_scrape import total as metric_total
 from devstack.processes import poll_until
 from hardening.environment import (
     HarnessContext,
@@ -244,7 +245,7 @@ def run_scenario(bench: FaultBench, sc: Scenario, out_dir: Path) -> FaultResult:
         result.notes.append(f"miss during fault {'succeeded' if ok else 'failed'}")
         during = scrape(eps.http_url)
         result.notes.append("clock skew during fault: " + ", ".join(
-            f"{c} {total(during, 'lakegate_clock_skew_seconds', clock=c):+.0f}s"
+            f"{c} {metric_total(during, 'lakegate_clock_skew_seconds', clock=c):+.0f}s"
             for c in ("catalog", "idp")))
         time.sleep(max(0.0, sc.hold_s - (time.monotonic() - injected_at)))
         sc.restore()
