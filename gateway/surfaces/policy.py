@@ -3,9 +3,11 @@
 The gateway's upstream identity is shared by every caller, so this check is what keeps one
 tenant's pods from obtaining another tenant's credentials (deploy/README.md, "Security
 model"). It runs before the cache
-is consulted. Patterns are fnmatch globs matched case-insensitively (Lakekeeper names are
-case-insensitive); the warehouse pattern matches the warehouse name OR its UUID; the namespace
-pattern matches the levels joined with ".".
+is consulted. Patterns are fnmatch globs matched on the comparison form of names
+(`gateway.names.fold`: case- and compatibility-folded, `+` read as a space in namespace levels
+and table names), the same form the cache key and the upstream request use, so every spelling
+of one catalog name gets one decision; the warehouse pattern matches the warehouse name OR its
+UUID; the namespace pattern matches the levels joined with ".".
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 import yaml
 
 from gateway.models import AccessMode, CallerIdentity
+from gateway.names import fold, fold_level, fold_namespace, fold_table
 
 ANY_CALLER = "*"
 
@@ -29,7 +32,7 @@ class PolicyFileError(ValueError):
 
 @dataclass(frozen=True)
 class Rule:
-    """One grant: patterns (already lower-cased) and the access modes it allows."""
+    """One grant: patterns (already folded) and the access modes it allows."""
 
     warehouse: str
     namespace: str
@@ -39,14 +42,15 @@ class Rule:
     def covers(
         self, warehouses: Iterable[str], namespace: str, table: str | None, access: AccessMode
     ) -> bool:
-        """Whether this rule allows `access` on the table (or on the namespace when table=None)."""
+        """Whether this rule allows `access` on the table (or on the namespace when table=None);
+        the names are in their folded form (`CallerPolicy.allows` folds them)."""
         if access not in self.access:
             return False
-        if not any(fnmatchcase(w.lower(), self.warehouse) for w in warehouses if w):
+        if not any(fnmatchcase(w, self.warehouse) for w in warehouses if w):
             return False
-        if not fnmatchcase(namespace.lower(), self.namespace):
+        if not fnmatchcase(namespace, self.namespace):
             return False
-        return table is None or fnmatchcase(table.lower(), self.table)
+        return table is None or fnmatchcase(table, self.table)
 
     @property
     def is_global(self) -> bool:
@@ -98,9 +102,12 @@ class CallerPolicy:
         """
         if self._rules is None:
             return True
-        names = tuple(warehouses)
-        joined = ".".join(namespace)
-        return any(r.covers(names, joined, table, access) for r in self._for(caller))
+        # One form for every spelling: `+` is a space in a table name too (a generic table name
+        # cannot hold `+`, so reading it as a space there can only refuse more).
+        names = tuple(fold(w) for w in warehouses if w)
+        joined = ".".join(fold_namespace(namespace))
+        folded = None if table is None else fold_table(table, plus_is_space=True)
+        return any(r.covers(names, joined, folded, access) for r in self._for(caller))
 
     def allows_everything(self, caller: CallerIdentity, access: AccessMode) -> bool:
         """Whether the caller holds a global grant (needed to invalidate the whole cache)."""
@@ -135,7 +142,8 @@ class CallerPolicy:
         """
         if self._rules is None:
             return False
-        return not all(fnmatchcase(given.lower(), r.warehouse) for r in self._for(caller))
+        folded = fold(given)
+        return not all(fnmatchcase(folded, r.warehouse) for r in self._for(caller))
 
     @classmethod
     def from_file(cls, path: Path | None) -> CallerPolicy:
@@ -178,7 +186,7 @@ def parse_rules(doc: Any, source: str) -> dict[str, tuple[Rule, ...]]:
                 access = frozenset(AccessMode(str(a).lower()) for a in access_raw)
             except ValueError as exc:
                 raise PolicyFileError(f"{where}.access must be read and/or write") from exc
-            patterns = [str(raw.get(k, "*")).lower() for k in ("warehouse", "namespace", "table")]
-            rules.append(Rule(patterns[0], patterns[1], patterns[2], access))
+            wh, ns, table = (str(raw.get(k, "*")) for k in ("warehouse", "namespace", "table"))
+            rules.append(Rule(fold(wh), fold_level(ns), fold_level(table), access))
         out[str(name)] = tuple(rules)
     return out
