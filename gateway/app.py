@@ -161,7 +161,7 @@ class App:
             raise RuntimeError(f"App cannot start from state {self.state.value}")
         s = self.settings
         try:
-            policy = CallerPolicy.from_file(s.callers.policy_file)
+            policy = CallerPolicy.from_file(s.callers.policy_file, s.upstream.project_id or "")
             auth = build_authenticator(s.callers, self.clock)
         except (PolicyFileError, CallerConfigError) as exc:
             raise StartupError(str(exc)) from exc
@@ -174,7 +174,8 @@ class App:
             if s.callers.rate_per_s > 0
             else None
         )
-        gate = Gate(auth, policy, limiter, service, self.metrics)
+        gate = Gate(auth, policy, limiter, service, self.metrics,
+                    allow_project_header=s.callers.allow_project_header)
         self.reloader = ConfigReloader(
             self._reload_source, gate, self.metrics, self.clock, self._redactor,
             upstream=s.upstream,

@@ -208,6 +208,9 @@ class CallerSettings(_Section):
     policy_file: Path | None = None
     rate_per_s: float = Field(default=0.0, ge=0)
     burst: int = Field(default=100, ge=1)
+    # A request may name another project than UPSTREAM__PROJECT_ID (x-project-id); the policy
+    # must then grant it. False: one project per gateway, another project header gets 403.
+    allow_project_header: bool = False
 
     @model_validator(mode="after")
     def _check(self) -> CallerSettings:

@@ -102,6 +102,8 @@ def guarded(
                     project_id=md.get("x-project-id") or None,
                     caller=caller,
                 )
+                if ctx.project_id is not None:
+                    gate.check_project(caller, ctx)
                 return await method(request, GrpcCall(caller, ctx, tally))
         except GatewayError as err:
             error = err

@@ -150,6 +150,8 @@ class HttpPipeline:
                     with self._recorder.track(route.surface, kind) as tally:
                         caller = await self._gate.admit(headers.get("Authorization"), headers)
                         ctx = context_of(request, request_id, caller)
+                        if ctx.project_id is not None:
+                            self._gate.check_project(caller, ctx)
                         response = await route.handler(
                             HttpCall(request, match, request_id, caller, ctx, tally))
             except GatewayError as err:

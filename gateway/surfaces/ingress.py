@@ -28,7 +28,7 @@ from gateway.tuning import DECISION_MEMO_SIZE
 
 MARKER_HEADER = "X-Lakegate-Request"
 _ALLOW, _DENY, _RESOLVE = "allow", "deny", "resolve"
-DecisionKey = tuple[str, str, tuple[str, ...], str | None, AccessMode]
+DecisionKey = tuple[str, str, tuple[str, ...], str | None, AccessMode, str | None]
 _log = logging.getLogger("lakegate.ingress")
 
 
@@ -91,6 +91,9 @@ class Gate:
     limiter: RateLimiter | None
     ops: Operations
     metrics: Metrics
+    # CALLERS__ALLOW_PROJECT_HEADER: whether a request may name a project other than the
+    # default one (then the policy must grant it); false: the gateway serves one project.
+    allow_project_header: bool = False
     # The policy is fixed between reloads, so the part of a decision that depends only on the
     # request (not on the warehouse's resolved names) is a pure function: memoized.
     _decisions: BoundedLru[DecisionKey, str] = field(
@@ -140,6 +143,29 @@ class Gate:
                 raise self._reject("ratelimit", exc) from None
         return caller
 
+    def check_project(self, caller: CallerIdentity, ctx: RequestContext) -> None:
+        """Refuse a request naming a project the gateway does not serve to this caller.
+
+        The project header goes upstream, so without this a caller limited to `demo/team_a*`
+        would reach another project's `demo/team_a` tables (issue #28). Call it for every
+        request whose context names a project, before any route works.
+
+        Raises:
+            PermissionDeniedError: another project than the default one while
+                `allow_project_header` is off, or one the caller's policy grants nothing in.
+        """
+        project = ctx.project_id
+        if project is None or project == self.policy.default_project:
+            return
+        if not self.allow_project_header:
+            raise self._reject("project", PermissionDeniedError(
+                "this gateway serves one project: send no project header or the configured "
+                "one", lakekeeper_type="ProjectNotAllowed"))
+        if not self.policy.allows_project(caller, project):
+            raise self._reject("project", PermissionDeniedError(
+                f"caller '{caller.name}' has no grant in the requested project",
+                lakekeeper_type="ProjectNotAllowed"))
+
     async def authorize(
         self, caller: CallerIdentity, ctx: RequestContext, scope: Scope, access: AccessMode
     ) -> None:
@@ -164,10 +190,11 @@ class Gate:
         if not policy.enabled:
             return True
         warehouse, namespace, table = scope
-        dk: DecisionKey = (caller.name, warehouse, namespace, table, access)
+        project = ctx.project_id
+        dk: DecisionKey = (caller.name, warehouse, namespace, table, access, project)
         decision = self._decisions.get(dk)
         if decision is None:
-            if policy.allows(caller, (warehouse,), namespace, table, access):
+            if policy.allows(caller, (warehouse,), namespace, table, access, project):
                 decision = _ALLOW
             elif not policy.needs_warehouse_names(caller, warehouse):
                 decision = _DENY
@@ -178,7 +205,8 @@ class Gate:
             return decision is _ALLOW
         # Depends on the warehouse's names, whose resolution may change: decided every time.
         wh = await self.ops.resolve_warehouse(warehouse, ctx)
-        return policy.allows(caller, (warehouse, wh.id, wh.name), namespace, table, access)
+        return policy.allows(caller, (warehouse, wh.id, wh.name), namespace, table, access,
+                             project)
 
     def authorize_global(self, caller: CallerIdentity) -> None:
         """Only a caller with a global write grant may invalidate the whole cache."""

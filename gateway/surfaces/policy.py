@@ -8,6 +8,12 @@ is consulted. Patterns are fnmatch globs matched on the comparison form of names
 and table names), the same form the cache key and the upstream request use, so every spelling
 of one catalog name gets one decision; the warehouse pattern matches the warehouse name OR its
 UUID; the namespace pattern matches the levels joined with ".".
+
+Projects: the catalog call goes to the project the request names (`x-project-id`), so a grant
+holds in one project. A rule's `project` pattern (matched exactly, case-sensitively) names where
+it holds; a rule without one holds in the default project only (`UPSTREAM__PROJECT_ID`, or
+Lakekeeper's own default when unset), so policy files written before projects keep their
+meaning and grant nothing in another project.
 """
 
 from __future__ import annotations
@@ -32,12 +38,21 @@ class PolicyFileError(ValueError):
 
 @dataclass(frozen=True)
 class Rule:
-    """One grant: patterns (already folded) and the access modes it allows."""
+    """One grant: patterns (already folded) and the access modes it allows; `project` None
+    means the default project."""
 
     warehouse: str
     namespace: str
     table: str
     access: frozenset[AccessMode]
+    project: str | None = None
+
+    def holds_in(self, project: str | None, default_project: str) -> bool:
+        """Whether this rule applies in `project` (None: the request named no project)."""
+        effective = default_project if project is None else project
+        if self.project is None:
+            return effective == default_project
+        return fnmatchcase(effective, self.project)
 
     def covers(
         self, warehouses: Iterable[str], namespace: str, table: str | None, access: AccessMode
@@ -58,9 +73,16 @@ class Rule:
 
 
 class CallerPolicy:
-    """Per-caller rules; `None` rules means no policy file: every caller may do everything."""
+    """Per-caller rules; `None` rules means no policy file: every caller may do everything.
 
-    def __init__(self, rules: Mapping[str, tuple[Rule, ...]] | None) -> None:
+    Args:
+        rules: caller name (or pattern) -> rules, or None (no policy).
+        default_project: the project of a request that names none (`UPSTREAM__PROJECT_ID`).
+    """
+
+    def __init__(self, rules: Mapping[str, tuple[Rule, ...]] | None,
+                 default_project: str = "") -> None:
+        self.default_project = default_project
         self._rules = None if rules is None else {k.lower(): v for k, v in rules.items()}
         # Caller names may be fnmatch patterns (`system:serviceaccount:team-a:*`); "*" alone is
         # ANY_CALLER, looked up directly.
@@ -90,6 +112,7 @@ class CallerPolicy:
         namespace: tuple[str, ...],
         table: str | None,
         access: AccessMode,
+        project: str | None = None,
     ) -> bool:
         """Whether `caller` may use `access` on the table (table=None: anything in the namespace).
 
@@ -99,6 +122,7 @@ class CallerPolicy:
             namespace: the namespace levels.
             table: the table name, or None for namespace-level operations (list).
             access: read or write.
+            project: the project the request names (None: the default project).
         """
         if self._rules is None:
             return True
@@ -107,10 +131,19 @@ class CallerPolicy:
         names = tuple(fold(w) for w in warehouses if w)
         joined = ".".join(fold_namespace(namespace))
         folded = None if table is None else fold_table(table, plus_is_space=True)
-        return any(r.covers(names, joined, folded, access) for r in self._for(caller))
+        return any(r.holds_in(project, self.default_project)
+                   and r.covers(names, joined, folded, access) for r in self._for(caller))
+
+    def allows_project(self, caller: CallerIdentity, project: str | None) -> bool:
+        """Whether any of the caller's rules holds in `project` (None: the default project):
+        a request naming a project the caller has no grant in is refused whatever its route."""
+        if self._rules is None:
+            return True
+        return any(r.holds_in(project, self.default_project) for r in self._for(caller))
 
     def allows_everything(self, caller: CallerIdentity, access: AccessMode) -> bool:
-        """Whether the caller holds a global grant (needed to invalidate the whole cache)."""
+        """Whether the caller holds a global grant (needed to invalidate the whole cache; the
+        cache is one for every project, so the grant's project does not matter)."""
         if self._rules is None:
             return True
         return any(r.is_global and access in r.access for r in self._for(caller))
@@ -146,19 +179,20 @@ class CallerPolicy:
         return not all(fnmatchcase(folded, r.warehouse) for r in self._for(caller))
 
     @classmethod
-    def from_file(cls, path: Path | None) -> CallerPolicy:
-        """Load `{"callers": {name: [{warehouse, namespace, table, access}]}}` (YAML or JSON).
+    def from_file(cls, path: Path | None, default_project: str = "") -> CallerPolicy:
+        """Load `{"callers": {name: [{project?, warehouse, namespace, table, access}]}}` (YAML
+        or JSON).
 
         Raises:
             PolicyFileError: unreadable file or a malformed rule (the message names it).
         """
         if path is None:
-            return cls(None)
+            return cls(None, default_project)
         try:
             doc = yaml.safe_load(path.read_text(encoding="utf-8"))
         except (OSError, yaml.YAMLError) as exc:
             raise PolicyFileError(f"cannot read policy file {path}: {type(exc).__name__}") from exc
-        return cls(parse_rules(doc, str(path)))
+        return cls(parse_rules(doc, str(path)), default_project)
 
 
 def parse_rules(doc: Any, source: str) -> dict[str, tuple[Rule, ...]]:
@@ -174,7 +208,7 @@ def parse_rules(doc: Any, source: str) -> dict[str, tuple[Rule, ...]]:
             where = f"{source}: callers.{name}[{i}]"
             if not isinstance(raw, dict):
                 raise PolicyFileError(f"{where} must be a mapping")
-            unknown = set(raw) - {"warehouse", "namespace", "table", "access"}
+            unknown = set(raw) - {"project", "warehouse", "namespace", "table", "access"}
             if unknown:
                 raise PolicyFileError(f"{where} has unknown keys {sorted(unknown)}")
             access_raw = raw.get("access", ["read"])
@@ -187,6 +221,9 @@ def parse_rules(doc: Any, source: str) -> dict[str, tuple[Rule, ...]]:
             except ValueError as exc:
                 raise PolicyFileError(f"{where}.access must be read and/or write") from exc
             wh, ns, table = (str(raw.get(k, "*")) for k in ("warehouse", "namespace", "table"))
-            rules.append(Rule(fold(wh), fold_level(ns), fold_level(table), access))
+            project = raw.get("project")
+            if project is not None and (not isinstance(project, str) or not project):
+                raise PolicyFileError(f"{where}.project must be a non-empty string (a pattern)")
+            rules.append(Rule(fold(wh), fold_level(ns), fold_level(table), access, project))
         out[str(name)] = tuple(rules)
     return out

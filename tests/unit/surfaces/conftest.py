@@ -56,9 +56,12 @@ def build_gate(
     auth: CallerAuthenticator | None = None,
     policy: CallerPolicy | None = None,
     rate: tuple[float, int] | None = None,
+    allow_project_header: bool = False,
 ) -> Gate:
     limiter = RateLimiter(rate[0], rate[1], clock) if rate else None
-    return Gate(auth or NoCallerAuth(), policy or CallerPolicy(None), limiter, ops, metrics)
+    extra = {"allow_project_header": True} if allow_project_header else {}
+    return Gate(auth or NoCallerAuth(), policy or CallerPolicy(None), limiter, ops, metrics,
+                **extra)
 
 
 @pytest.fixture

@@ -157,3 +157,32 @@ def test_the_warehouse_given_decides_on_its_folded_form() -> None:
     doc = {"callers": {"alice": [{"warehouse": "straße", "namespace": "*", "table": "*"}]}}
     policy = CallerPolicy(parse_rules(doc, "test"))
     assert not policy.needs_warehouse_names(ALICE, "STRASSE")
+
+
+# ---- projects (issue #28, finding 2) -----------------------------------------------------------
+
+def test_a_rule_without_project_holds_in_the_default_project_only() -> None:
+    policy = CallerPolicy(parse_rules({"callers": {"alice": [{"namespace": "team_a*"}]}}, "t"),
+                          "p1")
+    args = (ALICE, ("demo",), ("team_a",), "t", AccessMode.READ)
+    assert policy.allows(*args)  # no project named: the default
+    assert policy.allows(*args, project="p1")
+    assert not policy.allows(*args, project="p2")
+    assert policy.allows_project(ALICE, None)
+    assert not policy.allows_project(ALICE, "p2")
+
+
+def test_a_rule_names_its_project_with_a_pattern() -> None:
+    policy = CallerPolicy(parse_rules({"callers": {"alice": [
+        {"project": "team-*", "namespace": "*"}]}}, "t"), "p1")
+    args = (ALICE, ("demo",), ("ns",), "t", AccessMode.READ)
+    assert policy.allows(*args, project="team-x")
+    assert not policy.allows(*args, project="TEAM-x")  # project ids match exactly
+    assert not policy.allows(*args)  # not in the default project p1
+    assert not policy.allows_project(ALICE, "other")
+
+
+@pytest.mark.parametrize("project", ["", 7, ["p"]])
+def test_a_malformed_project_is_refused(project: object) -> None:
+    with pytest.raises(PolicyFileError, match="project"):
+        parse_rules({"callers": {"a": [{"project": project}]}}, "t")
