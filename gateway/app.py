@@ -38,6 +38,7 @@ from gateway.sockets import StartupError, clear_stale_uds, tcp_socket, uds_socke
 from gateway.surfaces.accounting import Recorder
 from gateway.surfaces.callers import CallerConfigError, build_authenticator
 from gateway.surfaces.grpc_server import GrpcSurface
+from gateway.surfaces.hosts import HostAllowList
 from gateway.surfaces.http_app import HttpDeps, build_http_server
 from gateway.surfaces.ingress import Gate, RateLimiter
 from gateway.surfaces.operations import Operations
@@ -175,7 +176,8 @@ class App:
             else None
         )
         gate = Gate(auth, policy, limiter, service, self.metrics,
-                    allow_project_header=s.callers.allow_project_header)
+                    allow_project_header=s.callers.allow_project_header,
+                    hosts=HostAllowList(s.listen.allowed_host_names))
         self.reloader = ConfigReloader(
             self._reload_source, gate, self.metrics, self.clock, self._redactor,
             upstream=s.upstream,

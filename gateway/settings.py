@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, ClassVar
@@ -141,6 +142,9 @@ class TokenSettings(_Section):
         return self
 
 
+_HOST_NAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}))*\.?")
+
+
 class ListenSettings(_Section):
     """Where the HTTP and gRPC surfaces listen."""
 
@@ -159,6 +163,21 @@ class ListenSettings(_Section):
     # the HTTP listener.
     ops_host: str = "127.0.0.1"
     ops_port: int | None = Field(default=None, ge=0, le=65535)
+    # Host names (comma-separated, exact, no port) a credential request may carry besides
+    # loopback and `localhost`: the node-local Service name. Anti DNS rebinding.
+    allowed_hosts: str = ""
+
+    @property
+    def allowed_host_names(self) -> tuple[str, ...]:
+        return tuple(n.strip() for n in self.allowed_hosts.split(",") if n.strip())
+
+    @model_validator(mode="after")
+    def _check_hosts(self) -> ListenSettings:
+        for name in self.allowed_host_names:
+            if not _HOST_NAME.fullmatch(name):
+                raise ValueError(f"{env_name('listen', 'allowed_hosts')}: {name!r} is not a host "
+                                 "name (letters, digits, '-', '.'; no port, no wildcard)")
+        return self
 
     @property
     def is_loopback(self) -> bool:

@@ -383,7 +383,7 @@ def _uds_request(
             s.connect(path)
             self.sock = s
 
-    conn = UnixConnection("lakegate")
+    conn = UnixConnection("localhost")
     headers = {"X-Lakegate-Request": "1"}
     if token is not None:
         headers["Authorization"] = f"Bearer {token}"

@@ -21,6 +21,7 @@ from gateway.errors import GatewayError, PermissionDeniedError, RateLimitedCalle
 from gateway.metrics import Metrics
 from gateway.models import AccessMode, CallerIdentity, RequestContext, Scope
 from gateway.surfaces.callers import CallerAuthenticator
+from gateway.surfaces.hosts import HostAllowList
 from gateway.surfaces.memo import BoundedLru
 from gateway.surfaces.operations import Operations
 from gateway.surfaces.policy import CallerPolicy
@@ -36,7 +37,11 @@ def forgeable(message: str) -> PermissionDeniedError:
     return PermissionDeniedError(message, lakekeeper_type="ForgeableRequest")
 
 
-def check_not_forged(headers: Mapping[str, str], *, require_marker: bool) -> None:
+_LOOPBACK_ONLY = HostAllowList()
+
+
+def check_not_forged(headers: Mapping[str, str], *, require_marker: bool,
+                     hosts: HostAllowList = _LOOPBACK_ONLY) -> None:
     """Refuse what a browser or an SSRF could send (like Vault's X-Vault-Request).
 
     Why: deploy/README.md, "Security model".
@@ -44,14 +49,21 @@ def check_not_forged(headers: Mapping[str, str], *, require_marker: bool) -> Non
     Args:
         headers: the request headers (case-insensitive mapping).
         require_marker: credential/metadata routes need Authorization or X-Lakegate-Request.
+        hosts: the Host names accepted (DNS rebinding: gateway/surfaces/hosts.py).
 
     Raises:
         PermissionDeniedError: type ForgeableRequest.
     """
+    if not hosts.allows(headers.get("Host")):
+        raise forgeable("the Host header must name loopback (127.0.0.1, [::1], localhost) or a "
+                        "name in LAKEGATE__LISTEN__ALLOWED_HOSTS")
     if "X-Forwarded-For" in headers:
         raise forgeable("requests relayed by a proxy (X-Forwarded-For) are refused")
-    if headers.get("Sec-Fetch-Site", "").lower() == "cross-site":
-        raise forgeable("cross-site browser requests are refused")
+    fetch_site = headers.get("Sec-Fetch-Site")
+    if fetch_site is not None and fetch_site.lower() != "none":
+        # Only `none` (typed in the address bar) is not a page's request: `same-origin` is what a
+        # rebound page's own requests say.
+        raise forgeable("browser requests from a page (Sec-Fetch-Site) are refused")
     origin = headers.get("Origin")
     if origin is not None:
         raise forgeable("browser requests (Origin) are refused")
@@ -94,6 +106,7 @@ class Gate:
     # CALLERS__ALLOW_PROJECT_HEADER: whether a request may name a project other than the
     # default one (then the policy must grant it); false: the gateway serves one project.
     allow_project_header: bool = False
+    hosts: HostAllowList = field(default_factory=HostAllowList)
     # The policy is fixed between reloads, so the part of a decision that depends only on the
     # request (not on the warehouse's resolved names) is a pure function: memoized.
     _decisions: BoundedLru[DecisionKey, str] = field(
@@ -129,7 +142,7 @@ class Gate:
         """
         if headers is not None:
             try:
-                check_not_forged(headers, require_marker=require_marker)
+                check_not_forged(headers, require_marker=require_marker, hosts=self.hosts)
             except PermissionDeniedError as exc:
                 raise self._reject("ssrf_header", exc) from None
         try:

@@ -30,10 +30,11 @@ async def alice_on_team_a(
 
 
 def test_marker_or_authorization_required_only_when_asked() -> None:
-    check_not_forged({}, require_marker=False)
-    check_not_forged({"X-Lakegate-Request": "1"}, require_marker=True)
+    host = {"Host": "127.0.0.1:8765"}
+    check_not_forged(host, require_marker=False)
+    check_not_forged({**host, "X-Lakegate-Request": "1"}, require_marker=True)
     with pytest.raises(PermissionDeniedError):
-        check_not_forged({}, require_marker=True)
+        check_not_forged(host, require_marker=True)
 
 
 def test_rate_limiter_refills_with_time(clock: FakeClock) -> None:
@@ -190,3 +191,48 @@ async def test_grpc_refuses_another_project(server_factory) -> None:  # type: ig
     with pytest.raises(grpc.aio.AioRpcError) as info:
         await server.creds.GetTableCredentials(req, metadata=(("x-project-id", "p2"),), timeout=5)
     assert info.value.code() is grpc.StatusCode.PERMISSION_DENIED
+
+
+# ---- Host and Sec-Fetch-Site (issue #28, finding 3) ---------------------------------------------
+
+@pytest.mark.parametrize("headers", [
+    {"Host": "rebind.evil.example:8765"},  # DNS rebinding
+    {"Host": "169.254.169.254"},
+    {"Sec-Fetch-Site": "same-site"},
+    {"Sec-Fetch-Site": "same-origin"},  # what a rebound page's own requests say
+    {"Sec-Fetch-Site": "cross-site"},
+])
+async def test_rebinding_hosts_and_page_requests_get_no_credentials(
+    make_client: MakeClient, metrics: Metrics, headers: dict[str, str]
+) -> None:
+    client = await make_client()
+    resp = await client.get(CRED_PATH, headers={**AUTH_MARK, **headers})
+    assert resp.status == 403
+    assert (await resp.json())["error"]["type"] == "ForgeableRequest"
+    assert rejected(metrics, "ssrf_header") == 1
+
+
+async def test_loopback_hosts_and_a_typed_address_are_served(make_client: MakeClient) -> None:
+    client = await make_client()
+    for headers in ({"Host": "localhost"}, {"Host": "[::1]:8765"}, {"Sec-Fetch-Site": "none"}):
+        assert (await client.get(CRED_PATH, headers={**AUTH_MARK, **headers})).status == 200
+
+
+async def test_configured_names_are_served(
+    fake_ops: FakeOperations, metrics: Metrics, clock: FakeClock
+) -> None:
+    from gateway.surfaces.hosts import HostAllowList
+
+    gate = build_gate(fake_ops, metrics, clock)
+    gate.hosts = HostAllowList(["lakegate-local.lakegate.svc.cluster.local"])
+    await gate.admit(None, {"Host": "lakegate-local.lakegate.svc.cluster.local:8765",
+                            **AUTH_MARK})
+    with pytest.raises(PermissionDeniedError):
+        await gate.admit(None, {"Host": "other.svc.cluster.local:8765", **AUTH_MARK})
+
+
+async def test_ops_endpoints_answer_a_pod_ip_host(make_client: MakeClient) -> None:
+    """kubelet and Prometheus ask by pod IP; those endpoints carry no credentials."""
+    client = await make_client()
+    for path in ("/livez", "/readyz", "/metrics"):
+        assert (await client.get(path, headers={"Host": "10.1.2.3:9465"})).status == 200
