@@ -16,7 +16,6 @@ import contextlib
 import gc
 import json
 import logging
-import os
 import signal
 from collections.abc import Callable
 from enum import Enum
@@ -34,7 +33,14 @@ from gateway.reload import ConfigReloader, SettingsSource
 from gateway.server_log import SERVER_LOGGER, MalformedRequestFilter
 from gateway.service import build_core
 from gateway.settings import Settings, env_name
-from gateway.sockets import StartupError, clear_stale_uds, tcp_socket, uds_socket
+from gateway.sockets import (
+    StartupError,
+    clear_stale_uds,
+    open_to_group,
+    private_umask,
+    tcp_socket,
+    uds_socket,
+)
 from gateway.surfaces.accounting import Recorder
 from gateway.surfaces.callers import CallerConfigError, build_authenticator
 from gateway.surfaces.grpc_server import GrpcSurface
@@ -254,8 +260,13 @@ class App:
         try:
             self.grpc_port = surface.bind_tcp(listen.host, listen.grpc_port)
             if listen.grpc_uds is not None:
-                clear_stale_uds(listen.grpc_uds)
-                surface.bind_uds(str(listen.grpc_uds))
+                try:
+                    clear_stale_uds(listen.grpc_uds)
+                except StartupError as exc:
+                    raise StartupError(f"{env_name('listen', 'grpc_uds')}: {exc}") from exc
+                # gRPC creates its socket file here: born owner-only, opened to the group below.
+                with private_umask():
+                    surface.bind_uds(str(listen.grpc_uds))
                 self._uds_paths.append(listen.grpc_uds)
         except (OSError, RuntimeError) as exc:
             raise StartupError(
@@ -264,7 +275,7 @@ class App:
             ) from exc
         await surface.server.start()
         if listen.grpc_uds is not None:
-            os.chmod(listen.grpc_uds, 0o660)
+            open_to_group(listen.grpc_uds)
 
     def _write_ports_file(self) -> None:
         path = self.settings.listen.ports_file
