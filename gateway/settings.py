@@ -227,6 +227,10 @@ class CallerSettings(_Section):
     policy_file: Path | None = None
     rate_per_s: float = Field(default=0.0, ge=0)
     burst: int = Field(default=100, ge=1)
+    # Failed authentications a peer (a uid over UDS, a connection over TCP) may make: burst, then
+    # this many a second; past that its requests get 429 before their token is verified. 0: off.
+    auth_failures_per_s: float = Field(default=2.0, ge=0)
+    auth_failure_burst: int = Field(default=50, ge=1)
     # A request may name another project than UPSTREAM__PROJECT_ID (x-project-id); the policy
     # must then grant it. False: one project per gateway, another project header gets 403.
     allow_project_header: bool = False

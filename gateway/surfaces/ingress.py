@@ -1,14 +1,16 @@
 """The gate every surface request passes: anti-SSRF, caller authentication, rate limit, policy.
 
 Order matters: forgeable requests are refused before any work (no token verification for a
-browser's cross-site request), authentication before the rate limit (the bucket is per caller),
-and the policy check before the cache is consulted (callers share cache entries).
+browser's cross-site request), a peer that keeps failing authentication before its next token is
+verified (surfaces/peers.py), authentication before the rate limit (the bucket is per caller, or
+per peer for an anonymous caller), and the policy check before the cache is consulted (callers
+share cache entries).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +26,7 @@ from gateway.surfaces.callers import CallerAuthenticator
 from gateway.surfaces.hosts import HostAllowList
 from gateway.surfaces.memo import BoundedLru
 from gateway.surfaces.operations import Operations
+from gateway.surfaces.peers import AuthFailureLimiter, Peer
 from gateway.surfaces.policy import CallerPolicy
 from gateway.tuning import DECISION_MEMO_SIZE
 
@@ -107,6 +110,7 @@ class Gate:
     # default one (then the policy must grant it); false: the gateway serves one project.
     allow_project_header: bool = False
     hosts: HostAllowList = field(default_factory=HostAllowList)
+    failures: AuthFailureLimiter | None = None
     # The policy is fixed between reloads, so the part of a decision that depends only on the
     # request (not on the warehouse's resolved names) is a pure function: memoized.
     _decisions: BoundedLru[DecisionKey, str] = field(
@@ -132,6 +136,7 @@ class Gate:
         headers: Mapping[str, str] | None = None,
         *,
         require_marker: bool = True,
+        peer: Callable[[], Peer] | None = None,
     ) -> CallerIdentity:
         """Check a request's origin, authenticate its caller and take a rate-limit token.
 
@@ -139,19 +144,31 @@ class Gate:
             authorization: the Authorization header / `authorization` metadata value.
             headers: HTTP headers (None on gRPC, which a browser cannot send).
             require_marker: whether the anti-SSRF marker rule applies to this route.
+            peer: the connection's peer, looked up only when a limit needs it.
         """
         if headers is not None:
             try:
                 check_not_forged(headers, require_marker=require_marker, hosts=self.hosts)
             except PermissionDeniedError as exc:
                 raise self._reject("ssrf_header", exc) from None
+        failures = self.failures
+        if failures is not None and peer is not None and failures.active:
+            try:
+                failures.check(peer().auth_key)
+            except RateLimitedCallerError as exc:
+                raise self._reject("auth_ratelimit", exc) from None
         try:
             caller = await self.auth.authenticate(authorization)
         except GatewayError as exc:
+            if failures is not None and peer is not None:
+                failures.failed(peer().auth_key)
             raise self._reject("auth", exc) from None
         if self.limiter is not None:
+            # An anonymous caller (mode none) is its peer: one process cannot starve the rest.
+            key = caller.name if caller.authenticated or peer is None else (
+                f"{caller.name}@{peer().caller_key}")
             try:
-                self.limiter.acquire(caller.name)
+                self.limiter.acquire(key)
             except RateLimitedCallerError as exc:
                 raise self._reject("ratelimit", exc) from None
         return caller

@@ -57,11 +57,14 @@ def build_gate(
     policy: CallerPolicy | None = None,
     rate: tuple[float, int] | None = None,
     allow_project_header: bool = False,
+    failures: object = None,
 ) -> Gate:
     limiter = RateLimiter(rate[0], rate[1], clock) if rate else None
-    extra = {"allow_project_header": True} if allow_project_header else {}
+    extra: dict[str, object] = {"allow_project_header": True} if allow_project_header else {}
+    if failures is not None:
+        extra["failures"] = failures
     return Gate(auth or NoCallerAuth(), policy or CallerPolicy(None), limiter, ops, metrics,
-                **extra)
+                **extra)  # type: ignore[arg-type]
 
 
 @pytest.fixture
