@@ -22,6 +22,7 @@ from gateway.metrics import Metrics
 from gateway.models import RequestContext
 from gateway.preflight import startup_problems
 from gateway.settings import Settings, SettingsError, TokenKind
+from gateway.shared_host import shared_host_warning
 from gateway.upstream.lakekeeper import CatalogClient
 from gateway.upstream.token_source import build_token_source
 from gateway.upstream.transport import AiohttpTransport, upstream_ssl_context
@@ -35,6 +36,10 @@ class _Report:
         self._out = out
         self._secrets = [s for s in secrets if s]
         self.failed = False
+
+    def warn(self, step: str, detail: str) -> None:
+        """A `warn` line: worth fixing, not a failure (the exit code is unchanged)."""
+        print(f"warn {step}: {detail}", file=self._out, flush=True)
 
     def line(self, ok: bool, step: str, detail: str) -> None:
         for secret in self._secrets:
@@ -73,6 +78,9 @@ def run_check(argv: list[str], out: TextIO = sys.stdout) -> int:
             report.line(False, "files", problem)
         return 2
     report.line(True, "files", "every file the settings name is readable and well-formed")
+    shared = shared_host_warning(settings)
+    if shared:
+        report.warn("callers", shared)
     asyncio.run(_upstream_steps(settings, args.warehouse, report))
     return 1 if report.failed else 0
 

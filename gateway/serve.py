@@ -19,6 +19,7 @@ from gateway.logging import Redactor, configure_logging
 from gateway.preflight import startup_problems
 from gateway.reload import SettingsSource
 from gateway.settings import Settings, SettingsError
+from gateway.shared_host import shared_host_warning
 from gateway.sockets import StartupError
 from gateway.surfaces.callers import caller_secrets
 
@@ -63,6 +64,9 @@ def run(argv: list[str]) -> int:
     configure_audit(settings.log.audit)
     for warning in settings.warnings():
         _log.warning(warning)
+    shared = shared_host_warning(settings)
+    if shared:
+        _log.warning(shared)
     try:
         import uvloop
 

@@ -35,7 +35,8 @@ def test_check_passes_every_step_against_the_local_stack(info: dict[str, Any]) -
     env = stack_env(info)
     done = _lakegate(["check", "--warehouse", "demo"], env)
     assert done.returncode == 0, done.stdout + done.stderr
-    lines = done.stdout.splitlines()
+    # a `warn callers:` line (mode none on a host with other users) does not fail the check
+    lines = [line for line in done.stdout.splitlines() if not line.startswith("warn ")]
     assert [line.split()[1].rstrip(":") for line in lines] == [
         "settings", "files", "idp", "catalog", "warehouse",
     ]
