@@ -361,6 +361,11 @@ class Settings(BaseSettings):
                 f"{env_name('cache', 'refresh_rate_per_s')} x {env_name('cache', 'refresh_lead_s')}"
                 f" < {env_name('cache', 'max_entries')}/2: hot keys may miss refresh-ahead"
             )
+        if self.callers.mode is CallerMode.JWT and not self.callers.issuer:
+            out.append(
+                f"{env_name('callers', 'mode')}=jwt without {env_name('callers', 'issuer')}: "
+                "a token of any issuer is accepted if a key of the JWKS signed it; set the issuer"
+            )
         return out
 
     def secret_values(self) -> list[str]:
