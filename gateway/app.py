@@ -184,7 +184,7 @@ class App:
         )
         gate = Gate(auth, policy, limiter, service, self.metrics,
                     allow_project_header=s.callers.allow_project_header,
-                    hosts=HostAllowList(s.listen.allowed_host_names),
+                    hosts=HostAllowList(s.listen.allowed_hosts.split(",")),
                     failures=AuthFailureLimiter(s.callers.auth_failures_per_s,
                                                 s.callers.auth_failure_burst, self.clock)
                     if s.callers.auth_failures_per_s > 0 else None)

@@ -17,12 +17,12 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TextIO
 
+from gateway.caller_warnings import caller_warnings
 from gateway.clock import SystemClock
 from gateway.metrics import Metrics
 from gateway.models import RequestContext
 from gateway.preflight import startup_problems
 from gateway.settings import Settings, SettingsError, TokenKind
-from gateway.shared_host import shared_host_warning
 from gateway.upstream.lakekeeper import CatalogClient
 from gateway.upstream.token_source import build_token_source
 from gateway.upstream.transport import AiohttpTransport, upstream_ssl_context
@@ -78,9 +78,8 @@ def run_check(argv: list[str], out: TextIO = sys.stdout) -> int:
             report.line(False, "files", problem)
         return 2
     report.line(True, "files", "every file the settings name is readable and well-formed")
-    shared = shared_host_warning(settings)
-    if shared:
-        report.warn("callers", shared)
+    for warning in caller_warnings(settings):
+        report.warn("callers", warning)
     asyncio.run(_upstream_steps(settings, args.warehouse, report))
     return 1 if report.failed else 0
 

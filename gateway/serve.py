@@ -15,11 +15,11 @@ from pathlib import Path
 
 from gateway.app import App
 from gateway.audit import configure_audit
+from gateway.caller_warnings import caller_warnings
 from gateway.logging import Redactor, configure_logging
 from gateway.preflight import startup_problems
 from gateway.reload import SettingsSource
 from gateway.settings import Settings, SettingsError
-from gateway.shared_host import shared_host_warning
 from gateway.sockets import StartupError
 from gateway.surfaces.callers import caller_secrets
 
@@ -64,9 +64,8 @@ def run(argv: list[str]) -> int:
     configure_audit(settings.log.audit)
     for warning in settings.warnings():
         _log.warning(warning)
-    shared = shared_host_warning(settings)
-    if shared:
-        _log.warning(shared)
+    for warning in caller_warnings(settings):
+        _log.warning(warning)
     try:
         import uvloop
 

@@ -41,11 +41,12 @@ class HostAllowList:
     """Loopback addresses (127.0.0.0/8, ::1), `localhost` and the configured names.
 
     Args:
-        names: extra exact names (e.g. `lakegate-local.lakegate.svc.cluster.local`).
+        names: extra exact names (e.g. `lakegate-local.lakegate.svc.cluster.local`); blanks
+            are ignored (`LISTEN__ALLOWED_HOSTS` split at commas).
     """
 
     def __init__(self, names: Iterable[str] = ()) -> None:
-        self.names = LOOPBACK_NAMES | {n.lower().rstrip(".") for n in names if n}
+        self.names = LOOPBACK_NAMES | {n.strip().lower().rstrip(".") for n in names if n.strip()}
         self._memo: BoundedLru[str, bool] = BoundedLru(_MEMO_SIZE)
 
     def allows(self, host: str | None) -> bool:

@@ -1,4 +1,4 @@
-"""The mode-none warning on a host with other users (issue #28, finding 5)."""
+"""Caller-security warnings at start (issue #28: finding 5, and the JWT issuer suspicion)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from gateway.caller_warnings import caller_warnings, other_local_users, shared_host_warning
 from gateway.check import run_check
 from gateway.settings import Settings
-from gateway.shared_host import other_local_users, shared_host_warning
 
 BASE = {"LAKEGATE__UPSTREAM__URL": "http://127.0.0.1:9", "LAKEGATE__TOKEN__KIND": "none"}
 
@@ -51,8 +51,8 @@ def test_lakegate_check_prints_the_warning_without_failing(
 ) -> None:
     import gateway.check
 
-    monkeypatch.setattr(gateway.check, "shared_host_warning",
-                        lambda s: shared_host_warning(s, lambda: ["bob"]))
+    monkeypatch.setattr(gateway.check, "caller_warnings",
+                        lambda s: caller_warnings(s, lambda: ["bob"]))
     for key, value in BASE.items():
         monkeypatch.setenv(key, value)
     out = io.StringIO()
@@ -60,3 +60,14 @@ def test_lakegate_check_prints_the_warning_without_failing(
     warn = [line for line in out.getvalue().splitlines() if line.startswith("warn ")]
     assert len(warn) == 1
     assert warn[0].startswith("warn callers: LAKEGATE__CALLERS__MODE=none")
+
+
+def test_jwt_mode_without_an_issuer_is_warned() -> None:
+    """Issue #28 (suspected): a token of any issuer was accepted, silently."""
+    env = BASE | {"LAKEGATE__CALLERS__MODE": "jwt",
+                  "LAKEGATE__CALLERS__JWKS_URL": "http://127.0.0.1:1/j",
+                  "LAKEGATE__CALLERS__AUDIENCE": "lakegate"}
+    warnings = caller_warnings(Settings.load(environ=env), list)
+    assert any("LAKEGATE__CALLERS__ISSUER" in w for w in warnings)
+    with_issuer = Settings.load(environ=env | {"LAKEGATE__CALLERS__ISSUER": "https://issuer"})
+    assert caller_warnings(with_issuer, list) == []

@@ -1,11 +1,13 @@
-"""The mode-`none` warning: with caller auth off, any local process can get credentials.
+"""Start-up warnings about who can ask for credentials (`lakegate serve` log, `lakegate check`).
 
-Why: in caller mode `none` the gateway trusts whoever reaches its loopback TCP port (the AWS
-endpoint's token is then only the anti-SSRF marker). That is sound inside a pod, whose network
-namespace only the pod's containers share, and unsound on a host where other users run
-processes: each of them gets every credential the gateway's role can vend. The gateway cannot
-see the pod boundary, so it looks for other users (login accounts, processes of other uids) and
-says so at start and in `lakegate check` (deploy/README.md, "Security model").
+- Caller mode `none` on a host with other users. With caller auth off the gateway trusts whoever
+  reaches its loopback TCP port (the AWS endpoint's token is then only the anti-SSRF marker).
+  That is sound inside a pod, whose network namespace only the pod's containers share, and
+  unsound on a host where other users run processes: each of them gets every credential the
+  gateway's role can vend. The gateway cannot see the pod boundary, so it looks for other users
+  (login accounts, processes of other uids) (deploy/README.md, "Security model").
+- Caller mode `jwt` without an issuer: a token of any issuer is accepted if a key of the JWKS
+  signed it (a JWKS that aggregates several issuers' keys lets each impersonate the others).
 """
 
 from __future__ import annotations
@@ -63,3 +65,18 @@ def shared_host_warning(
         f"share this host ({shown}). Mode none is safe only where the pod boundary isolates the "
         f"gateway (a sidecar); set {env_name('callers', 'mode')} to token or jwt"
     )
+
+
+def caller_warnings(
+    settings: Settings, others: Callable[[], list[str]] = other_local_users
+) -> list[str]:
+    """Every caller-security warning that applies (one line each)."""
+    out = []
+    shared = shared_host_warning(settings, others)
+    if shared:
+        out.append(shared)
+    callers = settings.callers
+    if callers.mode is CallerMode.JWT and not callers.issuer:
+        out.append(f"{env_name('callers', 'mode')}=jwt without {env_name('callers', 'issuer')}: "
+                   "a token of any issuer is accepted if a key of the JWKS signed it")
+    return out
