@@ -16,7 +16,6 @@ import contextlib
 import gc
 import json
 import logging
-import os
 import signal
 from collections.abc import Callable
 from enum import Enum
@@ -34,13 +33,22 @@ from gateway.reload import ConfigReloader, SettingsSource
 from gateway.server_log import SERVER_LOGGER, MalformedRequestFilter
 from gateway.service import build_core
 from gateway.settings import Settings, env_name
-from gateway.sockets import StartupError, clear_stale_uds, tcp_socket, uds_socket
+from gateway.sockets import (
+    StartupError,
+    clear_stale_uds,
+    open_to_group,
+    private_umask,
+    tcp_socket,
+    uds_socket,
+)
 from gateway.surfaces.accounting import Recorder
 from gateway.surfaces.callers import CallerConfigError, build_authenticator
 from gateway.surfaces.grpc_server import GrpcSurface
+from gateway.surfaces.hosts import HostAllowList
 from gateway.surfaces.http_app import HttpDeps, build_http_server
 from gateway.surfaces.ingress import Gate, RateLimiter
 from gateway.surfaces.operations import Operations
+from gateway.surfaces.peers import AuthFailureLimiter
 from gateway.surfaces.policy import CallerPolicy, PolicyFileError
 from gateway.tasks import TaskRegistry
 from gateway.tuning import LISTEN_BACKLOG
@@ -161,7 +169,7 @@ class App:
             raise RuntimeError(f"App cannot start from state {self.state.value}")
         s = self.settings
         try:
-            policy = CallerPolicy.from_file(s.callers.policy_file)
+            policy = CallerPolicy.from_file(s.callers.policy_file, s.upstream.project_id or "")
             auth = build_authenticator(s.callers, self.clock)
         except (PolicyFileError, CallerConfigError) as exc:
             raise StartupError(str(exc)) from exc
@@ -174,7 +182,12 @@ class App:
             if s.callers.rate_per_s > 0
             else None
         )
-        gate = Gate(auth, policy, limiter, service, self.metrics)
+        gate = Gate(auth, policy, limiter, service, self.metrics,
+                    allow_project_header=s.callers.allow_project_header,
+                    hosts=HostAllowList(s.listen.allowed_hosts.split(",")),
+                    failures=AuthFailureLimiter(s.callers.auth_failures_per_s,
+                                                s.callers.auth_failure_burst, self.clock)
+                    if s.callers.auth_failures_per_s > 0 else None)
         self.reloader = ConfigReloader(
             self._reload_source, gate, self.metrics, self.clock, self._redactor,
             upstream=s.upstream,
@@ -251,8 +264,13 @@ class App:
         try:
             self.grpc_port = surface.bind_tcp(listen.host, listen.grpc_port)
             if listen.grpc_uds is not None:
-                clear_stale_uds(listen.grpc_uds)
-                surface.bind_uds(str(listen.grpc_uds))
+                try:
+                    clear_stale_uds(listen.grpc_uds)
+                except StartupError as exc:
+                    raise StartupError(f"{env_name('listen', 'grpc_uds')}: {exc}") from exc
+                # gRPC creates its socket file here: born owner-only, opened to the group below.
+                with private_umask():
+                    surface.bind_uds(str(listen.grpc_uds))
                 self._uds_paths.append(listen.grpc_uds)
         except (OSError, RuntimeError) as exc:
             raise StartupError(
@@ -261,7 +279,7 @@ class App:
             ) from exc
         await surface.server.start()
         if listen.grpc_uds is not None:
-            os.chmod(listen.grpc_uds, 0o660)
+            open_to_group(listen.grpc_uds)
 
     def _write_ports_file(self) -> None:
         path = self.settings.listen.ports_file

@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TextIO
 
+from gateway.caller_warnings import caller_warnings
 from gateway.clock import SystemClock
 from gateway.clock_skew import ClockSkew
 from gateway.metrics import Metrics
@@ -39,6 +40,10 @@ class _Report:
         self._out = out
         self._secrets = [s for s in secrets if s]
         self.failed = False
+
+    def warn(self, step: str, detail: str) -> None:
+        """A `warn` line: worth fixing, not a failure (the exit code is unchanged)."""
+        print(f"warn {step}: {detail}", file=self._out, flush=True)
 
     def line(self, ok: bool, step: str, detail: str) -> None:
         for secret in self._secrets:
@@ -77,6 +82,8 @@ def run_check(argv: list[str], out: TextIO = sys.stdout) -> int:
             report.line(False, "files", problem)
         return 2
     report.line(True, "files", "every file the settings name is readable and well-formed")
+    for warning in caller_warnings(settings):
+        report.warn("callers", warning)
     asyncio.run(_upstream_steps(settings, args.warehouse, report))
     return 1 if report.failed else 0
 

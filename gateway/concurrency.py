@@ -216,6 +216,11 @@ class TokenBucket:
         """Seconds until the next token (0 when one is there)."""
         return max(0.0, (1.0 - self._tokens) / self._rate)
 
+    def wait_s_now(self) -> float:
+        """`wait_s` after refilling to now, without taking a token."""
+        self._fill()
+        return self.wait_s()
+
     async def acquire(self) -> None:
         """Wait (on the clock) until a token is taken."""
         while not self.try_acquire():

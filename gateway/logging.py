@@ -5,6 +5,12 @@ fields. Redaction runs on the final rendered line (and on the message itself for
 such as pytest's capture) so that no secret reaches a log whatever path it took: known secret values
 registered at start, bearer tokens, JWTs, AWS access-key ids, `secret=...`-style pairs and long
 opaque blobs (session tokens).
+
+Identifier fields (`caller`, `warehouse`, `namespace`, `table`) are not secrets and are what an
+audit line is for, so only known secret values are masked in them: the shape rules would hide a
+long mixed-case table name as `***` (and let a caller choose a name that hides itself). Every
+line is also safe for terminals: C1 controls, bidi and other invisible format characters and
+U+2028/U+2029 are written as backslash-u escapes (names refuse them, other text may carry them).
 """
 
 from __future__ import annotations
@@ -37,6 +43,23 @@ _PAIR = (
     r"[\"']?\s*[:=]\s*[\"']?)([^\"'\s,&}]+))"
 )
 _AWS_KEY_ID = r"\b(?:AKIA|ASIA)[A-Z0-9]{12,}\b"
+# Extra fields that name who asked for what: only known secret values are masked in them.
+IDENTIFIER_FIELDS = frozenset({"caller", "warehouse", "namespace", "table"})
+# Written escaped: C0 (text lines), DEL, C1, Arabic letter mark, zero-width and bidi marks,
+# line/paragraph separators, bidi embeddings/overrides/isolates, invisible operators, BOM.
+_UNSAFE = "\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff"
+_UNSAFE_JSON = re.compile(f"[{_UNSAFE}]")
+_UNSAFE_TEXT = re.compile(f"[\x00-\x1f{_UNSAFE}]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group(0)):04x}"
+
+
+def escape_unsafe(line: str, *, c0: bool = False) -> str:
+    """`line` with every character that could disguise or split it escaped as `\\uXXXX` (C0
+    controls too with `c0`, for text lines; JSON already escapes them)."""
+    return (_UNSAFE_TEXT if c0 else _UNSAFE_JSON).sub(_escape, line)
 # Long opaque blobs (STS session tokens, SAS signatures, base64 secrets) - but not lower-case
 # path-like runs such as table locations made of UUIDs, which logs need to stay useful.
 _BLOB_PATTERN = r"[A-Za-z0-9/+=_-]{80,}"
@@ -102,11 +125,17 @@ class Redactor:
                 # Longest first, so a secret that contains another is masked whole.
                 self._known = tuple(sorted((*self._known, value), key=len, reverse=True))
 
-    def redact(self, text: str) -> str:
-        """Return `text` with every secret it contains replaced by `***`."""
+    def redact_known(self, text: str) -> str:
+        """Return `text` with the registered secret values replaced (no shape rules: for
+        identifiers, see the module docstring)."""
         for value in self._known:
             if value in text:
                 text = text.replace(value, MASK)
+        return text
+
+    def redact(self, text: str) -> str:
+        """Return `text` with every secret it contains replaced by `***`."""
+        text = self.redact_known(text)
         if not _may_hold_secret_shape(text):  # then every substitution would be a no-op
             return text
         return mask_shapes(text)
@@ -140,16 +169,24 @@ class JsonFormatter(logging.Formatter):
             "msg": record.getMessage(),
             "request_id": getattr(record, "request_id", None) or request_id_var.get(),
         }
+        names: dict[str, str] = {}
         for key, value in vars(record).items():
             if key not in _STANDARD_ATTRS and key not in doc:
-                doc[key] = value
+                if key in IDENTIFIER_FIELDS and isinstance(value, str):
+                    names[key] = self._redactor.redact_known(value)
+                else:
+                    doc[key] = value
         if record.exc_info and record.exc_info[1] is not None:
             doc["exc"] = self.formatException(record.exc_info)
-        return self._redactor.redact(json.dumps(doc, default=str, ensure_ascii=False))
+        line = self._redactor.redact(json.dumps(doc, default=str, ensure_ascii=False))
+        if names:  # appended after redaction: the shape rules never see them
+            line = f"{line[:-1]}, {json.dumps(names, ensure_ascii=False)[1:]}"
+        return escape_unsafe(line)
 
 
 class TextFormatter(logging.Formatter):
-    """Human-readable lines for local debugging (LOG__FORMAT=text); still redacted."""
+    """Human-readable lines for local debugging (LOG__FORMAT=text); still redacted. The extra
+    fields follow the message as `key="value"` (an audit line names the caller and the table)."""
 
     def __init__(self, redactor: Redactor) -> None:
         super().__init__("%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s")
@@ -158,7 +195,21 @@ class TextFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         if not hasattr(record, "request_id"):
             record.request_id = request_id_var.get() or "-"
-        return self._redactor.redact(super().format(record))
+        base = self._redactor.redact(super().format(record))
+        fields, names = [], []
+        for key, value in vars(record).items():
+            if key in _STANDARD_ATTRS or key == "request_id":
+                continue
+            if key in IDENTIFIER_FIELDS and isinstance(value, str):
+                names.append(f"{key}={json.dumps(self._redactor.redact_known(value))}")
+            else:
+                fields.append(f"{key}={json.dumps(value, default=str)}")
+        extra = self._redactor.redact(" ".join(fields))
+        # The first line (message) escaped fully; a traceback keeps its line breaks.
+        head, sep, rest = base.partition("\n")
+        tail = " ".join(p for p in (extra, " ".join(names)) if p)
+        return (escape_unsafe(head, c0=True) + (" " + tail if tail else "")
+                + escape_unsafe(sep + rest))
 
 
 def configure_logging(

@@ -27,7 +27,8 @@ UPSTREAM_STATUSES = ("200", "error")  # "error": no HTTP answer (connection fail
 EVICTION_REASONS = ("lru", "idle", "expired", "invalidated")
 REFRESH_REASONS = ("ahead", "lazy")
 REFRESH_STATUSES = ("ok", "error")
-INGRESS_REASONS = ("ssrf_header", "auth", "ratelimit", "policy", "malformed")
+INGRESS_REASONS = ("ssrf_header", "auth", "ratelimit", "policy", "malformed", "project",
+                   "auth_ratelimit")
 RELOAD_RESULTS = ("ok", "error")
 SKEW_CLOCKS = ("catalog", "idp")  # remote clocks whose `Date` the gateway compares with its own
 

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from gateway.errors import InvalidRequestError
 from gateway.names import NAMESPACE_SEPARATOR as NAMESPACE_SEPARATOR
-from gateway.names import check_name, check_namespace, check_warehouse
+from gateway.names import check_name, check_namespace, check_warehouse, fold_namespace, fold_table
 from gateway.names import join_namespace as join_namespace
 from gateway.names import split_namespace as split_namespace
 
@@ -305,10 +305,12 @@ def normalize_delegation(header: str | None) -> str:
 
 @dataclass(frozen=True)
 class CacheKey:
-    """The credential cache key: names case-folded, as Lakekeeper matches them.
+    """The credential cache key: names in their comparison form (`gateway.names.fold_*`), as
+    Lakekeeper matches them.
 
-    `namespace_as_given`/`table_as_given` keep the first caller's spelling for the upstream
-    call; they take no part in equality or hashing.
+    The upstream credential request names the table by these folded names too, so the entry
+    holds what the catalog answers for exactly the form the policy decided on, whichever
+    spelling filled it.
     """
 
     project: str
@@ -318,8 +320,6 @@ class CacheKey:
     access: AccessMode
     delegation: str = "vended"
     kind: TableKind = "generic"
-    namespace_as_given: tuple[str, ...] = field(default=(), compare=False, hash=False)
-    table_as_given: str = field(default="", compare=False, hash=False)
 
     @classmethod
     def of(
@@ -336,19 +336,17 @@ class CacheKey:
         return cls(
             project=project or "",
             warehouse_id=warehouse_id.lower(),
-            namespace=tuple(p.casefold() for p in namespace),
-            table=table.casefold(),
+            namespace=fold_namespace(namespace),
+            table=fold_table(table, plus_is_space=kind == "iceberg"),
             access=access,
             delegation=normalize_delegation(delegation),
             kind=kind,
-            namespace_as_given=tuple(namespace),
-            table_as_given=table,
         )
 
     def same_table(self, warehouse_id: str, namespace: tuple[str, ...], table: str) -> bool:
         """Whether this key belongs to the given table (any access or delegation)."""
         return (
             self.warehouse_id == warehouse_id.lower()
-            and self.namespace == tuple(p.casefold() for p in namespace)
-            and self.table == table.casefold()
+            and self.namespace == fold_namespace(namespace)
+            and self.table == fold_table(table, plus_is_space=self.kind == "iceberg")
         )

@@ -7,19 +7,30 @@ through, and create accepts exactly the names load accepts.
 The rules follow Lakekeeper (lakekeeper `server/namespace.rs` `validate_namespace_ident`,
 `server/generic_tables/create.rs`), plus limits that keep hostile input out of upstream URLs:
 
-- every name or level: 1..255 characters, no control characters (C0 and DEL), not `.` or `..`
-  (dot segments would be normalised away in an upstream URL: a path-traversal vector);
+- every name or level: 1..255 characters, not `.` or `..` (dot segments would be normalised
+  away in an upstream URL: a path-traversal vector), also after folding (two U+FF0E fold to `..`);
+- no control or invisible characters: C0, DEL and C1 controls, format characters (bidi
+  overrides such as U+202E, zero-width joiners, soft hyphens), U+2028/U+2029 and the other
+  default-ignorable code points. They would reach logs and terminals as-is, and Lakekeeper's
+  collation ignores most of them, so two spellings the policy tells apart could name one table;
 - a namespace: 1..5 levels (Lakekeeper's `MAX_NAMESPACE_DEPTH`), no `.` inside a level
   (Lakekeeper's `NamespacePartContainsDot`);
 - a warehouse (name or UUID, Lakekeeper's `{prefix}` segment): no `/`;
 - a generic table name may hold `/` and spaces (Lakekeeper takes the `{table}` segment as-is
   after percent-decoding); a `+` is left for Lakekeeper to refuse at create, so the gateway never
   rejects a name the catalog accepts.
+
+Comparison form (`fold`): Lakekeeper matches names with an ICU level-2 collation (case- and
+compatibility-insensitive, accent-sensitive), and replaces `+` with a space in namespace levels
+and Iceberg table names. `fold` (NFKC case fold, the Unicode `NFKC_Casefold` idea) plus that `+`
+rule is the one form the policy, the cache key and the upstream credential request use, so a
+name spelt `straße`, `STRASSE` or `strasse` is one name to all three.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 import uuid
 from collections.abc import Iterable
 
@@ -28,7 +39,17 @@ from gateway.errors import InvalidRequestError
 NAMESPACE_SEPARATOR = "\x1f"  # Lakekeeper joins namespace levels with 0x1F (%1F in a path)
 MAX_NAME_LEN = 255
 MAX_NAMESPACE_DEPTH = 5
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# Unicode general categories never allowed in a name: format (bidi overrides, zero-width and
+# tag characters), surrogates, line and paragraph separators.
+_INVISIBLE_CATEGORIES = frozenset({"Cf", "Cs", "Zl", "Zp"})
+# Default-ignorable code points outside those categories (DerivedCoreProperties.txt):
+# combining grapheme joiner, Hangul fillers, Khmer inherent vowels, Mongolian and other
+# variation selectors, reserved ignorables.
+_IGNORABLE = re.compile(
+    "[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u2060-\u206f\u3164\ufe00-\ufe0f"
+    "\uffa0\ufff0-\ufff8\U000e0000-\U000e0fff]"
+)
 
 
 def check_name(value: object, what: str) -> str:
@@ -42,16 +63,20 @@ def check_name(value: object, what: str) -> str:
         `value`, unchanged.
 
     Raises:
-        InvalidRequestError: not a string, empty, too long, `.`/`..`, or with control characters.
+        InvalidRequestError: not a string, empty, too long, `.`/`..` (as given or folded), or
+            with control or invisible characters.
     """
     if not isinstance(value, str) or not value:
         raise InvalidRequestError(f"{what} must be a non-empty string")
     if len(value) > MAX_NAME_LEN:
         raise InvalidRequestError(f"{what} is too long (at most {MAX_NAME_LEN} characters)")
-    if value in {".", ".."}:
+    if _CONTROL.search(value) or _IGNORABLE.search(value) or any(
+        unicodedata.category(c) in _INVISIBLE_CATEGORIES for c in value if not c.isascii()
+    ):
+        raise InvalidRequestError(
+            f"{what} contains control characters or invisible (format, bidi, separator) ones")
+    if value in {".", ".."} or fold(value) in {".", ".."}:
         raise InvalidRequestError(f"{what} must not be '.' or '..'")
-    if _CONTROL.search(value):
-        raise InvalidRequestError(f"{what} contains control characters")
     return value
 
 
@@ -62,7 +87,7 @@ def check_warehouse(value: object) -> str:
         InvalidRequestError: as `check_name`, or with a `/`.
     """
     name = check_name(value, "warehouse")
-    if "/" in name:
+    if "/" in fold(name):
         raise InvalidRequestError("warehouse must not contain '/'")
     return name
 
@@ -77,7 +102,7 @@ def check_namespace(levels: Iterable[object], what: str = "namespace") -> tuple[
     if not parts or len(parts) > MAX_NAMESPACE_DEPTH:
         raise InvalidRequestError(f"{what} must have between 1 and {MAX_NAMESPACE_DEPTH} levels")
     checked = tuple(check_name(part, f"{what} level") for part in parts)
-    if any("." in part for part in checked):
+    if any("." in fold(part) for part in checked):
         raise InvalidRequestError(f"{what} levels must not contain '.'")
     return checked
 
@@ -106,3 +131,31 @@ def is_uuid(value: str) -> bool:
     except ValueError:
         return False
     return len(value) == 36
+
+
+def fold(name: str) -> str:
+    """The comparison form of a warehouse or generic table name: NFKC case fold.
+
+    Approximates Lakekeeper's ICU level-2 matching: case (`ß`/`ss`, final and medial sigma,
+    micro sign and mu) and compatibility forms (`ﬁ`/`fi`, `ﬆ`/`st`, full-width letters)
+    compare equal, accents do not.
+    """
+    if name.isascii():
+        return name.lower()
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", name).casefold())
+
+
+def fold_level(level: str) -> str:
+    """A namespace level's comparison form: Lakekeeper reads `+` in a level as a space."""
+    return fold(level.replace("+", " "))
+
+
+def fold_namespace(levels: Iterable[str]) -> tuple[str, ...]:
+    """Every level's comparison form (`fold_level`)."""
+    return tuple(fold_level(level) for level in levels)
+
+
+def fold_table(name: str, *, plus_is_space: bool) -> str:
+    """A table name's comparison form; Lakekeeper reads `+` as a space in Iceberg table names
+    (`plus_is_space=True`) and takes generic table names as they are."""
+    return fold(name.replace("+", " ") if plus_is_space else name)

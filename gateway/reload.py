@@ -69,8 +69,9 @@ class ConfigReloader:
     def _load(self) -> _Loaded:
         """Runs in a worker thread (file reads); raises on any invalid input."""
         settings = self._source()
-        policy = CallerPolicy.from_file(settings.callers.policy_file)
-        problem = read_role_problem(self._upstream or settings.upstream, policy)
+        upstream = self._upstream or settings.upstream
+        policy = CallerPolicy.from_file(settings.callers.policy_file, upstream.project_id or "")
+        problem = read_role_problem(upstream, policy)
         if problem:
             raise PolicyFileError(problem)
         return _Loaded(

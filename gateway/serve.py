@@ -15,6 +15,7 @@ from pathlib import Path
 
 from gateway.app import App
 from gateway.audit import configure_audit
+from gateway.caller_warnings import caller_warnings
 from gateway.logging import Redactor, configure_logging
 from gateway.preflight import startup_problems
 from gateway.reload import SettingsSource
@@ -62,6 +63,8 @@ def run(argv: list[str]) -> int:
     configure_logging(settings.log.level, settings.log.format, redactor)
     configure_audit(settings.log.audit)
     for warning in settings.warnings():
+        _log.warning(warning)
+    for warning in caller_warnings(settings):
         _log.warning(warning)
     try:
         import uvloop

@@ -144,6 +144,7 @@ class TokenSettings(_Section):
 class ListenSettings(_Section):
     """Where the HTTP and gRPC surfaces listen."""
 
+    _HOSTS: ClassVar[str] = r"^\s*([\w-][\w.-]*(\s*,\s*[\w-][\w.-]*)*)?\s*$"  # no port, no *
     host: str = "127.0.0.1"
     http_port: int = Field(default=8765, ge=0, le=65535)
     grpc_port: int = Field(default=8766, ge=0, le=65535)
@@ -159,6 +160,7 @@ class ListenSettings(_Section):
     # the HTTP listener.
     ops_host: str = "127.0.0.1"
     ops_port: int | None = Field(default=None, ge=0, le=65535)
+    allowed_hosts: str = Field(default="", pattern=_HOSTS)  # Host names besides loopback
 
     @property
     def is_loopback(self) -> bool:
@@ -208,6 +210,9 @@ class CallerSettings(_Section):
     policy_file: Path | None = None
     rate_per_s: float = Field(default=0.0, ge=0)
     burst: int = Field(default=100, ge=1)
+    auth_failures_per_s: float = Field(default=2.0, ge=0)  # per peer, then 429; 0: off
+    auth_failure_burst: int = Field(default=50, ge=1)
+    allow_project_header: bool = False  # false: a project header other than the default -> 403
 
     @model_validator(mode="after")
     def _check(self) -> CallerSettings:

@@ -5,7 +5,8 @@ Two gateways on the real stack: callers mode `token` (tokens file) and mode `jwt
 against a JWKS the harness serves, so it can also mint tokens with a wrong audience, issuer,
 expiry or signature). Both use the same policy: alice may read+write namespace team_a, bob may
 only read team_b. A probe leaks when a forbidden request is answered 2xx, or when any answer to a
-forbidden request contains a secret vended for the owner's table.
+forbidden request contains a secret vended for the owner's table. Issue #28's probes (case-fold
+twins, project headers, rebinding Hosts, another uid) are in hardening/isolation_names.py.
 """
 
 from __future__ import annotations
@@ -29,6 +30,15 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from devstack.gateway_process import GatewayEndpoints, GatewayProcess
 from hardening.environment import HarnessContext, gateway_settings, native_path, request_json
+from hardening.isolation_names import (
+    ERIN_RULE,
+    TWIN_NS,
+    TWIN_TABLE,
+    casefold_probes,
+    host_probes,
+    project_probes,
+    uid_probes,
+)
 from hardening.processes import HarnessError
 from hardening.report import IsolationResult
 
@@ -58,6 +68,7 @@ POLICY = {
         "bob": [{"warehouse": "*", "namespace": "team_b*", "table": "*", "access": ["read"]}],
         "carol": [{"warehouse": "*", "namespace": "team_a*", "table": "*", "access": ["read"]}],
         "dave": [{"warehouse": "*", "namespace": "team_a*", "table": "*", "access": ["read"]}],
+        "erin": [ERIN_RULE],
     }
 }
 
@@ -88,7 +99,7 @@ def prepare_catalog(ctx: HarnessContext) -> None:
     ctx.scanner.add_planted([token])
     wid = ctx.info.warehouse.id
     base = ctx.catalog_url
-    for t in TARGETS:
+    for t in (*TARGETS, Target(TWIN_NS, TWIN_TABLE, "alice")):
         status, _ = request_json(
             "POST",
             f"{base}/catalog/v1/{wid}/namespaces",
@@ -231,7 +242,7 @@ class Prober:
         uds: bool = False,
     ) -> tuple[int, str]:
         if uds:
-            return _uds_request(self.eps.http_uds, method, path, token, body)
+            return _uds_request(self.eps.http_uds, method, path, token, body, headers)
         url = self.eps.http_url + path
         hdrs = {"X-Lakegate-Request": "1", "Content-Type": "application/json", **(headers or {})}
         if token is not None:
@@ -307,6 +318,12 @@ class Prober:
             "grpc:list": lambda tok: _grpc_call(self.eps.grpc_target, "list", wh, t, tok),
         }
 
+    def grpc(self, t: Target, token: str | None,
+             metadata: tuple[tuple[str, str], ...] = ()) -> tuple[int, str]:
+        """gRPC GetTableCredentials for `t` with extra metadata."""
+        return _grpc_call(self.eps.grpc_target, "credentials", self.ctx.warehouse, t, token,
+                          metadata)
+
     def expect_allowed(
         self, surface: str, call: Callable[[str | None], tuple[int, str]], token: str, t: Target
     ) -> None:
@@ -371,7 +388,8 @@ def _secrets_in(body: str) -> set[str]:
 
 
 def _uds_request(
-    path: str, method: str, target: str, token: str | None, body: dict[str, Any] | None
+    path: str, method: str, target: str, token: str | None, body: dict[str, Any] | None,
+    extra: dict[str, str] | None = None,
 ) -> tuple[int, str]:
     import http.client
     import socket
@@ -383,8 +401,8 @@ def _uds_request(
             s.connect(path)
             self.sock = s
 
-    conn = UnixConnection("lakegate")
-    headers = {"X-Lakegate-Request": "1"}
+    conn = UnixConnection("localhost")
+    headers = {"X-Lakegate-Request": "1", **(extra or {})}
     if token is not None:
         headers["Authorization"] = f"Bearer {token}"
     try:
@@ -398,7 +416,8 @@ def _uds_request(
 
 
 def _grpc_call(
-    target: str, kind: str, warehouse: str, t: Target, token: str | None
+    target: str, kind: str, warehouse: str, t: Target, token: str | None,
+    extra_md: tuple[tuple[str, str], ...] = (),
 ) -> tuple[int, str]:
     """One gRPC call mapped to an HTTP-like status (200 OK, 401/403/404 denials, 500 otherwise)."""
     import grpc
@@ -411,7 +430,7 @@ def _grpc_call(
         credentials_pb2_grpc,
     )
 
-    md = (("authorization", f"Bearer {token}"),) if token is not None else ()
+    md = ((("authorization", f"Bearer {token}"),) if token is not None else ()) + extra_md
     ref = common_pb2.TableRef(warehouse=warehouse, namespace=[t.namespace], name=t.table)
     codes = {
         grpc.StatusCode.UNAUTHENTICATED: 401,
@@ -498,6 +517,14 @@ def _isolation_round(prober: Prober, tokens: dict[str, str]) -> None:
     )
 
 
+def _issue_28_round(prober: Prober, tokens: dict[str, str]) -> None:
+    """Case-fold twins, project-header swaps and rebinding Hosts (hardening/isolation_names.py)."""
+    wh = prober.ctx.warehouse
+    casefold_probes(prober, tokens, wh, Target(TWIN_NS, TWIN_TABLE, "alice"))
+    project_probes(prober, tokens, wh, TARGETS)
+    host_probes(prober, tokens, wh, TARGETS)
+
+
 def _no_marker_get(url: str) -> tuple[int, str]:
     req = urllib.request.Request(url)  # noqa: S310
     try:
@@ -531,7 +558,8 @@ def run_isolation_suite(ctx: HarnessContext, result: IsolationResult) -> dict[st
 
     # -- mode token --
     tokens = {
-        name: f"lg-{name}-{secrets.token_urlsafe(24)}" for name in ("alice", "bob", "carol", "dave")
+        name: f"lg-{name}-{secrets.token_urlsafe(24)}"
+        for name in ("alice", "bob", "carol", "dave", "erin")
     }
     ctx.scanner.add_planted(tokens.values())
     tokens_file = ctx.run_dir / "gateways" / "iso-token" / "tokens.json"
@@ -543,6 +571,10 @@ def run_isolation_suite(ctx: HarnessContext, result: IsolationResult) -> dict[st
         assert gw.endpoints is not None
         prober = Prober(ctx, gw.endpoints, result, {}, "token")
         _isolation_round(prober, tokens)
+        _issue_28_round(prober, tokens)
+        skipped = uid_probes(prober, tokens, ctx.warehouse, TARGETS, result)
+        if skipped:
+            extra_info["uid_probes"] = skipped
         for name, bad in {
             "unknown_token": "lg-nobody-" + secrets.token_urlsafe(16),
             "truncated_token": tokens["alice"][:-1],
@@ -564,10 +596,11 @@ def run_isolation_suite(ctx: HarnessContext, result: IsolationResult) -> dict[st
         }
         with _gateway(ctx, "iso-jwt", extra) as gw:
             assert gw.endpoints is not None
-            jwt_tokens = {name: jwks.mint(name) for name in ("alice", "bob")}
+            jwt_tokens = {name: jwks.mint(name) for name in ("alice", "bob", "erin")}
             ctx.scanner.add_planted(jwt_tokens.values())
             prober = Prober(ctx, gw.endpoints, result, {}, "jwt")
             _isolation_round(prober, jwt_tokens)
+            _issue_28_round(prober, jwt_tokens)
             for name, bad in jwks.bad_tokens().items():
                 ctx.scanner.add_planted([bad])
                 for surface, call in prober.surfaces(TARGETS[0]).items():

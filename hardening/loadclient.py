@@ -170,7 +170,7 @@ class _Runner:
             connector: aiohttp.BaseConnector
             if self.cfg.surface == "uds":
                 connector = aiohttp.UnixConnector(path=self.cfg.uds)
-                base = "http://lakegate"
+                base = "http://localhost"
             else:
                 connector = aiohttp.TCPConnector(limit=self.cfg.concurrency)
                 base = self.cfg.http_url.rstrip("/")

@@ -92,7 +92,7 @@ def gateway_routes() -> list[RouteShape]:
 def request(method: str, target: bytes, *, headers: list[tuple[bytes, bytes]] | None = None,
             body: bytes | None = None, marker: bool = True) -> bytes:
     """A raw HTTP/1.1 request; Content-Length is added for a body unless a header sets one."""
-    head = [(b"Host", b"gateway"), (b"Connection", b"close")]
+    head = [(b"Host", b"localhost"), (b"Connection", b"close")]
     if marker:
         head.append((b"X-Lakegate-Request", b"1"))
     extra = headers or []

@@ -10,6 +10,7 @@ their case.
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from devstack.emulator.errors import ApiError
 
@@ -67,8 +68,9 @@ def validate_format(fmt: str) -> str:
 
 
 def fold(name: str) -> str:
-    """Case key for case-insensitive, case-preserving names."""
-    return name.casefold()
+    """Case key for case-insensitive, case-preserving names: NFKC case fold, as Lakekeeper's
+    ICU level-2 collation also equates compatibility forms (full-width letters, ligatures)."""
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", name).casefold())
 
 
 def namespace_key(parts: list[str]) -> str:

@@ -19,7 +19,7 @@ from gateway.clock import Clock
 from gateway.concurrency import SingleFlight, Spawn
 from gateway.errors import GatewayError, NotFoundError, UpstreamTimeoutError
 from gateway.models import RequestContext, Warehouse
-from gateway.names import is_uuid
+from gateway.names import fold, is_uuid
 from gateway.tuning import WAREHOUSE_KNOWN_MAX, WAREHOUSE_STALE_RETRY_S, WAREHOUSE_STALE_WAIT_S
 from gateway.upstream.lakekeeper import CatalogClient
 
@@ -68,7 +68,7 @@ class WarehouseResolver:
         names known for good; not for a bare UUID, which teaches nothing and would push
         learned names out)."""
         deadline = self._clock.monotonic() + self._ttl_s
-        for k in {f"{project}|{query.casefold()}", f"{project}|{wh.name.casefold()}",
+        for k in {f"{project}|{fold(query)}", f"{project}|{fold(wh.name)}",
                   f"{project}|{wh.id.lower()}"}:
             self._cache[k] = (wh, deadline)
             self._cache.move_to_end(k)
@@ -108,7 +108,7 @@ class WarehouseResolver:
     @staticmethod
     def cache_key(warehouse: str, project: str) -> str:
         """The key `resolve` caches a resolution under (for `peek`)."""
-        return f"{project}|{warehouse.casefold()}"
+        return f"{project}|{fold(warehouse)}"
 
     def peek(self, ck: str) -> Warehouse | None:
         """The cached, unexpired resolution under `ck` (no I/O): what `resolve` would return
@@ -125,7 +125,7 @@ class WarehouseResolver:
     def ids_for(self, warehouse: str) -> set[str]:
         """Every warehouse id known under this name or id (any project), without I/O."""
         ids = {warehouse.lower()} if is_uuid(warehouse) else set()
-        folded = warehouse.casefold()
+        folded = fold(warehouse)
         ids |= {wh.id for k, wh in self._known.items() if k.split("|", 1)[1] == folded}
         return ids
 

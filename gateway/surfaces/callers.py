@@ -32,6 +32,9 @@ from gateway.settings import CallerMode, CallerSettings
 
 ANONYMOUS = CallerIdentity(name="anonymous", authenticated=False)
 _JWT_ALGORITHMS = ("RS256", "RS384", "RS512", "ES256", "ES384", "PS256", "EdDSA")
+# Clock skew allowed between the token's issuer and this node (exp, nbf, iat), as
+# is usual for JWT validators: an IdP a few seconds ahead must not fail fresh tokens.
+JWT_LEEWAY_S = 30
 
 
 class CallerConfigError(ValueError):
@@ -110,7 +113,9 @@ class StaticTokenCallerAuth:
 
 @dataclass(eq=False, repr=False)
 class JwksKeys:
-    """The JWKS signing keys by `kid`, fetched off the event loop and refetched on unknown kid.
+    """The JWKS signing keys by `kid`, fetched off the event loop and refetched on unknown kid
+    and when older than `max_age_s` (so a key removed from the JWKS, e.g. after a leak, stops
+    verifying within that time; while the JWKS cannot be fetched the known keys stay in use).
 
     A refetch is rate-limited (min_refresh_s), so a flood of tokens with a bogus kid cannot turn
     into a flood of JWKS requests.
@@ -119,6 +124,7 @@ class JwksKeys:
     jwks_url: str
     clock: Clock
     min_refresh_s: float = 30.0
+    max_age_s: float = 300.0
     _: KW_ONLY
     ca_file: Path | None = None
     bearer_token_file: Path | None = None
@@ -143,7 +149,11 @@ class JwksKeys:
         client = jwt.PyJWKClient(
             self.jwks_url, cache_jwk_set=False, timeout=10, headers=headers, ssl_context=context
         )
-        return {k.key_id or "": k.key for k in client.get_signing_keys()}
+        try:
+            signing = client.get_signing_keys()
+        except jwt.PyJWKSetError:  # the JWKS answered without a usable key: none is valid
+            return {}
+        return {k.key_id or "": k.key for k in signing}
 
     async def key_for(self, kid: str) -> Any:
         """The verification key for `kid`.
@@ -151,20 +161,25 @@ class JwksKeys:
         Raises:
             UnauthenticatedError: no such key (after at most one rate-limited refetch).
         """
-        if kid in self._keys:
+        if kid in self._keys and not self._stale():
             return self._keys[kid]
         async with self._lock:
-            if kid not in self._keys and self._may_refresh():
+            if (kid not in self._keys or self._stale()) and self._may_refresh():
                 self._fetched_at = self.clock.monotonic()
                 try:
                     self._keys = await asyncio.to_thread(self._fetch)
                 except jwt.PyJWKClientError as exc:
-                    raise UnauthenticatedError("caller JWKS unavailable") from exc
+                    if kid not in self._keys:
+                        raise UnauthenticatedError("caller JWKS unavailable") from exc
         if kid not in self._keys:
             if len(self._keys) == 1 and not kid:
                 return next(iter(self._keys.values()))
             raise UnauthenticatedError("caller token signed by an unknown key")
         return self._keys[kid]
+
+    def _stale(self) -> bool:
+        return (self._fetched_at is not None
+                and self.clock.monotonic() - self._fetched_at >= self.max_age_s)
 
     def _may_refresh(self) -> bool:
         return (
@@ -186,8 +201,9 @@ class JwtCallerAuth:
     issuer: str | None
     name_claim: str = "sub"
     cache_size: int = 4096
-    # digest → (caller, exp): a token verified once is not re-verified until it expires.
-    _verified: LRUCache[str, tuple[CallerIdentity, float]] = field(init=False)
+    # digest → (caller, exp, kid, key): a token verified once is not re-verified until it
+    # expires, while the key that verified it is still the JWKS's key for its kid.
+    _verified: LRUCache[str, tuple[CallerIdentity, float, str, Any]] = field(init=False)
 
     def __post_init__(self) -> None:
         self._verified = LRUCache(self.cache_size)
@@ -198,15 +214,17 @@ class JwtCallerAuth:
             raise UnauthenticatedError("missing caller token")
         digest = _digest(token)
         cached = self._verified.get(digest)
-        now = self.clock.now()
-        if cached is not None and cached[1] > now:
-            identity: CallerIdentity = cached[0]
-            return identity
+        if cached is not None and cached[1] > self.clock.now():
+            # raises when the kid left the JWKS; another key under the kid: verified again
+            if await self.keys.key_for(cached[2]) is cached[3]:
+                identity: CallerIdentity = cached[0]
+                return identity
         try:
             header = jwt.get_unverified_header(token)
         except jwt.PyJWTError as exc:
             raise UnauthenticatedError("malformed caller token") from exc
-        key = await self.keys.key_for(str(header.get("kid") or ""))
+        kid = str(header.get("kid") or "")
+        key = await self.keys.key_for(kid)
         try:
             claims = jwt.decode(
                 token,
@@ -215,6 +233,7 @@ class JwtCallerAuth:
                 audience=self.audience,
                 issuer=self.issuer,
                 options={"require": ["exp"], "verify_iss": self.issuer is not None},
+                leeway=JWT_LEEWAY_S,
             )
         except jwt.ExpiredSignatureError as exc:
             raise UnauthenticatedError("caller token expired") from exc
@@ -224,7 +243,7 @@ class JwtCallerAuth:
         if not isinstance(name, str) or not name:
             raise UnauthenticatedError(f"caller token has no '{self.name_claim}' claim")
         caller = CallerIdentity(name=name, authenticated=True)
-        self._verified[digest] = (caller, float(claims["exp"]))
+        self._verified[digest] = (caller, float(claims["exp"]), kid, key)
         return caller
 
 

@@ -25,6 +25,7 @@ from gateway.models import CallerIdentity, RequestContext
 from gateway.surfaces.accounting import Kind, Recorder, Tally
 from gateway.surfaces.grpc_errors import error_detail, grpc_code_of
 from gateway.surfaces.ingress import Gate
+from gateway.surfaces.peers import GrpcPeer
 
 _log = logging.getLogger("lakegate.grpc")
 ERROR_DETAIL_KEY = "lakegate-error-bin"
@@ -93,7 +94,8 @@ def guarded(
         error: GatewayError | None = None
         try:
             with recorder.track("grpc", kind) as tally:
-                caller = await gate.admit(md.get("authorization"), None)
+                caller = await gate.admit(md.get("authorization"), None,
+                                          peer=GrpcPeer(context))
                 if isinstance(request, Malformed):
                     raise InvalidRequestError("request is not a valid protobuf message")
                 ctx = RequestContext(
@@ -102,6 +104,8 @@ def guarded(
                     project_id=md.get("x-project-id") or None,
                     caller=caller,
                 )
+                if ctx.project_id is not None:
+                    gate.check_project(caller, ctx)
                 return await method(request, GrpcCall(caller, ctx, tally))
         except GatewayError as err:
             error = err

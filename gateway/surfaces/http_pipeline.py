@@ -50,6 +50,7 @@ from gateway.surfaces.ingress import Gate
 from gateway.surfaces.lakekeeper_compat import lakekeeper_error
 from gateway.surfaces.memo import BoundedLru
 from gateway.surfaces.operations import Operations
+from gateway.surfaces.peers import LazyPeer
 from gateway.surfaces.render import error_response, internal_error_response, json_response
 from gateway.surfaces.request_ids import RequestIds
 from gateway.tuning import FAILED_LOG_INTERVAL_S, MATCH_CACHE_MAX_TARGET, MATCH_CACHE_SIZE
@@ -148,8 +149,11 @@ class HttpPipeline:
                     kind = route.kind if isinstance(route.kind, str) else route.kind(request)
                     headers = request.headers
                     with self._recorder.track(route.surface, kind) as tally:
-                        caller = await self._gate.admit(headers.get("Authorization"), headers)
+                        caller = await self._gate.admit(headers.get("Authorization"), headers,
+                                                        peer=LazyPeer(request.transport))
                         ctx = context_of(request, request_id, caller)
+                        if ctx.project_id is not None:
+                            self._gate.check_project(caller, ctx)
                         response = await route.handler(
                             HttpCall(request, match, request_id, caller, ctx, tally))
             except GatewayError as err:

@@ -1,14 +1,16 @@
 """The gate every surface request passes: anti-SSRF, caller authentication, rate limit, policy.
 
 Order matters: forgeable requests are refused before any work (no token verification for a
-browser's cross-site request), authentication before the rate limit (the bucket is per caller),
-and the policy check before the cache is consulted (callers share cache entries).
+browser's cross-site request), a peer that keeps failing authentication before its next token is
+verified (surfaces/peers.py), authentication before the rate limit (the bucket is per caller, or
+per peer for an anonymous caller), and the policy check before the cache is consulted (callers
+share cache entries).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,14 +23,16 @@ from gateway.errors import GatewayError, PermissionDeniedError, RateLimitedCalle
 from gateway.metrics import Metrics
 from gateway.models import AccessMode, CallerIdentity, RequestContext, Scope
 from gateway.surfaces.callers import CallerAuthenticator
+from gateway.surfaces.hosts import HostAllowList
 from gateway.surfaces.memo import BoundedLru
 from gateway.surfaces.operations import Operations
+from gateway.surfaces.peers import AuthFailureLimiter, Peer
 from gateway.surfaces.policy import CallerPolicy
 from gateway.tuning import DECISION_MEMO_SIZE
 
 MARKER_HEADER = "X-Lakegate-Request"
 _ALLOW, _DENY, _RESOLVE = "allow", "deny", "resolve"
-DecisionKey = tuple[str, str, tuple[str, ...], str | None, AccessMode]
+DecisionKey = tuple[str, str, tuple[str, ...], str | None, AccessMode, str | None]
 _log = logging.getLogger("lakegate.ingress")
 
 
@@ -36,7 +40,11 @@ def forgeable(message: str) -> PermissionDeniedError:
     return PermissionDeniedError(message, lakekeeper_type="ForgeableRequest")
 
 
-def check_not_forged(headers: Mapping[str, str], *, require_marker: bool) -> None:
+_LOOPBACK_ONLY = HostAllowList()
+
+
+def check_not_forged(headers: Mapping[str, str], *, require_marker: bool,
+                     hosts: HostAllowList = _LOOPBACK_ONLY) -> None:
     """Refuse what a browser or an SSRF could send (like Vault's X-Vault-Request).
 
     Why: deploy/README.md, "Security model".
@@ -44,14 +52,21 @@ def check_not_forged(headers: Mapping[str, str], *, require_marker: bool) -> Non
     Args:
         headers: the request headers (case-insensitive mapping).
         require_marker: credential/metadata routes need Authorization or X-Lakegate-Request.
+        hosts: the Host names accepted (DNS rebinding: gateway/surfaces/hosts.py).
 
     Raises:
         PermissionDeniedError: type ForgeableRequest.
     """
+    if not hosts.allows(headers.get("Host")):
+        raise forgeable("the Host header must name loopback (127.0.0.1, [::1], localhost) or a "
+                        "name in LAKEGATE__LISTEN__ALLOWED_HOSTS")
     if "X-Forwarded-For" in headers:
         raise forgeable("requests relayed by a proxy (X-Forwarded-For) are refused")
-    if headers.get("Sec-Fetch-Site", "").lower() == "cross-site":
-        raise forgeable("cross-site browser requests are refused")
+    fetch_site = headers.get("Sec-Fetch-Site")
+    if fetch_site is not None and fetch_site.lower() != "none":
+        # Only `none` (typed in the address bar) is not a page's request: `same-origin` is what a
+        # rebound page's own requests say.
+        raise forgeable("browser requests from a page (Sec-Fetch-Site) are refused")
     origin = headers.get("Origin")
     if origin is not None:
         raise forgeable("browser requests (Origin) are refused")
@@ -91,6 +106,11 @@ class Gate:
     limiter: RateLimiter | None
     ops: Operations
     metrics: Metrics
+    # CALLERS__ALLOW_PROJECT_HEADER: whether a request may name a project other than the
+    # default one (then the policy must grant it); false: the gateway serves one project.
+    allow_project_header: bool = False
+    hosts: HostAllowList = field(default_factory=HostAllowList)
+    failures: AuthFailureLimiter | None = None
     # The policy is fixed between reloads, so the part of a decision that depends only on the
     # request (not on the warehouse's resolved names) is a pure function: memoized.
     _decisions: BoundedLru[DecisionKey, str] = field(
@@ -116,6 +136,7 @@ class Gate:
         headers: Mapping[str, str] | None = None,
         *,
         require_marker: bool = True,
+        peer: Callable[[], Peer] | None = None,
     ) -> CallerIdentity:
         """Check a request's origin, authenticate its caller and take a rate-limit token.
 
@@ -123,22 +144,57 @@ class Gate:
             authorization: the Authorization header / `authorization` metadata value.
             headers: HTTP headers (None on gRPC, which a browser cannot send).
             require_marker: whether the anti-SSRF marker rule applies to this route.
+            peer: the connection's peer, looked up only when a limit needs it.
         """
         if headers is not None:
             try:
-                check_not_forged(headers, require_marker=require_marker)
+                check_not_forged(headers, require_marker=require_marker, hosts=self.hosts)
             except PermissionDeniedError as exc:
                 raise self._reject("ssrf_header", exc) from None
+        failures = self.failures
+        if failures is not None and peer is not None and failures.active:
+            try:
+                failures.check(peer().auth_key)
+            except RateLimitedCallerError as exc:
+                raise self._reject("auth_ratelimit", exc) from None
         try:
             caller = await self.auth.authenticate(authorization)
         except GatewayError as exc:
+            if failures is not None and peer is not None:
+                failures.failed(peer().auth_key)
             raise self._reject("auth", exc) from None
         if self.limiter is not None:
+            # An anonymous caller (mode none) is its peer: one process cannot starve the rest.
+            key = caller.name if caller.authenticated or peer is None else (
+                f"{caller.name}@{peer().caller_key}")
             try:
-                self.limiter.acquire(caller.name)
+                self.limiter.acquire(key)
             except RateLimitedCallerError as exc:
                 raise self._reject("ratelimit", exc) from None
         return caller
+
+    def check_project(self, caller: CallerIdentity, ctx: RequestContext) -> None:
+        """Refuse a request naming a project the gateway does not serve to this caller.
+
+        The project header goes upstream, so without this a caller limited to `demo/team_a*`
+        would reach another project's `demo/team_a` tables (issue #28). Call it for every
+        request whose context names a project, before any route works.
+
+        Raises:
+            PermissionDeniedError: another project than the default one while
+                `allow_project_header` is off, or one the caller's policy grants nothing in.
+        """
+        project = ctx.project_id
+        if project is None or project == self.policy.default_project:
+            return
+        if not self.allow_project_header:
+            raise self._reject("project", PermissionDeniedError(
+                "this gateway serves one project: send no project header or the configured "
+                "one", lakekeeper_type="ProjectNotAllowed"))
+        if not self.policy.allows_project(caller, project):
+            raise self._reject("project", PermissionDeniedError(
+                f"caller '{caller.name}' has no grant in the requested project",
+                lakekeeper_type="ProjectNotAllowed"))
 
     async def authorize(
         self, caller: CallerIdentity, ctx: RequestContext, scope: Scope, access: AccessMode
@@ -164,10 +220,11 @@ class Gate:
         if not policy.enabled:
             return True
         warehouse, namespace, table = scope
-        dk: DecisionKey = (caller.name, warehouse, namespace, table, access)
+        project = ctx.project_id
+        dk: DecisionKey = (caller.name, warehouse, namespace, table, access, project)
         decision = self._decisions.get(dk)
         if decision is None:
-            if policy.allows(caller, (warehouse,), namespace, table, access):
+            if policy.allows(caller, (warehouse,), namespace, table, access, project):
                 decision = _ALLOW
             elif not policy.needs_warehouse_names(caller, warehouse):
                 decision = _DENY
@@ -178,7 +235,8 @@ class Gate:
             return decision is _ALLOW
         # Depends on the warehouse's names, whose resolution may change: decided every time.
         wh = await self.ops.resolve_warehouse(warehouse, ctx)
-        return policy.allows(caller, (warehouse, wh.id, wh.name), namespace, table, access)
+        return policy.allows(caller, (warehouse, wh.id, wh.name), namespace, table, access,
+                             project)
 
     def authorize_global(self, caller: CallerIdentity) -> None:
         """Only a caller with a global write grant may invalidate the whole cache."""

@@ -3,9 +3,17 @@
 The gateway's upstream identity is shared by every caller, so this check is what keeps one
 tenant's pods from obtaining another tenant's credentials (deploy/README.md, "Security
 model"). It runs before the cache
-is consulted. Patterns are fnmatch globs matched case-insensitively (Lakekeeper names are
-case-insensitive); the warehouse pattern matches the warehouse name OR its UUID; the namespace
-pattern matches the levels joined with ".".
+is consulted. Patterns are fnmatch globs matched on the comparison form of names
+(`gateway.names.fold`: case- and compatibility-folded, `+` read as a space in namespace levels
+and table names), the same form the cache key and the upstream request use, so every spelling
+of one catalog name gets one decision; the warehouse pattern matches the warehouse name OR its
+UUID; the namespace pattern matches the levels joined with ".".
+
+Projects: the catalog call goes to the project the request names (`x-project-id`), so a grant
+holds in one project. A rule's `project` pattern (matched exactly, case-sensitively) names where
+it holds; a rule without one holds in the default project only (`UPSTREAM__PROJECT_ID`, or
+Lakekeeper's own default when unset), so policy files written before projects keep their
+meaning and grant nothing in another project.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from typing import Any
 import yaml
 
 from gateway.models import AccessMode, CallerIdentity
+from gateway.names import fold, fold_level, fold_namespace, fold_table
 
 ANY_CALLER = "*"
 
@@ -29,24 +38,34 @@ class PolicyFileError(ValueError):
 
 @dataclass(frozen=True)
 class Rule:
-    """One grant: patterns (already lower-cased) and the access modes it allows."""
+    """One grant: patterns (already folded) and the access modes it allows; `project` None
+    means the default project."""
 
     warehouse: str
     namespace: str
     table: str
     access: frozenset[AccessMode]
+    project: str | None = None
+
+    def holds_in(self, project: str | None, default_project: str) -> bool:
+        """Whether this rule applies in `project` (None: the request named no project)."""
+        effective = default_project if project is None else project
+        if self.project is None:
+            return effective == default_project
+        return fnmatchcase(effective, self.project)
 
     def covers(
         self, warehouses: Iterable[str], namespace: str, table: str | None, access: AccessMode
     ) -> bool:
-        """Whether this rule allows `access` on the table (or on the namespace when table=None)."""
+        """Whether this rule allows `access` on the table (or on the namespace when table=None);
+        the names are in their folded form (`CallerPolicy.allows` folds them)."""
         if access not in self.access:
             return False
-        if not any(fnmatchcase(w.lower(), self.warehouse) for w in warehouses if w):
+        if not any(fnmatchcase(w, self.warehouse) for w in warehouses if w):
             return False
-        if not fnmatchcase(namespace.lower(), self.namespace):
+        if not fnmatchcase(namespace, self.namespace):
             return False
-        return table is None or fnmatchcase(table.lower(), self.table)
+        return table is None or fnmatchcase(table, self.table)
 
     @property
     def is_global(self) -> bool:
@@ -54,9 +73,16 @@ class Rule:
 
 
 class CallerPolicy:
-    """Per-caller rules; `None` rules means no policy file: every caller may do everything."""
+    """Per-caller rules; `None` rules means no policy file: every caller may do everything.
 
-    def __init__(self, rules: Mapping[str, tuple[Rule, ...]] | None) -> None:
+    Args:
+        rules: caller name (or pattern) -> rules, or None (no policy).
+        default_project: the project of a request that names none (`UPSTREAM__PROJECT_ID`).
+    """
+
+    def __init__(self, rules: Mapping[str, tuple[Rule, ...]] | None,
+                 default_project: str = "") -> None:
+        self.default_project = default_project
         self._rules = None if rules is None else {k.lower(): v for k, v in rules.items()}
         # Caller names may be fnmatch patterns (`system:serviceaccount:team-a:*`); "*" alone is
         # ANY_CALLER, looked up directly.
@@ -86,6 +112,7 @@ class CallerPolicy:
         namespace: tuple[str, ...],
         table: str | None,
         access: AccessMode,
+        project: str | None = None,
     ) -> bool:
         """Whether `caller` may use `access` on the table (table=None: anything in the namespace).
 
@@ -95,15 +122,28 @@ class CallerPolicy:
             namespace: the namespace levels.
             table: the table name, or None for namespace-level operations (list).
             access: read or write.
+            project: the project the request names (None: the default project).
         """
         if self._rules is None:
             return True
-        names = tuple(warehouses)
-        joined = ".".join(namespace)
-        return any(r.covers(names, joined, table, access) for r in self._for(caller))
+        # One form for every spelling: `+` is a space in a table name too (a generic table name
+        # cannot hold `+`, so reading it as a space there can only refuse more).
+        names = tuple(fold(w) for w in warehouses if w)
+        joined = ".".join(fold_namespace(namespace))
+        folded = None if table is None else fold_table(table, plus_is_space=True)
+        return any(r.holds_in(project, self.default_project)
+                   and r.covers(names, joined, folded, access) for r in self._for(caller))
+
+    def allows_project(self, caller: CallerIdentity, project: str | None) -> bool:
+        """Whether any of the caller's rules holds in `project` (None: the default project):
+        a request naming a project the caller has no grant in is refused whatever its route."""
+        if self._rules is None:
+            return True
+        return any(r.holds_in(project, self.default_project) for r in self._for(caller))
 
     def allows_everything(self, caller: CallerIdentity, access: AccessMode) -> bool:
-        """Whether the caller holds a global grant (needed to invalidate the whole cache)."""
+        """Whether the caller holds a global grant (needed to invalidate the whole cache; the
+        cache is one for every project, so the grant's project does not matter)."""
         if self._rules is None:
             return True
         return any(r.is_global and access in r.access for r in self._for(caller))
@@ -135,22 +175,24 @@ class CallerPolicy:
         """
         if self._rules is None:
             return False
-        return not all(fnmatchcase(given.lower(), r.warehouse) for r in self._for(caller))
+        folded = fold(given)
+        return not all(fnmatchcase(folded, r.warehouse) for r in self._for(caller))
 
     @classmethod
-    def from_file(cls, path: Path | None) -> CallerPolicy:
-        """Load `{"callers": {name: [{warehouse, namespace, table, access}]}}` (YAML or JSON).
+    def from_file(cls, path: Path | None, default_project: str = "") -> CallerPolicy:
+        """Load `{"callers": {name: [{project?, warehouse, namespace, table, access}]}}` (YAML
+        or JSON).
 
         Raises:
             PolicyFileError: unreadable file or a malformed rule (the message names it).
         """
         if path is None:
-            return cls(None)
+            return cls(None, default_project)
         try:
             doc = yaml.safe_load(path.read_text(encoding="utf-8"))
         except (OSError, yaml.YAMLError) as exc:
             raise PolicyFileError(f"cannot read policy file {path}: {type(exc).__name__}") from exc
-        return cls(parse_rules(doc, str(path)))
+        return cls(parse_rules(doc, str(path)), default_project)
 
 
 def parse_rules(doc: Any, source: str) -> dict[str, tuple[Rule, ...]]:
@@ -166,7 +208,7 @@ def parse_rules(doc: Any, source: str) -> dict[str, tuple[Rule, ...]]:
             where = f"{source}: callers.{name}[{i}]"
             if not isinstance(raw, dict):
                 raise PolicyFileError(f"{where} must be a mapping")
-            unknown = set(raw) - {"warehouse", "namespace", "table", "access"}
+            unknown = set(raw) - {"project", "warehouse", "namespace", "table", "access"}
             if unknown:
                 raise PolicyFileError(f"{where} has unknown keys {sorted(unknown)}")
             access_raw = raw.get("access", ["read"])
@@ -178,7 +220,10 @@ def parse_rules(doc: Any, source: str) -> dict[str, tuple[Rule, ...]]:
                 access = frozenset(AccessMode(str(a).lower()) for a in access_raw)
             except ValueError as exc:
                 raise PolicyFileError(f"{where}.access must be read and/or write") from exc
-            patterns = [str(raw.get(k, "*")).lower() for k in ("warehouse", "namespace", "table")]
-            rules.append(Rule(patterns[0], patterns[1], patterns[2], access))
+            wh, ns, table = (str(raw.get(k, "*")) for k in ("warehouse", "namespace", "table"))
+            project = raw.get("project")
+            if project is not None and (not isinstance(project, str) or not project):
+                raise PolicyFileError(f"{where}.project must be a non-empty string (a pattern)")
+            rules.append(Rule(fold(wh), fold_level(ns), fold_level(table), access, project))
         out[str(name)] = tuple(rules)
     return out

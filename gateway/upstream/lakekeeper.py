@@ -261,8 +261,7 @@ class CatalogClient:
         The read/write role (when configured) goes in `x-assume-role`, so a read caller gets
         a read-only credential. Expiries are parsed by the cache, not here.
         """
-        ns = key.namespace_as_given or key.namespace
-        table = key.table_as_given or key.table
+        ns, table = key.namespace, key.table  # the folded form the policy decided on
         path = (f"/lakekeeper/v1/{_seg(key.warehouse_id)}/namespaces/{ns_segment(ns)}"
                 f"/generic-tables/{_seg(table)}/credentials")
         if key.kind == "iceberg":  # Iceberg REST `loadCredentials`, same answer shape

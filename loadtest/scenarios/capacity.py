@@ -124,7 +124,7 @@ async def _fetch_all(gw: Gateway, paths: list[str], concurrency: int) -> int:
             async with sem:
                 try:
                     async with session.get(
-                        "http://gateway" + path, timeout=aiohttp.ClientTimeout(total=60)
+                        "http://localhost" + path, timeout=aiohttp.ClientTimeout(total=60)
                     ) as resp:
                         await resp.read()
                         if resp.status != 200:

@@ -33,7 +33,7 @@ async def test_start_binds_free_ports_uds_and_writes_ports_file(
         assert fake_ops.started
         conn = aiohttp.UnixConnector(path=str(tmp_path / "http.sock"))
         async with aiohttp.ClientSession(connector=conn) as session:
-            async with session.get("http://gw" + CREDS, headers=MARK) as resp:
+            async with session.get("http://localhost" + CREDS, headers=MARK) as resp:
                 assert resp.status == 200
         async with aiohttp.ClientSession() as session:
             async with session.get(f"http://127.0.0.1:{app.http_port}/readyz") as resp:

@@ -75,7 +75,8 @@ async def test_a_policy_refusal_writes_a_denied_line_without_the_callers_token(
     policy = CallerPolicy(parse_rules({"callers": {"alice": [
         {"warehouse": "demo", "namespace": "*", "table": "*", "access": "read"}]}}, "t"))
     gate = Gate(StaticTokenCallerAuth({secret: "alice"}), policy, None, FakeOperations(), Metrics())
-    caller = await gate.admit(f"Bearer {secret}", {"Authorization": f"Bearer {secret}"})
+    caller = await gate.admit(f"Bearer {secret}", {"Authorization": f"Bearer {secret}",
+                                                   "Host": "localhost"})
     await gate.authorize(caller, CTX, ("demo", ("a", "b"), "orders"), AccessMode.READ)
     assert stream.getvalue() == ""  # a grant is audited by the service, not the gate
     with pytest.raises(PermissionDeniedError):

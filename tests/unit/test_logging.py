@@ -14,6 +14,7 @@ from gateway.logging import (
     MASK,
     JsonFormatter,
     Redactor,
+    TextFormatter,
     configure_logging,
     mask_shapes,
     request_id_var,
@@ -126,3 +127,62 @@ def test_the_cheap_check_never_changes_what_is_masked(parts: list[str]) -> None:
     that must give exactly what running every substitution gives."""
     text = "".join(parts)
     assert Redactor().redact(text) == mask_shapes(text)
+
+
+# ---- identifiers and unsafe characters (issue #28, finding 6) ----------------------------------
+
+LONG_TABLE = "CustomerOrdersHistoricalSnapshotPartitionedByRegionAndDateWithExtraColumnsForAuditV2"
+STS_TOKEN = "FwoGZXIvYXdzEJr//////////wEaDHqa0AP1n2Rk5KiY9CKwAc" + "Xy7Zq9K3bLm" * 8
+
+
+def _audit_record(**extra: object) -> logging.LogRecord:
+    record = logging.LogRecord("lakegate.audit", logging.INFO, "f", 1, "credential hit", (), None)
+    for key, value in {"audit": "credential", "caller": "alice", "warehouse": "demo",
+                       "namespace": "a.b", "table": "orders", **extra}.items():
+        setattr(record, key, value)
+    return record
+
+
+@pytest.mark.parametrize("fmt", ["json", "text"])
+def test_a_long_mixed_case_table_name_is_not_hidden(fmt: str) -> None:
+    assert len(LONG_TABLE) >= 80  # the blob shape: masked before
+    redactor = Redactor()
+    formatter = JsonFormatter(redactor) if fmt == "json" else TextFormatter(redactor)
+    out = formatter.format(_audit_record(table=LONG_TABLE, namespace=LONG_TABLE))
+    assert out.count(LONG_TABLE) == 2
+    assert MASK not in out
+
+
+@pytest.mark.parametrize("fmt", ["json", "text"])
+def test_real_secrets_are_still_hidden_next_to_identifiers(fmt: str) -> None:
+    redactor = Redactor(("cs-9f8e7d6c5b4a",))
+    formatter = JsonFormatter(redactor) if fmt == "json" else TextFormatter(redactor)
+    out = formatter.format(_audit_record(table="t-cs-9f8e7d6c5b4a", detail=STS_TOKEN,
+                                         header="Authorization: Bearer abc.def"))
+    assert STS_TOKEN not in out
+    assert "abc.def" not in out
+    assert "cs-9f8e7d6c5b4a" not in out  # a known secret is masked even in an identifier
+    assert "t-***" in out
+
+
+@pytest.mark.parametrize("char", ["\x85", "\x9b", "\u2028", "\u2029", "\u202e", "\u2066", "\u200b"])
+def test_c1_bidi_and_separators_are_escaped_in_json_lines(char: str) -> None:
+    out = JsonFormatter(Redactor()).format(_audit_record(caller=f"ev{char}il", path=f"/x{char}"))
+    assert char not in out
+    assert f"\\u{ord(char):04x}" in out
+    doc = json.loads(out)
+    assert (doc["caller"], doc["path"]) == (f"ev{char}il", f"/x{char}")  # still the same JSON
+
+
+@pytest.mark.parametrize("char", ["\n", "\r", "\x1b", "\x85", "\u2028", "\u202e"])
+def test_text_lines_cannot_be_split_or_disguised(char: str) -> None:
+    out = TextFormatter(Redactor()).format(_audit_record(caller=f"ev{char}il", path=f"/x{char}"))
+    assert char not in out
+    assert "\n" not in out
+
+
+def test_the_text_audit_line_names_the_caller_and_the_table() -> None:
+    out = TextFormatter(Redactor()).format(_audit_record(access="read", outcome="hit"))
+    for part in ('caller="alice"', 'warehouse="demo"', 'namespace="a.b"', 'table="orders"',
+                 'access="read"', 'outcome="hit"'):
+        assert part in out

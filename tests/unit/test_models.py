@@ -46,18 +46,40 @@ def test_delegation_modes_in_the_cache_key(header, mode):
     assert normalize_delegation(header) == mode
 
 
-def test_cache_key_folds_case_but_keeps_the_given_spelling():
+def test_cache_key_folds_case():
     a = CacheKey.of(project=None, warehouse_id="WH", namespace=("Sales",), table="Orders",
                     access=AccessMode.READ)
     b = CacheKey.of(project="", warehouse_id="wh", namespace=("SALES",), table="orders",
                     access=AccessMode.READ)
     assert a == b
     assert hash(a) == hash(b)
-    assert a.table_as_given == "Orders"
-    assert a.namespace_as_given == ("Sales",)
+    assert (a.namespace, a.table) == (("sales",), "orders")
     assert a != CacheKey.of(project=None, warehouse_id="wh", namespace=("sales",),
                             table="orders", access=AccessMode.WRITE)
     assert a.same_table("Wh", ("sAles",), "ORDERS")
+
+
+@pytest.mark.parametrize(("a", "b"), [
+    ("straße_secret", "strasse_secret"), ("\ufb01le", "FILE"), ("\ufb06ack", "stack"),
+    ("\u03c3\u03bf\u03c6\u03bf\u03c2", "\u03a3\u039f\u03a6\u039f\u03a3"), ("\u00b5", "\u039c"),
+])
+def test_cache_key_uses_the_one_folded_form_of_names(a: str, b: str) -> None:
+    """The key the policy's twin shares (issue #28): `str.lower()` keeps these apart."""
+    ka = CacheKey.of(project=None, warehouse_id="wh", namespace=(a,), table=a,
+                     access=AccessMode.READ)
+    kb = CacheKey.of(project=None, warehouse_id="wh", namespace=(b,), table=b,
+                     access=AccessMode.READ)
+    assert ka == kb
+    assert ka.same_table("wh", (b,), b)
+
+
+def test_plus_in_an_iceberg_key_is_a_space_but_not_in_a_generic_one() -> None:
+    def k(ns: str, t: str, kind: str) -> CacheKey:
+        return CacheKey.of(project=None, warehouse_id="wh", namespace=(ns,), table=t,
+                           access=AccessMode.READ, kind=kind)  # type: ignore[arg-type]
+    assert k("a+b", "t+1", "iceberg") == k("a b", "t 1", "iceberg")
+    assert k("a+b", "t", "generic") == k("a b", "t", "generic")
+    assert k("a", "t+1", "generic") != k("a", "t 1", "generic")
 
 
 def test_reprs_never_show_secret_values():

@@ -13,6 +13,10 @@ from gateway.names import (
     check_name,
     check_namespace,
     check_warehouse,
+    fold,
+    fold_level,
+    fold_namespace,
+    fold_table,
     is_uuid,
 )
 
@@ -71,3 +75,69 @@ def test_a_namespace_list_becomes_a_tuple_and_the_deepest_allowed_is_accepted() 
 )
 def test_only_canonical_uuids_are_warehouse_ids(value: str, expected: bool) -> None:
     assert is_uuid(value) is expected
+
+
+# ---- comparison form (issue #28, finding 1) ----------------------------------------------------
+
+# Twins under Lakekeeper's case-insensitive matching that `str.lower()` tells apart.
+TWINS = [
+    ("straße_secret", "strasse_secret"),
+    ("STRASSE_SECRET", "straße_secret"),
+    ("\ufb01le", "file"),  # ﬁ ligature
+    ("\ufb06ack", "stack"),  # ﬆ ligature
+    ("\u03c3\u03bf\u03c6\u03bf\u03c2", "\u03a3\u039f\u03a6\u039f\u03a3"),  # final sigma
+    ("\u00b5s", "\u03bcs"),  # micro sign / mu
+    ("\uff34\uff41\uff42\uff4c\uff45", "table"),  # full-width letters
+]
+
+
+@pytest.mark.parametrize(("a", "b"), TWINS)
+def test_twins_under_the_catalogs_matching_have_one_comparison_form(a: str, b: str) -> None:
+    assert fold(a) == fold(b)
+    assert fold_namespace((a,)) == fold_namespace((b,))
+    assert fold_table(a, plus_is_space=False) == fold_table(b, plus_is_space=False)
+
+
+def test_accents_stay_distinct() -> None:
+    assert fold("café") != fold("cafe")
+    assert fold("cafe\u0301") == fold("café")  # canonically equivalent spellings are one name
+
+
+def test_plus_is_a_space_in_namespace_levels_and_iceberg_table_names_only() -> None:
+    assert fold_level("a+b") == fold_level("a b") == "a b"
+    assert fold_table("T+1", plus_is_space=True) == "t 1"
+    assert fold_table("T+1", plus_is_space=False) == "t+1"
+
+
+@pytest.mark.parametrize("name", [
+    "a\x85b",  # C1 (NEL)
+    "a\x9bb",  # C1 (CSI)
+    "evil\u202etxt",  # right-to-left override
+    "a\u2066b",  # left-to-right isolate
+    "line\u2028break",
+    "para\u2029break",
+    "zero\u200bwidth",
+    "soft\u00adhyphen",
+    "variation\ufe0f",
+    "\ufeffbom",
+])
+def test_c1_bidi_separator_and_invisible_characters_are_refused(name: str) -> None:
+    with pytest.raises(InvalidRequestError, match="control characters"):
+        check_name(name, "table")
+    with pytest.raises(InvalidRequestError):
+        TableRef("demo", (name,), "t")
+    with pytest.raises(InvalidRequestError):
+        TableRef(name, ("ns",), "t")
+
+
+@pytest.mark.parametrize("name", ["\uff0e\uff0e", "\uff0e", "\u2025"])
+def test_names_that_fold_to_dot_segments_are_refused(name: str) -> None:
+    with pytest.raises(InvalidRequestError, match=r"'\.' or '\.\.'"):
+        check_name(name, "table")
+
+
+def test_a_level_with_a_dot_or_a_warehouse_with_a_slash_after_folding_is_refused() -> None:
+    with pytest.raises(InvalidRequestError, match=r"'\.'"):
+        check_namespace(["a\uff0eb"])
+    with pytest.raises(InvalidRequestError, match="'/'"):
+        check_warehouse("a\uff0fb")

@@ -145,3 +145,13 @@ def test_misspelled_env_vars_are_refused_not_ignored(env, message):
 def test_misspelled_file_keys_are_refused(tmp_path):
     with pytest.raises(SettingsError, match="LAKEGATE__CAHCE"):
         load(tmp_path, "cahce:\n  idle_s: 5\n")
+
+
+def test_allowed_hosts_are_exact_names() -> None:
+    """Issue #28 finding 3: names only (a wildcard or a port would widen the Host rule)."""
+    s = load(lakegate__listen__allowed_hosts="lakegate-local.lakegate.svc.cluster.local, a.b")
+    assert s.listen.allowed_hosts == "lakegate-local.lakegate.svc.cluster.local, a.b"
+    for bad in ("*.svc.cluster.local", "a.b:8765", "a b"):
+        with pytest.raises(SettingsError, match="LAKEGATE__LISTEN__ALLOWED_HOSTS"):
+            load(lakegate__listen__allowed_hosts=bad)
+

@@ -38,7 +38,7 @@ def test_grpc_target_and_http_base_url_per_form() -> None:
     assert parse_url("grpc+unix:/s.sock").grpc_target == "unix:/s.sock"
     assert parse_url("grpc://127.0.0.1:1").grpc_target == "127.0.0.1:1"
     assert parse_url("grpc://[::1]:1").grpc_target == "[::1]:1"
-    assert parse_url("unix:/s.sock").http_base_url == "http://lakegate"
+    assert parse_url("unix:/s.sock").http_base_url == "http://localhost"
     assert parse_url("https://gw:443").http_base_url == "https://gw:443"
 
 

@@ -74,7 +74,7 @@ def test_200_callers_over_50_tables_make_50_upstream_calls_and_one_login(
     proc = start_gateway(tmp_path, stack_env(info), name="fan")  # a fresh session
     try:
         emulator.reset()
-        docs = asyncio.run(_burst("http://gateway", paths, proc.http_uds))
+        docs = asyncio.run(_burst("http://localhost", paths, proc.http_uds))
         assert emulator.stats()["load_generic_table_credentials"] == 50
         assert idp_stats.token_requests() == 1
         assert [d["outcome"] for d in docs].count("miss") == 50

@@ -56,9 +56,15 @@ def build_gate(
     auth: CallerAuthenticator | None = None,
     policy: CallerPolicy | None = None,
     rate: tuple[float, int] | None = None,
+    allow_project_header: bool = False,
+    failures: object = None,
 ) -> Gate:
     limiter = RateLimiter(rate[0], rate[1], clock) if rate else None
-    return Gate(auth or NoCallerAuth(), policy or CallerPolicy(None), limiter, ops, metrics)
+    extra: dict[str, object] = {"allow_project_header": True} if allow_project_header else {}
+    if failures is not None:
+        extra["failures"] = failures
+    return Gate(auth or NoCallerAuth(), policy or CallerPolicy(None), limiter, ops, metrics,
+                **extra)  # type: ignore[arg-type]
 
 
 @pytest.fixture

@@ -133,3 +133,53 @@ async def test_garbage_token_is_refused(jwt_auth) -> None:
         await jwt_auth.authenticate("Bearer not.a.jwt")
     with pytest.raises(UnauthenticatedError):
         await jwt_auth.authenticate(None)
+
+
+# ---- suspected JWT defects (issue #28) ---------------------------------------------------------
+
+async def test_a_token_from_an_issuer_a_few_seconds_ahead_is_accepted(jwt_auth, rsa_key) -> None:
+    now = int(time.time())
+    fresh = token(rsa_key, exp=now + 600, nbf=now + 10, iat=now + 10)
+    assert (await jwt_auth.authenticate(f"Bearer {fresh}")).name == "spark-exec"
+    too_early = token(rsa_key, exp=now + 600, nbf=now + 300)
+    with pytest.raises(UnauthenticatedError):
+        await jwt_auth.authenticate(f"Bearer {too_early}")
+
+
+async def test_a_key_removed_from_the_jwks_stops_verifying_cached_tokens(
+    rsa_key, clock: FakeClock
+) -> None:
+    jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(rsa_key.public_key()))
+    jwk.update({"kid": "k1", "use": "sig", "alg": "RS256"})
+    served = {"keys": [jwk]}
+
+    async def jwks(request: web.Request) -> web.Response:
+        return web.json_response(served)
+
+    app = web.Application()
+    app.router.add_get("/jwks", jwks)
+    server = TestServer(app)
+    await server.start_server()
+    try:
+        clock.step_wall(time.time() - clock.now())
+        keys = JwksKeys(str(server.make_url("/jwks")), clock, max_age_s=300)
+        auth = JwtCallerAuth(keys, clock, audience=AUD, issuer=ISS)
+        tok = f"Bearer {token(rsa_key, exp=int(time.time()) + 3600)}"
+        await auth.authenticate(tok)
+        served["keys"] = []  # the key leaked: the IdP removed it
+        clock.advance(299)
+        await auth.authenticate(tok)  # within max_age the known keys are used
+        clock.advance(2)
+        with pytest.raises(UnauthenticatedError):
+            await auth.authenticate(tok)
+    finally:
+        await server.close()
+
+
+async def test_known_keys_stay_in_use_while_the_jwks_is_down(jwt_auth, rsa_key, jwks_server,
+                                                             clock: FakeClock) -> None:
+    tok = f"Bearer {token(rsa_key, exp=int(time.time()) + 3600)}"
+    await jwt_auth.authenticate(tok)
+    await jwks_server.close()
+    clock.advance(400)
+    assert (await jwt_auth.authenticate(tok)).name == "spark-exec"

@@ -120,7 +120,7 @@ async def test_open_routes_are_neither_admitted_nor_counted(
 async def test_the_handler_gets_the_admitted_caller_and_the_request_context(
     make_client: MakeClient, fake_ops: FakeOperations
 ) -> None:
-    client = await make_client()
+    client = await make_client(allow_project_header=True)  # no policy: any project
     resp = await client.get(CREDS, headers={**MARK, "x-request-id": "rid-1",
                                             "x-project-id": "p1",
                                             "X-Iceberg-Access-Delegation": "vended-credentials"})

@@ -30,10 +30,11 @@ async def alice_on_team_a(
 
 
 def test_marker_or_authorization_required_only_when_asked() -> None:
-    check_not_forged({}, require_marker=False)
-    check_not_forged({"X-Lakegate-Request": "1"}, require_marker=True)
+    host = {"Host": "127.0.0.1:8765"}
+    check_not_forged(host, require_marker=False)
+    check_not_forged({**host, "X-Lakegate-Request": "1"}, require_marker=True)
     with pytest.raises(PermissionDeniedError):
-        check_not_forged({}, require_marker=True)
+        check_not_forged(host, require_marker=True)
 
 
 def test_rate_limiter_refills_with_time(clock: FakeClock) -> None:
@@ -106,3 +107,132 @@ async def test_the_decision_memo_stays_bounded(
         allowed = await gate.allowed(caller, ctx, ("demo", ("ns",), f"t{i}"), AccessMode.READ)
         assert allowed == str(i).startswith("1")
     assert len(gate._decisions) == DECISION_MEMO_SIZE
+
+
+# ---- projects (issue #28, finding 2) -----------------------------------------------------------
+
+TEAM_A_IN_DEFAULT = {"callers": {
+    "alice": [{"warehouse": "demo", "namespace": "team_a*", "table": "*"}],
+    "carol": [{"project": "p2", "warehouse": "demo", "namespace": "team_a*", "table": "*"}],
+}}
+CRED_PATH = "/v1/warehouses/demo/namespaces/team_a/tables/sales/credentials"
+TOKENS = {"tok-alice-123": "alice", "tok-carol-123": "carol"}
+
+
+def team_a_policy(default_project: str = "p1") -> CallerPolicy:
+    return CallerPolicy(parse_rules(TEAM_A_IN_DEFAULT, "t"), default_project)
+
+
+@pytest.mark.parametrize("header", ["x-project-id", "x-project-ident"])
+async def test_a_project_header_naming_another_project_is_refused_when_the_project_is_fixed(
+    make_client: MakeClient, metrics: Metrics, header: str
+) -> None:
+    """The issue's leak: alice, limited to demo/team_a*, sent another project's id and got that
+    project's demo/team_a tables. With the project fixed (the default), any other is 403."""
+    policy = CallerPolicy(parse_rules({"callers": {"alice": TEAM_A_IN_DEFAULT["callers"]["alice"]}},
+                                      "t"))  # no default project configured: Lakekeeper's
+    client = await make_client(policy=policy, auth=StaticTokenCallerAuth(TOKENS))
+    alice = {"Authorization": "Bearer tok-alice-123"}
+    assert (await client.get(CRED_PATH, headers=alice)).status == 200
+    for path in (CRED_PATH, "/v1/warehouses/demo/namespaces/team_a/tables"):
+        resp = await client.get(path, headers={**alice, header: "p2"})
+        assert resp.status == 403
+        assert (await resp.json())["error"]["type"] == "ProjectNotAllowed"
+    assert rejected(metrics, "project") == 2
+
+
+async def test_a_fixed_project_is_enforced_without_a_policy_too(make_client: MakeClient) -> None:
+    client = await make_client(policy=CallerPolicy(None, "p1"))
+    resp = await client.get(CRED_PATH, headers={**AUTH_MARK, "x-project-id": "p2"})
+    assert resp.status == 403
+
+
+AUTH_MARK = {"X-Lakegate-Request": "1"}
+
+
+async def test_with_project_headers_allowed_the_policy_must_grant_the_project(
+    make_client: MakeClient,
+) -> None:
+    client = await make_client(policy=team_a_policy(), auth=StaticTokenCallerAuth(TOKENS),
+                               allow_project_header=True)
+    alice = {"Authorization": "Bearer tok-alice-123"}
+    carol = {"Authorization": "Bearer tok-carol-123"}
+    # alice's rules hold in the default project only; carol's in p2 only
+    assert (await client.get(CRED_PATH, headers=alice)).status == 200
+    assert (await client.get(CRED_PATH, headers={**alice, "x-project-id": "p2"})).status == 403
+    assert (await client.get(CRED_PATH, headers={**carol, "x-project-id": "p2"})).status == 200
+    assert (await client.get(CRED_PATH, headers=carol)).status == 403
+    assert (await client.get(CRED_PATH, headers={**carol, "x-project-id": "p3"})).status == 403
+
+
+async def test_project_is_part_of_the_decision(
+    fake_ops: FakeOperations, metrics: Metrics, clock: FakeClock
+) -> None:
+    """A decision memoized in one project is not reused in another."""
+    gate = build_gate(fake_ops, metrics, clock, policy=team_a_policy(),
+                      auth=StaticTokenCallerAuth(TOKENS), allow_project_header=True)
+    alice = await gate.admit("Bearer tok-alice-123")
+    scope = ("demo", ("team_a",), "sales")
+    assert await gate.allowed(alice, RequestContext(request_id="r"), scope, AccessMode.READ)
+    assert not await gate.allowed(alice, RequestContext(request_id="r", project_id="p2"), scope,
+                                  AccessMode.READ)
+
+
+async def test_grpc_refuses_another_project(server_factory) -> None:  # type: ignore[no-untyped-def]
+    import grpc
+
+    from lakegate.v1 import common_pb2, credentials_pb2
+
+    server = await server_factory(policy=CallerPolicy(parse_rules({"callers": {
+        "anonymous": TEAM_A_IN_DEFAULT["callers"]["alice"]}}, "t"), "p1"))
+    req = credentials_pb2.GetTableCredentialsRequest(table=common_pb2.TableRef(
+        warehouse="demo", namespace=["team_a"], name="sales"))
+    await server.creds.GetTableCredentials(req, timeout=5)
+    with pytest.raises(grpc.aio.AioRpcError) as info:
+        await server.creds.GetTableCredentials(req, metadata=(("x-project-id", "p2"),), timeout=5)
+    assert info.value.code() is grpc.StatusCode.PERMISSION_DENIED
+
+
+# ---- Host and Sec-Fetch-Site (issue #28, finding 3) ---------------------------------------------
+
+@pytest.mark.parametrize("headers", [
+    {"Host": "rebind.evil.example:8765"},  # DNS rebinding
+    {"Host": "169.254.169.254"},
+    {"Sec-Fetch-Site": "same-site"},
+    {"Sec-Fetch-Site": "same-origin"},  # what a rebound page's own requests say
+    {"Sec-Fetch-Site": "cross-site"},
+])
+async def test_rebinding_hosts_and_page_requests_get_no_credentials(
+    make_client: MakeClient, metrics: Metrics, headers: dict[str, str]
+) -> None:
+    client = await make_client()
+    resp = await client.get(CRED_PATH, headers={**AUTH_MARK, **headers})
+    assert resp.status == 403
+    assert (await resp.json())["error"]["type"] == "ForgeableRequest"
+    assert rejected(metrics, "ssrf_header") == 1
+
+
+async def test_loopback_hosts_and_a_typed_address_are_served(make_client: MakeClient) -> None:
+    client = await make_client()
+    for headers in ({"Host": "localhost"}, {"Host": "[::1]:8765"}, {"Sec-Fetch-Site": "none"}):
+        assert (await client.get(CRED_PATH, headers={**AUTH_MARK, **headers})).status == 200
+
+
+async def test_configured_names_are_served(
+    fake_ops: FakeOperations, metrics: Metrics, clock: FakeClock
+) -> None:
+    from gateway.surfaces.hosts import HostAllowList
+
+    gate = build_gate(fake_ops, metrics, clock)
+    gate.hosts = HostAllowList(["lakegate-local.lakegate.svc.cluster.local"])
+    await gate.admit(None, {"Host": "lakegate-local.lakegate.svc.cluster.local:8765",
+                            **AUTH_MARK})
+    with pytest.raises(PermissionDeniedError):
+        await gate.admit(None, {"Host": "other.svc.cluster.local:8765", **AUTH_MARK})
+
+
+async def test_ops_endpoints_answer_a_pod_ip_host(make_client: MakeClient) -> None:
+    """kubelet and Prometheus ask by pod IP; those endpoints carry no credentials."""
+    client = await make_client()
+    for path in ("/livez", "/readyz", "/metrics"):
+        assert (await client.get(path, headers={"Host": "10.1.2.3:9465"})).status == 200

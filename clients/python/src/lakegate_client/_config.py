@@ -55,7 +55,7 @@ class Endpoint:
     def http_base_url(self) -> str:
         """Base URL for HTTP requests; a placeholder host when the socket is a UDS."""
         if self.uds is not None:
-            return "http://lakegate"
+            return "http://localhost"  # an accepted Host (gateway/surfaces/hosts.py)
         host = f"[{self.host}]" if self.host and ":" in self.host else self.host
         return f"{self.scheme}://{host}:{self.port}"
 

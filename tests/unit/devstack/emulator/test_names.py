@@ -71,3 +71,11 @@ def test_names_fold_case_insensitively():
     assert fold("Users") == fold("USERS")
     assert namespace_key(["A", "b"]) == namespace_key(["a", "B"])
     assert namespace_key(["a", "b"]) != namespace_key(["ab"])
+
+
+def test_compatibility_forms_are_one_name_as_in_lakekeeper() -> None:
+    """ICU level 2 equates case and compatibility forms (what the gateway sends: names.fold)."""
+    assert fold("\uff54\uff41\uff42\uff4c\uff45") == fold("TABLE") == fold("table")
+    assert fold("Straße") == fold("STRASSE")
+    assert fold("\ufb01le") == fold("file")
+    assert fold("café") != fold("cafe")
