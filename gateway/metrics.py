@@ -29,6 +29,10 @@ REFRESH_REASONS = ("ahead", "lazy")
 REFRESH_STATUSES = ("ok", "error")
 INGRESS_REASONS = ("ssrf_header", "auth", "ratelimit", "policy", "malformed")
 RELOAD_RESULTS = ("ok", "error")
+# Table identity checks (gateway/cache/identity.py), per metadata load: loaded, not_modified
+# (304), error (the cached entry was served, retried soon); and per cache key: changed (the
+# cached table was replaced, the entry refetched).
+IDENTITY_RESULTS = ("loaded", "not_modified", "error", "changed")
 
 
 class Metrics:
@@ -93,6 +97,16 @@ class Metrics:
             "SIGHUP reloads of caller tokens, policy and log level, by result (ok, error).",
             ["result"], registry=r,
         )
+        self.identity_checks = Counter(
+            "lakegate_identity_checks",
+            "Table identity checks: metadata loads (loaded, not_modified, error) and "
+            "replaced tables found (changed).", ["result"], registry=r,
+        )
+        self.identity_mismatches = Counter(
+            "lakegate_identity_mismatches",
+            "Requests refused because the catalog's table is not the caller's expected one.",
+            registry=r,
+        )
         # process_cpu_seconds_total, process_resident_memory_bytes, open fds, start time.
         ProcessCollector(registry=r)
         self.build_info = Info("lakegate_build", "Build information.", registry=r)
@@ -118,6 +132,8 @@ class Metrics:
             self.ingress_rejected.labels(reason)
         for result in RELOAD_RESULTS:
             self.config_reloads.labels(result)
+        for result in IDENTITY_RESULTS:
+            self.identity_checks.labels(result)
 
 
 class BucketObserver:

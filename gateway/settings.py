@@ -184,6 +184,9 @@ class CacheSettings(_Section):
     refresh_rate_per_s: float = Field(default=20.0, gt=0)
     metadata_ttl_s: float = Field(default=5.0, ge=0, le=10)
     warehouse_ttl_s: float = Field(default=60.0, ge=0)
+    # The longest a cached answer's table identity (id, location) goes unconfirmed: a hot
+    # table is re-checked with one metadata load (no STS call) at most once per this period.
+    identity_ttl_s: float = Field(default=30.0, gt=0, le=3600)
 
 
 class CallerMode(StrEnum):

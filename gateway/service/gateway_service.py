@@ -18,6 +18,7 @@ from gateway.audit import credential_event
 from gateway.cache import CredentialCache, CredentialKeys, MetadataCache, WarehouseResolver
 from gateway.cache.credential_keys import cache_key
 from gateway.cache.expiry import is_expiry_key
+from gateway.cache.identity import IdentityGuard
 from gateway.clock import Clock
 from gateway.errors import GatewayError, InvalidRequestError
 from gateway.models import (
@@ -26,6 +27,7 @@ from gateway.models import (
     CreateTableSpec,
     CredentialLookup,
     CredentialSet,
+    ExpectedIdentity,
     GenericTable,
     ListResult,
     LoadResult,
@@ -35,6 +37,7 @@ from gateway.models import (
     TableRef,
     UpstreamResponse,
     Warehouse,
+    same_location,
 )
 from gateway.names import is_uuid
 from gateway.settings import Settings
@@ -81,6 +84,7 @@ class GatewayService:
         clock: time source.
         settings: validated settings.
         tokens: the session's token source (readiness asks it), None when not used.
+        identity: binds cached answers to the catalog's current table (cache/identity.py).
     """
 
     catalog: CatalogClient
@@ -92,6 +96,7 @@ class GatewayService:
     settings: Settings
     _: KW_ONLY
     tokens: TokenSource | None = None
+    identity: IdentityGuard
     _health: TTLCache[str, tuple[bool, str]] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -115,19 +120,23 @@ class GatewayService:
 
     # ------------------------------------------------------------------ credentials
     async def get_credentials(
-        self, ref: TableRef, access: AccessMode, ctx: RequestContext
+        self, ref: TableRef, access: AccessMode, ctx: RequestContext, *,
+        expect: ExpectedIdentity | None = None,
     ) -> CredentialLookup:
-        """Credentials for one table, from the cache or one shared upstream fetch.
+        """Credentials for one table, from the cache or one shared upstream fetch, for the
+        table the catalog has now (identity confirmed within `cache.identity_ttl_s`), and for
+        the `expect`ed table when the caller names one.
 
         Raises:
             InvalidRequestError, NotFoundError, ForbiddenError, CredentialExpiredError,
             UpstreamError: as the cache/catalog decide; never an expired credential.
+            TableIdentityMismatchError: the catalog's table is not the `expect`ed one.
         """
         where = ref.scope
         try:
             wh, key = await self.keys.resolve(ref, access, self._project(ctx), ctx)
             # remaining_s on the monotonic clock: a stepped wall clock must not distort it.
-            creds, outcome, remaining = await self.cache.lookup(key, ctx)
+            creds, outcome, remaining = await self.identity.lookup(key, ctx, expect)
         except GatewayError as exc:
             credential_event(ctx, ctx.caller, where, access, type(exc).__name__)
             raise
@@ -161,7 +170,15 @@ class GatewayService:
         table = await self._table_metadata(wh, ref, ctx)
         if not vended:
             return LoadResult(table=table, config=None, credentials=None, warehouse=wh)
-        creds, outcome = await self.cache.get(self._key(wh, ref, access, ctx), ctx)
+        key = self._key(wh, ref, access, ctx)
+        creds, outcome, _ = await self.identity.lookup(key, ctx)
+        if creds.location and not same_location(creds.location, table.base_location):
+            # Metadata and credential from different moments around a replacement: load the
+            # table again and insist on its location, so the answer is one table's.
+            self.metadata.invalidate_table(wh.id, ref.namespace, ref.name)
+            table = await self._table_metadata(wh, ref, ctx)
+            creds, outcome, _ = await self.identity.lookup(
+                key, ctx, ExpectedIdentity(location=table.base_location))
         credential_event(ctx, ctx.caller, ref.scope, access, str(outcome),
                          defer=outcome is Outcome.COALESCED)
         chosen = _credential_for(table.base_location, creds)

@@ -22,6 +22,7 @@ from gateway.cache import (
     WarehouseResolver,
 )
 from gateway.cache.expiry import credential_set, storage_credential
+from gateway.cache.identity import IdentityGuard
 from gateway.clock import Clock, SystemClock
 from gateway.concurrency import Spawn
 from gateway.metrics import Metrics
@@ -29,6 +30,7 @@ from gateway.models import CacheKey, CredentialSet, RequestContext
 from gateway.service.gateway_service import GatewayService
 from gateway.settings import Settings
 from gateway.upstream.lakekeeper import CatalogClient
+from gateway.upstream.table_identity import TableIdentityLoader
 from gateway.upstream.token_source import TokenSource, build_token_source
 from gateway.upstream.transport import AiohttpTransport, Transport, upstream_ssl_context
 
@@ -122,6 +124,9 @@ def build_core(
         ttl_s=settings.cache.metadata_ttl_s, max_entries=settings.cache.max_entries,
         clock=clock, spawn=spawn, generation=lambda: cache.generation, wait_s=wait_s,
     )
+    identity = IdentityGuard(cache, TableIdentityLoader(catalog).load,
+                             settings.cache.identity_ttl_s, clock, metrics, spawn,
+                             deadline_s=wait_s, max_entries=settings.cache.max_entries)
     service = GatewayService(catalog, cache, metadata, warehouses, CredentialKeys(warehouses),
-                             clock, settings, tokens=tokens)
+                             clock, settings, tokens=tokens, identity=identity)
     return Core(service, spawn, tokens=tokens, refresher=refresher, transport=transport)

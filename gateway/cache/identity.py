@@ -1,0 +1,238 @@
+"""IdentityGuard: a cached credential is served only for the table the catalog has now.
+
+The cache keys credentials by table *name*. When a table is dropped and created again, or
+renamed away and its name reused, the name stays and the location changes: an entry fetched
+before would hand out a credential for the dropped table's prefix (docs/contracts.md §3,
+"Table identity"). The guard sits between the service and the cache and binds every answer to
+a table identity:
+
+- The identity's location is the credential's own prefix (the same fetch), never another
+  call's. A table id is attached only from a metadata load that reported that very location.
+- A hot key's identity is re-checked with one metadata load (no STS call; Iceberg loads send
+  `If-None-Match` and take a 304) at most once per `cache.identity_ttl_s`. The load is
+  single-flighted per table, and every caller arriving while it runs waits for it, so no
+  answer is older than the TTL. A changed location drops the entry and refetches once (one
+  flight for the herd). A failed load serves the cached entry (the catalog may be down) and is
+  retried after `IDENTITY_RETRY_S`; a 404/403 drops it.
+- A caller that names the identity it expects (`expected_location` / `table_id`) is answered
+  with that identity or refused with `TableIdentityMismatchError` (409) after one refetch.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from dataclasses import replace
+from typing import NamedTuple, Protocol
+
+from gateway.cache import policy
+from gateway.cache.credential_cache import CredentialCache
+from gateway.clock import Clock
+from gateway.concurrency import FlightTimeout, SingleFlight, Spawn
+from gateway.errors import (
+    GatewayError,
+    ProtocolViolationError,
+    TableIdentityMismatchError,
+    UpstreamTimeoutError,
+)
+from gateway.metrics import Metrics
+from gateway.models import (
+    CacheKey,
+    CredentialSet,
+    ExpectedIdentity,
+    Outcome,
+    RequestContext,
+    TableIdentity,
+    same_location,
+)
+from gateway.upstream.table_identity import IdentityAnswer
+
+log = logging.getLogger(__name__)
+
+# After a failed identity load, the cached entry is served and the load retried this much later
+# (at most the TTL), so an unreachable catalog costs one load per table per period, not a storm.
+IDENTITY_RETRY_S = 5.0
+
+TableKey = tuple[str, str, tuple[str, ...], str, str]
+Lookup = tuple[CredentialSet, Outcome, float | None]
+
+
+class IdentityLoad(Protocol):
+    """`TableIdentityLoader.load` (tests pass a fake)."""
+
+    async def __call__(self, key: CacheKey, ctx: RequestContext, *, etag: str | None = ...,
+                       want_id: bool = ...) -> IdentityAnswer: ...
+
+
+class _Checked(NamedTuple):
+    """What the guard knows about one cache key's current value."""
+
+    source: CredentialSet  # the cache's value this record is about (compared by identity)
+    served: CredentialSet  # `source`, with the table id once one was confirmed
+    due_mono: float  # the identity must be confirmed again from this moment
+
+
+def table_key(key: CacheKey) -> TableKey:
+    """The table a cache key belongs to (every access mode and delegation share it)."""
+    return (key.project, key.warehouse_id, key.namespace, key.table, key.kind)
+
+
+class IdentityGuard:
+    """Binds the cache's answers to the catalog's current table identity (module docstring).
+
+    Args:
+        cache: the credential cache.
+        load: the identity load (`TableIdentityLoader.load`).
+        ttl_s: the longest an identity goes unconfirmed (`cache.identity_ttl_s`).
+        clock, metrics, spawn: as everywhere.
+        deadline_s: how long one caller waits for a shared identity load.
+        max_entries: bound of the per-key and per-table records.
+    """
+
+    def __init__(self, cache: CredentialCache, load: IdentityLoad, ttl_s: float, clock: Clock,
+                 metrics: Metrics, spawn: Spawn, *, deadline_s: float = 31.0,
+                 max_entries: int = 10_000) -> None:
+        self._cache = cache
+        self._load = load
+        self._ttl_s = ttl_s
+        self._clock = clock
+        self._metrics = metrics
+        self._deadline_s = deadline_s
+        self._max = max_entries
+        self._checked: OrderedDict[CacheKey, _Checked] = OrderedDict()
+        self._known: OrderedDict[TableKey, tuple[TableIdentity, str | None]] = OrderedDict()
+        self._flight: SingleFlight[tuple[TableKey, bool], TableIdentity] = SingleFlight(spawn)
+
+    @property
+    def ttl_s(self) -> float:
+        return self._ttl_s
+
+    async def lookup(self, key: CacheKey, ctx: RequestContext,
+                     expect: ExpectedIdentity | None = None) -> Lookup:
+        """The cache's answer for `key`, its identity confirmed within the TTL (and equal to
+        `expect` when given).
+
+        Raises:
+            TableIdentityMismatchError: the catalog's table is not the expected one.
+            GatewayError: as `CredentialCache.lookup`, or the identity load (404/403).
+        """
+        value, outcome, remaining = await self._cache.lookup(key, ctx)
+        rec = self._checked.get(key)
+        if (expect is None and rec is not None and rec.source is value
+                and self._clock.monotonic() < rec.due_mono):
+            return rec.served, outcome, remaining
+        return await self._confirm(key, ctx, expect, (value, outcome, remaining))
+
+    # ------------------------------------------------------------------ the slow path
+    async def _confirm(self, key: CacheKey, ctx: RequestContext,
+                       expect: ExpectedIdentity | None, got: Lookup) -> Lookup:
+        value = got[0]
+        rec = self._record(key, value, got[1])
+        refetched = False
+        while True:
+            if expect is not None and expect.location_differs(value.location):
+                if refetched:
+                    raise self._mismatch("location")
+                got, refetched = await self._refetch(key, ctx, value), True
+                value, rec = got[0], self._record(key, got[0], got[1])
+                continue
+            now_m = self._clock.monotonic()
+            want_id = expect is not None and expect.table_id is not None
+            if now_m >= rec.due_mono or (want_id and rec.served.table_id is None):
+                try:
+                    ident = await self._identity(key, ctx, want_id=want_id)
+                except (GatewayError, FlightTimeout) as err:
+                    if policy.negative_ttl(err, 1.0) is not None:
+                        self._cache.evict_if(key, value)  # the table is gone or forbidden
+                        raise
+                    if want_id:  # the caller's id cannot be confirmed without the catalog
+                        if isinstance(err, FlightTimeout):
+                            raise UpstreamTimeoutError("timed out checking the table") from err
+                        raise
+                    rec = self._keep(key, rec._replace(
+                        due_mono=now_m + min(IDENTITY_RETRY_S, self._ttl_s)))
+                    log.warning("table identity check failed; serving the cached credential",
+                                extra={"error_type": type(err).__name__})
+                    return rec.served, got[1], got[2]
+                if not same_location(ident.location, value.location):
+                    self._metrics.identity_checks.labels("changed").inc()
+                    if refetched:
+                        # Changed again between our fetch and our load: answer the fetch
+                        # (newer than the entry) and confirm again on the next request.
+                        rec = self._keep(key, rec._replace(due_mono=now_m))
+                        return self._final(rec, expect), got[1], got[2]
+                    got, refetched = await self._refetch(key, ctx, value), True
+                    value, rec = got[0], self._record(key, got[0], got[1])
+                    continue
+                served = (value if ident.table_id is None or value.table_id == ident.table_id
+                          else replace(value, table_id=ident.table_id))
+                rec = self._keep(key, _Checked(value, served, now_m + self._ttl_s))
+            return self._final(rec, expect), got[1], got[2]
+
+    def _final(self, rec: _Checked, expect: ExpectedIdentity | None) -> CredentialSet:
+        if expect is not None:
+            if expect.location_differs(rec.served.location):
+                raise self._mismatch("location")
+            if expect.table_id is not None and (rec.served.table_id is None
+                                                or expect.id_differs(rec.served.table_id)):
+                raise self._mismatch("id")
+        return rec.served
+
+    def _mismatch(self, what: str) -> TableIdentityMismatchError:
+        self._metrics.identity_mismatches.inc()
+        return TableIdentityMismatchError(
+            f"the catalog's table has another {what} than the expected one (it was dropped, "
+            "replaced or renamed): plan against the current table"
+        )
+
+    def _record(self, key: CacheKey, value: CredentialSet, outcome: Outcome) -> _Checked:
+        """The record for the value the cache gave; a value not seen before is due at once,
+        unless it was fetched for this very request (then its location is fresh)."""
+        rec = self._checked.get(key)
+        if rec is not None and rec.source is value:
+            return rec
+        fresh = outcome is Outcome.MISS or outcome is Outcome.COALESCED
+        now_m = self._clock.monotonic()
+        return self._keep(key, _Checked(value, value, now_m + self._ttl_s if fresh else now_m))
+
+    def _keep(self, key: CacheKey, rec: _Checked) -> _Checked:
+        self._checked[key] = rec
+        self._checked.move_to_end(key)
+        while len(self._checked) > self._max:
+            self._checked.popitem(last=False)
+        return rec
+
+    async def _refetch(self, key: CacheKey, ctx: RequestContext, stale: CredentialSet) -> Lookup:
+        """One shared refetch of a key whose cached value belongs to a replaced table."""
+        self._cache.evict_if(key, stale)
+        return await self._cache.lookup(key, ctx)
+
+    async def _identity(self, key: CacheKey, ctx: RequestContext, *,
+                        want_id: bool) -> TableIdentity:
+        tk = table_key(key)
+        ident, _ = await self._flight.run(
+            (tk, want_id), lambda: self._load_identity(key, tk, ctx, want_id),
+            timeout_s=self._deadline_s,
+        )
+        return ident
+
+    async def _load_identity(self, key: CacheKey, tk: TableKey, ctx: RequestContext,
+                             want_id: bool) -> TableIdentity:
+        known = self._known.get(tk)
+        try:
+            answer = await self._load(key, ctx, etag=known[1] if known else None,
+                                      want_id=want_id)
+        except BaseException:
+            self._metrics.identity_checks.labels("error").inc()
+            raise
+        if answer.identity is None and known is not None:  # 304: unchanged since the ETag
+            self._metrics.identity_checks.labels("not_modified").inc()
+            return known[0]
+        if answer.identity is None:
+            raise ProtocolViolationError("the catalog answered 304 to a load without an ETag")
+        self._metrics.identity_checks.labels("loaded").inc()
+        self._known[tk] = (answer.identity, answer.etag)
+        self._known.move_to_end(tk)
+        while len(self._known) > self._max:
+            self._known.popitem(last=False)
+        return answer.identity
