@@ -126,9 +126,12 @@ class IdentityGuard:
     # ------------------------------------------------------------------ the slow path
     async def _confirm(self, key: CacheKey, ctx: RequestContext,
                        expect: ExpectedIdentity | None, got: Lookup) -> Lookup:
+        """The slow path: confirm the identity (one shared load), refetch at most once."""
         value = got[0]
         rec = self._record(key, value, got[1])
         refetched = False
+        ident: TableIdentity | None = None  # this call's load, if it made one
+        want_id = expect is not None and expect.table_id is not None
         while True:
             if expect is not None and expect.location_differs(value.location):
                 if refetched:
@@ -136,9 +139,12 @@ class IdentityGuard:
                 got, refetched = await self._refetch(key, ctx, value), True
                 value, rec = got[0], self._record(key, got[0], got[1])
                 continue
+            if ident is not None and same_location(ident.location, value.location):
+                rec = self._confirmed(key, rec, ident, rec.due_mono)
             now_m = self._clock.monotonic()
-            want_id = expect is not None and expect.table_id is not None
-            if now_m >= rec.due_mono or (want_id and rec.served.table_id is None):
+            id_unsure = want_id and (rec.served.table_id is None or (
+                expect is not None and expect.id_differs(rec.served.table_id)))
+            if ident is None and (now_m >= rec.due_mono or id_unsure):
                 try:
                     ident = await self._identity(key, ctx, want_id=want_id)
                 except (GatewayError, FlightTimeout) as err:
@@ -154,20 +160,27 @@ class IdentityGuard:
                     log.warning("table identity check failed; serving the cached credential",
                                 extra={"error_type": type(err).__name__})
                     return rec.served, got[1], got[2]
-                if not same_location(ident.location, value.location):
+                if same_location(ident.location, value.location):
+                    rec = self._confirmed(key, rec, ident, now_m + self._ttl_s)
+                elif refetched:
+                    # Changed again between our fetch and our load: answer the fetch (newer
+                    # than the entry) and confirm again on the next request.
+                    rec = self._keep(key, rec._replace(due_mono=now_m))
+                else:
                     self._metrics.identity_checks.labels("changed").inc()
-                    if refetched:
-                        # Changed again between our fetch and our load: answer the fetch
-                        # (newer than the entry) and confirm again on the next request.
-                        rec = self._keep(key, rec._replace(due_mono=now_m))
-                        return self._final(rec, expect), got[1], got[2]
                     got, refetched = await self._refetch(key, ctx, value), True
                     value, rec = got[0], self._record(key, got[0], got[1])
                     continue
-                served = (value if ident.table_id is None or value.table_id == ident.table_id
-                          else replace(value, table_id=ident.table_id))
-                rec = self._keep(key, _Checked(value, served, now_m + self._ttl_s))
             return self._final(rec, expect), got[1], got[2]
+
+    def _confirmed(self, key: CacheKey, rec: _Checked, ident: TableIdentity,
+                   due_mono: float) -> _Checked:
+        """`rec` confirmed by a load that reported its location: attach the id, set the due."""
+        value = rec.source
+        served = rec.served
+        if ident.table_id is not None and served.table_id != ident.table_id:
+            served = replace(value, table_id=ident.table_id)
+        return self._keep(key, _Checked(value, served, max(due_mono, rec.due_mono)))
 
     def _final(self, rec: _Checked, expect: ExpectedIdentity | None) -> CredentialSet:
         if expect is not None:

@@ -57,7 +57,7 @@ async def test_a_replaced_table_is_served_new_after_the_ttl(guard, tables, clock
     clock.advance(1)
     value, outcome, _ = await guard.lookup(key(), CTX)
     assert value.location == new.location
-    assert value.table_id is None  # this load was not asked for an id
+    assert value.table_id == new.table_id  # the load that found the change named the new id
     assert outcome is Outcome.MISS
     assert (tables.fetches, tables.loads) == (2, 1)
     assert checks(metrics, "changed") == 1
@@ -202,3 +202,12 @@ async def test_a_refreshed_value_is_confirmed_before_it_is_served_as_a_hit(guard
     value, _, _ = await guard.lookup(key(), CTX)
     assert value.location == new.location
     assert tables.loads == 1
+
+
+async def test_a_new_expected_id_replaces_an_entry_confirmed_for_the_old_one(guard, tables):
+    old = tables.tables["orders"]
+    await guard.lookup(key(), CTX, ExpectedIdentity(table_id=old.table_id))  # old id confirmed
+    new = tables.replace("orders")
+    value, outcome, _ = await guard.lookup(key(), CTX, ExpectedIdentity(table_id=new.table_id))
+    assert (value.location, value.table_id, outcome) == (new.location, new.table_id, Outcome.MISS)
+    assert (tables.fetches, tables.loads) == (2, 2)  # one load found the change, one refetch
