@@ -186,9 +186,21 @@ class CredentialSet:
         )
 
 
+_SCHEME_ALIASES = {"s3a": "s3", "s3n": "s3"}
+
+
+def _location_key(location: str) -> str:
+    scheme, sep, rest = location.strip().rstrip("/").partition("://")
+    if not sep:
+        return scheme
+    scheme = scheme.lower()
+    return f"{_SCHEME_ALIASES.get(scheme, scheme)}://{rest}"
+
+
 def same_location(a: str, b: str) -> bool:
-    """Two storage locations name the same prefix (a trailing `/` does not count)."""
-    return a.rstrip("/") == b.rstrip("/")
+    """Two storage locations name the same prefix: a trailing `/`, the scheme's case and the
+    Hadoop spellings `s3a://`/`s3n://` of `s3://` do not count (engines and catalogs differ)."""
+    return _location_key(a) == _location_key(b)
 
 
 @dataclass(frozen=True)
