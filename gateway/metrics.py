@@ -107,6 +107,20 @@ class Metrics:
             "Requests refused because the catalog's table is not the caller's expected one.",
             registry=r,
         )
+        self.change_events_configured = Gauge(
+            "lakegate_change_events_configured",
+            "1 when the gateway is set to subscribe to the catalog's change events (NATS).",
+            registry=r,
+        )
+        self.change_events_up = Gauge(
+            "lakegate_change_events_up",
+            "1 while the change events subscription is up (0: lost or not configured).",
+            registry=r,
+        )
+        self.change_events = Counter(
+            "lakegate_change_events",
+            "Change events received, by result (applied, malformed).", ["result"], registry=r,
+        )
         # process_cpu_seconds_total, process_resident_memory_bytes, open fds, start time.
         ProcessCollector(registry=r)
         self.build_info = Info("lakegate_build", "Build information.", registry=r)
@@ -134,6 +148,8 @@ class Metrics:
             self.config_reloads.labels(result)
         for result in IDENTITY_RESULTS:
             self.identity_checks.labels(result)
+        for result in ("applied", "malformed"):
+            self.change_events.labels(result)
 
 
 class BucketObserver:

@@ -107,6 +107,16 @@ class IdentityGuard:
     def ttl_s(self) -> float:
         return self._ttl_s
 
+    def set_ttl(self, ttl_s: float) -> None:
+        """A new TTL (change events subscribed or lost); a shorter one also caps every entry
+        already confirmed, so losing the events shortens the bound at once."""
+        if ttl_s < self._ttl_s:
+            cap = self._clock.monotonic() + ttl_s
+            for key, rec in self._checked.items():
+                if rec.due_mono > cap:
+                    self._checked[key] = rec._replace(due_mono=cap)
+        self._ttl_s = ttl_s
+
     async def lookup(self, key: CacheKey, ctx: RequestContext,
                      expect: ExpectedIdentity | None = None) -> Lookup:
         """The cache's answer for `key`, its identity confirmed within the TTL (and equal to

@@ -8,7 +8,7 @@ about HTTP or gRPC, and the layers below it know nothing about callers.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
@@ -84,6 +84,7 @@ class GatewayService:
         clock: time source.
         settings: validated settings.
         tokens: the session's token source (readiness asks it), None when not used.
+        events_detail: the change events' readiness detail (None: nothing to say).
         identity: binds cached answers to the catalog's current table (cache/identity.py).
     """
 
@@ -97,6 +98,7 @@ class GatewayService:
     _: KW_ONLY
     tokens: TokenSource | None = None
     identity: IdentityGuard
+    events_detail: Callable[[], str | None] | None = None
     _health: TTLCache[str, tuple[bool, str]] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -275,6 +277,11 @@ class GatewayService:
         return (self.cache.invalidate_table(warehouse_id, namespace, table)
                 + self.metadata.invalidate_table(warehouse_id, namespace, table))
 
+    def invalidate_changed(self, warehouse_id: str, namespace: tuple[str, ...],
+                           table: str) -> int:
+        """Drop every entry of a table a catalog change event named (service/change_events)."""
+        return self._invalidate_table(warehouse_id, namespace, table)
+
     def invalidate(self, ref: TableRef | None = None, *, all: bool = False) -> int:
         """Drop cache entries for one table (`ref`) or everything (`all=True`).
 
@@ -295,11 +302,11 @@ class GatewayService:
         """Ready when a session token is held (or none is needed) and the catalog answers
         `/health`, or when the cache can still serve credentials above the floor."""
         cached = self._health.get("ready")
-        if cached is not None:
-            return cached
-        result = await self._check_ready()
-        self._health["ready"] = result
-        return result
+        if cached is None:
+            cached = self._health["ready"] = await self._check_ready()
+        detail = self.events_detail() if self.events_detail is not None else None
+        # A lost change events subscription never makes the gateway unready (requests go on).
+        return cached if detail is None else (cached[0], f"{cached[1]}; {detail}")
 
     async def _check_ready(self) -> tuple[bool, str]:
         stale_ok = self.cache.servable_entries() > 0

@@ -27,8 +27,10 @@ from gateway.clock import Clock, SystemClock
 from gateway.concurrency import Spawn
 from gateway.metrics import Metrics
 from gateway.models import CacheKey, CredentialSet, RequestContext
+from gateway.service.change_events import ChangeEvents
 from gateway.service.gateway_service import GatewayService
 from gateway.settings import Settings
+from gateway.upstream.events import ChangeEventSubscription
 from gateway.upstream.lakekeeper import CatalogClient
 from gateway.upstream.table_identity import TableIdentityLoader
 from gateway.upstream.token_source import TokenSource, build_token_source
@@ -58,6 +60,7 @@ class Core:
         tokens: the session's token source.
         refresher: the refresh-ahead loop (None disables it, as in some unit tests).
         transport: the upstream connection pool (closed last).
+        events: the change events subscription (None: not configured).
     """
 
     service: GatewayService
@@ -66,6 +69,7 @@ class Core:
     tokens: TokenSource
     refresher: RefreshAhead | None
     transport: Transport
+    events: ChangeEventSubscription | None = None
     _started: bool = field(init=False, default=False)
     _closed: bool = field(init=False, default=False)
 
@@ -77,12 +81,16 @@ class Core:
         self.tokens.start(self.spawn)
         if self.refresher is not None:
             self.refresher.start()
+        if self.events is not None:
+            self.events.start()
 
     async def close(self) -> None:
         """Stop background work, then release the upstream connection pool (idempotent)."""
         if self._closed:
             return
         self._closed = True
+        if self.events is not None:
+            await self.events.close()
         if self.refresher is not None:
             await self.refresher.close()
         await self.tokens.close()
@@ -129,4 +137,10 @@ def build_core(
                              deadline_s=wait_s, max_entries=settings.cache.max_entries)
     service = GatewayService(catalog, cache, metadata, warehouses, CredentialKeys(warehouses),
                              clock, settings, tokens=tokens, identity=identity)
-    return Core(service, spawn, tokens=tokens, refresher=refresher, transport=transport)
+    subscription = None
+    if settings.events.enabled:
+        events = ChangeEvents(service, identity, settings, metrics)
+        subscription = ChangeEventSubscription(settings.events, events.apply, events.state,
+                                               events.malformed, clock, spawn)
+    return Core(service, spawn, tokens=tokens, refresher=refresher, transport=transport,
+                events=subscription)
