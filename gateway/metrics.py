@@ -119,7 +119,8 @@ class Metrics:
         )
         self.change_events = Counter(
             "lakegate_change_events",
-            "Change events received, by result (applied, malformed).", ["result"], registry=r,
+            "Change events received, by result (applied, ignored, malformed).", ["result"],
+            registry=r,
         )
         # process_cpu_seconds_total, process_resident_memory_bytes, open fds, start time.
         ProcessCollector(registry=r)
@@ -148,7 +149,7 @@ class Metrics:
             self.config_reloads.labels(result)
         for result in IDENTITY_RESULTS:
             self.identity_checks.labels(result)
-        for result in ("applied", "malformed"):
+        for result in ("applied", "ignored", "malformed"):
             self.change_events.labels(result)
 
 

@@ -318,6 +318,12 @@ async def commit_table(request: web.Request) -> web.Response:
                 ) from exc
         elif not cat.store.swap_metadata(current.id, current.metadata_location, new_location, raw):
             raise ApiError(409, "CommitFailedException", "Table metadata changed concurrently")
+    # Lakekeeper's updateTable: the CommitTableRequest, U+001F-joined namespace, empty prefix.
+    data = {**body.model_dump(by_alias=True, mode="json"),
+            "identifier": {"namespace": ns.parts, "name": name}}
+    await emit(request, "updateTable", tabular_type="Table", tabular_id=table_id,
+               warehouse_id=wh.id, name=name, namespace=ns.parts, join=UNIT, prefix="",
+               data=data)
     return web.json_response(
         {"metadata-location": new_location, "metadata": metadata_dict(metadata)}
     )

@@ -1,11 +1,11 @@
 """ChangeEvents: what a catalog change event does to this gateway's caches.
 
-Every table name an event touches (the changed table's; for a rename also the destination; for a
-commit its identifier) loses its cached credential and metadata entries at once, on every access
-mode, so the next request fetches the table the catalog has now. Events are only a speed-up:
-applying one twice, late or out of order only causes one more fetch, never a wrong answer (an
-answer always comes from a fetch, and a fetch started before an invalidation is not stored),
-and a lost one is bounded by the identity TTL. While the subscription is up the guard's TTL is
+Every table name an event names (the changed table's; for a rename also the destination) loses
+its cached credential and metadata entries at once, on every access mode, so the next request
+fetches the table the catalog has now (commits and views name none: upstream/events.py).
+Events are only a speed-up: applying one twice, late or out of order only causes one more fetch,
+never a wrong answer (an answer always comes from a fetch, and a fetch started before an
+invalidation is not stored), and a lost one is bounded by the identity TTL. While the subscription is up the guard's TTL is
 `events.identity_ttl_s`; when it is lost it drops to `cache.identity_ttl_s` at once, for every
 entry already confirmed.
 """
@@ -38,6 +38,9 @@ class ChangeEvents:
         metrics.change_events_up.set(0)
 
     def apply(self, event: ChangeEvent) -> None:
+        if not event.names:  # a commit or a view: no table identity changed
+            self._metrics.change_events.labels("ignored").inc()
+            return
         removed = sum(self._service.invalidate_changed(event.warehouse_id, ns, name)
                       for ns, name in event.names)
         self._metrics.change_events.labels("applied").inc()

@@ -26,10 +26,18 @@ from gateway.events_settings import EventsSettings
 
 log = logging.getLogger(__name__)
 
-# Lakekeeper's event types (lakekeeper-events §4); anything else is ignored.
+# Lakekeeper's event types; anything else is not one of its events.
 TABLE_EVENTS = frozenset({
     "createTable", "registerTable", "updateTable", "dropTable", "renameTable",
     "createView", "updateView", "dropView", "renameView",
+    "createGenericTable", "dropGenericTable", "renameGenericTable", "undropTabulars",
+})
+# The ones that can change which table (id, location) a name stands for. Not updateTable: an
+# Iceberg table's location is immutable in Lakekeeper (a different set-location is refused),
+# so a commit never moves it, and dropping every node's credentials on every commit would cost
+# an STS call per node per commit. Not views: no credentials are cached for them.
+IDENTITY_EVENTS = frozenset({
+    "createTable", "registerTable", "dropTable", "renameTable",
     "createGenericTable", "dropGenericTable", "renameGenericTable", "undropTabulars",
 })
 CONNECT_BACKOFF_S = (0.5, 1.0, 2.0, 5.0)
@@ -38,7 +46,8 @@ TableName = tuple[tuple[str, ...], str]
 
 @dataclass(frozen=True)
 class ChangeEvent:
-    """One parsed event: its type, warehouse, tabular id and every table name it touches."""
+    """One parsed event: its type, warehouse, tabular id and every table name whose identity
+    it may have changed (none for the types outside IDENTITY_EVENTS)."""
 
     type: str
     warehouse_id: str
@@ -74,10 +83,13 @@ def parse_event(payload: bytes) -> ChangeEvent | None:
     if not (isinstance(wid, str) and isinstance(tid, str) and isinstance(name, str)
             and isinstance(namespace, str)):
         return None
+    if doc["type"] not in IDENTITY_EVENTS:
+        return ChangeEvent(type=doc["type"], warehouse_id=wid.lower(), tabular_id=tid.lower(),
+                           names=())
     names: list[TableName] = [(_levels(namespace), name)]
     data = doc.get("data")
-    if isinstance(data, dict):  # updateTable: identifier; renames: source and destination
-        for field in ("identifier", "source", "destination"):
+    if isinstance(data, dict):  # renames: source and destination
+        for field in ("source", "destination"):
             ident = _ident(data.get(field))
             if ident is not None and ident not in names:
                 names.append(ident)

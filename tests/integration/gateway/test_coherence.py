@@ -143,3 +143,47 @@ def test_table_id_is_confirmed_and_a_replaced_id_refused(
     assert doc["table_id"] == new_id.lower()
     assert doc["location"] == _location(gw, ns, name)["location"]
     assert _creds(node_b, ns, name, table_id=old_id).status_code == 409
+
+
+def _metric(node: httpx.Client, sample: str) -> float:
+    for line in node.get("/metrics").text.splitlines():
+        if line.startswith(sample + " "):
+            return float(line.split()[1])
+    return 0.0
+
+
+def test_an_iceberg_table_is_rechecked_with_if_none_match_and_replaced(
+    info: StackInfo, node_b: httpx.Client
+) -> None:
+    from pyiceberg.catalog.rest import RestCatalog
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import LongType, NestedField
+
+    rest = RestCatalog("node-a", uri=info.gateway_url + "/catalog", warehouse=info.warehouse.name,
+                       token="x",  # noqa: S106 - the stack gateway takes any local bearer
+                       **{"header.X-Iceberg-Access-Delegation": "vended-credentials",
+                          "header.X-Lakegate-Request": "1"})
+    schema = Schema(NestedField(1, "id", LongType(), required=False))
+    ident = (info.namespace, f"cohice_{time.monotonic_ns() % 10**9}")
+    first = rest.create_table(ident, schema=schema)
+    ns, name = ident
+    try:
+        doc = _location(node_b, ns, name, kind="iceberg")
+        assert doc["location"].rstrip("/") == first.location().rstrip("/")
+        not_modified = _metric(node_b, 'lakegate_identity_checks_total{result="not_modified"}')
+        for _ in range(2):  # two re-checks: the second is answered 304 (same ETag)
+            time.sleep(IDENTITY_TTL_S + 0.05)
+            doc = _location(node_b, ns, name, kind="iceberg")
+            assert doc["outcome"] == "hit"
+        assert doc["table_id"] == str(first.metadata.table_uuid)
+        assert _metric(node_b,
+                       'lakegate_identity_checks_total{result="not_modified"}') > not_modified
+        rest.drop_table(ident)
+        second = rest.create_table(ident, schema=schema)
+        assert second.location() != first.location()
+        time.sleep(IDENTITY_TTL_S + 0.05)
+        doc = _location(node_b, ns, name, kind="iceberg")
+        assert doc["location"].rstrip("/") == second.location().rstrip("/")
+        assert doc["table_id"] == str(second.metadata.table_uuid)
+    finally:
+        rest.drop_table(ident)

@@ -58,3 +58,15 @@ async def test_losing_the_subscription_shortens_the_identity_ttl_at_once(core, c
     clock.advance(20)
     await service.get_credentials(REF, AccessMode.READ, CTX)
     assert catalog.calls["load_generic_table"] == 1  # the entry confirmed earlier is due now
+
+
+async def test_a_commit_event_costs_no_refetch(core, catalog):
+    core_, metrics = core
+    service = core_.service
+    events = ChangeEvents(service, service.identity, service.settings, metrics)
+    await service.get_credentials(REF, AccessMode.READ, CTX)
+    events.apply(ChangeEvent(type="updateTable", warehouse_id=catalog.warehouse_id,
+                             tabular_id="t-1", names=()))
+    assert (await service.get_credentials(REF, AccessMode.READ, CTX)).outcome is Outcome.HIT
+    assert metrics.registry.get_sample_value("lakegate_change_events_total",
+                                             {"result": "ignored"}) == 1

@@ -34,11 +34,13 @@ def test_a_rename_names_source_and_destination_and_splits_unit_separators() -> N
     assert ev.names == ((("sales", "eu"), "orders"), (("sales", "eu"), "orders_v1"))
 
 
-def test_an_update_names_its_identifier() -> None:
+@pytest.mark.parametrize("type_", ["updateTable", "createView", "dropView"])
+def test_commits_and_views_name_no_table_to_invalidate(type_: str) -> None:
+    # An Iceberg table's location is immutable: a commit never changes its identity.
     data = {"identifier": {"namespace": ["a"], "name": "T"}, "requirements": [], "updates": []}
-    ev = parse_event(event("updateTable", namespace="a", name="T", data=data))
+    ev = parse_event(event(type_, namespace="a", name="T", data=data))
     assert ev is not None
-    assert ev.names == ((("a",), "T"),)
+    assert (ev.type, ev.names) == (type_, ())
 
 
 @pytest.mark.parametrize("payload", [
