@@ -5,9 +5,9 @@ its cached credential and metadata entries at once, on every access mode, so the
 fetches the table the catalog has now (commits and views name none: upstream/events.py).
 Events are only a speed-up: applying one twice, late or out of order only causes one more fetch,
 never a wrong answer (an answer always comes from a fetch, and a fetch started before an
-invalidation is not stored), and a lost one is bounded by the identity TTL. While the subscription is up the guard's TTL is
-`events.identity_ttl_s`; when it is lost it drops to `cache.identity_ttl_s` at once, for every
-entry already confirmed.
+invalidation is not stored), and a lost one is bounded by the identity TTL. While the
+subscription is up the guard's TTL is `events.identity_ttl_s`; when it is lost it drops to
+`cache.identity_ttl_s` at once, for every entry already confirmed.
 """
 
 from __future__ import annotations
