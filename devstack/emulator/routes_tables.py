@@ -183,6 +183,9 @@ async def load_generic_table(request: web.Request) -> web.Response:
             {"prefix": table.base_location, "config": credential_config(profile, cred)}
         ]
     else:
+        # A load that vends nothing (a gateway's identity re-check): counted apart, so a bench
+        # can tell metadata loads from credential calls.
+        state_of(request).stats.incr("load_generic_table_unvended")
         out["config"] = load_config(profile, None)
     return web.json_response(out)
 
