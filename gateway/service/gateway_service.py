@@ -138,7 +138,13 @@ class GatewayService:
         try:
             wh, key = await self.keys.resolve(ref, access, self._project(ctx), ctx)
             # remaining_s on the monotonic clock: a stepped wall clock must not distort it.
-            creds, outcome, remaining = await self.identity.lookup(key, ctx, expect)
+            got = await self.cache.lookup(key, ctx)
+            # The guard's hot path is a plain call; only a due or expected identity awaits.
+            creds = self.identity.confirmed(key, got[0], expect)
+            if creds is None:
+                creds, outcome, remaining = await self.identity.confirm(key, ctx, expect, got)
+            else:
+                outcome, remaining = got[1], got[2]
         except GatewayError as exc:
             credential_event(ctx, ctx.caller, where, access, type(exc).__name__)
             raise

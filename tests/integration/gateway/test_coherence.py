@@ -57,9 +57,16 @@ def _create(gw: httpx.Client, ns: str, name: str) -> str:
 
 
 def _table_id(gw: httpx.Client, ns: str, name: str) -> str:
-    resp = gw.get(f"/v1/warehouses/demo/namespaces/{ns}/tables")
-    assert resp.status_code == 200, resp.text
-    ids = [i["id"] for i in resp.json()["identifiers"] if i["name"] == name]
+    ids: list[str] = []
+    token: str | None = None
+    for _ in range(50):  # the shared namespace holds every test's tables: page through it
+        params = {"page_size": "1000", **({"page_token": token} if token else {})}
+        resp = gw.get(f"/v1/warehouses/demo/namespaces/{ns}/tables", params=params)
+        assert resp.status_code == 200, resp.text
+        ids += [i["id"] for i in resp.json()["identifiers"] if i["name"] == name]
+        token = resp.json()["next_page_token"]
+        if not token:
+            break
     assert len(ids) == 1
     return str(ids[0])
 
