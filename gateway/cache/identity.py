@@ -102,6 +102,8 @@ class IdentityGuard:
         # Keyed by id() of the cache's value (the record holds that value, so the id stays its
         # own): an int hashes in half the time of a CacheKey, and this is read on every hit.
         self._checked: OrderedDict[int, _Checked] = OrderedDict()
+        # The latest record per key, for a value the guard has not seen (slow path only).
+        self._last: OrderedDict[CacheKey, _Checked] = OrderedDict()
         self._known: OrderedDict[TableKey, tuple[TableIdentity, str | None]] = OrderedDict()
         self._flight: SingleFlight[tuple[TableKey, bool], TableIdentity] = SingleFlight(spawn)
 
@@ -114,9 +116,10 @@ class IdentityGuard:
         already confirmed, so losing the events shortens the bound at once."""
         if ttl_s < self._ttl_s:
             cap = self._clock.monotonic() + ttl_s
-            for key, rec in self._checked.items():
-                if rec.due_mono > cap:
-                    self._checked[key] = rec._replace(due_mono=cap)
+            for records in (self._checked, self._last):
+                for k, rec in records.items():
+                    if rec.due_mono > cap:
+                        records[k] = rec._replace(due_mono=cap)  # type: ignore[index]
         self._ttl_s = ttl_s
 
     async def lookup(self, key: CacheKey, ctx: RequestContext,
@@ -220,14 +223,24 @@ class IdentityGuard:
         )
 
     def _record(self, key: CacheKey, value: CredentialSet, outcome: Outcome) -> _Checked:
-        """The record for the value the cache gave; a value not seen before is due at once,
-        unless it was fetched for this very request (then its location is fresh)."""
+        """The record for the value the cache gave. A value fetched for this very request is
+        fresh for a TTL. One fetched in the background (refresh-ahead) is newer than the key's
+        last confirmation, so it keeps that confirmation's due time (and its id, if the
+        location is the same); with no record at all it is due at once."""
         rec = self._checked.get(id(value))
         if rec is not None and rec.source is value:
             return rec
-        fresh = outcome is Outcome.MISS or outcome is Outcome.COALESCED
         now_m = self._clock.monotonic()
-        return self._keep(key, _Checked(value, value, now_m + self._ttl_s if fresh else now_m))
+        if outcome is Outcome.MISS or outcome is Outcome.COALESCED:
+            return self._keep(key, _Checked(value, value, now_m + self._ttl_s))
+        last = self._last.get(key)
+        if last is None:
+            return self._keep(key, _Checked(value, value, now_m))
+        served = value
+        if (last.served.table_id is not None
+                and same_location(last.served.location, value.location)):
+            served = replace(value, table_id=last.served.table_id)
+        return self._keep(key, _Checked(value, served, last.due_mono))
 
     def _keep(self, key: CacheKey, rec: _Checked) -> _Checked:
         vid = id(rec.source)
@@ -235,6 +248,10 @@ class IdentityGuard:
         self._checked.move_to_end(vid)
         while len(self._checked) > self._max:
             self._checked.popitem(last=False)
+        self._last[key] = rec
+        self._last.move_to_end(key)
+        while len(self._last) > self._max:
+            self._last.popitem(last=False)
         return rec
 
     async def _refetch(self, key: CacheKey, ctx: RequestContext, stale: CredentialSet) -> Lookup:

@@ -197,7 +197,8 @@ async def test_a_refreshed_value_is_confirmed_before_it_is_served_as_a_hit(guard
     # A value the guard has not seen and did not see fetched (e.g. stored by refresh-ahead) is
     # confirmed at once: the guard never assumes it is younger than it is.
     await guard.lookup(key(), CTX)
-    guard._checked.clear()  # as if evicted from the guard's own bound
+    guard._checked.clear()  # as if evicted from the guard's own bounds
+    guard._last.clear()
     new = tables.replace("orders")
     value, _, _ = await guard.lookup(key(), CTX)
     assert value.location == new.location
@@ -211,3 +212,18 @@ async def test_a_new_expected_id_replaces_an_entry_confirmed_for_the_old_one(gua
     value, outcome, _ = await guard.lookup(key(), CTX, ExpectedIdentity(table_id=new.table_id))
     assert (value.location, value.table_id, outcome) == (new.location, new.table_id, Outcome.MISS)
     assert (tables.fetches, tables.loads) == (2, 2)  # one load found the change, one refetch
+
+
+async def test_a_refresh_ahead_value_keeps_the_last_confirmation(guard, tables, clock, registry):
+    # A background refresh stores a new value object; it is newer than the key's last
+    # confirmation, so it is not re-checked before that confirmation's due time.
+    ident = tables.tables["orders"]
+    await guard.lookup(key(), CTX, ExpectedIdentity(table_id=ident.table_id))  # confirmed, id
+    assert guard._cache.start_refresh(key())
+    await registry.drained()
+    value, outcome, _ = await guard.lookup(key(), CTX)
+    assert (outcome, tables.fetches, tables.loads) == (Outcome.HIT, 2, 1)
+    assert value.table_id == ident.table_id  # same location: the confirmed id carries over
+    clock.advance(TTL)
+    await guard.lookup(key(), CTX)
+    assert tables.loads == 2  # due when the confirmation was, not later
