@@ -37,6 +37,15 @@ def upstream_settings(info: StackInfo, *, client: str = "gateway") -> dict[str, 
     }
 
 
+def events_settings(info: StackInfo) -> dict[str, str]:
+    """`LAKEGATE__EVENTS__*` settings subscribing a gateway to the stack catalog's change events
+    (empty when the stack runs without NATS)."""
+    if info.nats is None:
+        return {}
+    return {"LAKEGATE__EVENTS__NATS_ADDRESS": info.nats.url,
+            "LAKEGATE__EVENTS__NATS_TOPIC": info.nats.subject}
+
+
 def start_gateway(
     run_dir: Path,
     info: StackInfo,
@@ -55,6 +64,7 @@ def start_gateway(
     """
     settings = {
         **upstream_settings(info),
+        **events_settings(info),
         "LAKEGATE__LISTEN__HOST": "127.0.0.1",
         "LAKEGATE__LISTEN__HTTP_UDS": str(run_dir / "lakegate-http.sock"),
         "LAKEGATE__LISTEN__GRPC_UDS": str(run_dir / "lakegate-grpc.sock"),

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from devstack import idp_config, processes, seaweed
+from devstack import idp_config, nats, processes, seaweed
 from devstack.bootstrap import WarehouseSpec, bootstrap_catalog, fetch_token
 from devstack.errors import DevstackError, StackRunningError, StartupError
 from devstack.gateway_proc import start_gateway
@@ -30,6 +30,7 @@ from devstack.stack_info import (
     CatalogInfo,
     ClientInfo,
     IdpInfo,
+    NatsInfo,
     S3Info,
     StackInfo,
     WarehouseInfo,
@@ -41,7 +42,7 @@ WAREHOUSE = "demo"
 NAMESPACE = "demo_ns"
 READY_TIMEOUT_S = 20.0
 START_ATTEMPTS = 2
-STOP_ORDER = ("gateway", "catalog", "s3", "idp")
+STOP_ORDER = ("gateway", "catalog", "nats", "s3", "idp")
 # Files `up` recreates; anything else in the run directory is left alone.
 _STATE_FILES = (
     "catalog.db",
@@ -158,9 +159,9 @@ def _start(
     gateway_env: Mapping[str, str] | None,
 ) -> Stack:
     t0 = time.monotonic()
-    ports = free_ports(2 + seaweed.SeaweedPorts.COUNT)
-    idp_port, catalog_port = ports[0], ports[1]
-    s3_ports = seaweed.SeaweedPorts.from_list(ports[2:])
+    ports = free_ports(4 + seaweed.SeaweedPorts.COUNT)
+    idp_port, catalog_port, nats_port, nats_monitor_port = ports[:4]
+    s3_ports = seaweed.SeaweedPorts.from_list(ports[4:])
     logs = run_dir / "logs"
 
     # IdP: key stable for the stack's life (reused if the IdP is restarted).
@@ -182,6 +183,17 @@ def _start(
     tmp_sockets.extend(seaweed.tmp_socket_patterns(s3_ports))
     s3_endpoint = f"http://127.0.0.1:{s3_ports.s3}"
 
+    # NATS before the catalog: Lakekeeper (and the emulator) refuse to start without it.
+    nats_info = NatsInfo(url=f"nats://127.0.0.1:{nats_port}", subject=nats.SUBJECT,
+                         monitor_url=f"http://127.0.0.1:{nats_monitor_port}")
+    records["nats"] = processes.spawn(
+        "nats", nats.nats_argv(nats_port, nats_monitor_port), log_path=logs / "nats.log"
+    )
+    processes.wait_until(
+        records["nats"], lambda: http_ok(f"{nats_info.monitor_url}/healthz"),
+        timeout_s=READY_TIMEOUT_S, what="NATS", interval_s=0.1,
+    )
+
     roles = {"read": str(uuid.uuid4()), "write": str(uuid.uuid4())}
     emulator_cfg = {
         "host": "127.0.0.1",
@@ -191,6 +203,8 @@ def _start(
         "audiences": [idp_config.AUDIENCE],
         "read_role_id": roles["read"],
         "write_role_id": roles["write"],
+        "nats_address": nats_info.url,
+        "nats_topic": nats_info.subject,
     }
     (run_dir / "emulator.json").write_text(json.dumps(emulator_cfg, indent=1))
     records["catalog"] = processes.spawn(
@@ -268,6 +282,7 @@ def _start(
             delete_profile="soft" if soft_delete else "hard",
         ),
         namespace=NAMESPACE,
+        nats=nats_info,
     )
     if with_gateway:
         gw_record, gw_info = start_gateway(

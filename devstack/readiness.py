@@ -67,4 +67,7 @@ def ready_check(info: StackInfo, name: str) -> Callable[[], bool]:
         return lambda: http_ok(f"{info.catalog.url}/health")
     if name == "gateway":
         return lambda: http_ok(f"{info.gateway_url}/readyz")
+    if name == "nats" and info.nats is not None:
+        nats = info.nats
+        return lambda: http_ok(f"{nats.monitor_url}/healthz")
     raise DevstackError(f"unknown component {name!r}")

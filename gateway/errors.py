@@ -24,7 +24,8 @@ class gets is shown next to its HTTP status below.
     │   ├── UpstreamTimeoutError         504 DEADLINE_EXCEEDED                    retryable
     │   └── UpstreamAuthError            502 UNAVAILABLE (the catalog refused OUR token)
     ├── IdentityProviderError            503 UNAVAILABLE (the IdP refused/failed)  retryable
-    └── CredentialExpiredError           503 UNAVAILABLE (nothing above the serve floor)
+    ├── CredentialExpiredError           503 UNAVAILABLE (nothing above the serve floor)
+    └── TableIdentityMismatchError       409 FAILED_PRECONDITION (not the table the caller expects)
 
 `UpstreamAuthError` is rendered 502, not 401: the caller authenticated fine with the gateway,
 it is the gateway's own upstream session that was refused, and a 401 would make clients such
@@ -182,6 +183,15 @@ class IdentityProviderError(GatewayError):
 class CredentialExpiredError(GatewayError):
     http_status = 503
     error_type = "CredentialExpired"
+
+
+class TableIdentityMismatchError(GatewayError):
+    """The catalog's table (checked just now) is not the one the caller named by
+    `expected_location` / `table_id`: it was dropped, replaced or renamed since the caller
+    planned. Retrying does not help; the caller must plan again."""
+
+    http_status = 409
+    error_type = "TableIdentityMismatch"
 
 
 def retry_after_value(err: GatewayError) -> str | None:

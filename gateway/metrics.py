@@ -31,6 +31,10 @@ INGRESS_REASONS = ("ssrf_header", "auth", "ratelimit", "policy", "malformed", "p
                    "auth_ratelimit")
 RELOAD_RESULTS = ("ok", "error")
 SKEW_CLOCKS = ("catalog", "idp")  # remote clocks whose `Date` the gateway compares with its own
+# Table identity checks (gateway/cache/identity.py), per metadata load: loaded, not_modified
+# (304), error (the cached entry was served, retried soon); and per cache key: changed (the
+# cached table was replaced, the entry refetched).
+IDENTITY_RESULTS = ("loaded", "not_modified", "error", "changed")
 
 
 class Metrics:
@@ -105,6 +109,31 @@ class Metrics:
             "A remote clock (its HTTP Date) minus the local wall clock, by clock (catalog, idp).",
             ["clock"], registry=r,
         )
+        self.identity_checks = Counter(
+            "lakegate_identity_checks",
+            "Table identity checks: metadata loads (loaded, not_modified, error) and "
+            "replaced tables found (changed).", ["result"], registry=r,
+        )
+        self.identity_mismatches = Counter(
+            "lakegate_identity_mismatches",
+            "Requests refused because the catalog's table is not the caller's expected one.",
+            registry=r,
+        )
+        self.change_events_configured = Gauge(
+            "lakegate_change_events_configured",
+            "1 when the gateway is set to subscribe to the catalog's change events (NATS).",
+            registry=r,
+        )
+        self.change_events_up = Gauge(
+            "lakegate_change_events_up",
+            "1 while the change events subscription is up (0: lost or not configured).",
+            registry=r,
+        )
+        self.change_events = Counter(
+            "lakegate_change_events",
+            "Change events received, by result (applied, ignored, malformed).", ["result"],
+            registry=r,
+        )
         # process_cpu_seconds_total, process_resident_memory_bytes, open fds, start time.
         ProcessCollector(registry=r)
         self.build_info = Info("lakegate_build", "Build information.", registry=r)
@@ -132,6 +161,10 @@ class Metrics:
             self.config_reloads.labels(result)
         for clock in SKEW_CLOCKS:
             self.clock_skew.labels(clock)
+        for result in IDENTITY_RESULTS:
+            self.identity_checks.labels(result)
+        for result in ("applied", "ignored", "malformed"):
+            self.change_events.labels(result)
 
 
 class BucketObserver:

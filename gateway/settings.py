@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from gateway.events_settings import EventsSettings
 from gateway.settings_sources import (
     CONFIG_FILE_ENV,
     ENV_PREFIX,
@@ -186,6 +187,8 @@ class CacheSettings(_Section):
     refresh_rate_per_s: float = Field(default=20.0, gt=0)
     metadata_ttl_s: float = Field(default=5.0, ge=0, le=10)
     warehouse_ttl_s: float = Field(default=60.0, ge=0)
+    # Longest a cached answer's table identity goes unconfirmed (one metadata load, no STS).
+    identity_ttl_s: float = Field(default=30.0, gt=0, le=3600)
 
 
 class CallerMode(StrEnum):
@@ -268,6 +271,7 @@ class Settings(BaseSettings):
     cache: CacheSettings = Field(default_factory=CacheSettings)
     callers: CallerSettings = Field(default_factory=CallerSettings)
     log: LogSettings = Field(default_factory=LogSettings)
+    events: EventsSettings = Field(default_factory=EventsSettings)
     shutdown_grace_s: float = Field(default=10.0, ge=0)
 
     @classmethod

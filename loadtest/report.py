@@ -223,14 +223,18 @@ def _scaling_section(rows: Any) -> list[str]:
         return out
     out += [
         "Warm caches, uniform popularity, time-compressed lifetime; `per node, table, lifetime` "
-        "= upstream credential calls / (nodes x tables x lifetimes in the window).",
+        "= upstream credential calls / (nodes x tables x lifetimes in the window). `identity "
+        "checks` = the metadata loads (no STS call) of the gateways' table identity re-checks, "
+        "at most one per node and table per `CACHE__IDENTITY_TTL_S`; `per node, table, hour` "
+        "scales them to an hour.",
         "",
     ]
     return out + _table(
         ("mode", "nodes", "executors per node", "credential calls", "per node, table, lifetime",
-         "IdP requests", "errors", "client requests"),
+         "identity checks", "per node, table, hour", "IdP requests", "errors", "client requests"),
         ((r.get("mode"), r["nodes"], f"{r['executors_per_node']:,}", r.get("credential_calls"),
-          r["upstream_per_node_table_lifetime"], r["idp_requests"], r["errors"],
+          r["upstream_per_node_table_lifetime"], r.get("identity_checks", ""),
+          r.get("identity_checks_per_node_table_hour", ""), r["idp_requests"], r["errors"],
           f"{r.get('client_requests', 0):,}") for r in rows),
     )
 

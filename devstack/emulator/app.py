@@ -30,6 +30,7 @@ from devstack.emulator import (
 )
 from devstack.emulator.auth import JwtAuthenticator
 from devstack.emulator.config import EmulatorConfig
+from devstack.emulator.events import EventPublisher
 from devstack.emulator.faults import Faults
 from devstack.emulator.idempotency import IdempotencyStore
 from devstack.emulator.middleware import envelope_middleware, gate_middleware
@@ -80,7 +81,16 @@ async def _close(app: web.Application) -> None:
         task.cancel()
     if tasks:
         await asyncio.gather(*tasks, return_exceptions=True)
+    events = app[STATE].events
+    if events is not None:
+        await events.close()
     app[STATE].store.close()
+
+
+async def _start_events(app: web.Application) -> None:
+    events = app[STATE].events
+    if events is not None:
+        await events.start()
 
 
 def create_app(config: EmulatorConfig) -> web.Application:
@@ -90,6 +100,9 @@ def create_app(config: EmulatorConfig) -> web.Application:
         client_max_size=config.max_body_bytes,
     )
     app[STATE] = build_state(config)
+    if config.nats_address and config.nats_topic and config.nats_topic.strip():
+        app[STATE].events = EventPublisher(config.nats_address, config.nats_topic)
+        app.on_startup.append(_start_events)
     app[PURGE_TASKS] = set()
     routes_hooks.add_routes(app)
     routes_catalog.add_routes(app)

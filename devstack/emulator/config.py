@@ -27,6 +27,9 @@ class EmulatorConfig(BaseModel):
     # Seconds between a drop with purgeRequested and the purge of the table's files
     # (Lakekeeper queues a task; its poll interval defaults to 10 s). None = never purge.
     purge_delay_s: float | None = 2.0
+    # Change events (Lakekeeper's LAKEKEEPER__NATS_ADDRESS / NATS_TOPIC): both set = publish.
+    nats_address: str | None = None
+    nats_topic: str | None = None
 
     @classmethod
     def from_file(cls, path: Path) -> EmulatorConfig:

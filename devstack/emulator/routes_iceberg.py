@@ -6,13 +6,15 @@ endpoint. Vended credentials come from the same STS vending and STC cache as gen
 scoped to the table location; the S3 credential maps also carry Lakekeeper's
 `client.refresh-credentials-endpoint`. Metadata files are really written to storage.
 
-Deviations: no ETag/304 on load, no remote signing, no views, no multi-table transactions;
+Deviations: ETag/304 on client-managed loads only (a weak `lk2.` tag over warehouse and
+metadata location), no remote signing, no views, no multi-table transactions;
 Iceberg tables are always hard-deleted (soft-delete warehouses too) and never purged by a
 recursive namespace drop (their rows are dropped, their files kept).
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -22,6 +24,7 @@ from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.table.update import AssertCreate
 
 from devstack.emulator.errors import ApiError, uuid7
+from devstack.emulator.events import DOT, UNIT, emit
 from devstack.emulator.iceberg_meta import (
     CommitIcebergTable,
     CreateIcebergTable,
@@ -228,6 +231,11 @@ async def create_table(request: web.Request) -> web.Response:
         except ConflictError as exc:
             raise _already_exists() from exc
         out["metadata-location"] = metadata_location
+    # Lakekeeper's createTable event: the CreateTableRequest with the location filled in.
+    data = {**body.model_dump(by_alias=True, mode="json"), "location": location}
+    await emit(request, "createTable", tabular_type="Table", tabular_id=table_id,
+               warehouse_id=wh.id, name=body.name, namespace=ns.parts, join=DOT, prefix=None,
+               data=data)
     profile = wh.storage_profile
     if cred is not None and not client_managed(request):
         user_cred = cred
@@ -244,9 +252,21 @@ async def create_table(request: web.Request) -> web.Response:
     return web.json_response(out)
 
 
+def _etag(wh: Warehouse, table: IcebergTable) -> str:
+    """A weak `lk2.` tag over what Lakekeeper's covers here (warehouse, metadata location)."""
+    digest = hashlib.sha256(f"{wh.id}\x00{table.metadata_location}".encode()).hexdigest()
+    return f'W/"lk2.{digest[:16]}"'
+
+
 async def load_table(request: web.Request) -> web.Response:
     wh, ns, table = _table_from_path(request)
     vend = not client_managed(request)
+    if not vend:  # no expiring credential in the answer: Lakekeeper may answer 304
+        etag = _etag(wh, table)
+        if request.headers.get("If-None-Match") in (etag, "*"):
+            return web.Response(status=304, headers={"ETag": etag})
+        out = await _table_response(request, wh, ns, table, vend=False)
+        return web.json_response(out, headers={"ETag": etag})
     out = await _table_response(request, wh, ns, table, vend=vend)
     if "storage-credentials" in out:
         state_of(request).stats.incr("load_table_vended")
@@ -298,6 +318,12 @@ async def commit_table(request: web.Request) -> web.Response:
                 ) from exc
         elif not cat.store.swap_metadata(current.id, current.metadata_location, new_location, raw):
             raise ApiError(409, "CommitFailedException", "Table metadata changed concurrently")
+    # Lakekeeper's updateTable: the CommitTableRequest, U+001F-joined namespace, empty prefix.
+    data = {**body.model_dump(by_alias=True, mode="json"),
+            "identifier": {"namespace": ns.parts, "name": name}}
+    await emit(request, "updateTable", tabular_type="Table", tabular_id=table_id,
+               warehouse_id=wh.id, name=name, namespace=ns.parts, join=UNIT, prefix="",
+               data=data)
     return web.json_response(
         {"metadata-location": new_location, "metadata": metadata_dict(metadata)}
     )
@@ -309,6 +335,8 @@ async def drop_table(request: web.Request) -> web.Response:
     catalog_of(request).store.delete(table.id)
     if purge:
         schedule_purge(request.app, wh, _as_tabular(table.id, ns, table.name, table.location))
+    await emit(request, "dropTable", tabular_type="Table", tabular_id=table.id,
+               warehouse_id=wh.id, name=table.name, namespace=ns.parts, join=DOT, prefix=None)
     return web.Response(status=204)
 
 
@@ -335,6 +363,12 @@ async def rename_table(request: web.Request) -> web.Response:
         cat.store.rename(table.id, dst_ns, dst.name)
     except ConflictError as exc:
         raise _already_exists() from exc
+    await emit(request, "renameTable", tabular_type="Table", tabular_id=table.id,
+               warehouse_id=wh.id, name=table.name, namespace=src_ns.parts, join=UNIT,
+               prefix="", data={"source": {"namespace": list(src.namespace.root),
+                                           "name": src.name},
+                                "destination": {"namespace": list(dst.namespace.root),
+                                                "name": dst.name}})
     return web.Response(status=204)
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from aiohttp import web
 
 from devstack.emulator.errors import ApiError, not_found_table
+from devstack.emulator.events import UNIT, emit
 from devstack.emulator.models import GenericTable, Warehouse
 from devstack.emulator.pagination import clamp_page_size, decode_token, next_page
 from devstack.emulator.state import (
@@ -166,6 +167,7 @@ async def undrop_tabulars(request: web.Request) -> web.Response:
     st = state_of(request)
     wh = _warehouse_param(request)
     body = await read_json(request, Undrop)
+    restored: list[GenericTable] = []
     for target in body.targets:
         table = st.store.get_table_by_id(target.id)
         if table is None or table.warehouse_id != wh.id or table.deleted_at_us is None:
@@ -176,6 +178,13 @@ async def undrop_tabulars(request: web.Request) -> web.Response:
             raise ApiError(
                 409, "GenericTableAlreadyExists", "Generic table already exists"
             ) from exc
+        restored.append(table)
+    # One undropTabulars event per restored tabular (U+001F join, empty prefix, no data).
+    for i, table in enumerate(restored):
+        ns = st.store.get_namespace_by_id(table.namespace_id)
+        await emit(request, "undropTabulars", tabular_type="GenericTable", tabular_id=table.id,
+                   warehouse_id=wh.id, name=table.name, namespace=ns.parts if ns else [],
+                   join=UNIT, prefix="", num_events=len(restored), sequence_number=i)
     return web.Response(status=204)
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from aiohttp import web
 
 from devstack.emulator.errors import ApiError, not_found_table, uuid7
+from devstack.emulator.events import DOT, UNIT, emit
 from devstack.emulator.models import GenericTable, Warehouse
 from devstack.emulator.names import (
     decode_namespace_segment,
@@ -118,6 +119,14 @@ async def create_generic_table(request: web.Request) -> web.Response:
         )
     except ConflictError as exc:
         raise ApiError(409, "GenericTableAlreadyExists", "Generic table already exists") from exc
+    # `data` is the request as sent (the resolved location is not in it), properties omitted
+    # when empty, as Lakekeeper's CreateGenericTableRequest serializes.
+    data = body.model_dump(by_alias=True, exclude_none=True, mode="json")
+    if not data.get("properties"):
+        data.pop("properties", None)
+    await emit(request, "createGenericTable", tabular_type="GenericTable", tabular_id=table.id,
+               warehouse_id=wh.id, name=table.name, namespace=ns.parts, join=DOT, prefix=None,
+               data=data)
     return web.json_response({"table": table_json(table)})
 
 
@@ -174,6 +183,9 @@ async def load_generic_table(request: web.Request) -> web.Response:
             {"prefix": table.base_location, "config": credential_config(profile, cred)}
         ]
     else:
+        # A load that vends nothing (a gateway's identity re-check): counted apart, so a bench
+        # can tell metadata loads from credential calls.
+        state_of(request).stats.incr("load_generic_table_unvended")
         out["config"] = load_config(profile, None)
     return web.json_response(out)
 
@@ -212,6 +224,9 @@ async def drop_generic_table(request: web.Request) -> web.Response:
         st.store.hard_delete_table(table.id)
         if purge:
             schedule_purge(request.app, wh, table)
+    await emit(request, "dropGenericTable", tabular_type="GenericTable", tabular_id=table.id,
+               warehouse_id=wh.id, name=table.name,
+               namespace=namespace_from_path(request, wh).parts, join=DOT, prefix=None)
     return web.Response(status=204)
 
 
@@ -244,6 +259,10 @@ async def rename_generic_table(request: web.Request) -> web.Response:
         st.store.rename_table(table.id, dst_ns, dst.name)
     except ConflictError as exc:
         raise ApiError(409, "AlreadyExistsException", "Generic table already exists") from exc
+    await emit(request, "renameGenericTable", tabular_type="GenericTable", tabular_id=table.id,
+               warehouse_id=wh.id, name=table.name, namespace=src_ns.parts, join=UNIT,
+               prefix=None, data={"source": {"namespace": src.namespace, "name": src.name},
+                                  "destination": {"namespace": dst.namespace, "name": dst.name}})
     return web.Response(status=204)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 
@@ -24,6 +25,9 @@ from devstack.emulator.stats import Stats
 from devstack.emulator.store import Store
 from devstack.emulator.vending import CredentialVendor
 
+if TYPE_CHECKING:
+    from devstack.emulator.events import EventPublisher
+
 NIL_PROJECT = "00000000-0000-0000-0000-000000000000"
 
 
@@ -36,6 +40,7 @@ class EmulatorState:
     vendor: CredentialVendor
     idempotency: IdempotencyStore
     authenticator: JwtAuthenticator | None
+    events: EventPublisher | None = None  # Lakekeeper's change events (NATS), when configured
 
 
 STATE: web.AppKey[EmulatorState] = web.AppKey("emulator_state", EmulatorState)

@@ -7,6 +7,7 @@ from collections import Counter
 # Reported even when zero, so tests can read them without a KeyError.
 BASE_COUNTERS = (
     "load_generic_table",
+    "load_generic_table_unvended",
     "load_generic_table_credentials",
     "create_generic_table",
     "list_generic_tables",

@@ -307,6 +307,15 @@ class CredentialCache:
         self._negative.pop(key, None)
         return int(self._drop(key, "invalidated"))
 
+    def evict_if(self, key: CacheKey, value: CredentialSet) -> bool:
+        """Drop `key` and its flight if it holds `value` (a herd starts one refetch)."""
+        entry = self._entries.get(key)
+        if entry is None or entry.value is not value:
+            return False
+        self._generation += 1
+        self._flight.forget(key)
+        return self._drop(key, "invalidated")
+
     def invalidate_table(self, warehouse_id: str, namespace: tuple[str, ...], table: str) -> int:
         """Drop every key of one table (all access modes and delegations): its entries, its
         negative entries and its fetches in flight, whether or not the key has an entry."""

@@ -8,7 +8,7 @@ about HTTP or gRPC, and the layers below it know nothing about callers.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
@@ -18,6 +18,7 @@ from gateway.audit import credential_event
 from gateway.cache import CredentialCache, CredentialKeys, MetadataCache, WarehouseResolver
 from gateway.cache.credential_keys import cache_key
 from gateway.cache.expiry import is_expiry_key
+from gateway.cache.identity import IdentityGuard
 from gateway.clock import Clock
 from gateway.errors import GatewayError, InvalidRequestError
 from gateway.models import (
@@ -26,6 +27,7 @@ from gateway.models import (
     CreateTableSpec,
     CredentialLookup,
     CredentialSet,
+    ExpectedIdentity,
     GenericTable,
     ListResult,
     LoadResult,
@@ -35,6 +37,7 @@ from gateway.models import (
     TableRef,
     UpstreamResponse,
     Warehouse,
+    same_location,
 )
 from gateway.names import is_uuid
 from gateway.settings import Settings
@@ -81,6 +84,8 @@ class GatewayService:
         clock: time source.
         settings: validated settings.
         tokens: the session's token source (readiness asks it), None when not used.
+        events_detail: the change events' readiness detail (None: nothing to say).
+        identity: binds cached answers to the catalog's current table (cache/identity.py).
     """
 
     catalog: CatalogClient
@@ -92,6 +97,8 @@ class GatewayService:
     settings: Settings
     _: KW_ONLY
     tokens: TokenSource | None = None
+    identity: IdentityGuard
+    events_detail: Callable[[], str | None] | None = None
     _health: TTLCache[str, tuple[bool, str]] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -115,19 +122,29 @@ class GatewayService:
 
     # ------------------------------------------------------------------ credentials
     async def get_credentials(
-        self, ref: TableRef, access: AccessMode, ctx: RequestContext
+        self, ref: TableRef, access: AccessMode, ctx: RequestContext, *,
+        expect: ExpectedIdentity | None = None,
     ) -> CredentialLookup:
-        """Credentials for one table, from the cache or one shared upstream fetch.
+        """Credentials for one table, from the cache or one shared upstream fetch, for the
+        table the catalog has now (identity confirmed within `cache.identity_ttl_s`), and for
+        the `expect`ed table when the caller names one.
 
         Raises:
             InvalidRequestError, NotFoundError, ForbiddenError, CredentialExpiredError,
             UpstreamError: as the cache/catalog decide; never an expired credential.
+            TableIdentityMismatchError: the catalog's table is not the `expect`ed one.
         """
         where = ref.scope
         try:
             wh, key = await self.keys.resolve(ref, access, self._project(ctx), ctx)
             # remaining_s on the monotonic clock: a stepped wall clock must not distort it.
-            creds, outcome, remaining = await self.cache.lookup(key, ctx)
+            got = await self.cache.lookup(key, ctx)
+            # The guard's hot path is a plain call; only a due or expected identity awaits.
+            creds = self.identity.confirmed(key, got[0], expect)
+            if creds is None:
+                creds, outcome, remaining = await self.identity.confirm(key, ctx, expect, got)
+            else:
+                outcome, remaining = got[1], got[2]
         except GatewayError as exc:
             credential_event(ctx, ctx.caller, where, access, type(exc).__name__)
             raise
@@ -161,7 +178,15 @@ class GatewayService:
         table = await self._table_metadata(wh, ref, ctx)
         if not vended:
             return LoadResult(table=table, config=None, credentials=None, warehouse=wh)
-        creds, outcome = await self.cache.get(self._key(wh, ref, access, ctx), ctx)
+        key = self._key(wh, ref, access, ctx)
+        creds, outcome, _ = await self.identity.lookup(key, ctx)
+        if creds.location and not same_location(creds.location, table.base_location):
+            # Metadata and credential from different moments around a replacement: load the
+            # table again and insist on its location, so the answer is one table's.
+            self.metadata.invalidate_table(wh.id, ref.namespace, ref.name)
+            table = await self._table_metadata(wh, ref, ctx)
+            creds, outcome, _ = await self.identity.lookup(
+                key, ctx, ExpectedIdentity(location=table.base_location))
         credential_event(ctx, ctx.caller, ref.scope, access, str(outcome),
                          defer=outcome is Outcome.COALESCED)
         chosen = _credential_for(table.base_location, creds)
@@ -258,6 +283,11 @@ class GatewayService:
         return (self.cache.invalidate_table(warehouse_id, namespace, table)
                 + self.metadata.invalidate_table(warehouse_id, namespace, table))
 
+    def invalidate_changed(self, warehouse_id: str, namespace: tuple[str, ...],
+                           table: str) -> int:
+        """Drop every entry of a table a catalog change event named (service/change_events)."""
+        return self._invalidate_table(warehouse_id, namespace, table)
+
     def invalidate(self, ref: TableRef | None = None, *, all: bool = False) -> int:
         """Drop cache entries for one table (`ref`) or everything (`all=True`).
 
@@ -278,11 +308,11 @@ class GatewayService:
         """Ready when a session token is held (or none is needed) and the catalog answers
         `/health`, or when the cache can still serve credentials above the floor."""
         cached = self._health.get("ready")
-        if cached is not None:
-            return cached
-        result = await self._check_ready()
-        self._health["ready"] = result
-        return result
+        if cached is None:
+            cached = self._health["ready"] = await self._check_ready()
+        detail = self.events_detail() if self.events_detail is not None else None
+        # A lost change events subscription never makes the gateway unready (requests go on).
+        return cached if detail is None else (cached[0], f"{cached[1]}; {detail}")
 
     async def _check_ready(self) -> tuple[bool, str]:
         stale_ok = self.cache.servable_entries() > 0

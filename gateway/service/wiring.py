@@ -22,14 +22,18 @@ from gateway.cache import (
     WarehouseResolver,
 )
 from gateway.cache.expiry import credential_set, storage_credential
+from gateway.cache.identity import IdentityGuard
 from gateway.clock import Clock, SystemClock
 from gateway.clock_skew import ClockSkew
 from gateway.concurrency import Spawn
 from gateway.metrics import Metrics
 from gateway.models import CacheKey, CredentialSet, RequestContext
+from gateway.service.change_events import ChangeEvents
 from gateway.service.gateway_service import GatewayService
 from gateway.settings import Settings
+from gateway.upstream.events import ChangeEventSubscription
 from gateway.upstream.lakekeeper import CatalogClient
+from gateway.upstream.table_identity import TableIdentityLoader
 from gateway.upstream.token_source import TokenSource, build_token_source
 from gateway.upstream.transport import AiohttpTransport, Transport, upstream_ssl_context
 
@@ -57,6 +61,7 @@ class Core:
         tokens: the session's token source.
         refresher: the refresh-ahead loop (None disables it, as in some unit tests).
         transport: the upstream connection pool (closed last).
+        events: the change events subscription (None: not configured).
     """
 
     service: GatewayService
@@ -65,6 +70,7 @@ class Core:
     tokens: TokenSource
     refresher: RefreshAhead | None
     transport: Transport
+    events: ChangeEventSubscription | None = None
     _started: bool = field(init=False, default=False)
     _closed: bool = field(init=False, default=False)
 
@@ -76,12 +82,16 @@ class Core:
         self.tokens.start(self.spawn)
         if self.refresher is not None:
             self.refresher.start()
+        if self.events is not None:
+            self.events.start()
 
     async def close(self) -> None:
         """Stop background work, then release the upstream connection pool (idempotent)."""
         if self._closed:
             return
         self._closed = True
+        if self.events is not None:
+            await self.events.close()
         if self.refresher is not None:
             await self.refresher.close()
         await self.tokens.close()
@@ -125,6 +135,15 @@ def build_core(
         ttl_s=settings.cache.metadata_ttl_s, max_entries=settings.cache.max_entries,
         clock=clock, spawn=spawn, generation=lambda: cache.generation, wait_s=wait_s,
     )
+    identity = IdentityGuard(cache, TableIdentityLoader(catalog).load,
+                             settings.cache.identity_ttl_s, clock, metrics, spawn,
+                             deadline_s=wait_s, max_entries=settings.cache.max_entries)
     service = GatewayService(catalog, cache, metadata, warehouses, CredentialKeys(warehouses),
-                             clock, settings, tokens=tokens)
-    return Core(service, spawn, tokens=tokens, refresher=refresher, transport=transport)
+                             clock, settings, tokens=tokens, identity=identity)
+    subscription = None
+    if settings.events.enabled:
+        events = ChangeEvents(service, identity, settings, metrics)
+        subscription = ChangeEventSubscription(settings.events, events.apply, events.state,
+                                               events.malformed, clock, spawn)
+    return Core(service, spawn, tokens=tokens, refresher=refresher, transport=transport,
+                events=subscription)

@@ -32,6 +32,7 @@ GRPC_CODES: dict[type[e.GatewayError], grpc.StatusCode] = {
     e.UpstreamAuthError: grpc.StatusCode.UNAVAILABLE,
     e.IdentityProviderError: grpc.StatusCode.UNAVAILABLE,
     e.CredentialExpiredError: grpc.StatusCode.UNAVAILABLE,
+    e.TableIdentityMismatchError: grpc.StatusCode.FAILED_PRECONDITION,
 }
 
 

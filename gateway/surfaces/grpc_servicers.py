@@ -15,6 +15,7 @@ from gateway.errors import InvalidRequestError
 from gateway.models import (
     AccessMode,
     CreateTableSpec,
+    ExpectedIdentity,
     LoadResult,
     Outcome,
     StorageCredential,
@@ -95,7 +96,8 @@ class CredentialServicer(_Servicer):
             ref = replace(ref, kind="iceberg")
         access = access_of(request.access)
         await self._gate.authorize(call.caller, call.ctx, ref.scope, access)
-        lookup = await self._ops.get_credentials(ref, access, call.ctx)
+        expect = ExpectedIdentity.of(request.expected_location, request.table_id)
+        lookup = await self._ops.get_credentials(ref, access, call.ctx, expect=expect)
         call.tally.served(lookup.outcome, lookup.remaining_s)
         creds = lookup.credentials
         return credentials_pb2.GetTableCredentialsResponse(
@@ -106,6 +108,7 @@ class CredentialServicer(_Servicer):
             remaining_seconds=lookup.remaining_s or 0.0,
             outcome=_OUTCOMES.get(lookup.outcome, common_pb2.CACHE_OUTCOME_UNSPECIFIED),
             access=access_pb(access),
+            table_id=creds.table_id or "",
         )
 
     async def InvalidateCredentials(

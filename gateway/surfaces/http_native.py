@@ -18,6 +18,7 @@ from aiohttp import web
 from gateway.models import (
     AccessMode,
     CredentialLookup,
+    ExpectedIdentity,
     GenericTable,
     ListResult,
     LoadResult,
@@ -58,6 +59,7 @@ def credentials_doc(lookup: CredentialLookup) -> dict[str, Any]:
         "table": lookup.ref.name,
         "access": lookup.access.value,
         "location": creds.location,
+        "table_id": creds.table_id,
         "expires_at_ms": creds.expires_at_ms,
         "remaining_s": lookup.remaining_s,
         "outcome": lookup.outcome.value,
@@ -72,7 +74,7 @@ def credentials_body(lookup: CredentialLookup) -> RenderedBody:
     """
     doc = credentials_doc(lookup)
     head = {k: doc[k] for k in ("warehouse_id", "namespace", "table", "access", "location",
-                                "expires_at_ms")}
+                                "table_id", "expires_at_ms")}
     return RenderedBody(
         lookup,
         json.dumps(head, separators=(",", ":"))[:-1].encode() + b',"remaining_s":',
@@ -147,7 +149,12 @@ class NativeApi(HttpApi):
     async def credentials(self, call: HttpCall) -> web.StreamResponse:
         ref, access = call_target(call)
         await self._authorize(call, ref, access)
-        lookup = await self._ops.get_credentials(ref, access, call.ctx)
+        expect = None
+        qs = call.request.query_string
+        if "expected_location" in qs or "table_id" in qs:  # the hot path parses nothing more
+            query = call.request.query
+            expect = ExpectedIdentity.of(query.get("expected_location"), query.get("table_id"))
+        lookup = await self._ops.get_credentials(ref, access, call.ctx, expect=expect)
         call.tally.served(lookup.outcome, lookup.remaining_s)
         return json_body_response(memo_body(call.match, lookup))
 

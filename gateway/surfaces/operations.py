@@ -13,6 +13,7 @@ from gateway.models import (
     AccessMode,
     CreateTableSpec,
     CredentialLookup,
+    ExpectedIdentity,
     ListResult,
     LoadResult,
     RequestContext,
@@ -26,7 +27,8 @@ class Operations(Protocol):
     """Transport-neutral operations, shared by every surface (see docs/contracts.md)."""
 
     async def get_credentials(
-        self, ref: TableRef, access: AccessMode, ctx: RequestContext
+        self, ref: TableRef, access: AccessMode, ctx: RequestContext, *,
+        expect: ExpectedIdentity | None = ...,
     ) -> CredentialLookup: ...
 
     async def load_table(

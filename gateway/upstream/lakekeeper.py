@@ -360,6 +360,13 @@ class CatalogClient:
                          f"/lakekeeper/v1/{_seg(warehouse_id)}/generic-tables/rename", ctx,
                          body=json.dumps(req.dump()).encode(), mutation=True)
 
+    async def get(self, op: str, path: str, ctx: RequestContext, *,
+                  headers: Mapping[str, str] | None = None,
+                  query: Mapping[str, str] | None = None) -> RawResponse:
+        """One read-only call (retried, errors typed) whose answer the caller decodes itself
+        (upstream/table_identity.py); a 304 is returned, not raised."""
+        return await self._call(op, "GET", path, ctx, headers=headers, query=query)
+
     async def forward(self, method: str, path: str, query: str, body: bytes | None,
                       ctx: RequestContext, *,
                       headers: Mapping[str, str] | None = None) -> UpstreamResponse:

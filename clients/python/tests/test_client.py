@@ -53,6 +53,8 @@ class FakeTransport:
         self.lifetime_s = lifetime_s
         self.calls: list[tuple[str, Any]] = []
         self.closed = False
+        self.locations: dict[str, str] = {}  # table → location (default s3://w/<table>)
+        self.sent: list[GetCredentials] = []
 
     @property
     def connection_id(self) -> str:
@@ -62,9 +64,10 @@ class FakeTransport:
         self.calls.append(("credentials", (ref, access)))
         if ref.name == "missing":
             raise NotFoundError("no such table", type="NoSuchGenericTableException")
+        location = self.locations.get(ref.name, f"s3://w/{ref.name}")
         return TableCredentials.from_parts(
-            location=f"s3://w/{ref.name}",
-            credentials=[StorageCredential(f"s3://w/{ref.name}", {"s3.access-key-id": "AK"})],
+            location=location,
+            credentials=[StorageCredential(location, {"s3.access-key-id": "AK"})],
             expires_at_ms=int((self.clock.now() + self.lifetime_s) * 1000),
             outcome="miss",
             access=access,
@@ -103,6 +106,7 @@ class FakeTransport:
     def send(self, op: Operation[Any]) -> Any:
         """The one transport method: dispatch on the operation's type."""
         if isinstance(op, GetCredentials):
+            self.sent.append(op)
             return self.credentials(op.ref, op.access)
         if isinstance(op, LoadTable):
             return self.load(op.ref, op.vended, op.access)
@@ -388,3 +392,30 @@ def test_drop_passes_purge_and_force_by_name(client: Client, transport: FakeTran
         (TableRef("demo", ("ns",), "t"), True, False),
         (TableRef("demo", ("ns",), "u"), False, True),
     ]
+
+
+def test_memo_is_bypassed_by_a_request_naming_another_identity(
+    client: Client, transport: FakeTransport
+) -> None:
+    old = client.credentials("ns", "orders")
+    transport.locations["orders"] = "s3://w/orders-v2"  # replaced behind the client's back
+    assert client.credentials("ns", "orders").location == old.location  # plain memo hit
+    assert client.credentials("ns", "orders", expected_location=old.location + "/").outcome == (
+        "memo")
+    new = client.credentials("ns", "orders", expected_location="s3://w/orders-v2")
+    assert (new.outcome, new.location) == ("miss", "s3://w/orders-v2")
+    assert transport.sent[-1].expected_location == "s3://w/orders-v2"
+    # The memo now holds the new identity, for every caller of this process.
+    again = client.credentials("ns", "orders", expected_location="s3://w/orders-v2")
+    assert (again.outcome, again.location) == ("memo", "s3://w/orders-v2")
+    assert client.credentials("ns", "orders").location == "s3://w/orders-v2"
+    assert credential_calls(transport) == 2
+
+
+def test_a_table_id_the_memo_cannot_confirm_goes_to_the_gateway(
+    client: Client, transport: FakeTransport
+) -> None:
+    client.credentials("ns", "orders")
+    client.credentials("ns", "orders", table_id="0198-abc")
+    assert transport.sent[-1].table_id == "0198-abc"
+    assert credential_calls(transport) == 2

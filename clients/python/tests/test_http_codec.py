@@ -13,9 +13,11 @@ from lakegate_client import (
     NotFoundError,
     PermissionDeniedError,
     RateLimitedError,
+    TableIdentityMismatchError,
     UnauthenticatedError,
     UnavailableError,
     _http_codec,
+    _proto,
 )
 from lakegate_client._models import TableRef, TableSpec
 
@@ -164,3 +166,28 @@ def test_rate_limit_carries_retry_after() -> None:
     error = _http_codec.error_from_http(429, envelope(429, "RateLimited"), {"Retry-After": "3"})
     assert isinstance(error, RateLimitedError)
     assert error.retry_after_s == 3.0
+
+
+def test_expected_identity_goes_in_the_query_and_table_id_comes_back() -> None:
+    req = _http_codec.http_credentials(REF, "write", "s3://b/t/", "0198-ABC")
+    assert req.params == {"access": "write", "expected_location": "s3://b/t/",
+                          "table_id": "0198-ABC"}
+    assert _http_codec.http_credentials(REF, "read").params == {"access": "read"}
+    body = {"location": "s3://b/t", "table_id": "0198-abc", "credentials": [],
+            "expires_at_ms": None}
+    assert _http_codec.credentials_from_json(body, REF, "read").table_id == "0198-abc"
+    assert _http_codec.credentials_from_json({**body, "table_id": None}, REF,
+                                             "read").table_id is None
+
+
+def test_identity_mismatch_is_its_own_conflict() -> None:
+    error = _http_codec.error_from_http(409, envelope(409, "TableIdentityMismatch"), {})
+    assert type(error) is TableIdentityMismatchError
+    assert isinstance(error, ConflictError)
+    assert type(_http_codec.error_from_http(409, envelope(409, "Conflict"), {})) is ConflictError
+
+
+def test_grpc_request_carries_the_expected_identity() -> None:
+    msg = _proto.grpc_credentials_request(REF, "read", "s3://b/t", "0198-abc")
+    assert (msg.expected_location, msg.table_id) == ("s3://b/t", "0198-abc")
+    assert _proto.grpc_credentials_request(REF, "read").expected_location == ""

@@ -107,11 +107,14 @@ class _Gateway:
 
     def __init__(self, left_s: float) -> None:
         self.calls: list[tuple[str, str, str]] = []
+        self.expected: list[str | None] = []
         self.left_s = left_s
 
     def credentials(self, namespace: str, table: str, *, warehouse: str | None = None,
-                    access: str = "read") -> TableCredentials:
+                    access: str = "read",
+                    expected_location: str | None = None) -> TableCredentials:
         self.calls.append((namespace, table, access))
+        self.expected.append(expected_location)
         n = len(self.calls)
         config = {"s3.access-key-id": f"ASIA{n}", "s3.secret-access-key": f"secret-{n}",
                   "s3.session-token": f"token-{n}", "s3.region": "eu-west-1"}
@@ -128,6 +131,15 @@ def test_botocore_credentials_keep_a_fresh_key_without_asking_again() -> None:
     frozen = creds.get_frozen_credentials()
     assert (frozen.access_key, frozen.secret_key, frozen.token) == ("ASIA1", "secret-1", "token-1")
     assert gateway.calls == [("ns", "t", "write")]
+
+
+def test_botocore_refreshes_ask_for_the_expected_table_every_time() -> None:
+    gateway = _Gateway(left_s=MANDATORY_REFRESH_S / 2)
+    creds = botocore_credentials(gateway, "ns", "t",  # type: ignore[arg-type]
+                                 expected_location=LOCATION)
+    gateway.left_s = 900
+    creds.get_frozen_credentials()
+    assert gateway.expected == [LOCATION, LOCATION]
 
 
 def test_botocore_credentials_re_ask_the_gateway_when_close_to_expiry() -> None:

@@ -83,7 +83,9 @@ def test_up_is_ready_fast_and_down_leaves_nothing_behind(tmp_path):
             assert info.idp.clients[name].secret
         assert (info.warehouse.name, info.namespace) == ("demo", "demo_ns")
         pids = set(info.pids.values())
-        assert len(pids) == 3
+        assert len(pids) == 4  # idp, s3, nats, catalog
+        assert info.nats is not None
+        assert info.nats.url.startswith("nats://127.0.0.1:")
         children = {c.pid for p in pids for c in psutil.Process(p).children(recursive=True)}
         assert _listening_pids_and_ports(pids | children)
         with pytest.raises(StackRunningError, match="already running"):
@@ -92,7 +94,7 @@ def test_up_is_ready_fast_and_down_leaves_nothing_behind(tmp_path):
         assert any(glob.glob(p) for p in patterns)  # weed's hard-coded /tmp sockets
     finally:
         stopped = stop_stack(run_dir)
-    assert set(stopped) == {"idp", "s3", "catalog"}
+    assert set(stopped) == {"idp", "s3", "nats", "catalog"}
     assert not any(
         psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE
         for p in pids | children
@@ -101,6 +103,7 @@ def test_up_is_ready_fast_and_down_leaves_nothing_behind(tmp_path):
     ports = [
         int(info.catalog.url.rsplit(":", 1)[1]),
         int(info.s3.endpoint.rsplit(":", 1)[1]),
+        int(info.nats.url.rsplit(":", 1)[1]),
     ]
     busy = {
         c.laddr.port for c in psutil.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN

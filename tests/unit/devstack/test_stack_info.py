@@ -29,7 +29,9 @@ RAW = {
     "namespace": "demo_ns",
     "gateway": {"http_url": "http://127.0.0.1:4", "grpc_target": "127.0.0.1:5",
                 "uds": "/run/stack/h.sock", "grpc_uds": "/run/stack/g.sock", "caller_token": None},
-    "pids": {"idp": 10, "s3": 11, "catalog": 12, "gateway": 13},
+    "nats": {"url": "nats://127.0.0.1:6", "subject": "lakekeeper.events",
+             "monitor_url": "http://127.0.0.1:7"},
+    "pids": {"idp": 10, "s3": 11, "nats": 14, "catalog": 12, "gateway": 13},
     "startup_s": 1.5,
 }
 

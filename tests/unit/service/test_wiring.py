@@ -3,7 +3,7 @@ import pytest
 from gateway.metrics import Metrics
 from gateway.models import AccessMode, Outcome, RequestContext, TableRef
 from gateway.service import build_core
-from tests.fakes.catalog import FakeCatalog, FakeIdP
+from tests.fakes.catalog import FakeIdP
 from tests.fakes.rng import seeded
 from tests.fakes.settings import make_settings
 from tests.fakes.tasks import FakeTaskRegistry
@@ -13,21 +13,8 @@ REF = TableRef("demo", ("ns",), "orders")
 
 
 @pytest.fixture
-def catalog(clock):
-    cat = FakeCatalog(clock, credential_lifetime_s=3600)
-    cat.add_table(("ns",), "orders")
-    return cat
-
-
-@pytest.fixture
-async def service(clock, catalog):
-    registry = FakeTaskRegistry()
-    core = build_core(make_settings(), Metrics(), registry.spawn, clock,
-                      transport=catalog.transport(FakeIdP(expires_in=3600, clock=clock)),
-                      rng=seeded(2))
-    yield core.service
-    await core.close()
-    await registry.cancel_all()
+def service(make_core):
+    return make_core().service
 
 
 async def test_the_catalogs_date_reaches_the_cache_so_a_stepped_clock_changes_nothing(

@@ -25,6 +25,7 @@ from gateway.models import (
     CreateTableSpec,
     CredentialLookup,
     CredentialSet,
+    ExpectedIdentity,
     GenericTable,
     ListResult,
     LoadResult,
@@ -79,6 +80,7 @@ class FakeOperations:
     tables: dict[tuple[str, tuple[str, ...], str], GenericTable] = field(default_factory=dict)
     forwarded: list[tuple[str, str, str]] = field(default_factory=list)
     invalidated: list[TableRef | None] = field(default_factory=list)
+    expects: list[ExpectedIdentity | None] = field(default_factory=list)
     accesses: list[AccessMode] = field(default_factory=list)
     started: bool = False
     closed: bool = False
@@ -131,9 +133,11 @@ class FakeOperations:
                              location=table.base_location)
 
     async def get_credentials(self, ref: TableRef, access: AccessMode,
-                              ctx: RequestContext) -> CredentialLookup:
+                              ctx: RequestContext, *,
+                              expect: ExpectedIdentity | None = None) -> CredentialLookup:
         await self._enter("get_credentials", ctx)
         self.accesses.append(access)
+        self.expects.append(expect)
         table = self._table(ref)
         return CredentialLookup(warehouse=self._wh(ref.warehouse), ref=ref, access=access,
                                 credentials=self.credential_set(table), outcome=self.outcome,

@@ -6,9 +6,9 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from gateway.errors import UnavailableError
+from gateway.errors import TableIdentityMismatchError, UnavailableError
 from gateway.metrics import Metrics
-from gateway.models import AccessMode, Outcome
+from gateway.models import AccessMode, ExpectedIdentity, Outcome
 from gateway.surfaces.callers import StaticTokenCallerAuth
 from gateway.surfaces.grpc_interceptors import ERROR_DETAIL_KEY
 from gateway.surfaces.policy import CallerPolicy, parse_rules
@@ -220,3 +220,28 @@ async def test_reflection_lists_both_services_and_health(server_factory) -> None
         names |= {svc.name for svc in resp.list_services_response.service}
     assert {"lakegate.v1.CredentialService", "lakegate.v1.CatalogService",
             "grpc.health.v1.Health"} <= names
+
+
+async def test_expected_identity_fields_reach_the_service(
+    server_factory, fake_ops: FakeOperations
+) -> None:
+    s = await server_factory()
+    await s.creds.GetTableCredentials(credentials_pb2.GetTableCredentialsRequest(
+        table=ORDERS, expected_location="s3://b/wh/t1", table_id="Abc"), timeout=5)
+    await s.creds.GetTableCredentials(
+        credentials_pb2.GetTableCredentialsRequest(table=ORDERS), timeout=5)
+    assert fake_ops.expects == [ExpectedIdentity(location="s3://b/wh/t1", table_id="abc"), None]
+
+
+async def test_identity_mismatch_maps_to_failed_precondition(
+    server_factory, fake_ops: FakeOperations
+) -> None:
+    fake_ops.errors["get_credentials"] = TableIdentityMismatchError("another table")
+    s = await server_factory()
+    with pytest.raises(grpc.aio.AioRpcError) as info:
+        await s.creds.GetTableCredentials(credentials_pb2.GetTableCredentialsRequest(
+            table=ORDERS, expected_location="s3://b/old"), timeout=5)
+    assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    detail = common_pb2.ErrorDetail.FromString(
+        dict(info.value.trailing_metadata())[ERROR_DETAIL_KEY])
+    assert (detail.type, detail.http_status) == ("TableIdentityMismatch", 409)

@@ -260,9 +260,9 @@ async def test_native_credentials_route_takes_kind_iceberg(make_client: MakeClie
 
     class Recording(IcebergOps):
         async def get_credentials(self, ref: TableRef, access: AccessMode,
-                                  ctx: RequestContext) -> Any:
+                                  ctx: RequestContext, *, expect: Any = None) -> Any:
             refs.append(ref)
-            return await super().get_credentials(ref, access, ctx)
+            return await super().get_credentials(ref, access, ctx, expect=expect)
 
     ops = Recording()
     ops.add_table(("demo_ns",), "orders")

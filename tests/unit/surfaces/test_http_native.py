@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from yarl import URL
 
-from gateway.errors import UnavailableError
-from gateway.models import AccessMode, Outcome
+from gateway.errors import TableIdentityMismatchError, UnavailableError
+from gateway.models import AccessMode, ExpectedIdentity, Outcome
 from tests.unit.surfaces.conftest import MakeClient, count, total_requests
 from tests.unit.surfaces.fake_operations import (
     ROTATED_KEYS,
@@ -295,3 +295,26 @@ async def test_a_bad_target_is_refused_every_time_and_counted_each_time(
     assert (await client.get(CREDS + "?access=write", headers=MARK)).status == 200
 
 
+
+
+async def test_expected_identity_travels_from_the_query_to_the_service(
+    make_client: MakeClient, fake_ops: FakeOperations
+) -> None:
+    client = await make_client()
+    resp = await client.get(CREDS, params={"expected_location": "s3://b/wh/t1/",
+                                           "table_id": "ABC"}, headers=MARK)
+    assert resp.status == 200
+    assert "table_id" in await resp.json()
+    resp = await client.get(CREDS, headers=MARK)
+    assert resp.status == 200
+    assert fake_ops.expects == [ExpectedIdentity(location="s3://b/wh/t1/", table_id="abc"), None]
+
+
+async def test_identity_mismatch_is_409_with_its_type(
+    make_client: MakeClient, fake_ops: FakeOperations
+) -> None:
+    fake_ops.errors["get_credentials"] = TableIdentityMismatchError("another table")
+    client = await make_client()
+    resp = await client.get(CREDS, params={"expected_location": "s3://b/old"}, headers=MARK)
+    assert resp.status == 409
+    assert (await resp.json())["error"]["type"] == "TableIdentityMismatch"

@@ -59,6 +59,8 @@ class Client(Facade[SyncTransport]):
         access: Access = "read",
         *,
         kind: TableKind = "generic",
+        expected_location: str | None = None,
+        table_id: str | None = None,
     ) -> TableCredentials:
         """Vended storage credentials for a table.
 
@@ -72,12 +74,18 @@ class Client(Facade[SyncTransport]):
             access: ``"read"`` or ``"write"``.
             kind: ``"generic"`` (a Lakekeeper generic table) or ``"iceberg"`` (an Iceberg
                 table: the same credential shape, from the gateway's cache).
+            expected_location, table_id: the table identity the caller planned against (say,
+                the driver's ``location``/``table_id``): the answer is for that table, or
+                ``TableIdentityMismatchError`` (409) when the catalog's table is another one.
+                A memoised answer for another identity is not used.
 
         Raises:
             NotFoundError, PermissionDeniedError, UnavailableError, GatewayConnectionError,
             GatewayTimeoutError: see the error tree in ``lakegate_client._errors``.
+            TableIdentityMismatchError: not the expected table (see above).
         """
-        memoised, op = self._credentials_op(namespace, table, warehouse, access, kind)
+        memoised, op = self._credentials_op(namespace, table, warehouse, access, kind,
+                                            expected_location, table_id)
         if memoised is not None:
             return memoised
         return self._remember(op, self._transport().send(op))
@@ -184,9 +192,12 @@ class AsyncClient(Facade[AsyncTransport]):
         access: Access = "read",
         *,
         kind: TableKind = "generic",
+        expected_location: str | None = None,
+        table_id: str | None = None,
     ) -> TableCredentials:
         """Vended storage credentials for a table (see :meth:`Client.credentials`)."""
-        memoised, op = self._credentials_op(namespace, table, warehouse, access, kind)
+        memoised, op = self._credentials_op(namespace, table, warehouse, access, kind,
+                                            expected_location, table_id)
         if memoised is not None:
             return memoised
         return self._remember(op, await self._transport().send(op))

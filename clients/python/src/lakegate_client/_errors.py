@@ -12,6 +12,7 @@ aiohttp, grpc, OSError) are translated once, at the transport boundary, with ``r
     ├── PermissionDeniedError          403 / PERMISSION_DENIED (caller policy, forgeable request)
     ├── NotFoundError                  404 / NOT_FOUND (table, namespace, warehouse)
     ├── ConflictError                  409 / ALREADY_EXISTS, ABORTED
+    │   └── TableIdentityMismatchError 409 / FAILED_PRECONDITION: not the expected table
     ├── RateLimitedError               429 / RESOURCE_EXHAUSTED  (retry_after_s)
     ├── UnavailableError               502, 503, 504, 412 / UNAVAILABLE with a gateway error detail
     ├── InternalError                  other 5xx / INTERNAL, UNKNOWN
@@ -39,6 +40,7 @@ __all__ = [
     "NotFoundError",
     "PermissionDeniedError",
     "RateLimitedError",
+    "TableIdentityMismatchError",
     "UnauthenticatedError",
     "UnavailableError",
     "UnsupportedStorageError",
@@ -133,6 +135,11 @@ class ConflictError(LakegateError):
     default_status = 409
 
 
+class TableIdentityMismatchError(ConflictError):
+    """The catalog's table is not the one named by ``expected_location`` / ``table_id``: it was
+    dropped, replaced or renamed since the caller planned. Retrying does not help; plan again."""
+
+
 class RateLimitedError(LakegateError):
     """The gateway's per-caller rate limit refused the call (429).
 
@@ -187,8 +194,10 @@ _BY_STATUS: Mapping[int, type[LakegateError]] = MappingProxyType(
 )
 
 
-def error_for_status(status: int) -> type[LakegateError]:
-    """The error class for an HTTP status (the one status → exception table)."""
+def error_for_status(status: int, type_: str = "") -> type[LakegateError]:
+    """The error class for an HTTP status and the gateway's error type (the one table)."""
+    if status == 409 and type_ == "TableIdentityMismatch":
+        return TableIdentityMismatchError
     if status in _BY_STATUS:
         return _BY_STATUS[status]
     if 400 <= status < 500:

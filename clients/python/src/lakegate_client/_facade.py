@@ -159,11 +159,19 @@ class Facade(Generic[T]):
         warehouse: str | None,
         access: str,
         kind: str = "generic",
+        expected_location: str | None = None,
+        table_id: str | None = None,
     ) -> tuple[TableCredentials | None, GetCredentials]:
-        """The memoised answer if there is one, and the operation that asks the gateway."""
+        """The memoised answer if there is one for the expected identity (a memo entry for
+        another table is bypassed: a Python worker outlives the job that filled it), and the
+        operation that asks the gateway."""
         checked = check_access(access)
         ref = dataclasses.replace(self._ref(namespace, table, warehouse), kind=check_kind(kind))
-        return self._memo_get(ref, checked), GetCredentials(ref, checked)
+        memoised = self._memo_get(ref, checked)
+        if memoised is not None and not memoised.is_identity(expected_location, table_id):
+            memoised = None
+        op = GetCredentials(ref, checked, expected_location or None, table_id or None)
+        return memoised, op
 
     def _remember(self, op: GetCredentials, creds: TableCredentials) -> TableCredentials:
         self._memo_put(op.ref, op.access, creds)

@@ -48,11 +48,16 @@ def _table_path(ref: TableRef) -> str:
     return f"/v1/warehouses/{_seg(ref.warehouse)}/namespaces/{ns}/tables/{_seg(ref.name)}"
 
 
-def http_credentials(ref: TableRef, access: Access) -> HttpRequest:
-    """GET credentials for a table."""
+def http_credentials(ref: TableRef, access: Access, expected_location: str | None = None,
+                     table_id: str | None = None) -> HttpRequest:
+    """GET credentials for a table (for the expected identity, when one is named)."""
     params: dict[str, str] = {"access": access}
     if ref.kind == "iceberg":
         params["kind"] = "iceberg"
+    if expected_location:
+        params["expected_location"] = expected_location
+    if table_id:
+        params["table_id"] = table_id
     return HttpRequest("GET", f"{_table_path(ref)}/credentials", params)
 
 
@@ -163,6 +168,7 @@ def credentials_from_json(
         namespace=tuple(body.get("namespace") or ref.namespace),
         table=str(body.get("table") or ref.name),
         served_remaining_s=_float_or_none(body.get("remaining_s")),
+        table_id=str(body.get("table_id") or "") or None,
     )
 
 
@@ -224,7 +230,7 @@ def error_from_http(status: int, body: bytes, headers: Mapping[str, str]) -> Lak
         for line in error.get("stack") or ():
             if isinstance(line, str) and line.startswith("Error ID:"):
                 request_id = line.split(":", 1)[1].strip()
-    cls = error_for_status(status)
+    cls = error_for_status(status, type_)
     if cls is RateLimitedError:
         return RateLimitedError(
             message,

@@ -71,16 +71,20 @@ class GetCredentials:
 
     ref: TableRef
     access: Access
+    expected_location: str | None = None
+    table_id: str | None = None
     rpc: str = field(default="credentials.GetTableCredentials", init=False)
 
     def http(self) -> http.HttpRequest:
-        return http.http_credentials(self.ref, self.access)
+        return http.http_credentials(self.ref, self.access, self.expected_location,
+                                     self.table_id)
 
     def from_json(self, body: Any) -> TableCredentials:
         return http.credentials_from_json(body, self.ref, self.access)
 
     def grpc(self) -> Message:
-        return proto.grpc_credentials_request(self.ref, self.access)
+        return proto.grpc_credentials_request(self.ref, self.access, self.expected_location,
+                                              self.table_id)
 
     def from_proto(self, msg: Any) -> TableCredentials:
         return proto.credentials_from_proto(msg, self.ref, self.access)

@@ -83,13 +83,16 @@ def table_ref_proto(ref: TableRef) -> common_pb2.TableRef:
 
 
 def grpc_credentials_request(
-    ref: TableRef, access: Access
+    ref: TableRef, access: Access, expected_location: str | None = None,
+    table_id: str | None = None,
 ) -> credentials_pb2.GetTableCredentialsRequest:
-    """The GetTableCredentials request."""
+    """The GetTableCredentials request (fields 4/5: the expected identity, "" = none)."""
     return credentials_pb2.GetTableCredentialsRequest(
         table=table_ref_proto(ref),
         access=_ACCESS[access],
         kind="iceberg" if ref.kind == "iceberg" else "",
+        expected_location=expected_location or "",
+        table_id=table_id or "",
     )
 
 
@@ -142,6 +145,7 @@ def credentials_from_proto(
         namespace=ref.namespace,
         table=ref.name,
         served_remaining_s=msg.remaining_seconds,
+        table_id=msg.table_id or None,
     )
 
 
@@ -216,7 +220,7 @@ def error_from_grpc(
             retry_after = retry_after_seconds(value)
     message = (detail.message if detail else "") or details or f"gRPC {code}"
     if detail is not None and detail.http_status:
-        cls = error_for_status(detail.http_status)
+        cls = error_for_status(detail.http_status, detail.type)
         status = detail.http_status
     elif code == grpc.StatusCode.UNAVAILABLE:
         return GatewayConnectionError(

@@ -118,6 +118,7 @@ class TableCredentials:
         warehouse_id, namespace, table: the table the credential is for.
         storage_credentials: every credential the gateway returned.
         served_remaining_s: remaining lifetime the gateway reported when it served this.
+        table_id: the catalog's table id, when the gateway had confirmed it (else None).
     """
 
     location: str
@@ -130,6 +131,13 @@ class TableCredentials:
     table: str = ""
     storage_credentials: tuple[StorageCredential, ...] = ()
     served_remaining_s: float | None = None
+    table_id: str | None = None
+
+    def is_identity(self, expected_location: str | None, table_id: str | None) -> bool:
+        """Whether this answer is for the named table (an unconfirmed id is not a match)."""
+        if expected_location and expected_location.rstrip("/") != self.location.rstrip("/"):
+            return False
+        return not table_id or (self.table_id or "").lower() == table_id.strip().lower()
 
     @classmethod
     def from_parts(

@@ -195,12 +195,15 @@ def _expiry_iso(expires_at_ms: int | None) -> str:
 
 
 def _fetcher(
-    client: Client, namespace: str, table: str, access: Access, warehouse: str | None
+    client: Client, namespace: str, table: str, access: Access, warehouse: str | None,
+    expected_location: str | None = None,
 ) -> Callable[[], dict[str, str]]:
-    """A function returning botocore's credential metadata, fresh from the gateway (or memo)."""
+    """A function returning botocore's credential metadata, fresh from the gateway (or memo),
+    for the table at ``expected_location`` when given (else TableIdentityMismatchError)."""
 
     def fetch() -> dict[str, str]:
-        s3 = client.credentials(namespace, table, warehouse=warehouse, access=access).s3()
+        s3 = client.credentials(namespace, table, warehouse=warehouse, access=access,
+                                expected_location=expected_location).s3()
         return {
             "access_key": s3.access_key_id,
             "secret_key": s3.secret_access_key,
@@ -218,11 +221,14 @@ def botocore_credentials(
     *,
     access: Access = "read",
     warehouse: str | None = None,
+    expected_location: str | None = None,
 ) -> RefreshableCredentials:
-    """botocore credentials that re-ask the gateway (through ``client``) before they expire."""
+    """botocore credentials that re-ask the gateway (through ``client``) before they expire;
+    with ``expected_location`` every refresh is for that table or fails (never a replaced
+    table's prefix)."""
     from botocore.credentials import RefreshableCredentials
 
-    fetch = _fetcher(client, namespace, table, access, warehouse)
+    fetch = _fetcher(client, namespace, table, access, warehouse, expected_location)
     return RefreshableCredentials.create_from_metadata(
         metadata=fetch(),
         refresh_using=fetch,

@@ -8,17 +8,21 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class GetTableCredentialsRequest(_message.Message):
-    __slots__ = ("table", "access", "kind")
+    __slots__ = ("table", "access", "kind", "expected_location", "table_id")
     TABLE_FIELD_NUMBER: _ClassVar[int]
     ACCESS_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_LOCATION_FIELD_NUMBER: _ClassVar[int]
+    TABLE_ID_FIELD_NUMBER: _ClassVar[int]
     table: _common_pb2.TableRef
     access: _common_pb2.AccessMode
     kind: str
-    def __init__(self, table: _Optional[_Union[_common_pb2.TableRef, _Mapping]] = ..., access: _Optional[_Union[_common_pb2.AccessMode, str]] = ..., kind: _Optional[str] = ...) -> None: ...
+    expected_location: str
+    table_id: str
+    def __init__(self, table: _Optional[_Union[_common_pb2.TableRef, _Mapping]] = ..., access: _Optional[_Union[_common_pb2.AccessMode, str]] = ..., kind: _Optional[str] = ..., expected_location: _Optional[str] = ..., table_id: _Optional[str] = ...) -> None: ...
 
 class GetTableCredentialsResponse(_message.Message):
-    __slots__ = ("warehouse_id", "location", "credentials", "expires_at_ms", "remaining_seconds", "outcome", "access")
+    __slots__ = ("warehouse_id", "location", "credentials", "expires_at_ms", "remaining_seconds", "outcome", "access", "table_id")
     WAREHOUSE_ID_FIELD_NUMBER: _ClassVar[int]
     LOCATION_FIELD_NUMBER: _ClassVar[int]
     CREDENTIALS_FIELD_NUMBER: _ClassVar[int]
@@ -26,6 +30,7 @@ class GetTableCredentialsResponse(_message.Message):
     REMAINING_SECONDS_FIELD_NUMBER: _ClassVar[int]
     OUTCOME_FIELD_NUMBER: _ClassVar[int]
     ACCESS_FIELD_NUMBER: _ClassVar[int]
+    TABLE_ID_FIELD_NUMBER: _ClassVar[int]
     warehouse_id: str
     location: str
     credentials: _containers.RepeatedCompositeFieldContainer[_common_pb2.StorageCredential]
@@ -33,7 +38,8 @@ class GetTableCredentialsResponse(_message.Message):
     remaining_seconds: float
     outcome: _common_pb2.CacheOutcome
     access: _common_pb2.AccessMode
-    def __init__(self, warehouse_id: _Optional[str] = ..., location: _Optional[str] = ..., credentials: _Optional[_Iterable[_Union[_common_pb2.StorageCredential, _Mapping]]] = ..., expires_at_ms: _Optional[int] = ..., remaining_seconds: _Optional[float] = ..., outcome: _Optional[_Union[_common_pb2.CacheOutcome, str]] = ..., access: _Optional[_Union[_common_pb2.AccessMode, str]] = ...) -> None: ...
+    table_id: str
+    def __init__(self, warehouse_id: _Optional[str] = ..., location: _Optional[str] = ..., credentials: _Optional[_Iterable[_Union[_common_pb2.StorageCredential, _Mapping]]] = ..., expires_at_ms: _Optional[int] = ..., remaining_seconds: _Optional[float] = ..., outcome: _Optional[_Union[_common_pb2.CacheOutcome, str]] = ..., access: _Optional[_Union[_common_pb2.AccessMode, str]] = ..., table_id: _Optional[str] = ...) -> None: ...
 
 class InvalidateCredentialsRequest(_message.Message):
     __slots__ = ("table", "all")

@@ -25,9 +25,17 @@ def client_for(url: str | None) -> Client:
 
 
 def table_credentials(
-    opts: SourceOptions, access: Literal["read", "write"] = "read"
+    opts: SourceOptions, access: Literal["read", "write"] = "read",
+    expected_location: str | None = None,
 ) -> TableCredentials:
-    """Credentials for the options' table, from this node's gateway (memoized by the client)."""
+    """Credentials for the options' table, from this node's gateway (memoized by the client).
+
+    ``expected_location`` is the location the driver planned against: a task then gets that
+    table's credential or ``TableIdentityMismatchError``, never a replaced table's old prefix
+    (from a node's gateway that has not seen the replacement yet, or from this worker's memo,
+    which outlives the job that filled it).
+    """
     return client_for(opts.url).credentials(
-        list(opts.namespace), opts.table, warehouse=opts.warehouse, access=access
+        list(opts.namespace), opts.table, warehouse=opts.warehouse, access=access,
+        expected_location=expected_location,
     )

@@ -101,11 +101,14 @@ def ensure_table(opts: SourceOptions, schema: pa.Schema) -> Table:
     return table
 
 
-def node_credentials(opts: SourceOptions, access: str) -> TableCredentials:
-    """This node's Iceberg-table credential (memoized by the process's client)."""
+def node_credentials(opts: SourceOptions, access: str,
+                     expected_location: str | None = None) -> TableCredentials:
+    """This node's Iceberg-table credential (memoized by the process's client), for the table
+    at ``expected_location`` (the driver's) when given."""
     return client_for(opts.url).credentials(
         list(opts.namespace), opts.table, warehouse=opts.warehouse,
         access="write" if access == "write" else "read", kind="iceberg",
+        expected_location=expected_location,
     )
 
 
@@ -138,6 +141,7 @@ class IcebergReader(DataSourceReader):
         self._opts = opts
         self._schema = schema
         self._metadata_json = table.metadata.model_dump_json()
+        self._location = table.location()
         self._tasks = [pickle.dumps(t) for t in table.scan().plan_files()]
 
     def partitions(self) -> Sequence[InputPartition]:
@@ -153,7 +157,7 @@ class IcebergReader(DataSourceReader):
             raise TableFormatError(f"unexpected partition {type(partition).__name__}")
         target = to_arrow_schema(self._schema)
         metadata = TableMetadataUtil.parse_raw(self._metadata_json)
-        io = _file_io(node_credentials(self._opts, "read"))
+        io = _file_io(node_credentials(self._opts, "read", self._location))
         projected = metadata.schema().select(*target.names)
         scan = ArrowScan(metadata, io, projected, AlwaysTrue())
         for batch in scan.to_record_batches([pickle.loads(partition.task)]):  # noqa: S301
@@ -188,7 +192,7 @@ class IcebergWriter(DataSourceArrowWriter):
         if not batches:
             return IcebergFiles(paths=())
         table = pa.Table.from_batches(batches, schema=self._schema)
-        creds = node_credentials(self._opts, "write")
+        creds = node_credentials(self._opts, "write", self._location)
         path = f"{self._location}/data/{self._write_id}-{uuid.uuid4().hex}.parquet"
         pq.write_table(table, fs_path(path), filesystem=creds.pyarrow_filesystem())
         return IcebergFiles(paths=(path,))
@@ -208,7 +212,7 @@ class IcebergWriter(DataSourceArrowWriter):
         paths = [p for m in messages if isinstance(m, IcebergFiles) for p in m.paths]
         if not paths:
             return
-        fs = node_credentials(self._opts, "write").pyarrow_filesystem()
+        fs = node_credentials(self._opts, "write", self._location).pyarrow_filesystem()
         for path in paths:
             try:
                 fs.delete_file(fs_path(path))

@@ -150,7 +150,8 @@ class LakekeeperReader(DataSourceReader):
         self._schema = schema
 
     def partitions(self) -> Sequence[InputPartition]:
-        return plan_partitions(self._info, table_credentials(self._opts, "read"))
+        return plan_partitions(self._info,
+                               table_credentials(self._opts, "read", self._info.location))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         from pyspark.sql.pandas.types import to_arrow_schema
@@ -158,5 +159,6 @@ class LakekeeperReader(DataSourceReader):
         if not isinstance(partition, TablePartition):
             raise TableFormatError(f"unexpected partition {type(partition).__name__}")
         target = to_arrow_schema(self._schema)
-        creds = table_credentials(self._opts, "read")
+        # The driver's identity travels with every task (docs/contracts.md "Table identity").
+        creds = table_credentials(self._opts, "read", self._info.location)
         yield from read_partition(self._info, creds, partition, target)

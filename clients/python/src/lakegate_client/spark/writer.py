@@ -106,7 +106,7 @@ class LakekeeperWriter(DataSourceArrowWriter):
             return TaskResult(partition=partition)
         counter = _RowCounter()
         batches = counter.count(self._conform(b) for b in itertools.chain([first], non_empty))
-        creds = table_credentials(self._plan.opts, "write")
+        creds = table_credentials(self._plan.opts, "write", self._plan.info.location)
         if self._plan.info.format == "lance":
             fragments = self._write_lance(creds, batches)
             return TaskResult(partition=partition, fragments=fragments, rows=counter.rows)
@@ -142,7 +142,7 @@ class LakekeeperWriter(DataSourceArrowWriter):
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         results = [m for m in messages if isinstance(m, TaskResult)]
-        creds = table_credentials(self._plan.opts, "write")
+        creds = table_credentials(self._plan.opts, "write", self._plan.info.location)
         fmt = self._plan.info.format
         if fmt == "lance":
             self._commit_lance(creds, results)
@@ -210,7 +210,7 @@ class LakekeeperWriter(DataSourceArrowWriter):
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         if self._plan.info.format == "lance":
             return
-        creds = table_credentials(self._plan.opts, "write")
+        creds = table_credentials(self._plan.opts, "write", self._plan.info.location)
         fs, root = creds.pyarrow_filesystem(), fs_path(creds.location)
         reported = {f.path for m in messages if isinstance(m, TaskResult) for f in m.files}
         mine = {rel for rel in list_files(fs, root) if write_id_of(rel) == self._plan.write_id}

@@ -46,7 +46,8 @@ def read_table(
     import pyarrow as pa
 
     info = describe_table(client, namespace, table, warehouse=warehouse)
-    creds = client.credentials(list(info.namespace), table, warehouse=warehouse, access="read")
+    creds = client.credentials(list(info.namespace), table, warehouse=warehouse, access="read",
+                               expected_location=info.location)  # the table just described
     cols = list(columns) if columns is not None else None
     if info.format == "delta":
         from deltalake import DeltaTable
@@ -107,7 +108,8 @@ def write_table(
     if not parts:
         raise ValueError("nothing to write")
     info = ensure_table(client, namespace, table, fmt=format, create=create, warehouse=warehouse)
-    creds = client.credentials(list(info.namespace), table, warehouse=warehouse, access="write")
+    creds = client.credentials(list(info.namespace), table, warehouse=warehouse, access="write",
+                               expected_location=info.location)  # the table just described
     if info.format in DIRECTORY_FORMATS:
         _write_directory(creds, info.format, parts, overwrite=mode == "overwrite")
         return info

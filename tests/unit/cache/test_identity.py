@@ -1,0 +1,229 @@
+import asyncio
+
+import pytest
+
+from gateway.cache.credential_cache import CredentialCache
+from gateway.cache.identity import IDENTITY_RETRY_S, IdentityGuard
+from gateway.errors import NotFoundError, TableIdentityMismatchError, UnavailableError
+from gateway.models import AccessMode, CacheKey, ExpectedIdentity, Outcome, RequestContext
+from gateway.settings import CacheSettings
+from tests.fakes.rng import seeded
+from tests.fakes.tables import FakeTables
+
+CTX = RequestContext(request_id="req-1")
+TTL = 30.0
+
+
+def key(table: str = "orders", access: AccessMode = AccessMode.READ,
+        kind: str = "generic") -> CacheKey:
+    return CacheKey.of(project=None, warehouse_id="wh", namespace=("ns",), table=table,
+                       access=access, kind=kind)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def tables(clock):
+    t = FakeTables(clock)
+    t.create("orders")
+    return t
+
+
+@pytest.fixture
+def guard(tables, clock, metrics, registry):
+    cache = CredentialCache(tables.fetch, CacheSettings(), clock, metrics, registry.spawn,
+                            deadline_s=30, rng=seeded(7))
+    return IdentityGuard(cache, tables.load, TTL, clock, metrics, registry.spawn, deadline_s=30)
+
+
+def checks(metrics, result):
+    return metrics.registry.get_sample_value("lakegate_identity_checks_total",
+                                             {"result": result}) or 0.0
+
+
+async def test_hits_inside_the_ttl_cost_no_identity_load(guard, tables, clock):
+    first = await guard.lookup(key(), CTX)
+    for _ in range(50):
+        clock.advance(0.5)
+        value, outcome, _ = await guard.lookup(key(), CTX)
+        assert outcome is Outcome.HIT
+        assert value is first[0]
+    assert (tables.fetches, tables.loads) == (1, 0)
+
+
+async def test_a_replaced_table_is_served_new_after_the_ttl(guard, tables, clock, metrics):
+    old = (await guard.lookup(key(), CTX))[0]
+    new = tables.replace("orders")
+    clock.advance(TTL - 1)
+    assert (await guard.lookup(key(), CTX))[0].location == old.location  # inside the bound
+    clock.advance(1)
+    value, outcome, _ = await guard.lookup(key(), CTX)
+    assert value.location == new.location
+    assert value.table_id == new.table_id  # the load that found the change named the new id
+    assert outcome is Outcome.MISS
+    assert (tables.fetches, tables.loads) == (2, 1)
+    assert checks(metrics, "changed") == 1
+    # The refetched answer is confirmed fresh for another TTL.
+    clock.advance(TTL - 1)
+    assert (await guard.lookup(key(), CTX))[0] is value
+    assert tables.loads == 1
+
+
+async def test_an_unchanged_table_is_confirmed_and_carries_its_id(guard, tables, clock):
+    ident = tables.tables["orders"]
+    value = (await guard.lookup(key(), CTX))[0]
+    clock.advance(TTL)
+    confirmed, outcome, _ = await guard.lookup(key(), CTX)
+    assert outcome is Outcome.HIT
+    assert confirmed.location == value.location
+    assert confirmed.credentials is value.credentials  # the same credential, id attached
+    assert confirmed.table_id == ident.table_id
+    assert (tables.fetches, tables.loads) == (1, 1)
+    assert (await guard.lookup(key(), CTX))[0] is confirmed  # stable object: one render
+
+
+async def test_expected_location_of_the_new_table_refetches_at_once(guard, tables):
+    await guard.lookup(key(), CTX)
+    new = tables.replace("orders")
+    expect = ExpectedIdentity(location=new.location + "/")
+    value, outcome, _ = await guard.lookup(key(), CTX, expect)
+    assert value.location == new.location
+    assert outcome is Outcome.MISS
+    assert (tables.fetches, tables.loads) == (2, 0)  # the credential's prefix is the identity
+
+
+async def test_expected_location_the_catalog_no_longer_has_is_refused(guard, tables, metrics):
+    old = (await guard.lookup(key(), CTX))[0]
+    tables.replace("orders")
+    await guard.lookup(key(), CTX, ExpectedIdentity(location=tables.tables["orders"].location))
+    with pytest.raises(TableIdentityMismatchError) as info:
+        await guard.lookup(key(), CTX, ExpectedIdentity(location=old.location))
+    assert info.value.status == 409
+    assert tables.fetches == 3  # exactly one refetch before refusing
+    assert metrics.registry.get_sample_value("lakegate_identity_mismatches_total") == 1
+
+
+async def test_expected_table_id_is_confirmed_or_refused(guard, tables, clock):
+    ident = tables.tables["orders"]
+    value, _, _ = await guard.lookup(key(), CTX, ExpectedIdentity(table_id=ident.table_id.upper()))
+    assert value.table_id == ident.table_id
+    assert tables.want_ids == [True]
+    old_id = ident.table_id
+    new = tables.replace("orders")
+    # A matching expectation is a plain hit: confirmed within the TTL like any answer...
+    assert (await guard.lookup(key(), CTX, ExpectedIdentity(table_id=old_id)))[0] is value
+    clock.advance(TTL)
+    # ...and refused once the confirmation finds the catalog's table is another one.
+    with pytest.raises(TableIdentityMismatchError):
+        await guard.lookup(key(), CTX, ExpectedIdentity(table_id=old_id))
+    # The refusal did not leave the old table's credential behind: the next answer is new.
+    value, _, _ = await guard.lookup(key(), CTX, ExpectedIdentity(table_id=new.table_id))
+    assert (value.location, value.table_id) == (new.location, new.table_id)
+
+
+async def test_a_herd_after_the_ttl_makes_one_load_and_one_refetch(guard, tables, clock):
+    await guard.lookup(key(), CTX)
+    new = tables.replace("orders")
+    clock.advance(TTL)
+    tables.load_gate = asyncio.Event()
+    herd = [asyncio.ensure_future(guard.lookup(key(), CTX)) for _ in range(200)]
+    await asyncio.sleep(0)
+    tables.load_gate.set()
+    async with asyncio.timeout(10):
+        results = await asyncio.gather(*herd)
+    assert {r[0].location for r in results} == {new.location}
+    assert (tables.fetches, tables.loads) == (2, 1)
+
+
+async def test_read_and_write_keys_of_one_table_share_one_load(guard, tables, clock):
+    await guard.lookup(key(), CTX)
+    await guard.lookup(key(access=AccessMode.WRITE), CTX)
+    clock.advance(TTL)
+    tables.load_gate = asyncio.Event()
+    both = [asyncio.ensure_future(guard.lookup(key(access=a), CTX))
+            for a in (AccessMode.READ, AccessMode.WRITE)]
+    await asyncio.sleep(0)
+    tables.load_gate.set()
+    await asyncio.gather(*both)
+    assert tables.loads == 1
+
+
+async def test_a_failed_load_serves_the_cached_entry_and_retries_later(guard, tables, clock,
+                                                                       metrics):
+    value = (await guard.lookup(key(), CTX))[0]
+    clock.advance(TTL)
+    tables.load_errors.append(UnavailableError("catalog down"))
+    assert (await guard.lookup(key(), CTX))[0] is value
+    for _ in range(10):  # no storm while the catalog is down
+        assert (await guard.lookup(key(), CTX))[0] is value
+    assert tables.loads == 1
+    assert checks(metrics, "error") == 1
+    clock.advance(IDENTITY_RETRY_S)
+    await guard.lookup(key(), CTX)
+    assert tables.loads == 2
+
+
+async def test_a_failed_load_refuses_a_caller_whose_id_needs_it(guard, tables):
+    await guard.lookup(key(), CTX)
+    tables.load_errors.append(UnavailableError("catalog down"))
+    with pytest.raises(UnavailableError):
+        await guard.lookup(key(), CTX, ExpectedIdentity(table_id=tables.tables["orders"].table_id))
+
+
+async def test_a_dropped_table_is_not_served_once_the_load_says_404(guard, tables, clock):
+    await guard.lookup(key(), CTX)
+    clock.advance(TTL)
+    tables.load_errors.append(NotFoundError("no such table"))
+    with pytest.raises(NotFoundError):
+        await guard.lookup(key(), CTX)
+    del tables.tables["orders"]
+    tables.create("orders")
+    value, outcome, _ = await guard.lookup(key(), CTX)
+    assert outcome is Outcome.MISS  # the old entry went with the 404
+    assert value.location == tables.tables["orders"].location
+
+
+async def test_304_confirms_without_refetching(guard, tables, clock, metrics):
+    tables.etags = True
+    await guard.lookup(key(kind="iceberg"), CTX)
+    for _ in range(3):
+        clock.advance(TTL)
+        await guard.lookup(key(kind="iceberg"), CTX)
+    assert tables.loads == 3
+    assert checks(metrics, "loaded") == 1
+    assert checks(metrics, "not_modified") == 2
+    assert tables.fetches == 1
+
+
+async def test_a_refreshed_value_is_confirmed_before_it_is_served_as_a_hit(guard, tables, clock):
+    # A value the guard has not seen and did not see fetched (e.g. stored by refresh-ahead) is
+    # confirmed at once: the guard never assumes it is younger than it is.
+    await guard.lookup(key(), CTX)
+    guard._checked.clear()  # as if evicted from the guard's own bounds
+    guard._last.clear()
+    new = tables.replace("orders")
+    value, _, _ = await guard.lookup(key(), CTX)
+    assert value.location == new.location
+    assert tables.loads == 1
+
+
+async def test_a_new_expected_id_replaces_an_entry_confirmed_for_the_old_one(guard, tables):
+    old = tables.tables["orders"]
+    await guard.lookup(key(), CTX, ExpectedIdentity(table_id=old.table_id))  # old id confirmed
+    new = tables.replace("orders")
+    value, outcome, _ = await guard.lookup(key(), CTX, ExpectedIdentity(table_id=new.table_id))
+    assert (value.location, value.table_id, outcome) == (new.location, new.table_id, Outcome.MISS)
+    assert (tables.fetches, tables.loads) == (2, 2)  # one load found the change, one refetch
+
+
+async def test_a_refresh_ahead_value_keeps_the_last_confirmation(guard, tables, clock, registry):
+    # A background refresh stores a new value object; it is newer than the key's last
+    # confirmation, so it is not re-checked before that confirmation's due time.
+    ident = tables.tables["orders"]
+    await guard.lookup(key(), CTX, ExpectedIdentity(table_id=ident.table_id))  # confirmed, id
+    assert guard._cache.start_refresh(key())
+    await registry.drained()
+    value, outcome, _ = await guard.lookup(key(), CTX)
+    assert (outcome, tables.fetches, tables.loads) == (Outcome.HIT, 2, 1)
+    assert value.table_id == ident.table_id  # same location: the confirmed id carries over
+    clock.advance(TTL)
+    await guard.lookup(key(), CTX)
+    assert tables.loads == 2  # due when the confirmation was, not later
