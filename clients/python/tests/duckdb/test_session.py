@@ -23,6 +23,10 @@ from lakegate_client.duckdb.extensions import extension_file
 LOCATION = "s3://warehouse/lakehouse/t1"
 
 
+def location(table: str) -> str:
+    return LOCATION if table == "t" else f"s3://warehouse/lakehouse/{table}"
+
+
 class FakeClock:
     def __init__(self) -> None:
         self.t = 1_800_000_000.0
@@ -48,8 +52,9 @@ class VendingTransport:
 
     def send(self, op: Any) -> Any:
         if isinstance(op, LoadTable):
-            return LoadedTable(("ns",), "t", self.fmt, LOCATION)
+            return LoadedTable(("ns",), op.ref.name, self.fmt, location(op.ref.name))
         assert isinstance(op, GetCredentials)
+        where = location(op.ref.name)
         self.vended += 1
         config = {
             "s3.access-key-id": f"AKIA{self.vended}",
@@ -60,8 +65,8 @@ class VendingTransport:
             "s3.path-style-access": "true",
         }
         return TableCredentials.from_parts(
-            location=LOCATION,
-            credentials=[StorageCredential(LOCATION, config)],
+            location=where,
+            credentials=[StorageCredential(where, config)],
             expires_at_ms=int((self.clock.t + 3600) * 1000),
         )
 
@@ -99,6 +104,26 @@ def test_secret_is_replaced_when_the_memo_refreshes(ext_dir: Path) -> None:
         assert transport.vended == 2
         assert installed_key_ids(con) == ["AKIA2"]  # replaced, not added beside the old one
         assert table.secret_replacements == 1
+
+
+def test_tables_on_one_connection_keep_one_scoped_secret_each(ext_dir: Path) -> None:
+    """Connections made and dropped in a loop (as the demo does) must not overwrite each other's
+    secret: each table's scope keeps its own key."""
+    clock = FakeClock()
+    client = Client(
+        "http://127.0.0.1:9", warehouse="wh", clock=clock,
+        transport_factory=lambda _: VendingTransport(clock),
+    )
+    con = connect(formats=("parquet",), extension_directory=ext_dir)
+    try:
+        scans = [connect_table(client, "ns", name, con=con).scan for name in ("a", "b", "c")]
+        assert len(set(scans)) == 3
+        scopes = sorted(
+            s[0] for (s,) in con.execute("SELECT scope FROM duckdb_secrets()").fetchall()
+        )
+        assert scopes == [location(n) for n in ("a", "b", "c")]
+    finally:
+        con.close()
 
 
 def test_extensions_install_from_the_wheels_into_the_given_directory(ext_dir: Path) -> None:

@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-import os
+import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -74,7 +74,8 @@ class TableConnection:
         creds = self._credentials()
         self.scan = scan_expression(self.format, creds.location)
         self.con = con if con is not None else connect(formats=(self.format,))
-        self._secret = f"lakegate_{os.getpid()}_{id(self):x}"
+        # Unique per connection object: never id(self), which a collected object hands on.
+        self._secret = f"lakegate_{uuid.uuid4().hex}"
         self._installed: tuple[str, int | None, str] | None = None
         self.secret_replacements = 0
         self._install(creds)
