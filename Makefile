@@ -9,6 +9,8 @@ IDP_DIR := devstack/idp
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export NO_PROXY := localhost,127.0.0.1
+# Spark (the demo, the long job, the e2e tests) binds and advertises loopback only.
+export SPARK_LOCAL_IP := 127.0.0.1
 export no_proxy := localhost,127.0.0.1
 
 .PHONY: venv prometheus-bin demo long-job test test-unit test-integration bench harden soak proto proto-check lint clean devstack-up devstack-down client-min-deps lock
