@@ -1,11 +1,12 @@
 """The e2e SparkSession (demo.pipeline.spark_session, as the demo and the long job use it) binds
 and advertises loopback only: its JVM listens on loopback, and Spark's own idea of this host
-(``Utils.localHostName``, what it advertises where no address is configured) is 127.0.0.1, not
-the machine's external interface."""
+(``Utils.localHostName``, what it advertises where no address is configured) is a loopback name,
+not the machine's external interface."""
 
 from __future__ import annotations
 
 import os
+import socket
 from typing import TYPE_CHECKING
 
 import psutil
@@ -23,7 +24,9 @@ def test_the_driver_binds_and_advertises_loopback_only(spark: SparkSession) -> N
     sc = spark.sparkContext
     assert sc.getConf().get("spark.driver.host") == "127.0.0.1"
     assert sc.getConf().get("spark.driver.bindAddress") == "127.0.0.1"
-    assert sc._jvm.org.apache.spark.util.Utils.localHostName() == "127.0.0.1"  # type: ignore[union-attr]
+    # "localhost" with SPARK_LOCAL_IP=127.0.0.1 (its reverse name); the external IP without it
+    host = sc._jvm.org.apache.spark.util.Utils.localHostName()  # type: ignore[union-attr]
+    assert is_loopback(socket.gethostbyname(host)), host
     jvms = [p for p in psutil.Process(os.getpid()).children(recursive=True) if "java" in p.name()]
     assert jvms, "the SparkSession's JVM is a child of this process"
     addresses = set().union(*(listen_addresses(p.pid) for p in jvms))
