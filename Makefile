@@ -9,6 +9,8 @@ IDP_DIR := devstack/idp
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export NO_PROXY := localhost,127.0.0.1
+# Spark (the demo, the long job, the e2e tests) binds and advertises loopback only.
+export SPARK_LOCAL_IP := 127.0.0.1
 export no_proxy := localhost,127.0.0.1
 
 .PHONY: venv prometheus-bin demo long-job test test-unit test-integration bench harden soak proto proto-check lint clean devstack-up devstack-down client-min-deps lock
@@ -58,8 +60,10 @@ test: venv prometheus-bin
 	$(MAKE) --no-print-directory client-min-deps
 	$(PY) -m pytest -p no:cacheprovider tests clients/python/tests
 
-# The client at its declared minimum protobuf/grpcio/httpx, in a clean venv cached in .venv-min
-# (rebuilt only when the floors change): import + one HTTP and one gRPC call against fakes.
+# Two clean venvs, cached (rebuilt only when the pins or the client's pyproject change): the core
+# client next to protobuf 4.25 / grpcio 1.62 (.venv-min-core) and lakegate-client[grpc] at its
+# declared floors (.venv-min-grpc). tests/integration/client/test_client_min_installs.py runs a
+# probe in each against the real gateway of the local stack.
 client-min-deps: venv
 	timeout 900 $(PY) -m tests.deploy.client_min_deps
 
@@ -93,4 +97,4 @@ devstack-down: venv
 
 clean:
 	-$(PY) -m devstack down 2>/dev/null
-	rm -rf $(VENV) .venv-min .venv-lock .devstack $(IDP_DIR)/node_modules
+	rm -rf $(VENV) .venv-min-core .venv-min-grpc .venv-proto .venv-lock .devstack $(IDP_DIR)/node_modules

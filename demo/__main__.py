@@ -104,7 +104,7 @@ def _environment(info: StackInfo) -> None:
 
 
 def _run(args: argparse.Namespace, say: Progress) -> None:
-    from demo import data, metrics, pipeline, report
+    from demo import data, duckdb_query, metrics, pipeline, report
     from demo.runtime import runtime
     from lakegate_client import Client
 
@@ -129,12 +129,17 @@ def _run(args: argparse.Namespace, say: Progress) -> None:
                     executors = rt.executors_per_node()
                 finally:
                     spark.stop()
+                node, gateway_url = next(iter(rt.gateways.items()))  # the driver's node
+                say(f"one DuckDB query over the {len(run.tables)} tables through {node}'s gateway")
+                duck = duckdb_query.run(run, node, gateway_url, info.warehouse.name,
+                                        lambda: metrics.read_counters(info, rt.gateways))
                 counters = metrics.read_counters(info, rt.gateways)
             text = report.render(run, counters, info, say.elapsed_s, master=rt.master,
-                                 executors=executors, kept_running=args.keep_running)
+                                 executors=executors, kept_running=args.keep_running,
+                                 duckdb=duck)
             print(text, flush=True)
             if args.summary_json is not None:
-                summary = report.summary(run, counters, rt.master, executors)
+                summary = report.summary(run, counters, rt.master, executors, duck)
                 args.summary_json.write_text(json.dumps(summary, indent=1) + "\n")
                 say(f"summary written to {args.summary_json}")
             ok = True

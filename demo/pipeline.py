@@ -63,6 +63,9 @@ def spark_session(
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    # The JVM reads it at start: without it Spark takes the machine's external interface as this
+    # host ("hostname resolves to a loopback address; using <ip> instead") and advertises it.
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     builder = (
         SparkSession.builder.master(master)
         .appName(app_name)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from demo.duckdb_query import DuckDBResult
 from demo.metrics import Counters
 from demo.pipeline import PipelineRun
 from devstack.stack_info import StackInfo
@@ -22,6 +23,7 @@ def render(
     master: str = "",
     executors: dict[str, int] | None = None,
     kept_running: bool = False,
+    duckdb: DuckDBResult | None = None,
 ) -> str:
     """A plain-text report (fits one screen)."""
     lines = [
@@ -48,6 +50,8 @@ def render(
             f" {node.upstream_credential_calls:>14} {node.idp_token_calls:>11}  {node.gateway}"
         )
     lines += _savings(run, counters)
+    if duckdb is not None:
+        lines += _duckdb(duckdb)
     lines += [
         "",
         "Metrics" + (" (the stack is still running)" if kept_running else
@@ -88,8 +92,26 @@ def _savings(run: PipelineRun, counters: Counters) -> list[str]:
     ]
 
 
+def _duckdb(result: DuckDBResult) -> list[str]:
+    counted = ", ".join(f"{name.rsplit('.', 1)[-1]} {n:,}" for name, n in result.rows.items())
+    return [
+        "",
+        f"DuckDB (one query over the {len(result.rows)} tables, through node {result.node}'s"
+        " gateway)",
+        f"  rows counted   {counted}",
+        f"  credential requests served by node {result.node}'s gateway  "
+        f"{result.gateway_credential_requests:>4}",
+        "  catalog credential calls caused by the query       "
+        f"{result.catalog_credential_calls:>4}",
+    ]
+
+
 def summary(
-    run: PipelineRun, counters: Counters, master: str, executors: dict[str, int] | None = None
+    run: PipelineRun,
+    counters: Counters,
+    master: str,
+    executors: dict[str, int] | None = None,
+    duckdb: DuckDBResult | None = None,
 ) -> dict[str, Any]:
     """The ``--summary-json`` document."""
     return {
@@ -112,6 +134,12 @@ def summary(
         "tasks": run.tasks,
         "catalog_credential_calls": counters.upstream_credential_calls,
         "idp_token_requests": counters.idp_token_requests,
+        "duckdb": None if duckdb is None else {
+            "node": duckdb.node,
+            "rows": duckdb.rows,
+            "gateway_credential_requests": duckdb.gateway_credential_requests,
+            "catalog_credential_calls": duckdb.catalog_credential_calls,
+        },
     }
 
 

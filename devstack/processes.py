@@ -288,3 +288,33 @@ class ProcessTable:
         for record in reversed(self.started):
             stop(record, term_timeout_s=timeout_s)
         self.started.clear()
+
+
+def listen_addresses(pid: int) -> set[str]:
+    """The IP addresses that ``pid`` and its descendants listen on (TCP) or bind (UDP).
+
+    Why: every process of the local stack must bind loopback only; a test reads this, not the
+    settings that were meant to make it so.
+    """
+    try:
+        root = psutil.Process(pid)
+        family = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return set()
+    found: set[str] = set()
+    for proc in family:
+        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+            for conn in proc.net_connections(kind="inet"):
+                bound_udp = conn.type == 2 and not conn.raddr  # SOCK_DGRAM, not connected
+                if conn.status == psutil.CONN_LISTEN or bound_udp:
+                    found.add(conn.laddr.ip)
+    return found
+
+
+def is_loopback(address: str) -> bool:
+    """127.0.0.0/8, ::1, or an IPv4-mapped loopback (``::ffff:127.0.0.1``)."""
+    import ipaddress
+
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return ip.is_loopback or (mapped is not None and mapped.is_loopback)

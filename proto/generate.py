@@ -1,7 +1,17 @@
-"""Generate the lakegate.v1 Python stubs into clients/python/src with grpcio-tools.
+"""Generate the lakegate.v1 Python stubs into clients/python/src with a pinned grpcio-tools.
 
 `python proto/generate.py` rewrites the committed stubs; `--check` regenerates into a
 temporary directory and fails when the committed output differs (run by the test suite).
+
+Why a pinned, older grpcio-tools in its own tool venv (`.venv-proto`, built once, rebuilt when
+TOOL_PINS change) rather than the dev venv's: the stubs carry the runtime floor of the tool that
+wrote them (`ValidateProtobufRuntimeVersion(...)` in every `*_pb2.py`, `GRPC_GENERATED_VERSION`
+in every `*_pb2_grpc.py`; an older runtime refuses to import them). protobuf's cross-version
+runtime guarantee supports gencode of major V on runtimes V and V+1, never an older runtime;
+grpcio's generated check needs grpcio >= the tool's version. The daemon pins protobuf 7, so
+gencode from major 6 is the widest window that still covers it: grpcio-tools 1.72.1 is the first
+usable release bundling protoc 30 (protobuf 6.30), giving stubs for protobuf >=6.30,<8 and
+grpcio >=1.72.1 (clients/python/README.md "gRPC extra").
 """
 
 from __future__ import annotations
@@ -9,35 +19,60 @@ from __future__ import annotations
 import argparse
 import filecmp
 import shutil
+import subprocess
 import sys
 import tempfile
-from importlib import resources
+import venv
 from pathlib import Path
 
 PROTO_ROOT = Path(__file__).resolve().parent
-OUT_ROOT = PROTO_ROOT.parent / "clients" / "python" / "src"
+REPO_ROOT = PROTO_ROOT.parent
+OUT_ROOT = REPO_ROOT / "clients" / "python" / "src"
 PACKAGE_DIR = Path("lakegate") / "v1"
+TOOL_VENV = REPO_ROOT / ".venv-proto"
+# The generator and the runtime it was released with (grpcio-tools needs protobuf>=6.30,<7).
+TOOL_PINS = ("grpcio-tools==1.72.1", "grpcio==1.72.1", "protobuf==6.30.2")
+INSTALL_TIMEOUT_S = 600
+PROTOC_TIMEOUT_S = 120
 
 
 def _protos() -> list[Path]:
     return sorted((PROTO_ROOT / PACKAGE_DIR).glob("*.proto"))
 
 
-def generate(out_root: Path) -> list[Path]:
-    """Run protoc for every .proto; return the files written under out_root."""
-    from grpc_tools import protoc  # local import: only needed at build time
+def tool_python() -> Path:
+    """The tool venv's python, (re)built when TOOL_PINS differ from the last build."""
+    python = TOOL_VENV / "bin" / "python"
+    stamp = TOOL_VENV / ".pins"
+    wanted = "\n".join(TOOL_PINS) + "\n"
+    if python.exists() and stamp.exists() and stamp.read_text(encoding="utf-8") == wanted:
+        return python
+    venv.EnvBuilder(clear=True, with_pip=True).create(TOOL_VENV)
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *TOOL_PINS],
+        check=True,
+        timeout=INSTALL_TIMEOUT_S,
+    )
+    stamp.write_text(wanted, encoding="utf-8")
+    return python
 
-    include = str(resources.files("grpc_tools") / "_proto")
+
+def generate(out_root: Path) -> list[Path]:
+    """Run the pinned protoc for every .proto; return the files written under out_root."""
     args = [
+        "-m",
         "grpc_tools.protoc",
         f"-I{PROTO_ROOT}",
-        f"-I{include}",
         f"--python_out={out_root}",
         f"--pyi_out={out_root}",
         f"--grpc_python_out={out_root}",
         *[str(p.relative_to(PROTO_ROOT)) for p in _protos()],
     ]
-    if protoc.main(args) != 0:
+    # -I (isolated): nothing from the caller's venv or PYTHONPATH shadows the pinned tools.
+    done = subprocess.run(
+        [str(tool_python()), "-I", *args], cwd=PROTO_ROOT, timeout=PROTOC_TIMEOUT_S, check=False
+    )
+    if done.returncode != 0:
         raise SystemExit("protoc failed")
     pkg = out_root / PACKAGE_DIR
     pkg.mkdir(parents=True, exist_ok=True)
@@ -47,7 +82,7 @@ def generate(out_root: Path) -> list[Path]:
 
 
 def check() -> int:
-    """Return 0 when the committed stubs equal freshly generated ones."""
+    """Return 0 when the committed stubs equal freshly generated ones, byte for byte."""
     with tempfile.TemporaryDirectory() as tmp:
         fresh = generate(Path(tmp))
         stale = []
@@ -55,7 +90,8 @@ def check() -> int:
             committed = OUT_ROOT / PACKAGE_DIR / f.name
             if not committed.exists() or not filecmp.cmp(f, committed, shallow=False):
                 stale.append(f.name)
-        extra = {p.name for p in (OUT_ROOT / PACKAGE_DIR).glob("*_pb2*")} - {f.name for f in fresh}
+        generated = {f.name for f in fresh}
+        extra = {p.name for p in (OUT_ROOT / PACKAGE_DIR).glob("*_pb2*")} - generated
         stale.extend(sorted(extra))
     if stale:
         print("stale generated stubs: " + ", ".join(stale) + " (run: make proto)", file=sys.stderr)
@@ -70,7 +106,11 @@ def main() -> int:
     if ns.check:
         return check()
     with tempfile.TemporaryDirectory() as tmp:
-        for f in generate(Path(tmp)):
+        fresh = generate(Path(tmp))
+        for stale in (OUT_ROOT / PACKAGE_DIR).glob("*_pb2*"):
+            if stale.name not in {f.name for f in fresh}:
+                stale.unlink()
+        for f in fresh:
             shutil.copyfile(f, OUT_ROOT / PACKAGE_DIR / f.name)
     return 0
 

@@ -71,7 +71,10 @@ def check_not_forged(headers: Mapping[str, str], *, require_marker: bool,
     if origin is not None:
         raise forgeable("browser requests (Origin) are refused")
     if require_marker and not headers.get("Authorization") and not headers.get(MARKER_HEADER):
-        raise forgeable(f"send an Authorization header or '{MARKER_HEADER}: 1'")
+        raise forgeable(
+            "no Authorization header and no anti-forgery header: send any bearer token"
+            f" (a real one if the gateway checks tokens) or the header '{MARKER_HEADER}: 1'"
+        )
 
 
 class RateLimiter:

@@ -3,7 +3,8 @@
 protoc writes `ValidateProtobufRuntimeVersion(<domain>, major, minor, patch, ...)` into every
 `*_pb2.py`, and grpcio-tools writes `GRPC_GENERATED_VERSION = 'x.y.z'` into every `*_pb2_grpc.py`:
 an older runtime refuses to import them. A package that declares a lower floor than that is
-unusable at its own minimum, so the declared floors must be at least these.
+unusable at its own minimum, so the declared floors must be at least these. The client declares
+them in its `grpc` extra (the core client needs neither package); the daemon in its dependencies.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from tests.deploy.manifests import REPO_ROOT
 
 CLIENT = REPO_ROOT / "clients" / "python"
 STUBS = CLIENT / "src" / "lakegate" / "v1"
-PYPROJECTS = (CLIENT / "pyproject.toml", REPO_ROOT / "pyproject.toml")
+# (pyproject, extra holding grpcio/protobuf or None for the required dependencies)
+PYPROJECTS = ((CLIENT / "pyproject.toml", "grpc"), (REPO_ROOT / "pyproject.toml", None))
 
 _PB2 = re.compile(
     r"ValidateProtobufRuntimeVersion\(\s*_runtime_version\.Domain\.PUBLIC,\s*(\d+),\s*(\d+),\s*(\d+),"
@@ -44,10 +46,11 @@ def gencode_floors(stubs: Path = STUBS) -> dict[str, Version]:
     return floors
 
 
-def declared_floors(pyproject: Path) -> dict[str, Version]:
-    """`name>=X` lower bounds of a pyproject's required dependencies."""
+def declared_floors(pyproject: Path, extra: str | None = None) -> dict[str, Version]:
+    """`name>=X` lower bounds of a pyproject's required dependencies (plus one extra's)."""
     with pyproject.open("rb") as fh:
-        deps = tomllib.load(fh)["project"]["dependencies"]
+        project = tomllib.load(fh)["project"]
+    deps = [*project["dependencies"], *(project["optional-dependencies"][extra] if extra else [])]
     out: dict[str, Version] = {}
     for dep in deps:
         m = _FLOOR.match(dep)
@@ -56,6 +59,9 @@ def declared_floors(pyproject: Path) -> dict[str, Version]:
     return out
 
 
-def pins_at_floor(pyproject: Path = CLIENT / "pyproject.toml") -> list[str]:
-    """`name==floor` for every required dependency of the client (what the min-deps venv gets)."""
-    return [f"{name}=={'.'.join(map(str, v))}" for name, v in declared_floors(pyproject).items()]
+def pins_at_floor(
+    extra: str | None = None, pyproject: Path = CLIENT / "pyproject.toml"
+) -> list[str]:
+    """`name==floor` for every required dependency of the client, plus one extra's."""
+    floors = declared_floors(pyproject, extra)
+    return [f"{name}=={'.'.join(map(str, v))}" for name, v in floors.items()]

@@ -1,63 +1,112 @@
-"""`python -m tests.deploy.client_min_deps`: the client works at its declared minimum versions.
+"""Clean venvs holding the client as executor images do (`python -m tests.deploy.client_min_deps`).
 
-Builds (once, cached in .venv-min and rebuilt when the floors change) a clean venv holding exactly
-the client's declared minimums (`grpcio==<floor>`, `protobuf==<floor>`, `httpx==<floor>` and what
-those pull in), then runs tests/deploy/client_min_probe.py there with the client's source on
-PYTHONPATH: an import of lakegate_client plus one HTTP and one gRPC call against in-process
-fakes. Run by `make client-min-deps`, which `make test` calls.
+Two installs, each built once into its own venv and rebuilt only when its pins or the client's
+pyproject change (a `.pins` stamp), every pip run bounded by a timeout:
+
+- `core` (.venv-min-core): `pip install clients/python` next to the protobuf and grpcio that
+  executor images pin today (EXECUTOR_PINS) and httpx at the client's floor. The install itself
+  fails if the core client requires newer protobuf/grpcio.
+- `grpc` (.venv-min-grpc): `pip install clients/python[grpc]` with every declared floor pinned
+  (`grpcio==<floor>`, `protobuf==<floor>`, `httpx==<floor>`).
+
+`make client-min-deps` (called by `make test`) builds both; the integration test
+tests/integration/client/test_client_min_installs.py then runs client_min_probe.py in each
+against the real gateway of the local stack.
 """
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 import sys
 import venv
+from dataclasses import dataclass
 from pathlib import Path
 
 from tests.deploy.client_floor import CLIENT, pins_at_floor
 from tests.deploy.manifests import REPO_ROOT
 
-VENV = REPO_ROOT / ".venv-min"
-STAMP = VENV / ".pins"
 PROBE = Path(__file__).with_name("client_min_probe.py")
+# What Spark 3.5, TensorFlow/Ray and google-cloud images pin today.
+EXECUTOR_PINS = ("protobuf==4.25.*", "grpcio==1.62.*")
 INSTALL_TIMEOUT_S = 600
 PROBE_TIMEOUT_S = 120
 
 
-def ensure_venv(pins: list[str]) -> Path:
-    """The min-deps venv's python, (re)built when the pinned floors differ from the last build."""
-    python = VENV / "bin" / "python"
-    wanted = "\n".join(pins) + "\n"
-    if python.exists() and STAMP.exists() and STAMP.read_text(encoding="utf-8") == wanted:
-        return python
-    venv.EnvBuilder(clear=True, with_pip=True).create(VENV)
+@dataclass(frozen=True)
+class Install:
+    """One clean venv: what it pins and which form of the client it installs."""
+
+    name: str
+    pins: tuple[str, ...]
+    requirement: str
+
+    @property
+    def venv(self) -> Path:
+        return REPO_ROOT / f".venv-min-{self.name}"
+
+    @property
+    def python(self) -> Path:
+        return self.venv / "bin" / "python"
+
+    def stamp(self) -> str:
+        """What the venv was built from (rebuilt when any of it changes)."""
+        declared = hashlib.sha256((CLIENT / "pyproject.toml").read_bytes()).hexdigest()
+        return "\n".join([*self.pins, self.requirement, declared]) + "\n"
+
+
+def installs() -> dict[str, Install]:
+    return {
+        "core": Install("core", (*pins_at_floor(), *EXECUTOR_PINS), str(CLIENT)),
+        "grpc": Install("grpc", tuple(pins_at_floor("grpc")), f"{CLIENT}[grpc]"),
+    }
+
+
+def ensure_venv(install: Install) -> Path:
+    """The install's python, (re)built when its stamp differs from the last build."""
+    stamp = install.venv / ".pins"
+    wanted = install.stamp()
+    if install.python.exists() and stamp.exists() and stamp.read_text(encoding="utf-8") == wanted:
+        return install.python
+    venv.EnvBuilder(clear=True, with_pip=True).create(install.venv)
     subprocess.run(
-        [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *pins],
+        [str(install.python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+         *install.pins, install.requirement],
         check=True,
         timeout=INSTALL_TIMEOUT_S,
     )
-    STAMP.write_text(wanted, encoding="utf-8")
-    return python
+    stamp.write_text(wanted, encoding="utf-8")
+    return install.python
+
+
+def run_probe(install: Install, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run client_min_probe.py in the install's venv with this checkout's client source first on
+    sys.path (the venv's installed copy proves the install; the source is what is tested).
+
+    -I (isolated) ignores PYTHONPATH and the user site, so nothing from the dev venv leaks in.
+    """
+    return subprocess.run(
+        [str(ensure_venv(install)), "-I", "-c", _RUN, str(CLIENT / "src"), str(PROBE),
+         install.name, *args],
+        capture_output=True,
+        text=True,
+        timeout=PROBE_TIMEOUT_S,
+        check=False,
+        env={"PATH": "/usr/bin:/bin", "NO_PROXY": "localhost,127.0.0.1"},
+    )
+
+
+_RUN = (
+    "import runpy, sys; src, probe = sys.argv[1], sys.argv[2]; sys.path.insert(0, src); "
+    "sys.argv = [probe, *sys.argv[3:]]; runpy.run_path(probe, run_name='__main__')"
+)
 
 
 def main() -> int:
-    pins = pins_at_floor()
-    python = ensure_venv(pins)
-    print("client minimums:", " ".join(pins))
-    done = subprocess.run(
-        [str(python), "-I", "-c", _RUN, str(CLIENT / "src"), str(PROBE)],
-        timeout=PROBE_TIMEOUT_S,
-        check=False,
-    )
-    return done.returncode
-
-
-# -I (isolated) ignores PYTHONPATH and the user site, so nothing from the dev venv leaks in; the
-# client's source directory is put on sys.path explicitly, then the probe runs as __main__.
-_RUN = (
-    "import runpy, sys; src, probe = sys.argv[1], sys.argv[2]; sys.path.insert(0, src); "
-    "sys.argv = [probe]; runpy.run_path(probe, run_name='__main__')"
-)
+    for install in installs().values():
+        ensure_venv(install)
+        print(f"client install {install.name}: {install.venv.name} ({' '.join(install.pins)})")
+    return 0
 
 
 if __name__ == "__main__":

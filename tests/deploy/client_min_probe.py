@@ -1,72 +1,50 @@
-"""Run INSIDE the min-deps venv (only the client's declared minimums, stdlib otherwise).
+"""Run INSIDE a clean client venv (tests/deploy/client_min_deps.py) against a real gateway.
 
-Imports lakegate_client, then lists one namespace over HTTP and once over gRPC against two
-in-process fakes. Prints the runtime versions and exits non-zero on any failure.
+argv: install ("core" or "grpc"), gateway URL, warehouse, namespace. Creates a table, gets its
+credentials twice (the second from the memo), lists it and drops it, then prints one JSON line:
+the runtime versions installed, the modules loaded and what the calls returned. Exits non-zero
+on any failure. Stdlib + the client only: nothing of the test suite exists in this venv.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-import threading
-from concurrent import futures
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
-
-import grpc
-from google import protobuf
+import uuid
+from importlib import metadata
 
 import lakegate_client
-from lakegate.v1 import catalog_pb2, catalog_pb2_grpc, common_pb2
 
 
-class _Http(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        ident = {"namespace": ["ns"], "name": "via_http", "format": "parquet"}
-        body = json.dumps({"identifiers": [ident], "next_page_token": None}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: Any) -> None:
-        """Quiet: the probe prints one summary line."""
-
-
-class _Catalog(catalog_pb2_grpc.CatalogServiceServicer):  # type: ignore[misc]
-    def ListTables(self, request: Any, context: Any) -> Any:
-        ident = common_pb2.TableIdentifier(namespace=list(request.namespace), name="via_grpc")
-        return catalog_pb2.ListTablesResponse(identifiers=[ident])
-
-
-def main() -> int:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Http)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-    catalog_pb2_grpc.add_CatalogServiceServicer_to_server(_Catalog(), server)
-    grpc_port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
+def _installed(dist: str) -> str | None:
     try:
-        urls = {
-            "via_http": f"http://127.0.0.1:{httpd.server_address[1]}",
-            "via_grpc": f"grpc://127.0.0.1:{grpc_port}",
-        }
-        for expected, url in urls.items():
-            with lakegate_client.Client(url=url, warehouse="wh", timeout_s=10) as client:
-                names = [t.name for t in client.list("ns")]
-            if names != [expected]:
-                print(f"FAIL {url}: listed {names}, expected [{expected!r}]")
-                return 1
-    finally:
-        server.stop(grace=None)
-        httpd.shutdown()
-    print(
-        f"ok: lakegate_client {lakegate_client.__version__} with protobuf {protobuf.__version__},"
-        f" grpcio {grpc.__version__}: HTTP and gRPC list calls answered"
-    )
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def main(install: str, url: str, warehouse: str, namespace: str) -> int:
+    name = f"min_{install}_{uuid.uuid4().hex[:8]}"
+    with lakegate_client.Client(url=url, warehouse=warehouse, timeout_s=20) as client:
+        created = client.create(namespace, name, format="parquet")
+        first = client.credentials(namespace, name)
+        again = client.credentials(namespace, name)
+        listed = [t.name for t in client.list(namespace)]
+        client.drop(namespace, name)
+    loaded = {k for k, m in sys.modules.items() if m is not None}
+    print(json.dumps({
+        "install": install,
+        "client_file": lakegate_client.__file__,
+        "versions": {d: _installed(d) for d in ("protobuf", "grpcio", "httpx")},
+        "grpc_loaded": "grpc" in loaded,
+        "protobuf_loaded": "google.protobuf" in loaded,
+        "location": created.base_location,
+        "storage": first.storage,
+        "outcomes": [first.outcome, again.outcome],
+        "listed": name in listed,
+    }))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(*sys.argv[1:5]))

@@ -22,11 +22,15 @@ def test_the_stubs_name_their_runtime_requirements() -> None:
     assert set(floors) == {"protobuf", "grpcio"}
 
 
-@pytest.mark.parametrize("pyproject", PYPROJECTS, ids=[p.parent.name or "root" for p in PYPROJECTS])
+@pytest.mark.parametrize(
+    ("pyproject", "extra"), PYPROJECTS, ids=[p.parent.name or "root" for p, _ in PYPROJECTS]
+)
 @pytest.mark.parametrize("package", ["protobuf", "grpcio"])
-def test_declared_floor_is_at_least_what_the_stubs_need(pyproject: Path, package: str) -> None:
+def test_declared_floor_is_at_least_what_the_stubs_need(
+    pyproject: Path, extra: str | None, package: str
+) -> None:
     need = gencode_floors()[package]
-    declared = declared_floors(pyproject)[package]
+    declared = declared_floors(pyproject, extra)[package]
     assert declared >= need, (
         f"{pyproject}: {package}>={'.'.join(map(str, declared))} but the committed stubs need "
         f">={'.'.join(map(str, need))} (regenerate with older tools or raise the floor)"
@@ -47,6 +51,14 @@ def test_gencode_parser_reads_both_markers(tmp_path: Path) -> None:
 
 
 def test_floor_pins_cover_every_required_dependency() -> None:
-    pins = pins_at_floor()
-    assert {p.split("==")[0] for p in pins} >= {"protobuf", "grpcio", "httpx"}
+    assert {p.split("==")[0] for p in pins_at_floor()} == {"httpx"}
+    pins = pins_at_floor("grpc")
+    assert {p.split("==")[0] for p in pins} == {"protobuf", "grpcio", "httpx"}
     assert all(parse_version(p.split("==")[1]) for p in pins)
+
+
+def test_the_grpc_floor_is_the_oldest_the_stubs_allow() -> None:
+    """Not raised past what the stubs need: executor images pin old protobuf/grpcio."""
+    floors = declared_floors(PYPROJECTS[0][0], "grpc")
+    assert floors["protobuf"] == gencode_floors()["protobuf"]
+    assert floors["grpcio"] == gencode_floors()["grpcio"]

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from demo import data, metrics, pipeline, report
+from demo import data, duckdb_query, metrics, pipeline, report
 from devstack.stack_info import StackInfo
 
 if TYPE_CHECKING:
@@ -43,6 +43,17 @@ def test_pipeline_writes_and_reads_back_every_format_with_the_expected_rows(
     assert served >= 1  # tasks and commits got their credentials from the gateway
     # One read and one write credential per table at most, however many tasks ran.
     assert upstream_calls <= 2 * len(run.tables) < run.tasks
-    text = report.render(run, after, stack_info, elapsed_s=1.0)
+
+    # The demo's last step: one DuckDB query over every table, through the same gateway.
+    duck = duckdb_query.run(run, "local", stack_info.gateway_url, stack_info.warehouse.name,
+                            lambda: metrics.read_counters(stack_info))
+    assert duck.rows == {t.name: t.rows_written for t in run.tables}
+    assert duck.gateway_credential_requests >= 1  # DuckDB's secrets came from the gateway
+    # Every table's read credential is already cached by the Spark job's reads.
+    assert duck.catalog_credential_calls == 0
+    text = report.render(run, metrics.read_counters(stack_info), stack_info, elapsed_s=1.0,
+                         duckdb=duck)
     assert "orders_clean" in text
     assert "/metrics" in text
+    assert "DuckDB (one query over the 5 tables" in text
+    assert report.summary(run, after, "local", duckdb=duck)["duckdb"]["rows"] == duck.rows

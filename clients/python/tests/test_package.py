@@ -35,8 +35,49 @@ def test_install_requirements_exclude_the_daemons_server_stack() -> None:
     required = [d.lower() for d in project["dependencies"]]
     assert required, "the client must declare its dependencies"
     assert not [d for d in required if d.startswith(FORBIDDEN)]
-    assert any(d.startswith("grpcio") for d in required)
     assert any(d.startswith("httpx") for d in required)
+
+
+def test_core_client_depends_on_httpx_alone_and_grpc_is_an_extra() -> None:
+    """Executor images pin their own protobuf/grpcio: the core client must not require any."""
+    project = tomllib.loads(PYPROJECT.read_text())["project"]
+    assert [d.split(">")[0] for d in project["dependencies"]] == ["httpx"]
+    grpc_extra = {d.split(">")[0] for d in project["optional-dependencies"]["grpc"]}
+    assert grpc_extra == {"grpcio", "protobuf"}
+
+
+# Run in a child where importing grpc or google.protobuf fails, as in an image without them.
+_NO_GRPC = (
+    "import sys, json\n"
+    "sys.modules['grpc'] = None; sys.modules['google.protobuf'] = None\n"
+    "import lakegate_client as l, lakegate_client.credentials, lakegate_client.refresh\n"
+    "from lakegate_client._ops import GetCredentials, ListPage\n"
+    "from lakegate_client._models import TableRef\n"
+    "GetCredentials(TableRef('w', ('n',), 't'), 'read').http()\n"
+    "ListPage('w', ('n',), None).http()\n"
+    "c = l.Client('http://127.0.0.1:9', warehouse='w', timeout_s=1)\n"
+    "try:\n"
+    "    c.credentials('n', 't')\n"
+    "except l.GatewayConnectionError:\n"
+    "    pass\n"
+    "out = {'loaded': sorted(k for k, m in sys.modules.items() if m is not None)}\n"
+    "try:\n"
+    "    l.Client('grpc://127.0.0.1:9', warehouse='w', timeout_s=1).credentials('n', 't')\n"
+    "except l.ConfigurationError as exc:\n"
+    "    out['grpc_error'] = str(exc)\n"
+    "print(json.dumps(out))\n"
+)
+
+
+def test_core_client_works_without_grpc_and_a_grpc_url_names_the_extra() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _NO_GRPC], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert "lakegate_client._http" in out["loaded"]  # the HTTP call really went through a transport
+    assert not [m for m in out["loaded"] if m.startswith(("grpc", "google.protobuf", "lakegate."))]
+    assert "pip install 'lakegate-client[grpc]'" in out["grpc_error"]
 
 
 def test_importing_the_client_loads_no_server_module() -> None:

@@ -8,9 +8,11 @@ the operation the facade built, blocking or awaited.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import ModuleType
 from typing import Any
 
 from lakegate_client._config import ClientConfig
+from lakegate_client._errors import ConfigurationError
 from lakegate_client._facade import ClientState, Facade
 from lakegate_client._models import Access, LoadedTable, Namespace, TableKind
 from lakegate_client._ops import ListPage, Page
@@ -21,8 +23,30 @@ from lakegate_client.credentials import TableCredentials
 __all__ = ["AsyncClient", "Client", "ClientState"]
 
 
+GRPC_EXTRA = "lakegate-client[grpc]"
+
+
 def _grpc(config: ClientConfig) -> bool:
     return config.endpoint.protocol == "grpc"
+
+
+def _grpc_transports() -> ModuleType:
+    """The gRPC transport module, or a ConfigurationError naming the extra that brings it.
+
+    Why imported here and only here: the core client depends on httpx alone, so grpcio and
+    protobuf may be missing, or be an executor image's older pins that the committed stubs
+    refuse (ImportError for a missing package or module, RuntimeError from the stubs' grpcio
+    check, protobuf's VersionError); every one of them means the same fix.
+    """
+    try:
+        from lakegate_client import _grpc as transports
+    except Exception as exc:
+        raise ConfigurationError(
+            f"grpc:// and grpc+unix: URLs need the gRPC extra: pip install '{GRPC_EXTRA}'"
+            f" (grpcio>=1.72.1, protobuf>=6.30,<8); importing it failed:"
+            f" {type(exc).__name__}: {exc}"
+        ) from exc
+    return transports
 
 
 class Client(Facade[SyncTransport]):
@@ -44,9 +68,8 @@ class Client(Facade[SyncTransport]):
 
     def _default_transport(self, config: ClientConfig) -> SyncTransport:
         if _grpc(config):
-            from lakegate_client._grpc import SyncGrpcTransport
-
-            return SyncGrpcTransport(config)
+            transport: SyncTransport = _grpc_transports().SyncGrpcTransport(config)
+            return transport
         from lakegate_client._http import SyncHttpTransport
 
         return SyncHttpTransport(config)
@@ -177,9 +200,8 @@ class AsyncClient(Facade[AsyncTransport]):
 
     def _default_transport(self, config: ClientConfig) -> AsyncTransport:
         if _grpc(config):
-            from lakegate_client._grpc import AsyncGrpcTransport
-
-            return AsyncGrpcTransport(config)
+            transport: AsyncTransport = _grpc_transports().AsyncGrpcTransport(config)
+            return transport
         from lakegate_client._http import AsyncHttpTransport
 
         return AsyncHttpTransport(config)

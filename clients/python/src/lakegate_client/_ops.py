@@ -3,21 +3,24 @@ JSON answer (``_http_codec``) and its gRPC method, request and reply (``_proto``
 
 Why: a transport then has a single ``send(op)`` — build, send, parse is written once per
 transport instead of once per operation per transport. Nothing here does I/O.
+
+The gRPC halves import ``_proto`` and the generated stubs inside the method: only the gRPC
+transport calls them, so the core client (HTTP) imports neither grpcio nor protobuf, and works
+next to whatever versions an executor image pins (the ``grpc`` extra brings them).
 """
 
 from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from google.protobuf.message import Message
-
-from lakegate.v1 import catalog_pb2
 from lakegate_client import _http_codec as http
-from lakegate_client import _proto as proto
 from lakegate_client._models import Access, LoadedTable, TableIdentifier, TableRef, TableSpec
 from lakegate_client.credentials import TableCredentials
+
+if TYPE_CHECKING:
+    from google.protobuf.message import Message
 
 __all__ = [
     "CreateTable",
@@ -83,10 +86,14 @@ class GetCredentials:
         return http.credentials_from_json(body, self.ref, self.access)
 
     def grpc(self) -> Message:
+        from lakegate_client import _proto as proto
+
         return proto.grpc_credentials_request(self.ref, self.access, self.expected_location,
                                               self.table_id)
 
     def from_proto(self, msg: Any) -> TableCredentials:
+        from lakegate_client import _proto as proto
+
         return proto.credentials_from_proto(msg, self.ref, self.access)
 
 
@@ -106,6 +113,9 @@ class LoadTable:
         return http.loaded_from_json(body, self.ref, self.access, self.vended)
 
     def grpc(self) -> Message:
+        from lakegate.v1 import catalog_pb2
+        from lakegate_client import _proto as proto
+
         return catalog_pb2.LoadTableRequest(
             table=proto.table_ref_proto(self.ref),
             vended=self.vended,
@@ -113,6 +123,8 @@ class LoadTable:
         )
 
     def from_proto(self, msg: Any) -> LoadedTable:
+        from lakegate_client import _proto as proto
+
         return proto.loaded_from_proto(msg, self.ref, self.access, self.vended)
 
 
@@ -132,6 +144,8 @@ class ListPage:
         return http.identifiers_from_json(body)
 
     def grpc(self) -> Message:
+        from lakegate.v1 import catalog_pb2
+
         return catalog_pb2.ListTablesRequest(
             warehouse=self.warehouse,
             namespace=list(self.namespace),
@@ -139,6 +153,8 @@ class ListPage:
         )
 
     def from_proto(self, msg: Any) -> Page:
+        from lakegate_client import _proto as proto
+
         return proto.identifiers_from_proto(msg)
 
 
@@ -158,9 +174,13 @@ class CreateTable:
         return http.loaded_from_json(body, self.ref, "read", False)
 
     def grpc(self) -> Message:
+        from lakegate_client import _proto as proto
+
         return proto.grpc_create_request(self.ref, self.spec, self.idempotency_key)
 
     def from_proto(self, msg: Any) -> LoadedTable:
+        from lakegate_client import _proto as proto
+
         return proto.loaded_from_proto(msg, self.ref, "read", False)
 
 
@@ -187,6 +207,9 @@ class DropTable(_NoAnswer):
         return http.http_drop(self.ref, self.purge, self.force)
 
     def grpc(self) -> Message:
+        from lakegate.v1 import catalog_pb2
+        from lakegate_client import _proto as proto
+
         return catalog_pb2.DropTableRequest(
             table=proto.table_ref_proto(self.ref), purge=self.purge, force=self.force
         )
@@ -204,4 +227,7 @@ class RenameTable(_NoAnswer):
         return http.http_rename(self.source, self.destination)
 
     def grpc(self) -> Message:
+        from lakegate_client import _proto as proto
+
         return proto.grpc_rename_request(self.source, self.destination)
+

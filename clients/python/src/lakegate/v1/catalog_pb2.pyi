@@ -15,7 +15,7 @@ class LoadTableRequest(_message.Message):
     table: _common_pb2.TableRef
     vended: bool
     access: _common_pb2.AccessMode
-    def __init__(self, table: _Optional[_Union[_common_pb2.TableRef, _Mapping]] = ..., vended: _Optional[bool] = ..., access: _Optional[_Union[_common_pb2.AccessMode, str]] = ...) -> None: ...
+    def __init__(self, table: _Optional[_Union[_common_pb2.TableRef, _Mapping]] = ..., vended: bool = ..., access: _Optional[_Union[_common_pb2.AccessMode, str]] = ...) -> None: ...
 
 class LoadTableResponse(_message.Message):
     __slots__ = ("table", "config", "credentials", "warehouse_id")
@@ -87,7 +87,7 @@ class DropTableRequest(_message.Message):
     table: _common_pb2.TableRef
     purge: bool
     force: bool
-    def __init__(self, table: _Optional[_Union[_common_pb2.TableRef, _Mapping]] = ..., purge: _Optional[bool] = ..., force: _Optional[bool] = ...) -> None: ...
+    def __init__(self, table: _Optional[_Union[_common_pb2.TableRef, _Mapping]] = ..., purge: bool = ..., force: bool = ...) -> None: ...
 
 class DropTableResponse(_message.Message):
     __slots__ = ()

@@ -77,7 +77,7 @@ class GenericTable(_message.Message):
     protected: bool
     doc: str
     properties: _containers.ScalarMap[str, str]
-    def __init__(self, name: _Optional[str] = ..., format: _Optional[str] = ..., base_location: _Optional[str] = ..., protected: _Optional[bool] = ..., doc: _Optional[str] = ..., properties: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., format: _Optional[str] = ..., base_location: _Optional[str] = ..., protected: bool = ..., doc: _Optional[str] = ..., properties: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class TableIdentifier(_message.Message):
     __slots__ = ("namespace", "name", "format", "id")

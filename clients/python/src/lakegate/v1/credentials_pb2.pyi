@@ -47,7 +47,7 @@ class InvalidateCredentialsRequest(_message.Message):
     ALL_FIELD_NUMBER: _ClassVar[int]
     table: _common_pb2.TableRef
     all: bool
-    def __init__(self, table: _Optional[_Union[_common_pb2.TableRef, _Mapping]] = ..., all: _Optional[bool] = ...) -> None: ...
+    def __init__(self, table: _Optional[_Union[_common_pb2.TableRef, _Mapping]] = ..., all: bool = ...) -> None: ...
 
 class InvalidateCredentialsResponse(_message.Message):
     __slots__ = ("invalidated",)

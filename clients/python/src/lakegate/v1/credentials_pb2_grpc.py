@@ -5,7 +5,7 @@ import warnings
 
 from lakegate.v1 import credentials_pb2 as lakegate_dot_v1_dot_credentials__pb2
 
-GRPC_GENERATED_VERSION = '1.85.1'
+GRPC_GENERATED_VERSION = '1.72.1'
 GRPC_VERSION = grpc.__version__
 _version_not_supported = False
 
@@ -18,14 +18,14 @@ except ImportError:
 if _version_not_supported:
     raise RuntimeError(
         f'The grpc package installed is at version {GRPC_VERSION},'
-        + ' but the generated code in lakegate/v1/credentials_pb2_grpc.py depends on'
+        + f' but the generated code in lakegate/v1/credentials_pb2_grpc.py depends on'
         + f' grpcio>={GRPC_GENERATED_VERSION}.'
         + f' Please upgrade your grpc module to grpcio>={GRPC_GENERATED_VERSION}'
         + f' or downgrade your generated code using grpcio-tools<={GRPC_VERSION}.'
     )
 
 
-class CredentialServiceStub:
+class CredentialServiceStub(object):
     """Missing associated documentation comment in .proto file."""
 
     def __init__(self, channel):
@@ -46,7 +46,7 @@ class CredentialServiceStub:
                 _registered_method=True)
 
 
-class CredentialServiceServicer:
+class CredentialServiceServicer(object):
     """Missing associated documentation comment in .proto file."""
 
     def GetTableCredentials(self, request, context):
@@ -84,7 +84,7 @@ def add_CredentialServiceServicer_to_server(servicer, server):
 
 
  # This class is part of an EXPERIMENTAL API.
-class CredentialService:
+class CredentialService(object):
     """Missing associated documentation comment in .proto file."""
 
     @staticmethod

@@ -203,7 +203,7 @@ class IcebergWriter(DataSourceArrowWriter):
         paths = [p for m in messages if isinstance(m, IcebergFiles) for p in m.paths]
         table = load_table(self._opts)
         with table.transaction() as tx:
-            if self._overwrite:
+            if self._overwrite and _has_rows(table):  # pyiceberg warns on a delete of nothing
                 tx.delete(AlwaysTrue())
             if paths:
                 tx.add_files(paths)
@@ -218,6 +218,14 @@ class IcebergWriter(DataSourceArrowWriter):
                 fs.delete_file(fs_path(path))
             except OSError:
                 pass  # best effort: the files are not referenced by any snapshot
+
+
+def _has_rows(table: Table) -> bool:
+    """Whether the table's current snapshot holds any row (none: no snapshot, or 0 records)."""
+    snapshot = table.current_snapshot()
+    if snapshot is None or snapshot.summary is None:
+        return snapshot is not None
+    return snapshot.summary.get("total-records", "1") != "0"
 
 
 def iceberg_writer(opts: SourceOptions, spark_arrow: pa.Schema, overwrite: bool) -> IcebergWriter:
