@@ -14,7 +14,7 @@ from typing import Any
 
 from cachetools import TTLCache
 
-from gateway.audit import credential_event
+from gateway.audit import AuditTrail
 from gateway.cache import CredentialCache, CredentialKeys, MetadataCache, WarehouseResolver
 from gateway.cache.credential_keys import cache_key
 from gateway.cache.expiry import is_expiry_key
@@ -81,6 +81,7 @@ class GatewayService:
         clock: time source.
         settings: validated settings.
         tokens: the session's token source (readiness asks it), None when not used.
+        audit: the audit trail (default: one line per request, nothing folded).
     """
 
     catalog: CatalogClient
@@ -92,10 +93,15 @@ class GatewayService:
     settings: Settings
     _: KW_ONLY
     tokens: TokenSource | None = None
+    audit: AuditTrail | None = None
     _health: TTLCache[str, tuple[bool, str]] = field(init=False)
+    _audit: AuditTrail = field(init=False)
 
     def __post_init__(self) -> None:
         self._health = TTLCache(maxsize=1, ttl=HEALTH_TTL_S, timer=self.clock.monotonic)
+        if self.audit is None:
+            self.audit = AuditTrail(self.clock)
+        self._audit = self.audit
 
     # ------------------------------------------------------------------ warehouses
     def _project(self, ctx: RequestContext) -> str:
@@ -129,10 +135,10 @@ class GatewayService:
             # remaining_s on the monotonic clock: a stepped wall clock must not distort it.
             creds, outcome, remaining = await self.cache.lookup(key, ctx)
         except GatewayError as exc:
-            credential_event(ctx, ctx.caller, where, access, type(exc).__name__)
+            self._audit.credential(ctx, where, access, type(exc).__name__)
             raise
-        credential_event(ctx, ctx.caller, where, access, str(outcome),
-                         defer=outcome is Outcome.COALESCED)
+        self._audit.credential(ctx, where, access, outcome.value,
+                               defer=outcome is Outcome.COALESCED)
         return CredentialLookup(
             warehouse=wh, ref=ref, access=access, credentials=creds, outcome=outcome,
             remaining_s=remaining,
@@ -162,8 +168,8 @@ class GatewayService:
         if not vended:
             return LoadResult(table=table, config=None, credentials=None, warehouse=wh)
         creds, outcome = await self.cache.get(self._key(wh, ref, access, ctx), ctx)
-        credential_event(ctx, ctx.caller, ref.scope, access, str(outcome),
-                         defer=outcome is Outcome.COALESCED)
+        self._audit.credential(ctx, ref.scope, access, outcome.value,
+                               defer=outcome is Outcome.COALESCED)
         chosen = _credential_for(table.base_location, creds)
         config = _merge_config(chosen) if chosen is not None else {}
         return LoadResult(table=table, config=config, credentials=creds.credentials,

@@ -14,6 +14,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
+from gateway.audit import AuditTrail
 from gateway.cache import (
     CredentialCache,
     CredentialKeys,
@@ -56,6 +57,7 @@ class Core:
         tokens: the session's token source.
         refresher: the refresh-ahead loop (None disables it, as in some unit tests).
         transport: the upstream connection pool (closed last).
+        audit: the service's audit trail (its fold is flushed on close).
     """
 
     service: GatewayService
@@ -64,6 +66,7 @@ class Core:
     tokens: TokenSource
     refresher: RefreshAhead | None
     transport: Transport
+    audit: AuditTrail | None = None
     _started: bool = field(init=False, default=False)
     _closed: bool = field(init=False, default=False)
 
@@ -75,6 +78,8 @@ class Core:
         self.tokens.start(self.spawn)
         if self.refresher is not None:
             self.refresher.start()
+        if self.audit is not None:
+            self.audit.start()
 
     async def close(self) -> None:
         """Stop background work, then release the upstream connection pool (idempotent)."""
@@ -85,6 +90,8 @@ class Core:
             await self.refresher.close()
         await self.tokens.close()
         await self.transport.close()
+        if self.audit is not None:  # last: the refresher and token work are done too
+            await self.audit.close()
 
 
 def build_core(
@@ -122,6 +129,8 @@ def build_core(
         ttl_s=settings.cache.metadata_ttl_s, max_entries=settings.cache.max_entries,
         clock=clock, spawn=spawn, generation=lambda: cache.generation, wait_s=wait_s,
     )
+    audit = AuditTrail(clock, settings.log.audit_interval_s, spawn)
     service = GatewayService(catalog, cache, metadata, warehouses, CredentialKeys(warehouses),
-                             clock, settings, tokens=tokens)
-    return Core(service, spawn, tokens=tokens, refresher=refresher, transport=transport)
+                             clock, settings, tokens=tokens, audit=audit)
+    return Core(service, spawn, tokens=tokens, refresher=refresher, transport=transport,
+                audit=audit)

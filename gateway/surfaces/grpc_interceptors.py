@@ -101,6 +101,7 @@ def guarded(
                     idempotency_key=md.get("idempotency-key") or None,
                     project_id=md.get("x-project-id") or None,
                     caller=caller,
+                    surface="grpc",
                 )
                 return await method(request, GrpcCall(caller, ctx, tally))
         except GatewayError as err:

@@ -229,8 +229,9 @@ def request_id_of(request: web.BaseRequest, ids: RequestIds) -> str:
 
 
 def context_of(request: web.BaseRequest, request_id: str,
-               caller: CallerIdentity) -> RequestContext:
-    """The RequestContext passed down: ids and headers that must reach the upstream."""
+               caller: CallerIdentity, surface: str | None = None) -> RequestContext:
+    """The RequestContext passed down: ids and headers that must reach the upstream, and the
+    surface (the audit names it)."""
     headers = request.headers
     return RequestContext(
         request_id=request_id,
@@ -239,4 +240,5 @@ def context_of(request: web.BaseRequest, request_id: str,
         # Lakekeeper's parse_data_access: only client-managed-only changes what is vended.
         delegation="client-managed" if client_managed(header_lines(headers)) else None,
         caller=caller,
+        surface=surface,
     )

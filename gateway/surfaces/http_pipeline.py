@@ -149,7 +149,7 @@ class HttpPipeline:
                     headers = request.headers
                     with self._recorder.track(route.surface, kind) as tally:
                         caller = await self._gate.admit(headers.get("Authorization"), headers)
-                        ctx = context_of(request, request_id, caller)
+                        ctx = context_of(request, request_id, caller, route.surface)
                         response = await route.handler(
                             HttpCall(request, match, request_id, caller, ctx, tally))
             except GatewayError as err:
