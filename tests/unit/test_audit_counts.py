@@ -6,19 +6,15 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-import logging
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import grpc
-import pytest
 
 from gateway.app import App
 from gateway.audit import AUDIT_LOGGER, configure_audit
-from gateway.logging import Redactor, configure_logging
 from gateway.service import build_core
 from lakegate.v1 import common_pb2, credentials_pb2, credentials_pb2_grpc
 from tests.fakes.catalog import FakeCatalog, FakeIdP
@@ -29,23 +25,6 @@ from tests.fakes.settings import make_settings
 TOKENS = {"tok-alice-0123": "alice", "tok-bob-4567": "bob"}
 TABLES = [f"t{i}" for i in range(6)]
 MARK = {"X-Lakegate-Request": "1"}
-
-
-@pytest.fixture
-def stream() -> Iterator[io.StringIO]:
-    root = logging.getLogger()
-    before = (list(root.handlers), root.level, logging.getLogger(AUDIT_LOGGER).level)
-    buf = io.StringIO()
-    configure_logging("WARNING", "json", Redactor(), stream=buf)
-    configure_audit(True)
-    yield buf
-    handlers, level, audit_level = before
-    for h in list(root.handlers):
-        root.removeHandler(h)
-    for h in handlers:
-        root.addHandler(h)
-    root.setLevel(level)
-    logging.getLogger(AUDIT_LOGGER).setLevel(audit_level)
 
 
 def _audit(text: str) -> list[dict[str, Any]]:
@@ -60,8 +39,9 @@ def _http_path(surface: str, table: str, access: str) -> str:
 
 
 async def test_folded_counts_plus_single_lines_equal_the_requests_served(
-    tmp_path: Path, stream: io.StringIO
+    tmp_path: Path, audit_stream: io.StringIO
 ) -> None:
+    configure_audit(True)
     clock = FakeClock()
     catalog = FakeCatalog(clock)
     for name in TABLES:
@@ -119,12 +99,12 @@ async def test_folded_counts_plus_single_lines_equal_the_requests_served(
                 if i == 4:  # one interval flush in the middle of the load
                     clock.advance(settings.log.audit_interval_s)
                     await clock.settle()
-        mid_flush = _audit(stream.getvalue())
+        mid_flush = _audit(audit_stream.getvalue())
         await http.close()
         await channel.close()
     finally:
         await app.shutdown()
-    lines = _audit(stream.getvalue())
+    lines = _audit(audit_stream.getvalue())
     assert any(d.get("count") for d in mid_flush), "the interval flush wrote nothing"
     assert len(lines) > len(mid_flush), "the shutdown flush wrote nothing"
     folded = [d for d in lines if "count" in d]
