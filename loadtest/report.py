@@ -158,14 +158,16 @@ def _surface_section(surfaces: Any) -> list[str]:
     out += _table(("surface", "req/s (best)", "baseline req/s", "ratio", "per-core ratio",
                    "p50 / p90 / p99 / p99.9 ms at half load",
                    "baseline p99 ms at the same rate"), rows)
-    quiet = [(n, surfaces[n]["audit_off"]) for n in SURFACES
-             if isinstance(surfaces.get(n), Mapping) and surfaces[n].get("audit_off")]
-    if quiet:
-        figures = "; ".join(
-            f"{n} {q['rps']:,.0f} req/s vs baseline {q['baseline_rps']:,.0f} = {q['ratio']} x"
-            for n, q in quiet)
-        out += ["", f"With the per-request audit line off (`LOG__AUDIT=false`), same run: "
-                    f"{figures}."]
+    for key, label in (("audit_per_request", "With one audit line per request "
+                                              "(`LOG__AUDIT_INTERVAL_S=0`)"),
+                       ("audit_off", "With the audit off (`LOG__AUDIT=false`)")):
+        other = [(n, surfaces[n][key]) for n in SURFACES
+                 if isinstance(surfaces.get(n), Mapping) and surfaces[n].get(key)]
+        if other:
+            figures = "; ".join(
+                f"{n} {q['rps']:,.0f} req/s vs baseline {q['baseline_rps']:,.0f} = "
+                f"{q['ratio']} x" for n, q in other)
+            out += ["", f"{label}, same run: {figures}."]
     out += [
         "",
         "Per concurrency (closed loop):",
@@ -179,9 +181,29 @@ def _surface_section(surfaces: Any) -> list[str]:
         for name in SURFACES
         for conc, r in (surfaces.get(name) or {}).get("by_concurrency", {}).items()
     ]
-    return out + _table(("surface", "concurrency", "req/s", "baseline req/s", "p99 ms",
-                         "baseline p99 ms", "server cores (gw / base)",
-                         "generator cores (gw / base)"), by_concurrency)
+    out += _table(("surface", "concurrency", "req/s", "baseline req/s", "p99 ms",
+                   "baseline p99 ms", "server cores (gw / base)",
+                   "generator cores (gw / base)"), by_concurrency)
+    return out + _profile_lines(surfaces)
+
+
+def _profile_lines(surfaces: Any) -> list[str]:
+    """The top frames of the py-spy profiles (`--profile`), per surface."""
+    profiles = [(name, s[key]) for name in SURFACES
+                for s in [surfaces.get(name)] if isinstance(s, Mapping)
+                for key in ("profile", "profile_audit_per_request") if s.get(key)]
+    if not profiles:
+        return []
+    out = ["", "Hit-path profiles (py-spy, gateway process, one more closed loop at the top "
+           "concurrency; share of samples; raw stacks in the `profile-*.txt` files):", ""]
+    for name, prof in profiles:
+        if "error" in prof:
+            out.append(f"- {name}: not profiled ({prof['error']})")
+            continue
+        top = ", ".join(f"{frame} {pct}%" for frame, pct in prof["self_pct"][:8])
+        out.append(f"- `{prof['file']}` ({name}, {prof['samples']} samples at "
+                   f"{prof['rps']:,.0f} req/s): self: {top}")
+    return out
 
 
 def _executor_section(ex: Any) -> list[str]:

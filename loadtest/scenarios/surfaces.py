@@ -16,6 +16,7 @@ from typing import Any
 from loadtest.bounds import Bounds
 from loadtest.child import ChildProcess, cpu_s, pin
 from loadtest.context import BenchContext
+from loadtest.profiler import Sampler, py_spy, top_frames
 from loadtest.rawhttp import build_request
 from loadtest.spec import LoadResult, LoadSpec, Mode, Protocol
 from loadtest.workers import run_load
@@ -53,18 +54,29 @@ def run(ctx: BenchContext) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for surface, (target, base) in plan.items():
             out[surface] = _measure(ctx, surface, (gw.pid, target), (baseline.pid, base))
-        # The same socket surfaces with the audit line off (LOG__AUDIT=false), back to back with
-        # the baseline: what the per-request audit line costs, measured in the same run.
-        quiet = stack.start_gateway("surfaces-no-audit", {"LAKEGATE__LOG__AUDIT": "false"})
-        try:
-            quiet_addr = {"http_uds": quiet.http_uds, "grpc_uds": quiet.grpc_uds}
-            for surface, address in quiet_addr.items():
-                (proto, _, payload), base = plan[surface]
-                out[surface]["audit_off"] = _best_of(
-                    ctx, (quiet.pid, (proto, address, payload)), (baseline.pid, base))
-                ctx.say(f"{surface} audit off: {out[surface]['audit_off']}")
-        finally:
-            stack.stop_gateway(quiet)
+        # The same socket surfaces with one audit line per request (LOG__AUDIT_INTERVAL_S=0,
+        # the default before hits were folded) and with no audit at all (LOG__AUDIT=false),
+        # each back to back with the baseline: what the audit costs, measured in the same run.
+        for key, env in (("audit_per_request", {"LAKEGATE__LOG__AUDIT_INTERVAL_S": "0"}),
+                         ("audit_off", {"LAKEGATE__LOG__AUDIT": "false"})):
+            other = stack.start_gateway(f"surfaces-{key}", env)
+            try:
+                other_addr = {"http_uds": other.http_uds, "grpc_uds": other.grpc_uds}
+                for surface, address in other_addr.items():
+                    (proto, _, payload), base = plan[surface]
+                    out[surface][key] = _best_of(
+                        ctx, (other.pid, (proto, address, payload)), (baseline.pid, base))
+                    ctx.say(f"{surface} {key}: {out[surface][key]}")
+                if ctx.profile_dir is not None and key == "audit_per_request":
+                    (proto, _, payload), _ = plan["http_uds"]
+                    out["http_uds"]["profile_audit_per_request"] = _sample(
+                        ctx, "http_uds-audit_per_request", other.pid,
+                        (proto, other.http_uds, payload))
+            finally:
+                stack.stop_gateway(other)
+        if ctx.profile_dir is not None:
+            for surface, (target, _) in plan.items():
+                out[surface]["profile"] = _sample(ctx, surface, gw.pid, target)
         out["_meta"] = {
             "http_body_bytes": len(http_body),
             "grpc_body_bytes": len(grpc_body),
@@ -139,6 +151,28 @@ def _measure(
         },
         "by_concurrency": by_conc,
     }
+
+
+def _sample(ctx: BenchContext, surface: str, pid: int, target: Target) -> dict[str, Any]:
+    """py-spy on the gateway during one more closed loop at the top concurrency: the raw
+    stacks go to `profile-<surface>.txt` beside the report, the top frames into the summary."""
+    exe = py_spy()
+    assert exe is not None
+    assert ctx.profile_dir is not None
+    ctx.profile_dir.mkdir(parents=True, exist_ok=True)
+    out = ctx.profile_dir / f"profile-{surface}.txt"
+    out.unlink(missing_ok=True)
+    duration = ctx.profile.surface_profile_s
+    sampler = Sampler(exe, pid, out, duration)
+    conc = max(ctx.profile.surface_concurrencies)
+    run = run_load(_spec(ctx, target, "closed", conc, duration=duration + 1.0))
+    error = sampler.wait(timeout_s=duration + 30.0)
+    if error is not None:
+        return {"error": error}
+    top = top_frames(out.read_text())
+    ctx.say(f"{surface} profile: {top['samples']} samples at {run.rps:,.0f} rps; top self "
+            f"{top['self_pct'][:3]}")
+    return {"file": out.name, "rps": round(run.rps, 1), **top}
 
 
 def _best_of(
