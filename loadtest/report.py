@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from loadtest.targets import TargetCheck, evaluate
+from loadtest.targets import TargetCheck, evaluate, herd_bound_ms
 
 SURFACES = ("http_tcp", "http_uds", "grpc_tcp", "grpc_uds", "aws")
 
@@ -127,9 +127,11 @@ def _herd_section(herd: Any) -> list[str]:
             continue
         lat = r.get("latency_ms", {})
         rows.append((f"{int(k):,}", r["upstream_calls"], r.get("upstream_ms"), lat.get("p50"),
-                     lat.get("p99"), r["p99_extra_ms"], r.get("errors", 0)))
+                     lat.get("p99"), r["p99_extra_ms"], r.get("baseline_p99_ms"),
+                     herd_bound_ms(r), r.get("errors", 0)))
     return out + _table(("K", "upstream calls", "upstream call ms", "p50 ms", "p99 ms",
-                         "p99 extra ms", "errors"), rows)
+                         "p99 extra ms", "trivial server p99 ms (same burst)", "bound ms",
+                         "errors"), rows)
 
 
 def _surface_section(surfaces: Any) -> list[str]:

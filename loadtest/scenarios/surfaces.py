@@ -10,15 +10,15 @@ the measured capacity gives the latency percentiles.
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from loadtest.bounds import Bounds
-from loadtest.child import ChildProcess, cpu_s, pin
+from loadtest.child import ChildProcess, cpu_s, start_baseline
 from loadtest.context import BenchContext
 from loadtest.profiler import Sampler, py_spy, top_frames
 from loadtest.rawhttp import build_request
 from loadtest.spec import LoadResult, LoadSpec, Mode, Protocol
+from loadtest.stack import http_sample
 from loadtest.workers import run_load
 
 GRPC_METHOD = "/lakegate.v1.CredentialService/GetTableCredentials"
@@ -38,8 +38,9 @@ def run(ctx: BenchContext) -> dict[str, Any]:
         http_body, grpc_body = _samples(
             gw.http_url + stack.native_path(TABLE), gw.grpc_tcp, grpc_req
         )
-        aws_body = _http_sample(gw.http_url + stack.aws_path(TABLE))
-        baseline, bports = _start_baseline(ctx, http_body, grpc_body, aws_body)
+        aws_body = http_sample(gw.http_url + stack.aws_path(TABLE))
+        baseline, bports = start_baseline(ctx.work_dir, ctx.server_cpus, http_body, grpc_body,
+                                          aws_body)
         b_http_uds = f"unix:{ctx.work_dir / 'baseline-http.sock'}"
         b_grpc_uds = f"unix:{ctx.work_dir / 'baseline-grpc.sock'}"
         b_http_tcp = f"127.0.0.1:{bports['http_port']}"
@@ -254,51 +255,8 @@ def _samples(http_url: str, grpc_target: str, grpc_req: bytes) -> tuple[bytes, b
     """One real answer per protocol (this also warms the cache for the table)."""
     import grpc
 
-    http_body = _http_sample(http_url)
+    http_body = http_sample(http_url)
     with grpc.insecure_channel(grpc_target) as channel:
         call: Any = channel.unary_unary(GRPC_METHOD)  # raw bytes in and out
         raw = call(grpc_req, timeout=30)
     return http_body, bytes(raw)
-
-
-def _http_sample(url: str) -> bytes:
-    import httpx
-
-    resp = httpx.get(url, headers={"X-Lakegate-Request": "1"}, timeout=30, trust_env=False)
-    resp.raise_for_status()
-    return resp.content
-
-
-def _start_baseline(
-    ctx: BenchContext, http_body: bytes, grpc_body: bytes, aws_body: bytes
-) -> tuple[ChildProcess, dict[str, Any]]:
-    d = ctx.work_dir
-    (d / "baseline-http-body.json").write_bytes(http_body)
-    (d / "baseline-grpc-body.bin").write_bytes(grpc_body)
-    (d / "baseline-aws-body.json").write_bytes(aws_body)
-    child = ChildProcess(
-        "baseline",
-        [
-            sys.executable,
-            "-m",
-            "loadtest.baselines",
-            "--ports-file",
-            str(d / "baseline-ports.json"),
-            "--http-uds",
-            str(d / "baseline-http.sock"),
-            "--grpc-uds",
-            str(d / "baseline-grpc.sock"),
-            "--http-body",
-            str(d / "baseline-http-body.json"),
-            "--grpc-body",
-            str(d / "baseline-grpc-body.bin"),
-            "--aws-body",
-            str(d / "baseline-aws-body.json"),
-        ],
-        d / "baseline.log",
-        ports_file=d / "baseline-ports.json",
-    )
-    ports = child.start(timeout_s=30)
-    if ctx.server_cpus:
-        pin(child.pid, ctx.server_cpus)
-    return child, ports

@@ -43,7 +43,9 @@ def test_missed_targets_are_stated_plainly_with_the_measured_figure(tmp_path: Pa
     write_report(_summary(), tmp_path)
     md = (tmp_path / "report.md").read_text()
     assert "Missed targets, plainly:" in md
-    assert "cold herd p99 extra latency measured K=1: 1.2 ms, K=10000: 812.5 ms" in md
+    assert ("cold herd p99 extra latency measured K=1: 1.2 ms (bound 5.0 ms), "
+            "K=10000: 812.5 ms (bound 750.0 ms)") in md
+    assert "| 10,000 | 1 | 55.0 | 400.0 | 867.5 | 812.5 | 500.0 | 750.0 | 0 |" in md
     assert "0.60 x (9,000 vs 15,000 req/s)" in md
 
 
