@@ -107,6 +107,11 @@ class RenderedBody:
             and lookup.access is self.access
         )
 
+    def splice(self, middle: bytes) -> bytes:
+        """`head + middle + tail`: the per-request part encoded by the caller (gRPC's wire
+        fields 5 and 6 between a GetTableCredentialsResponse's head and tail)."""
+        return b"".join((self._head, middle, self._tail or b""))
+
     def render(self, lookup: CredentialLookup) -> bytes:
         """The body bytes for `lookup` (which `fits`)."""
         if self._tail is None:
