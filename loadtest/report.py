@@ -129,9 +129,11 @@ def _herd_section(herd: Any) -> list[str]:
         rows.append((f"{int(k):,}", r["upstream_calls"], r.get("upstream_ms"), lat.get("p50"),
                      lat.get("p99"), r["p99_extra_ms"], r.get("baseline_p99_ms"),
                      herd_bound_ms(r), r.get("errors", 0)))
-    return out + _table(("K", "upstream calls", "upstream call ms", "p50 ms", "p99 ms",
-                         "p99 extra ms", "trivial server p99 ms (same burst)", "bound ms",
-                         "errors"), rows)
+    out += _table(("K", "upstream calls", "upstream call ms", "p50 ms", "p99 ms",
+                   "p99 extra ms", "trivial server p99 ms (same burst)", "bound ms",
+                   "errors"), rows)
+    return out + _profile_lines([(f"K={k}", r["profile"]) for k, r in herd.items()
+                                 if isinstance(r, Mapping) and r.get("profile")])
 
 
 def _surface_section(surfaces: Any) -> list[str]:
@@ -186,25 +188,25 @@ def _surface_section(surfaces: Any) -> list[str]:
     out += _table(("surface", "concurrency", "req/s", "baseline req/s", "p99 ms",
                    "baseline p99 ms", "server cores (gw / base)",
                    "generator cores (gw / base)"), by_concurrency)
-    return out + _profile_lines(surfaces)
+    return out + _profile_lines([(name, s[key]) for name in SURFACES
+                                 for s in [surfaces.get(name)] if isinstance(s, Mapping)
+                                 for key in ("profile", "profile_audit_per_request")
+                                 if s.get(key)])
 
 
-def _profile_lines(surfaces: Any) -> list[str]:
-    """The top frames of the py-spy profiles (`--profile`), per surface."""
-    profiles = [(name, s[key]) for name in SURFACES
-                for s in [surfaces.get(name)] if isinstance(s, Mapping)
-                for key in ("profile", "profile_audit_per_request") if s.get(key)]
+def _profile_lines(profiles: list[tuple[str, Any]]) -> list[str]:
+    """The top self frames of py-spy profiles (`--profile`): (what was profiled, profile)."""
     if not profiles:
         return []
-    out = ["", "Hit-path profiles (py-spy, gateway process, one more closed loop at the top "
-           "concurrency; share of samples; raw stacks in the `profile-*.txt` files):", ""]
+    out = ["", "Profiles (py-spy on the gateway process; share of samples; raw stacks in the "
+           "`profile-*.txt` files):", ""]
     for name, prof in profiles:
         if "error" in prof:
             out.append(f"- {name}: not profiled ({prof['error']})")
             continue
         top = ", ".join(f"{frame} {pct}%" for frame, pct in prof["self_pct"][:8])
-        out.append(f"- `{prof['file']}` ({name}, {prof['samples']} samples at "
-                   f"{prof['rps']:,.0f} req/s): self: {top}")
+        rate = f" at {prof['rps']:,.0f} req/s" if prof.get("rps") else ""
+        out.append(f"- `{prof['file']}` ({name}, {prof['samples']} samples{rate}): self: {top}")
     return out
 
 

@@ -23,12 +23,14 @@ from loadtest.baselines import synthetic_grpc_body
 from loadtest.bounds import Bounds
 from loadtest.child import ChildProcess, start_baseline
 from loadtest.context import BenchContext
+from loadtest.profiler import Sampler, py_spy, top_frames
 from loadtest.rawhttp import build_request
 from loadtest.spec import LoadSpec
 from loadtest.stack import delta, http_sample
 from loadtest.workers import LoadRunError, run_load
 
 CREDENTIAL_OPS = ("load_generic_table", "load_generic_table_credentials")
+HERD_PROFILE_S = 15.0  # covers the largest burst, connection set-up included
 
 
 def run(ctx: BenchContext) -> dict[str, Any]:
@@ -65,12 +67,14 @@ def run(ctx: BenchContext) -> dict[str, Any]:
                 cpus=ctx.client_cpus,
                 count_outcomes=True,
             )
+            sampler = _sampler(ctx, gw.pid) if k == max(prof.herd_ks) else None
             try:
                 result = run_load(spec)
             except LoadRunError as exc:  # one K failing must not hide the others
                 out[str(k)] = {"error": str(exc)[:300]}
                 ctx.say(f"cold herd K={k}: failed: {exc}")
                 continue
+            profile = _profile(sampler) if sampler is not None else None
             base_lat = _baseline_burst(replace(spec, target=base_uds))
             after, m1 = stack.emulator.stats(), gw.metrics()
             upstream = sum(delta(before, after, op) for op in CREDENTIAL_OPS)
@@ -92,6 +96,8 @@ def run(ctx: BenchContext) -> dict[str, Any]:
                 "error_samples": result.error_samples,
                 **base_lat,
             }
+            if profile is not None:
+                out[str(k)]["profile"] = profile
             ctx.say(
                 f"cold herd K={k}: upstream={upstream} p99={lat['p99']} ms "
                 f"upstream_call={upstream_ms:.1f} ms errors={result.errors}; trivial server "
@@ -103,6 +109,25 @@ def run(ctx: BenchContext) -> dict[str, Any]:
             baseline.stop()
         stack.stop_gateway(gw)
     return out
+
+
+def _sampler(ctx: BenchContext, pid: int) -> Sampler | None:
+    """With `--profile`: py-spy on the gateway across the largest herd (connections opened,
+    then the burst answered; idle samples are not recorded)."""
+    exe = py_spy()
+    if ctx.profile_dir is None or exe is None:
+        return None
+    ctx.profile_dir.mkdir(parents=True, exist_ok=True)
+    out = ctx.profile_dir / "profile-cold_herd.txt"
+    out.unlink(missing_ok=True)
+    return Sampler(exe, pid, out, HERD_PROFILE_S)
+
+
+def _profile(sampler: Sampler) -> dict[str, Any]:
+    error = sampler.wait(timeout_s=HERD_PROFILE_S + 30.0)
+    if error is not None:
+        return {"error": error}
+    return {"file": sampler.out.name, **top_frames(sampler.out.read_text())}
 
 
 def _baseline_burst(spec: LoadSpec) -> dict[str, Any]:
