@@ -132,8 +132,9 @@ def _herd_section(herd: Any) -> list[str]:
     out += _table(("K", "upstream calls", "upstream call ms", "p50 ms", "p99 ms",
                    "p99 extra ms", "trivial server p99 ms (same burst)", "bound ms",
                    "errors"), rows)
-    return out + _profile_lines([(f"K={k}", r["profile"]) for k, r in herd.items()
-                                 if isinstance(r, Mapping) and r.get("profile")])
+    profile = herd.get("profile")
+    return out + (_profile_lines([(f"one more herd of K={profile.get('k')}", profile)])
+                  if isinstance(profile, Mapping) else [])
 
 
 def _surface_section(surfaces: Any) -> list[str]:

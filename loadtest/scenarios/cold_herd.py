@@ -26,7 +26,7 @@ from loadtest.context import BenchContext
 from loadtest.profiler import Sampler, py_spy, top_frames
 from loadtest.rawhttp import build_request
 from loadtest.spec import LoadSpec
-from loadtest.stack import delta, http_sample
+from loadtest.stack import Gateway, delta, http_sample
 from loadtest.workers import LoadRunError, run_load
 
 CREDENTIAL_OPS = ("load_generic_table", "load_generic_table_credentials")
@@ -67,14 +67,12 @@ def run(ctx: BenchContext) -> dict[str, Any]:
                 cpus=ctx.client_cpus,
                 count_outcomes=True,
             )
-            sampler = _sampler(ctx, gw.pid) if k == max(prof.herd_ks) else None
             try:
                 result = run_load(spec)
             except LoadRunError as exc:  # one K failing must not hide the others
                 out[str(k)] = {"error": str(exc)[:300]}
                 ctx.say(f"cold herd K={k}: failed: {exc}")
                 continue
-            profile = _profile(sampler) if sampler is not None else None
             base_lat = _baseline_burst(replace(spec, target=base_uds))
             after, m1 = stack.emulator.stats(), gw.metrics()
             upstream = sum(delta(before, after, op) for op in CREDENTIAL_OPS)
@@ -96,13 +94,13 @@ def run(ctx: BenchContext) -> dict[str, Any]:
                 "error_samples": result.error_samples,
                 **base_lat,
             }
-            if profile is not None:
-                out[str(k)]["profile"] = profile
             ctx.say(
                 f"cold herd K={k}: upstream={upstream} p99={lat['p99']} ms "
                 f"upstream_call={upstream_ms:.1f} ms errors={result.errors}; trivial server "
                 f"p99={base_lat.get('baseline_p99_ms')} ms"
             )
+        if ctx.profile_dir is not None:
+            out["profile"] = _profiled_herd(ctx, gw, max(prof.herd_ks))
     finally:
         stack.emulator.clear_faults()
         if baseline is not None:
@@ -111,23 +109,33 @@ def run(ctx: BenchContext) -> dict[str, Any]:
     return out
 
 
-def _sampler(ctx: BenchContext, pid: int) -> Sampler | None:
-    """With `--profile`: py-spy on the gateway across the largest herd (connections opened,
-    then the burst answered; idle samples are not recorded)."""
+def _profiled_herd(ctx: BenchContext, gw: Gateway, k: int) -> dict[str, Any]:
+    """With `--profile`: one more herd of `k` on a fresh table, not part of any figure, with
+    py-spy on the gateway across it (connections opened, then the burst answered; idle
+    samples are not recorded)."""
     exe = py_spy()
-    if ctx.profile_dir is None or exe is None:
-        return None
+    assert exe is not None
+    assert ctx.profile_dir is not None
     ctx.profile_dir.mkdir(parents=True, exist_ok=True)
     out = ctx.profile_dir / "profile-cold_herd.txt"
     out.unlink(missing_ok=True)
-    return Sampler(exe, pid, out, HERD_PROFILE_S)
-
-
-def _profile(sampler: Sampler) -> dict[str, Any]:
+    ctx.stack.create_tables(["herd_profile"])
+    req = build_request("GET", ctx.stack.native_path("herd_profile"),
+                        {"X-Lakegate-Request": "1"})
+    spec = LoadSpec("http", gw.http_uds, req, "burst", k, Bounds(k, 120.0),
+                    processes=min(ctx.profile.herd_processes, k), cpus=ctx.client_cpus)
+    sampler = Sampler(exe, gw.pid, out, HERD_PROFILE_S)
+    try:
+        run_load(spec)
+    except LoadRunError as exc:
+        sampler.wait(timeout_s=HERD_PROFILE_S + 30.0)
+        return {"error": str(exc)[:300]}
     error = sampler.wait(timeout_s=HERD_PROFILE_S + 30.0)
     if error is not None:
         return {"error": error}
-    return {"file": sampler.out.name, **top_frames(sampler.out.read_text())}
+    top = top_frames(out.read_text())
+    ctx.say(f"cold herd K={k} profile: {top['samples']} samples; top self {top['self_pct'][:3]}")
+    return {"file": out.name, "k": k, **top}
 
 
 def _baseline_burst(spec: LoadSpec) -> dict[str, Any]:
