@@ -171,7 +171,9 @@ def _surface_section(surfaces: Any) -> list[str]:
         if other:
             figures = "; ".join(
                 f"{n} {q['rps']:,.0f} req/s vs baseline {q['baseline_rps']:,.0f} = "
-                f"{q['ratio']} x" for n, q in other)
+                f"{q['ratio']} x" + (f" (per server core {q['cpu_normalized_ratio']} x)"
+                                     if q.get("cpu_normalized_ratio") is not None else "")
+                for n, q in other)
             out += ["", f"{label}, same run: {figures}."]
     out += [
         "",

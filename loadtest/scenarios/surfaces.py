@@ -181,10 +181,13 @@ def _best_of(
 ) -> dict[str, Any]:
     """Gateway and baseline at the highest concurrency, back to back: req/s and their ratio."""
     conc = max(ctx.profile.surface_concurrencies)
-    g, _ = _run_measured(ctx, target, conc)
-    b, _ = _run_measured(ctx, base, conc)
+    g, g_cores = _run_measured(ctx, target, conc)
+    b, b_cores = _run_measured(ctx, base, conc)
+    g_eff, b_eff = _per_core(g.rps, g_cores), _per_core(b.rps, b_cores)
     return {"rps": round(g.rps, 1), "baseline_rps": round(b.rps, 1),
-            "ratio": round(g.rps / b.rps, 3) if b.rps > 0 else None, "concurrency": conc}
+            "ratio": round(g.rps / b.rps, 3) if b.rps > 0 else None, "concurrency": conc,
+            "server_cores": g_cores, "baseline_server_cores": b_cores,
+            "cpu_normalized_ratio": round(g_eff / b_eff, 3) if b_eff else None}
 
 
 def _open_loop(ctx: BenchContext, target: Target, rate: float) -> dict[str, Any]:
