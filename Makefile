@@ -74,7 +74,7 @@ test-integration: venv
 	$(PY) -m pytest -p no:cacheprovider tests/integration
 
 bench: venv
-	$(PY) -m loadtest --standard
+	$(PY) -m loadtest --standard --profile
 
 harden: venv
 	$(PY) -m hardening $(HARDEN_ARGS)

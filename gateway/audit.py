@@ -1,20 +1,31 @@
-"""The audit trail: one `lakegate.audit` log line per credential decision.
+"""The audit trail: `lakegate.audit` log lines that attribute every credential decision.
 
 Why: a credential grant is the one act an operator must be able to attribute afterwards (who got
 which table's storage keys, for reading or writing), and so is a refusal (who tried). Each line
-names the caller, the table, the access and the outcome (`hit`/`miss`/`coalesced`/`stale` for a
-grant, `denied` for a policy refusal, the error type when the service refused or failed, e.g.
-`NotFoundError`) and never a credential or a token. Policy refusals are decided before the
-service, by the Gate (surfaces/ingress.py), which writes their line and also counts them
-(`lakegate_ingress_rejected_total{reason="policy"}`). `LAKEGATE__LOG__AUDIT=false` turns the
-lines off (each costs about as much CPU as serving a cached credential: cached HTTP/UDS served
-11.6k req/s with them and 24.5k without in one profile run here). Operators who do not want
-it set the `lakegate.audit` logger above INFO.
+names the caller, the table, the access, the surface and the outcome (`hit`/`miss`/`coalesced`/
+`stale` for a grant, `denied` for a policy refusal, the error type when the service refused or
+failed, e.g. `NotFoundError`) and never a credential or a token.
 
-A coalesced waiter's line (`defer=True`) is written just after the waiter is answered
-(`loop.call_soon`), not before: a herd of K coalesced waiters is answered first and audited
-after, so the line's cost (JSON formatting, redaction and the write) is not K times
-added to the herd's latency. Every other line is written before the answer leaves. Order is
+Two kinds of line (docs/contracts.md §6 states the promise):
+
+- one line per decision for every miss, stale answer, error, policy refusal and every
+  write-access grant (`AuditTrail.credential` writes them at once; the Gate, surfaces/ingress.py,
+  writes refusals through `credential_event`);
+- folded lines for read grants served without an upstream call of their own (`hit`, and
+  `coalesced`: a waiter on another request's fetch, whose miss has its own line): one line per
+  (caller, table, access, outcome, surface) per `LOG__AUDIT_INTERVAL_S` with `count`,
+  `first_ts` and `last_ts`. Why: a cached hit costs a few microseconds to serve, and a full log
+  line cost as much again (one bench run: cached HTTP/UDS at 9.7k req/s with a line per hit,
+  about 23k without); a folded hit is one dict update. An owned background task flushes the fold
+  every interval, when it holds `AUDIT_FOLD_MAX_KEYS` keys, and on shutdown (`close`), so every
+  request served is in exactly one line's count. `LOG__AUDIT_INTERVAL_S=0` keeps one line per
+  request for everything.
+
+`LAKEGATE__LOG__AUDIT=false` turns every line off; operators may also set the `lakegate.audit`
+logger above INFO.
+
+In per-request mode a coalesced waiter's line (`defer=True`) is written just after the waiter is
+answered (`loop.call_soon`), so a herd of K waiters is answered first and audited after; order is
 kept (call_soon is FIFO) and every decision still gets its line.
 """
 
@@ -22,13 +33,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from datetime import UTC, datetime
 from typing import Any
 
-from gateway.models import AccessMode, CallerIdentity, RequestContext, Scope
+from gateway.clock import Clock
+from gateway.concurrency import Spawn
+from gateway.models import AccessMode, CallerIdentity, Outcome, RequestContext, Scope
 
 AUDIT_LOGGER = "lakegate.audit"
 DENIED = "denied"  # the outcome of a policy refusal
+# A bound on distinct fold keys between flushes (memory); reaching it flushes early.
+AUDIT_FOLD_MAX_KEYS = 10_000
+_FOLDED_OUTCOMES = frozenset({Outcome.HIT.value, Outcome.COALESCED.value})
 _log = logging.getLogger(AUDIT_LOGGER)
+
+# (caller, warehouse, namespace levels, table, access, outcome, surface)
+FoldKey = tuple[str, str, tuple[str, ...], str | None, str, str, str]
 
 
 def configure_audit(enabled: bool) -> None:
@@ -61,6 +81,7 @@ def credential_event(
         "table": name,
         "access": access.value,
         "outcome": outcome,
+        "surface": ctx.surface,
         "request_id": ctx.request_id,
     }
     if defer:
@@ -74,3 +95,88 @@ def credential_event(
 
 def _emit(outcome: str, extra: dict[str, Any]) -> None:
     _log.info("credential %s", outcome, extra=extra)
+
+
+def _iso(epoch_s: float) -> str:
+    return datetime.fromtimestamp(epoch_s, UTC).isoformat(timespec="milliseconds")
+
+
+class AuditTrail:
+    """The service's audit of credential decisions: single lines, and folded read hits.
+
+    Args:
+        clock: `now()` stamps the first and last request of a folded line.
+        interval_s: seconds between fold flushes; 0 writes one line per request.
+        spawn: the App's registry (owner of the flush task), None when nothing is folded.
+        max_keys: distinct fold keys that trigger an early flush.
+    """
+
+    def __init__(self, clock: Clock, interval_s: float = 0.0, spawn: Spawn | None = None,
+                 *, max_keys: int = AUDIT_FOLD_MAX_KEYS) -> None:
+        self._clock = clock
+        self._interval_s = interval_s
+        self._spawn = spawn
+        self._max_keys = max_keys
+        self.folding = interval_s > 0
+        # key -> [count, first epoch s, last epoch s]
+        self._fold: dict[FoldKey, list[Any]] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    def credential(self, ctx: RequestContext, table: Scope, access: AccessMode,
+                   outcome: str, *, defer: bool = False) -> None:
+        """Audit one decision of the service for `ctx.caller` on `table`."""
+        if not (self.folding and outcome in _FOLDED_OUTCOMES and access is AccessMode.READ):
+            credential_event(ctx, ctx.caller, table, access, outcome, defer=defer)
+            return
+        if not _log.isEnabledFor(logging.INFO):
+            return
+        caller = ctx.caller
+        key = (caller.name if caller is not None else "anonymous", table[0], table[1], table[2],
+               access.value, outcome, ctx.surface or "")
+        now = self._clock.now()
+        entry = self._fold.get(key)
+        if entry is None:
+            if len(self._fold) >= self._max_keys:
+                self.flush()
+            self._fold[key] = [1, now, now]
+        else:
+            entry[0] += 1
+            entry[2] = now
+
+    def flush(self) -> int:
+        """Write one line per fold key and start a new fold; returns the requests written."""
+        fold, self._fold = self._fold, {}
+        total = 0
+        for (caller, warehouse, namespace, name, access, outcome, surface), (
+                count, first, last) in fold.items():
+            total += count
+            _log.info("credential %s", outcome, extra={
+                "audit": "credential", "caller": caller, "warehouse": warehouse,
+                "namespace": ".".join(namespace), "table": name, "access": access,
+                "outcome": outcome, "surface": surface or None, "count": count,
+                "first_ts": _iso(first), "last_ts": _iso(last), "request_id": None,
+            })
+        return total
+
+    @property
+    def pending(self) -> int:
+        """Requests folded and not yet written."""
+        return sum(entry[0] for entry in self._fold.values())
+
+    def start(self) -> None:
+        """Start the flush task (idempotent; nothing to start in per-request mode)."""
+        if self.folding and self._task is None and self._spawn is not None:
+            self._task = self._spawn(self._run())
+
+    async def _run(self) -> None:
+        while True:
+            await self._clock.sleep(self._interval_s)
+            self.flush()
+
+    async def close(self) -> None:
+        """Cancel the flush task and write what is folded (called after the listeners drain)."""
+        task, self._task = self._task, None
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.wait({task})
+        self.flush()

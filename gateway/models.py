@@ -338,6 +338,7 @@ class RequestContext:
     project_id: str | None = None
     delegation: str | None = None  # X-Iceberg-Access-Delegation as received
     caller: CallerIdentity | None = None
+    surface: str | None = None  # the request's surface (http|rest|aws|grpc), for the audit
 
 
 @dataclass(frozen=True)

@@ -237,10 +237,13 @@ class CallerSettings(_Section):
 class LogSettings(_Section):
     level: str = "INFO"
     format: str = "json"
-    # One `lakegate.audit` line per credential request (independent of `level`). A line costs
-    # about as much CPU as serving a cached credential (cached HTTP/UDS: 11.6k req/s with it, 24.5k
-    # without, one profile run here), so a node serving thousands per second may turn it off.
+    # The `lakegate.audit` lines (independent of `level`; gateway/audit.py, contracts §6).
     audit: bool = True
+    # Read grants served without an upstream call of their own (hit, coalesced) are folded into
+    # one line per (caller, table, access, outcome, surface) per interval, with a count and the
+    # first and last time; 0 writes one line per request (a line costs about as much CPU as
+    # serving a cached credential).
+    audit_interval_s: float = Field(default=10.0, ge=0.0, le=3600.0)
 
     @model_validator(mode="after")
     def _check(self) -> LogSettings:

@@ -25,6 +25,7 @@ from typing import Any
 
 from loadtest.context import BenchContext
 from loadtest.profile import QUICK, STANDARD
+from loadtest.profiler import py_spy
 from loadtest.report import console_summary, write_report
 from loadtest.stack import BenchStack
 
@@ -40,6 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--no-pin", action="store_true", help="do not pin servers/generators")
     parser.add_argument("--report", type=Path, help="re-render from this summary.json")
+    parser.add_argument("--profile", action="store_true",
+                        help="also sample the gateway's hit path per surface with py-spy")
     args = parser.parse_args(argv)
     if args.report:
         checks = write_report(json.loads(args.report.read_text()), args.out)
@@ -50,7 +53,10 @@ def main(argv: list[str] | None = None) -> int:
     unknown = set(names) - set(SCENARIOS)
     if unknown:
         parser.error(f"unknown scenarios: {sorted(unknown)}")
-    return run_bench(profile_name=profile.name, names=names, out_dir=args.out, pin=not args.no_pin)
+    if args.profile and py_spy() is None:
+        parser.error("--profile needs py-spy (requirements/dev.txt; `make venv`)")
+    return run_bench(profile_name=profile.name, names=names, out_dir=args.out,
+                     pin=not args.no_pin, sample=args.profile)
 
 
 def cpu_plan(pin: bool) -> tuple[set[int] | None, tuple[int, ...] | None, str]:
@@ -70,8 +76,12 @@ def cpu_plan(pin: bool) -> tuple[set[int] | None, tuple[int, ...] | None, str]:
     )
 
 
-def run_bench(profile_name: str, names: list[str], out_dir: Path, pin: bool) -> int:
-    """Run the chosen scenarios on a private stack and write the report. Returns exit code."""
+def run_bench(profile_name: str, names: list[str], out_dir: Path, pin: bool,
+              sample: bool = False) -> int:
+    """Run the chosen scenarios on a private stack and write the report. Returns exit code.
+
+    With `sample`, the surfaces scenario also writes py-spy profiles into `out_dir`.
+    """
     from loadtest.scenarios import capacity, cold_herd, executors, outage, scaling, soak, surfaces
 
     runners: dict[str, Callable[[BenchContext], Any]] = {
@@ -94,6 +104,7 @@ def run_bench(profile_name: str, names: list[str], out_dir: Path, pin: bool) -> 
         work_dir=work,
         server_cpus=server_cpus,
         client_cpus=client_cpus,
+        profile_dir=out_dir if sample else None,
     )
     started = time.monotonic()
     summary: dict[str, Any] = {

@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -127,3 +128,32 @@ class ChildProcess:
         if self._log is not None:
             self._log.close()
             self._log = None
+
+
+def start_baseline(
+    work_dir: Path, server_cpus: set[int] | None, http_body: bytes, grpc_body: bytes,
+    aws_body: bytes | None = None,
+) -> tuple[ChildProcess, dict[str, Any]]:
+    """The trivial servers (loadtest/baselines.py) in a child answering the given bodies, on
+    TCP and on `work_dir/baseline-{http,grpc}.sock`, pinned like the gateway. Returns the child
+    and its ports ({"http_port", "grpc_port"}); the caller stops it."""
+    d = work_dir
+    (d / "baseline-http-body.json").write_bytes(http_body)
+    (d / "baseline-grpc-body.bin").write_bytes(grpc_body)
+    argv = [
+        sys.executable, "-m", "loadtest.baselines",
+        "--ports-file", str(d / "baseline-ports.json"),
+        "--http-uds", str(d / "baseline-http.sock"),
+        "--grpc-uds", str(d / "baseline-grpc.sock"),
+        "--http-body", str(d / "baseline-http-body.json"),
+        "--grpc-body", str(d / "baseline-grpc-body.bin"),
+    ]
+    if aws_body is not None:
+        (d / "baseline-aws-body.json").write_bytes(aws_body)
+        argv += ["--aws-body", str(d / "baseline-aws-body.json")]
+    child = ChildProcess("baseline", argv, d / "baseline.log",
+                         ports_file=d / "baseline-ports.json")
+    ports = child.start(timeout_s=30)
+    if server_cpus:
+        pin(child.pid, server_cpus)
+    return child, ports

@@ -18,6 +18,8 @@ class BenchContext:
     Attributes:
         server_cpus: CPUs every server (gateway, baseline) is pinned to, or None.
         client_cpus: CPUs every load-generator process pins itself to, or None.
+        profile_dir: where the surfaces scenario writes py-spy profiles of the gateway's hit
+            path (`--profile`), or None for no profiling.
     """
 
     stack: BenchStack
@@ -26,6 +28,7 @@ class BenchContext:
     server_cpus: set[int] | None
     client_cpus: tuple[int, ...] | None
     log: Callable[[str], None] = print
+    profile_dir: Path | None = None
     started: float = field(default_factory=time.monotonic)
 
     def say(self, text: str) -> None:

@@ -23,6 +23,7 @@ class Profile:
     surface_warmup_s: float = 0.5
     surface_open_duration_s: float = 4.0
     surface_processes: int = 2
+    surface_profile_s: float = 6.0  # py-spy sampling per surface (`--profile` only)
     # 3. executors
     exec_processes: int = 4
     exec_per_process: int = 100
@@ -79,6 +80,7 @@ QUICK = Profile(
     surface_concurrencies=(1, 32),
     surface_duration_s=1.5,
     surface_open_duration_s=2.0,
+    surface_profile_s=4.0,
     exec_processes=2,
     exec_per_process=50,
     exec_tables=20,

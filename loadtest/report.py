@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from loadtest.targets import TargetCheck, evaluate
+from loadtest.targets import TargetCheck, evaluate, herd_bound_ms
 
 SURFACES = ("http_tcp", "http_uds", "grpc_tcp", "grpc_uds", "aws")
 
@@ -127,9 +127,14 @@ def _herd_section(herd: Any) -> list[str]:
             continue
         lat = r.get("latency_ms", {})
         rows.append((f"{int(k):,}", r["upstream_calls"], r.get("upstream_ms"), lat.get("p50"),
-                     lat.get("p99"), r["p99_extra_ms"], r.get("errors", 0)))
-    return out + _table(("K", "upstream calls", "upstream call ms", "p50 ms", "p99 ms",
-                         "p99 extra ms", "errors"), rows)
+                     lat.get("p99"), r["p99_extra_ms"], r.get("baseline_p99_ms"),
+                     herd_bound_ms(r), r.get("errors", 0)))
+    out += _table(("K", "upstream calls", "upstream call ms", "p50 ms", "p99 ms",
+                   "p99 extra ms", "trivial server p99 ms (same burst)", "bound ms",
+                   "errors"), rows)
+    profile = herd.get("profile")
+    return out + (_profile_lines([(f"one more herd of K={profile.get('k')}", profile)])
+                  if isinstance(profile, Mapping) else [])
 
 
 def _surface_section(surfaces: Any) -> list[str]:
@@ -158,14 +163,18 @@ def _surface_section(surfaces: Any) -> list[str]:
     out += _table(("surface", "req/s (best)", "baseline req/s", "ratio", "per-core ratio",
                    "p50 / p90 / p99 / p99.9 ms at half load",
                    "baseline p99 ms at the same rate"), rows)
-    quiet = [(n, surfaces[n]["audit_off"]) for n in SURFACES
-             if isinstance(surfaces.get(n), Mapping) and surfaces[n].get("audit_off")]
-    if quiet:
-        figures = "; ".join(
-            f"{n} {q['rps']:,.0f} req/s vs baseline {q['baseline_rps']:,.0f} = {q['ratio']} x"
-            for n, q in quiet)
-        out += ["", f"With the per-request audit line off (`LOG__AUDIT=false`), same run: "
-                    f"{figures}."]
+    for key, label in (("audit_per_request", "With one audit line per request "
+                                              "(`LOG__AUDIT_INTERVAL_S=0`)"),
+                       ("audit_off", "With the audit off (`LOG__AUDIT=false`)")):
+        other = [(n, surfaces[n][key]) for n in SURFACES
+                 if isinstance(surfaces.get(n), Mapping) and surfaces[n].get(key)]
+        if other:
+            figures = "; ".join(
+                f"{n} {q['rps']:,.0f} req/s vs baseline {q['baseline_rps']:,.0f} = "
+                f"{q['ratio']} x" + (f" (per server core {q['cpu_normalized_ratio']} x)"
+                                     if q.get("cpu_normalized_ratio") is not None else "")
+                for n, q in other)
+            out += ["", f"{label}, same run: {figures}."]
     out += [
         "",
         "Per concurrency (closed loop):",
@@ -179,9 +188,29 @@ def _surface_section(surfaces: Any) -> list[str]:
         for name in SURFACES
         for conc, r in (surfaces.get(name) or {}).get("by_concurrency", {}).items()
     ]
-    return out + _table(("surface", "concurrency", "req/s", "baseline req/s", "p99 ms",
-                         "baseline p99 ms", "server cores (gw / base)",
-                         "generator cores (gw / base)"), by_concurrency)
+    out += _table(("surface", "concurrency", "req/s", "baseline req/s", "p99 ms",
+                   "baseline p99 ms", "server cores (gw / base)",
+                   "generator cores (gw / base)"), by_concurrency)
+    return out + _profile_lines([(name, s[key]) for name in SURFACES
+                                 for s in [surfaces.get(name)] if isinstance(s, Mapping)
+                                 for key in ("profile", "profile_audit_per_request")
+                                 if s.get(key)])
+
+
+def _profile_lines(profiles: list[tuple[str, Any]]) -> list[str]:
+    """The top self frames of py-spy profiles (`--profile`): (what was profiled, profile)."""
+    if not profiles:
+        return []
+    out = ["", "Profiles (py-spy on the gateway process; share of samples; raw stacks in the "
+           "`profile-*.txt` files):", ""]
+    for name, prof in profiles:
+        if "error" in prof:
+            out.append(f"- {name}: not profiled ({prof['error']})")
+            continue
+        top = ", ".join(f"{frame} {pct}%" for frame, pct in prof["self_pct"][:8])
+        rate = f" at {prof['rps']:,.0f} req/s" if prof.get("rps") else ""
+        out.append(f"- `{prof['file']}` ({name}, {prof['samples']} samples{rate}): self: {top}")
+    return out
 
 
 def _executor_section(ex: Any) -> list[str]:

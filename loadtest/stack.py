@@ -228,3 +228,12 @@ def catalog_calls(before: Mapping[str, int], after: Mapping[str, int]) -> int:
 
 def delta(before: Mapping[str, int], after: Mapping[str, int], key: str) -> int:
     return int(after.get(key, 0)) - int(before.get(key, 0))
+
+
+def http_sample(url: str) -> bytes:
+    """One real answer of a gateway route (with the anti-SSRF marker), e.g. a baseline's body."""
+    import httpx
+
+    resp = httpx.get(url, headers={"X-Lakegate-Request": "1"}, timeout=30, trust_env=False)
+    resp.raise_for_status()
+    return resp.content

@@ -14,7 +14,7 @@ from typing import Any
 
 from cachetools import TTLCache
 
-from gateway.audit import credential_event
+from gateway.audit import AuditTrail
 from gateway.cache import CredentialCache, CredentialKeys, MetadataCache, WarehouseResolver
 from gateway.cache.credential_keys import cache_key
 from gateway.cache.expiry import is_expiry_key
@@ -86,6 +86,7 @@ class GatewayService:
         tokens: the session's token source (readiness asks it), None when not used.
         events_detail: the change events' readiness detail (None: nothing to say).
         identity: binds cached answers to the catalog's current table (cache/identity.py).
+        audit: the audit trail (default: one line per request, nothing folded).
     """
 
     catalog: CatalogClient
@@ -99,10 +100,15 @@ class GatewayService:
     tokens: TokenSource | None = None
     identity: IdentityGuard
     events_detail: Callable[[], str | None] | None = None
+    audit: AuditTrail | None = None
     _health: TTLCache[str, tuple[bool, str]] = field(init=False)
+    _audit: AuditTrail = field(init=False)
 
     def __post_init__(self) -> None:
         self._health = TTLCache(maxsize=1, ttl=HEALTH_TTL_S, timer=self.clock.monotonic)
+        if self.audit is None:
+            self.audit = AuditTrail(self.clock)
+        self._audit = self.audit
 
     # ------------------------------------------------------------------ warehouses
     def _project(self, ctx: RequestContext) -> str:
@@ -146,10 +152,10 @@ class GatewayService:
             else:
                 outcome, remaining = got[1], got[2]
         except GatewayError as exc:
-            credential_event(ctx, ctx.caller, where, access, type(exc).__name__)
+            self._audit.credential(ctx, where, access, type(exc).__name__)
             raise
-        credential_event(ctx, ctx.caller, where, access, str(outcome),
-                         defer=outcome is Outcome.COALESCED)
+        self._audit.credential(ctx, where, access, outcome.value,
+                               defer=outcome is Outcome.COALESCED)
         return CredentialLookup(
             warehouse=wh, ref=ref, access=access, credentials=creds, outcome=outcome,
             remaining_s=remaining,
@@ -187,8 +193,8 @@ class GatewayService:
             table = await self._table_metadata(wh, ref, ctx)
             creds, outcome, _ = await self.identity.lookup(
                 key, ctx, ExpectedIdentity(location=table.base_location))
-        credential_event(ctx, ctx.caller, ref.scope, access, str(outcome),
-                         defer=outcome is Outcome.COALESCED)
+        self._audit.credential(ctx, ref.scope, access, outcome.value,
+                               defer=outcome is Outcome.COALESCED)
         chosen = _credential_for(table.base_location, creds)
         config = _merge_config(chosen) if chosen is not None else {}
         return LoadResult(table=table, config=config, credentials=creds.credentials,

@@ -14,6 +14,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
+from gateway.audit import AuditTrail
 from gateway.cache import (
     CredentialCache,
     CredentialKeys,
@@ -62,6 +63,7 @@ class Core:
         refresher: the refresh-ahead loop (None disables it, as in some unit tests).
         transport: the upstream connection pool (closed last).
         events: the change events subscription (None: not configured).
+        audit: the service's audit trail (its fold is flushed on close).
     """
 
     service: GatewayService
@@ -71,6 +73,7 @@ class Core:
     refresher: RefreshAhead | None
     transport: Transport
     events: ChangeEventSubscription | None = None
+    audit: AuditTrail | None = None
     _started: bool = field(init=False, default=False)
     _closed: bool = field(init=False, default=False)
 
@@ -84,6 +87,8 @@ class Core:
             self.refresher.start()
         if self.events is not None:
             self.events.start()
+        if self.audit is not None:
+            self.audit.start()
 
     async def close(self) -> None:
         """Stop background work, then release the upstream connection pool (idempotent)."""
@@ -96,6 +101,8 @@ class Core:
             await self.refresher.close()
         await self.tokens.close()
         await self.transport.close()
+        if self.audit is not None:  # last: the refresher and token work are done too
+            await self.audit.close()
 
 
 def build_core(
@@ -138,12 +145,13 @@ def build_core(
     identity = IdentityGuard(cache, TableIdentityLoader(catalog).load,
                              settings.cache.identity_ttl_s, clock, metrics, spawn,
                              deadline_s=wait_s, max_entries=settings.cache.max_entries)
+    audit = AuditTrail(clock, settings.log.audit_interval_s, spawn)
     service = GatewayService(catalog, cache, metadata, warehouses, CredentialKeys(warehouses),
-                             clock, settings, tokens=tokens, identity=identity)
+                             clock, settings, tokens=tokens, identity=identity, audit=audit)
     subscription = None
     if settings.events.enabled:
         events = ChangeEvents(service, identity, settings, metrics)
         subscription = ChangeEventSubscription(settings.events, events.apply, events.state,
                                                events.malformed, clock, spawn)
     return Core(service, spawn, tokens=tokens, refresher=refresher, transport=transport,
-                events=subscription)
+                events=subscription, audit=audit)

@@ -11,7 +11,6 @@ Bad protobuf bytes are deserialized into a `Malformed` marker (instead of grpc's
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -26,6 +25,7 @@ from gateway.surfaces.accounting import Kind, Recorder, Tally
 from gateway.surfaces.grpc_errors import error_detail, grpc_code_of
 from gateway.surfaces.ingress import Gate
 from gateway.surfaces.peers import GrpcPeer
+from gateway.surfaces.request_ids import RequestIds
 
 _log = logging.getLogger("lakegate.grpc")
 ERROR_DETAIL_KEY = "lakegate-error-bin"
@@ -71,12 +71,20 @@ def _metadata(context: grpc.aio.ServicerContext[Any, Any]) -> dict[str, str]:
     return out
 
 
-Behaviour = Callable[[Any, GrpcCall], Awaitable[Message]]
+# A method answers a message, or its pre-serialized bytes (`serialize` passes them through).
+Behaviour = Callable[[Any, GrpcCall], Awaitable[Message | bytes]]
+
+
+def serialize(response: Message | bytes) -> bytes:
+    """Every method's response serializer: bytes a method rendered itself pass through."""
+    if isinstance(response, bytes):
+        return response
+    return response.SerializeToString()
 
 
 def guarded(
     method: Behaviour, *, gate: Gate, recorder: Recorder, kind: Kind
-) -> Callable[[Any, grpc.aio.ServicerContext[Any, Any]], Awaitable[Message]]:
+) -> Callable[[Any, grpc.aio.ServicerContext[Any, Any]], Awaitable[Message | bytes]]:
     """Wrap a servicer method with request id, input check, caller admission, errors, metrics.
 
     Args:
@@ -85,11 +93,13 @@ def guarded(
         recorder: request accounting (counts the call exactly once).
         kind: the metrics `kind` label.
     """
+    ids = RequestIds()  # a new id when the caller sent none: cheaper than uuid4 per call
 
-    async def behaviour(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Message:
+    async def behaviour(request: Any,
+                        context: grpc.aio.ServicerContext[Any, Any]) -> Message | bytes:
         md = _metadata(context)
         given = md.get("x-request-id", "")
-        request_id = given if 0 < len(given) <= 128 and given.isprintable() else str(uuid.uuid4())
+        request_id = given if 0 < len(given) <= 128 and given.isprintable() else ids.new()
         token = request_id_var.set(request_id)
         error: GatewayError | None = None
         try:
@@ -103,6 +113,7 @@ def guarded(
                     idempotency_key=md.get("idempotency-key") or None,
                     project_id=md.get("x-project-id") or None,
                     caller=caller,
+                    surface="grpc",
                 )
                 if ctx.project_id is not None:
                     gate.check_project(caller, ctx)

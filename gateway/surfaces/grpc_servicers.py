@@ -6,6 +6,7 @@ the call wrapper turns into INVALID_ARGUMENT.
 
 from __future__ import annotations
 
+import struct
 from dataclasses import replace
 
 import grpc
@@ -15,6 +16,7 @@ from gateway.errors import InvalidRequestError
 from gateway.models import (
     AccessMode,
     CreateTableSpec,
+    CredentialLookup,
     ExpectedIdentity,
     LoadResult,
     Outcome,
@@ -24,12 +26,24 @@ from gateway.models import (
 )
 from gateway.names import check_name, check_namespace, check_warehouse
 from gateway.surfaces.accounting import Kind, Recorder
-from gateway.surfaces.grpc_interceptors import Behaviour, GrpcCall, guarded, safe_deserializer
+from gateway.surfaces.grpc_interceptors import (
+    Behaviour,
+    GrpcCall,
+    guarded,
+    safe_deserializer,
+    serialize,
+)
 from gateway.surfaces.ingress import Gate
+from gateway.surfaces.memo import BoundedLru
 from gateway.surfaces.operations import Operations
-from gateway.surfaces.render import config_strings
+from gateway.surfaces.render import RenderedBody, config_strings
+from gateway.tuning import MATCH_CACHE_SIZE
 from lakegate.v1 import catalog_pb2, common_pb2, credentials_pb2
 
+# Wire tags: (field number << 3) | wire type (1 = 64-bit, 0 = varint).
+_REMAINING_TAG = bytes(((5 << 3) | 1,))
+_OUTCOME_TAG = bytes(((6 << 3) | 0,))
+_DOUBLE = struct.Struct("<d")
 _OUTCOMES = {
     Outcome.HIT: common_pb2.CACHE_OUTCOME_HIT,
     Outcome.MISS: common_pb2.CACHE_OUTCOME_MISS,
@@ -64,6 +78,50 @@ def credential_pb(cred: StorageCredential) -> common_pb2.StorageCredential:
     )
 
 
+def credentials_pb(lookup: CredentialLookup) -> credentials_pb2.GetTableCredentialsResponse:
+    """The whole GetTableCredentialsResponse of `lookup` (what `credentials_pb_parts` splits)."""
+    creds = lookup.credentials
+    return credentials_pb2.GetTableCredentialsResponse(
+        warehouse_id=lookup.warehouse.id,
+        location=creds.location,
+        credentials=[credential_pb(c) for c in creds.credentials],
+        expires_at_ms=creds.expires_at_ms or 0,
+        remaining_seconds=lookup.remaining_s or 0.0,
+        outcome=_OUTCOMES.get(lookup.outcome, common_pb2.CACHE_OUTCOME_UNSPECIFIED),
+        access=access_pb(lookup.access),
+        table_id=creds.table_id or "",
+    )
+
+
+def credentials_pb_parts(lookup: CredentialLookup) -> tuple[bytes, bytes]:
+    """The serialized fields before (1-4) and after (7, 8) the two per-call fields (5, 6).
+
+    Fields are written in number order, so head + fields 5, 6 + tail are the bytes
+    `credentials_pb(lookup).SerializeToString()` writes.
+    """
+    full = credentials_pb(lookup)
+    tail = credentials_pb2.GetTableCredentialsResponse(access=full.access,
+                                                       table_id=full.table_id)
+    full.ClearField("access")
+    full.ClearField("table_id")
+    full.ClearField("remaining_seconds")
+    full.ClearField("outcome")
+    return full.SerializeToString(), tail.SerializeToString()
+
+
+def _pb_fields(lookup: CredentialLookup) -> bytes:
+    """Fields 5 (double remaining_seconds) and 6 (enum outcome) on the wire; proto3 leaves out
+    a field at its default (0)."""
+    out = b""
+    remaining = lookup.remaining_s or 0.0
+    if remaining != 0.0:
+        out = _REMAINING_TAG + _DOUBLE.pack(remaining)
+    outcome = _OUTCOMES.get(lookup.outcome, common_pb2.CACHE_OUTCOME_UNSPECIFIED)
+    if outcome:
+        out += _OUTCOME_TAG + bytes((outcome,))  # enum values < 128: a one-byte varint
+    return out
+
+
 def load_pb(result: LoadResult) -> catalog_pb2.LoadTableResponse:
     t = result.table
     return catalog_pb2.LoadTableResponse(
@@ -86,11 +144,22 @@ class _Servicer:
 
 
 class CredentialServicer(_Servicer):
-    """lakegate.v1.CredentialService."""
+    """lakegate.v1.CredentialService.
+
+    GetTableCredentials answers pre-serialized bytes: everything fixed by the served credential
+    set is serialized once per (table, access) and set (`RenderedBody`, as on HTTP), and only
+    `remaining_seconds` and `outcome` are encoded per call.
+    """
+
+    def __init__(self, ops: Operations, gate: Gate) -> None:
+        super().__init__(ops, gate)
+        self._bodies: BoundedLru[tuple[TableRef, AccessMode], RenderedBody] = BoundedLru(
+            MATCH_CACHE_SIZE)
 
     async def GetTableCredentials(
         self, request: credentials_pb2.GetTableCredentialsRequest, call: GrpcCall
-    ) -> credentials_pb2.GetTableCredentialsResponse:
+    ) -> bytes:
+        """The serialized GetTableCredentialsResponse (`serialize` passes it through)."""
         ref = ref_of(request.table)
         if table_kind(request.kind) == "iceberg":
             ref = replace(ref, kind="iceberg")
@@ -99,17 +168,12 @@ class CredentialServicer(_Servicer):
         expect = ExpectedIdentity.of(request.expected_location, request.table_id)
         lookup = await self._ops.get_credentials(ref, access, call.ctx, expect=expect)
         call.tally.served(lookup.outcome, lookup.remaining_s)
-        creds = lookup.credentials
-        return credentials_pb2.GetTableCredentialsResponse(
-            warehouse_id=lookup.warehouse.id,
-            location=creds.location,
-            credentials=[credential_pb(c) for c in creds.credentials],
-            expires_at_ms=creds.expires_at_ms or 0,
-            remaining_seconds=lookup.remaining_s or 0.0,
-            outcome=_OUTCOMES.get(lookup.outcome, common_pb2.CACHE_OUTCOME_UNSPECIFIED),
-            access=access_pb(access),
-            table_id=creds.table_id or "",
-        )
+        key = (ref, access)
+        body = self._bodies.get(key)
+        if body is None or not body.fits(lookup):
+            body = RenderedBody(lookup, *credentials_pb_parts(lookup))
+            self._bodies.put(key, body)
+        return body.splice(_pb_fields(lookup))
 
     async def InvalidateCredentials(
         self, request: credentials_pb2.InvalidateCredentialsRequest, call: GrpcCall
@@ -241,12 +305,12 @@ def generic_handlers(
     for service_name, methods in SERVICES.items():
         servicer = servicers[service_name]
         handlers = {}
-        for name, (req_type, resp_type, kind) in methods.items():
+        for name, (req_type, _, kind) in methods.items():
             method: Behaviour = getattr(servicer, name)
             handlers[name] = grpc.unary_unary_rpc_method_handler(
                 guarded(method, gate=gate, recorder=recorder, kind=kind),
                 request_deserializer=safe_deserializer(req_type),
-                response_serializer=resp_type.SerializeToString,
+                response_serializer=serialize,
             )
         out.append(grpc.method_handlers_generic_handler(service_name, handlers))
     return out

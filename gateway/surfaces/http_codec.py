@@ -29,7 +29,12 @@ from gateway.names import NAMESPACE_SEPARATOR as NAMESPACE_SEPARATOR
 from gateway.names import check_name, check_namespace, check_warehouse
 from gateway.surfaces.http_routing import HttpCall
 from gateway.surfaces.json_body import parse_json_object
-from gateway.surfaces.lakekeeper_compat import client_managed, header_lines, idempotency_key
+from gateway.surfaces.lakekeeper_compat import (
+    DELEGATION_HEADER,
+    client_managed,
+    header_lines,
+    idempotency_key,
+)
 from gateway.surfaces.request_ids import RequestIds
 
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
@@ -229,14 +234,20 @@ def request_id_of(request: web.BaseRequest, ids: RequestIds) -> str:
 
 
 def context_of(request: web.BaseRequest, request_id: str,
-               caller: CallerIdentity) -> RequestContext:
-    """The RequestContext passed down: ids and headers that must reach the upstream."""
+               caller: CallerIdentity, surface: str | None = None) -> RequestContext:
+    """The RequestContext passed down: ids and headers that must reach the upstream, and the
+    surface (the audit names it)."""
     headers = request.headers
+    # Most requests carry neither header: one membership test each instead of a list of lines.
+    idem = ("Idempotency-Key" in headers
+            and idempotency_key(header_lines(headers, "Idempotency-Key"))) or None
     return RequestContext(
         request_id=request_id,
-        idempotency_key=idempotency_key(header_lines(headers, "Idempotency-Key")),
+        idempotency_key=idem,
         project_id=headers.get("x-project-id") or headers.get("x-project-ident") or None,
         # Lakekeeper's parse_data_access: only client-managed-only changes what is vended.
-        delegation="client-managed" if client_managed(header_lines(headers)) else None,
+        delegation=("client-managed" if DELEGATION_HEADER in headers
+                    and client_managed(header_lines(headers)) else None),
         caller=caller,
+        surface=surface,
     )

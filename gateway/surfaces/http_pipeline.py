@@ -151,7 +151,7 @@ class HttpPipeline:
                     with self._recorder.track(route.surface, kind) as tally:
                         caller = await self._gate.admit(headers.get("Authorization"), headers,
                                                         peer=LazyPeer(request.transport))
-                        ctx = context_of(request, request_id, caller)
+                        ctx = context_of(request, request_id, caller, route.surface)
                         if ctx.project_id is not None:
                             self._gate.check_project(caller, ctx)
                         response = await route.handler(

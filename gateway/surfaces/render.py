@@ -86,9 +86,14 @@ class RenderedBody:
     `head + remaining_s + ,"outcome": + outcome + tail`, the two fields that change per request.
     A rotated credential is a new CredentialSet object: `fits()` compares identities, so it is
     re-rendered at once.
+
+    Coalesced waiters all get the answer of one fetch, and so one set object: the first one
+    answered renders it, every other waiter of that fetch is written the same bytes (its
+    `remaining_s` is the first waiter's, higher by at most the time the herd takes to answer;
+    `expires_at_ms` is exact). A later fetch is a new set, so a new body.
     """
 
-    __slots__ = ("_head", "_tail", "access", "credentials", "ref", "warehouse_id")
+    __slots__ = ("_coalesced", "_head", "_tail", "access", "credentials", "ref", "warehouse_id")
 
     def __init__(self, lookup: CredentialLookup, head: bytes, tail: bytes | None = None) -> None:
         self.credentials = lookup.credentials
@@ -97,6 +102,7 @@ class RenderedBody:
         self.access = lookup.access
         self._head = head
         self._tail = tail
+        self._coalesced: bytes | None = None
 
     def fits(self, lookup: CredentialLookup) -> bool:
         """Whether this body answers `lookup` (same set, warehouse, table and access)."""
@@ -107,10 +113,21 @@ class RenderedBody:
             and lookup.access is self.access
         )
 
+    def splice(self, middle: bytes) -> bytes:
+        """`head + middle + tail`: the per-request part encoded by the caller (gRPC's wire
+        fields 5 and 6 between a GetTableCredentialsResponse's head and tail)."""
+        return b"".join((self._head, middle, self._tail or b""))
+
     def render(self, lookup: CredentialLookup) -> bytes:
         """The body bytes for `lookup` (which `fits`)."""
         if self._tail is None:
             return self._head
+        coalesced = lookup.outcome is Outcome.COALESCED
+        if coalesced and self._coalesced is not None:
+            return self._coalesced
         outcome = _OUTCOME_JSON.get(lookup.outcome) or json.dumps(str(lookup.outcome)).encode()
-        return b"".join((self._head, _json_number(lookup.remaining_s), _OUTCOME_KEY, outcome,
+        body = b"".join((self._head, _json_number(lookup.remaining_s), _OUTCOME_KEY, outcome,
                          self._tail))
+        if coalesced:
+            self._coalesced = body
+        return body

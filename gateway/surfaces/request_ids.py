@@ -1,4 +1,4 @@
-"""Request ids for the HTTP surface: UUID-shaped, unique per request, cheap to make.
+"""Request ids for both surfaces (when the caller sent none): UUID-shaped, unique, cheap.
 
 `uuid4()` reads 16 bytes from the OS and builds a UUID object per request, a measurable part of
 a cached credential answer. Uniqueness is all an id needs (it is not a secret): one random

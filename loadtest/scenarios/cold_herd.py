@@ -6,21 +6,31 @@ fixed latency to the credential call so the herd really overlaps one in-flight u
 Reported: upstream credential calls (must be 1) and the waiters' extra latency, i.e. each
 request's latency minus the duration of the single upstream call (from the gateway's own
 `lakegate_upstream_request_duration_seconds`, so it is the real call, not the injected delay).
+
+Right after each K, the same burst (same generator, processes and pinning) goes to the trivial
+aiohttp server answering the gateway's own credentials body over its UDS: `baseline_p99_ms` is
+what answering K concurrent requests costs a server that does nothing else, the yardstick of
+the herd tail (target: p99 extra <= 1.5 x the baseline's p99, or 5 ms, whichever is larger).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from devstack.metrics_scrape import Samples, total
+from loadtest.baselines import synthetic_grpc_body
 from loadtest.bounds import Bounds
+from loadtest.child import ChildProcess, start_baseline
 from loadtest.context import BenchContext
+from loadtest.profiler import Sampler, py_spy, top_frames
 from loadtest.rawhttp import build_request
 from loadtest.spec import LoadSpec
-from loadtest.stack import delta
+from loadtest.stack import Gateway, delta, http_sample
 from loadtest.workers import LoadRunError, run_load
 
 CREDENTIAL_OPS = ("load_generic_table", "load_generic_table_credentials")
+HERD_PROFILE_S = 15.0  # covers the largest burst, connection set-up included
 
 
 def run(ctx: BenchContext) -> dict[str, Any]:
@@ -29,6 +39,7 @@ def run(ctx: BenchContext) -> dict[str, Any]:
     tables = [f"herd_k{k}" for k in prof.herd_ks]
     stack.create_tables(tables)
     gw = stack.start_gateway("cold-herd")
+    baseline: ChildProcess | None = None
     out: dict[str, Any] = {}
     try:
         stack.emulator.set_faults(
@@ -38,6 +49,10 @@ def run(ctx: BenchContext) -> dict[str, Any]:
         build = build_request("GET", stack.native_path("herd_warm"), {"X-Lakegate-Request": "1"})
         stack.create_tables(["herd_warm"])
         run_load(LoadSpec("http", gw.http_uds, build, "burst", 1, Bounds(1, 30), processes=1))
+        body = http_sample(gw.http_url + stack.native_path("herd_warm"))
+        baseline, _ = start_baseline(ctx.work_dir, ctx.server_cpus, body,
+                                     synthetic_grpc_body())
+        base_uds = f"unix:{ctx.work_dir / 'baseline-http.sock'}"
         for k, table in zip(prof.herd_ks, tables, strict=True):
             before, m0 = stack.emulator.stats(), gw.metrics()
             req = build_request("GET", stack.native_path(table), {"X-Lakegate-Request": "1"})
@@ -58,6 +73,7 @@ def run(ctx: BenchContext) -> dict[str, Any]:
                 out[str(k)] = {"error": str(exc)[:300]}
                 ctx.say(f"cold herd K={k}: failed: {exc}")
                 continue
+            base_lat = _baseline_burst(replace(spec, target=base_uds))
             after, m1 = stack.emulator.stats(), gw.metrics()
             upstream = sum(delta(before, after, op) for op in CREDENTIAL_OPS)
             up_sum = _upstream(m1, "sum") - _upstream(m0, "sum")
@@ -76,15 +92,61 @@ def run(ctx: BenchContext) -> dict[str, Any]:
                 "errors": result.errors,
                 "outcomes": result.outcomes,
                 "error_samples": result.error_samples,
+                **base_lat,
             }
             ctx.say(
                 f"cold herd K={k}: upstream={upstream} p99={lat['p99']} ms "
-                f"upstream_call={upstream_ms:.1f} ms errors={result.errors}"
+                f"upstream_call={upstream_ms:.1f} ms errors={result.errors}; trivial server "
+                f"p99={base_lat.get('baseline_p99_ms')} ms"
             )
+        if ctx.profile_dir is not None:
+            out["profile"] = _profiled_herd(ctx, gw, max(prof.herd_ks))
     finally:
         stack.emulator.clear_faults()
+        if baseline is not None:
+            baseline.stop()
         stack.stop_gateway(gw)
     return out
+
+
+def _profiled_herd(ctx: BenchContext, gw: Gateway, k: int) -> dict[str, Any]:
+    """With `--profile`: one more herd of `k` on a fresh table, not part of any figure, with
+    py-spy on the gateway across it (connections opened, then the burst answered; idle
+    samples are not recorded)."""
+    exe = py_spy()
+    assert exe is not None
+    assert ctx.profile_dir is not None
+    ctx.profile_dir.mkdir(parents=True, exist_ok=True)
+    out = ctx.profile_dir / "profile-cold_herd.txt"
+    out.unlink(missing_ok=True)
+    ctx.stack.create_tables(["herd_profile"])
+    req = build_request("GET", ctx.stack.native_path("herd_profile"),
+                        {"X-Lakegate-Request": "1"})
+    spec = LoadSpec("http", gw.http_uds, req, "burst", k, Bounds(k, 120.0),
+                    processes=min(ctx.profile.herd_processes, k), cpus=ctx.client_cpus)
+    sampler = Sampler(exe, gw.pid, out, HERD_PROFILE_S)
+    try:
+        run_load(spec)
+    except LoadRunError as exc:
+        sampler.wait(timeout_s=HERD_PROFILE_S + 30.0)
+        return {"error": str(exc)[:300]}
+    error = sampler.wait(timeout_s=HERD_PROFILE_S + 30.0)
+    if error is not None:
+        return {"error": error}
+    top = top_frames(out.read_text())
+    ctx.say(f"cold herd K={k} profile: {top['samples']} samples; top self {top['self_pct'][:3]}")
+    return {"file": out.name, "k": k, **top}
+
+
+def _baseline_burst(spec: LoadSpec) -> dict[str, Any]:
+    """The same burst against the trivial server: its p50/p99 (or the error)."""
+    try:
+        result = run_load(spec)
+    except LoadRunError as exc:
+        return {"baseline_error": str(exc)[:300]}
+    lat = result.hist.summary_ms()
+    return {"baseline_p50_ms": lat["p50"], "baseline_p99_ms": lat["p99"],
+            "baseline_errors": result.errors}
 
 
 def _upstream(samples: Samples, kind: str) -> float:

@@ -10,14 +10,15 @@ the measured capacity gives the latency percentiles.
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from loadtest.bounds import Bounds
-from loadtest.child import ChildProcess, cpu_s, pin
+from loadtest.child import ChildProcess, cpu_s, start_baseline
 from loadtest.context import BenchContext
+from loadtest.profiler import Sampler, py_spy, top_frames
 from loadtest.rawhttp import build_request
 from loadtest.spec import LoadResult, LoadSpec, Mode, Protocol
+from loadtest.stack import http_sample
 from loadtest.workers import run_load
 
 GRPC_METHOD = "/lakegate.v1.CredentialService/GetTableCredentials"
@@ -37,8 +38,9 @@ def run(ctx: BenchContext) -> dict[str, Any]:
         http_body, grpc_body = _samples(
             gw.http_url + stack.native_path(TABLE), gw.grpc_tcp, grpc_req
         )
-        aws_body = _http_sample(gw.http_url + stack.aws_path(TABLE))
-        baseline, bports = _start_baseline(ctx, http_body, grpc_body, aws_body)
+        aws_body = http_sample(gw.http_url + stack.aws_path(TABLE))
+        baseline, bports = start_baseline(ctx.work_dir, ctx.server_cpus, http_body, grpc_body,
+                                          aws_body)
         b_http_uds = f"unix:{ctx.work_dir / 'baseline-http.sock'}"
         b_grpc_uds = f"unix:{ctx.work_dir / 'baseline-grpc.sock'}"
         b_http_tcp = f"127.0.0.1:{bports['http_port']}"
@@ -53,18 +55,29 @@ def run(ctx: BenchContext) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for surface, (target, base) in plan.items():
             out[surface] = _measure(ctx, surface, (gw.pid, target), (baseline.pid, base))
-        # The same socket surfaces with the audit line off (LOG__AUDIT=false), back to back with
-        # the baseline: what the per-request audit line costs, measured in the same run.
-        quiet = stack.start_gateway("surfaces-no-audit", {"LAKEGATE__LOG__AUDIT": "false"})
-        try:
-            quiet_addr = {"http_uds": quiet.http_uds, "grpc_uds": quiet.grpc_uds}
-            for surface, address in quiet_addr.items():
-                (proto, _, payload), base = plan[surface]
-                out[surface]["audit_off"] = _best_of(
-                    ctx, (quiet.pid, (proto, address, payload)), (baseline.pid, base))
-                ctx.say(f"{surface} audit off: {out[surface]['audit_off']}")
-        finally:
-            stack.stop_gateway(quiet)
+        # The same socket surfaces with one audit line per request (LOG__AUDIT_INTERVAL_S=0,
+        # the default before hits were folded) and with no audit at all (LOG__AUDIT=false),
+        # each back to back with the baseline: what the audit costs, measured in the same run.
+        for key, env in (("audit_per_request", {"LAKEGATE__LOG__AUDIT_INTERVAL_S": "0"}),
+                         ("audit_off", {"LAKEGATE__LOG__AUDIT": "false"})):
+            other = stack.start_gateway(f"surfaces-{key}", env)
+            try:
+                other_addr = {"http_uds": other.http_uds, "grpc_uds": other.grpc_uds}
+                for surface, address in other_addr.items():
+                    (proto, _, payload), base = plan[surface]
+                    out[surface][key] = _best_of(
+                        ctx, (other.pid, (proto, address, payload)), (baseline.pid, base))
+                    ctx.say(f"{surface} {key}: {out[surface][key]}")
+                if ctx.profile_dir is not None and key == "audit_per_request":
+                    (proto, _, payload), _ = plan["http_uds"]
+                    out["http_uds"]["profile_audit_per_request"] = _sample(
+                        ctx, "http_uds-audit_per_request", other.pid,
+                        (proto, other.http_uds, payload))
+            finally:
+                stack.stop_gateway(other)
+        if ctx.profile_dir is not None:
+            for surface, (target, _) in plan.items():
+                out[surface]["profile"] = _sample(ctx, surface, gw.pid, target)
         out["_meta"] = {
             "http_body_bytes": len(http_body),
             "grpc_body_bytes": len(grpc_body),
@@ -141,15 +154,40 @@ def _measure(
     }
 
 
+def _sample(ctx: BenchContext, surface: str, pid: int, target: Target) -> dict[str, Any]:
+    """py-spy on the gateway during one more closed loop at the top concurrency: the raw
+    stacks go to `profile-<surface>.txt` beside the report, the top frames into the summary."""
+    exe = py_spy()
+    assert exe is not None
+    assert ctx.profile_dir is not None
+    ctx.profile_dir.mkdir(parents=True, exist_ok=True)
+    out = ctx.profile_dir / f"profile-{surface}.txt"
+    out.unlink(missing_ok=True)
+    duration = ctx.profile.surface_profile_s
+    sampler = Sampler(exe, pid, out, duration)
+    conc = max(ctx.profile.surface_concurrencies)
+    run = run_load(_spec(ctx, target, "closed", conc, duration=duration + 1.0))
+    error = sampler.wait(timeout_s=duration + 30.0)
+    if error is not None:
+        return {"error": error}
+    top = top_frames(out.read_text())
+    ctx.say(f"{surface} profile: {top['samples']} samples at {run.rps:,.0f} rps; top self "
+            f"{top['self_pct'][:3]}")
+    return {"file": out.name, "rps": round(run.rps, 1), **top}
+
+
 def _best_of(
     ctx: BenchContext, target: tuple[int, Target], base: tuple[int, Target]
 ) -> dict[str, Any]:
     """Gateway and baseline at the highest concurrency, back to back: req/s and their ratio."""
     conc = max(ctx.profile.surface_concurrencies)
-    g, _ = _run_measured(ctx, target, conc)
-    b, _ = _run_measured(ctx, base, conc)
+    g, g_cores = _run_measured(ctx, target, conc)
+    b, b_cores = _run_measured(ctx, base, conc)
+    g_eff, b_eff = _per_core(g.rps, g_cores), _per_core(b.rps, b_cores)
     return {"rps": round(g.rps, 1), "baseline_rps": round(b.rps, 1),
-            "ratio": round(g.rps / b.rps, 3) if b.rps > 0 else None, "concurrency": conc}
+            "ratio": round(g.rps / b.rps, 3) if b.rps > 0 else None, "concurrency": conc,
+            "server_cores": g_cores, "baseline_server_cores": b_cores,
+            "cpu_normalized_ratio": round(g_eff / b_eff, 3) if b_eff else None}
 
 
 def _open_loop(ctx: BenchContext, target: Target, rate: float) -> dict[str, Any]:
@@ -220,51 +258,8 @@ def _samples(http_url: str, grpc_target: str, grpc_req: bytes) -> tuple[bytes, b
     """One real answer per protocol (this also warms the cache for the table)."""
     import grpc
 
-    http_body = _http_sample(http_url)
+    http_body = http_sample(http_url)
     with grpc.insecure_channel(grpc_target) as channel:
         call: Any = channel.unary_unary(GRPC_METHOD)  # raw bytes in and out
         raw = call(grpc_req, timeout=30)
     return http_body, bytes(raw)
-
-
-def _http_sample(url: str) -> bytes:
-    import httpx
-
-    resp = httpx.get(url, headers={"X-Lakegate-Request": "1"}, timeout=30, trust_env=False)
-    resp.raise_for_status()
-    return resp.content
-
-
-def _start_baseline(
-    ctx: BenchContext, http_body: bytes, grpc_body: bytes, aws_body: bytes
-) -> tuple[ChildProcess, dict[str, Any]]:
-    d = ctx.work_dir
-    (d / "baseline-http-body.json").write_bytes(http_body)
-    (d / "baseline-grpc-body.bin").write_bytes(grpc_body)
-    (d / "baseline-aws-body.json").write_bytes(aws_body)
-    child = ChildProcess(
-        "baseline",
-        [
-            sys.executable,
-            "-m",
-            "loadtest.baselines",
-            "--ports-file",
-            str(d / "baseline-ports.json"),
-            "--http-uds",
-            str(d / "baseline-http.sock"),
-            "--grpc-uds",
-            str(d / "baseline-grpc.sock"),
-            "--http-body",
-            str(d / "baseline-http-body.json"),
-            "--grpc-body",
-            str(d / "baseline-grpc-body.bin"),
-            "--aws-body",
-            str(d / "baseline-aws-body.json"),
-        ],
-        d / "baseline.log",
-        ports_file=d / "baseline-ports.json",
-    )
-    ports = child.start(timeout_s=30)
-    if ctx.server_cpus:
-        pin(child.pid, ctx.server_cpus)
-    return child, ports

@@ -140,3 +140,26 @@ def test_bucket_observer_counts_exactly_like_histogram_observe(with_nan: bool) -
         assert math.isnan(want[-1][2])
     else:
         assert got[-1] == want[-1]
+
+
+def test_bucket_observers_of_one_histogram_share_its_lock_free_values() -> None:
+    from prometheus_client import CollectorRegistry, Histogram
+
+    from gateway.metrics import BucketObserver, LoopValue
+
+    registry = CollectorRegistry()
+    hist = Histogram("shared", "h", buckets=(1.0, 5.0), registry=registry)
+    hist.observe(0.5)  # observed before any observer wraps it: kept
+    first, second = BucketObserver(hist), BucketObserver(hist)
+    first.observe(2.0)
+    second.observe(3.0)
+    hist.observe(7.0)  # the library's own observe still counts
+    got = {(name, le): value for name, le, value in _histogram_samples(registry, "shared")}
+    assert got[("_bucket", "1.0")] == 1.0
+    assert got[("_bucket", "5.0")] == 3.0
+    assert got[("_bucket", "+Inf")] == 4.0
+    assert got[("_count", None)] == 4.0
+    assert got[("_sum", None)] == 12.5
+    # the hot path takes no lock: the values are the loop-thread kind
+    assert isinstance(hist._sum, LoopValue)
+    assert all(isinstance(b, LoopValue) for b in hist._buckets)

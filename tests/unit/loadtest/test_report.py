@@ -31,6 +31,10 @@ def test_report_writes_summary_markdown_and_plots(tmp_path: Path) -> None:
     assert "| direct_memo | 90,000 | 9,100 | 180.0 | 400 |" in md
     assert "direct_memo / gateway: **145.2 x**" in md
     assert "(`LOG__AUDIT=false`), same run: http_uds 24,000 req/s vs baseline 48,000 = 0.5 x." in md
+    assert ("(`LOG__AUDIT_INTERVAL_S=0`), same run: http_uds 9,000 req/s vs baseline 45,000 = "
+            "0.2 x.") in md
+    assert ("- `profile-http_uds.txt` (http_uds, 1200 samples at 11,000 req/s): self: "
+            "Runner.run (runners.py) 20.5%, HttpPipeline.dispatch (http_pipeline.py) 6.8%") in md
     assert "| gateway | 4 | 1,000 | 104 | 1.3 | 0 | 0 | 1,000,000 |" in md
     assert "| direct_memo | 1 | 1,000 | 21000 | 1050.0 | 1000 | 0 | 500,000 |" in md
 
@@ -39,7 +43,9 @@ def test_missed_targets_are_stated_plainly_with_the_measured_figure(tmp_path: Pa
     write_report(_summary(), tmp_path)
     md = (tmp_path / "report.md").read_text()
     assert "Missed targets, plainly:" in md
-    assert "cold herd p99 extra latency measured K=1: 1.2 ms, K=10000: 812.5 ms" in md
+    assert ("cold herd p99 extra latency measured K=1: 1.2 ms (bound 5.0 ms), "
+            "K=10000: 812.5 ms (bound 750.0 ms)") in md
+    assert "| 10,000 | 1 | 55.0 | 400.0 | 867.5 | 812.5 | 500.0 | 750.0 | 0 |" in md
     assert "0.60 x (9,000 vs 15,000 req/s)" in md
 
 

@@ -70,3 +70,14 @@ def test_one_scaling_row_above_1_5_or_with_errors_is_a_miss_and_baseline_rows_do
     summary["scaling"][4]["upstream_per_node_table_lifetime"] = 1.2
     summary["scaling"][0]["errors"] = 3
     assert {c.name: c.met for c in evaluate(summary)}[name] is False
+
+
+def test_the_herd_tail_bound_is_1_5_x_the_trivial_servers_p99_for_the_same_burst() -> None:
+    summary = _summary()
+    check = next(c for c in evaluate(summary) if c.name == "cold herd p99 extra latency")
+    assert check.met is False  # 812.5 ms > 1.5 x 500 ms
+    assert "K=10000: 812.5 ms (bound 750.0 ms)" in check.measured
+    assert "K=1: 1.2 ms (bound 5.0 ms)" in check.measured  # no baseline: the 5 ms floor
+    summary["cold_herd"]["10000"]["baseline_p99_ms"] = 550.0
+    check = next(c for c in evaluate(summary) if c.name == "cold herd p99 extra latency")
+    assert check.met is True  # 812.5 ms <= 825 ms

@@ -2,23 +2,42 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
+
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from gateway.errors import TableIdentityMismatchError, UnavailableError
 from gateway.metrics import Metrics
-from gateway.models import AccessMode, ExpectedIdentity, Outcome
+from gateway.models import AccessMode, ExpectedIdentity, Outcome, RequestContext, TableRef
+from gateway.surfaces.accounting import Recorder
 from gateway.surfaces.callers import StaticTokenCallerAuth
 from gateway.surfaces.grpc_interceptors import ERROR_DETAIL_KEY
+from gateway.surfaces.grpc_server import GrpcSurface
+from gateway.surfaces.grpc_servicers import (
+    _OUTCOMES,
+    _pb_fields,
+    credentials_pb,
+    credentials_pb_parts,
+)
 from gateway.surfaces.policy import CallerPolicy, parse_rules
+from gateway.surfaces.render import RenderedBody
 from lakegate.v1 import (
     catalog_pb2,
     common_pb2,
     credentials_pb2,
+    credentials_pb2_grpc,
 )
-from tests.unit.surfaces.conftest import count
-from tests.unit.surfaces.fake_operations import WAREHOUSE, FakeOperations
+from tests.fakes.clock import FakeClock
+from tests.unit.surfaces.conftest import build_gate, count
+from tests.unit.surfaces.fake_operations import (
+    ROTATED_KEYS,
+    WAREHOUSE,
+    FakeOperations,
+    RotatingOperations,
+)
 
 ORDERS = common_pb2.TableRef(warehouse="demo", namespace=["demo_ns"], name="orders")
 
@@ -245,3 +264,49 @@ async def test_identity_mismatch_maps_to_failed_precondition(
     detail = common_pb2.ErrorDetail.FromString(
         dict(info.value.trailing_metadata())[ERROR_DETAIL_KEY])
     assert (detail.type, detail.http_status) == ("TableIdentityMismatch", 409)
+
+
+@pytest.mark.parametrize("outcome", list(Outcome))
+@pytest.mark.parametrize("remaining", [3600.25, 0.0, None])
+@pytest.mark.parametrize("access", list(AccessMode))
+async def test_pre_serialized_credentials_are_the_bytes_the_message_serializes_to(
+    fake_ops: FakeOperations, outcome: Outcome, remaining: float | None, access: AccessMode
+) -> None:
+    fake_ops.outcome = outcome
+    ref = TableRef("demo", ("demo_ns",), "orders")
+    lookup = replace(await fake_ops.get_credentials(ref, access, RequestContext(request_id="r")),
+                     remaining_s=remaining)
+    head, tail = credentials_pb_parts(lookup)
+    wire = RenderedBody(lookup, head, tail).splice(_pb_fields(lookup))
+    assert wire == credentials_pb(lookup).SerializeToString()
+    parsed = credentials_pb2.GetTableCredentialsResponse.FromString(wire)
+    assert parsed.remaining_seconds == (remaining or 0.0)
+    assert parsed.access == (common_pb2.ACCESS_MODE_WRITE if access is AccessMode.WRITE
+                             else common_pb2.ACCESS_MODE_READ)
+
+
+async def test_a_rotated_credential_set_is_served_at_once_not_the_old_bytes(
+    tmp_path: Path, rotating_ops: RotatingOperations, metrics: Metrics, clock: FakeClock
+) -> None:
+    surface = GrpcSurface(rotating_ops, build_gate(rotating_ops, metrics, clock),
+                          Recorder(metrics, clock), max_message_bytes=64 * 1024)
+    surface.bind_uds(str(tmp_path / "rot.sock"))
+    await surface.server.start()
+    try:
+        async with grpc.aio.insecure_channel(f"unix:{tmp_path / 'rot.sock'}") as channel:
+            stub = credentials_pb2_grpc.CredentialServiceStub(channel)
+            request = credentials_pb2.GetTableCredentialsRequest(table=ORDERS)
+            outcomes = iter([Outcome.HIT, Outcome.MISS, Outcome.HIT, Outcome.COALESCED])
+
+            async def key() -> str:
+                rotating_ops.outcome = next(outcomes)
+                rotating_ops.lifetime_s -= 1.5
+                resp = await stub.GetTableCredentials(request, timeout=5)
+                # the per-call fields follow each call, the cached part the served set
+                assert resp.outcome == _OUTCOMES[rotating_ops.outcome]
+                assert resp.remaining_seconds == rotating_ops.lifetime_s
+                return str(resp.credentials[0].config["s3.access-key-id"])
+
+            assert await rotating_ops.keys_across_rotation(key) == ROTATED_KEYS
+    finally:
+        await surface.server.stop(0)

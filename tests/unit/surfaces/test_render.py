@@ -75,3 +75,18 @@ def test_a_static_body_is_returned_as_rendered_whatever_the_outcome() -> None:
 def test_config_values_are_rendered_as_strings() -> None:
     assert config_strings({"a": True, "b": False, "c": 3, "d": None, "e": "x"}) == {
         "a": "true", "b": "false", "c": "3", "e": "x"}
+
+
+def test_coalesced_waiters_of_one_fetch_get_the_same_bytes_rendered_once() -> None:
+    _, first = orders_lookup(Outcome.COALESCED)
+    body = credentials_body(first)
+    rendered = body.render(first)
+    assert rendered == contract_bytes(first)
+    # later waiters of the same fetch (same set object), answered a moment later
+    later = CredentialLookup(WAREHOUSE, first.ref, AccessMode.READ, first.credentials,
+                             Outcome.COALESCED, 9.25)
+    assert body.render(later) is rendered
+    # a hit on the same set renders its own remaining_s
+    hit = CredentialLookup(WAREHOUSE, first.ref, AccessMode.READ, first.credentials,
+                           Outcome.HIT, 9.0)
+    assert body.render(hit) == contract_bytes(hit)
