@@ -70,7 +70,16 @@ class TableAuditor:
                 "aws_endpoint": s3.endpoint, "aws_allow_http": "true",
                 "allow_http": "true", "aws_virtual_hosted_style_request": "false"}
 
-    def audit(self, fmt: str, location: str) -> Audit:
+    def iceberg_table(self, namespace: str, name: str) -> Any:
+        """The Iceberg table through the gateway's catalog (pyiceberg), for its own reader."""
+        from pyiceberg.catalog.rest import RestCatalog
+
+        rest = RestCatalog("audit", uri=self._info.gateway_url + "/catalog",
+                           warehouse=self._info.warehouse.name,
+                           **{"header.X-Lakegate-Request": "1"})
+        return rest.load_table((namespace, name))
+
+    def audit(self, fmt: str, location: str, table: Any = None) -> Audit:
         """Rows by the format's reader, orphans and pending uploads under ``location``."""
         objects = self.objects(location)
         if fmt in PLAIN_FORMATS:
@@ -79,6 +88,8 @@ class TableAuditor:
             ids, orphans = self._delta(location, objects)
         elif fmt == "lance":
             ids, orphans = self._lance(location, objects)
+        elif fmt == "iceberg":
+            ids, orphans = self._iceberg(table, objects)
         else:
             raise ValueError(f"no audit for {fmt!r}")
         return Audit(sorted(ids), orphans, self.pending_uploads(location))
@@ -125,5 +136,15 @@ class TableAuditor:
             for fragment in ds.get_fragments():
                 referenced.update(f"data/{d.path}" for d in fragment.data_files())
         ids = latest.to_table(columns=["id"]).column("id").to_pylist()
+        orphans = [r for r in objects if r.startswith("data/") and r not in referenced]
+        return ids, orphans
+
+    def _iceberg(self, table: Any, objects: list[str]) -> tuple[list[int], list[str]]:
+        """``table``: :meth:`iceberg_table`; orphans are data files no snapshot references."""
+        location = str(table.location()).rstrip("/")
+        table.refresh()
+        referenced = {str(p)[len(location) + 1 :]
+                      for p in table.inspect.all_files().column("file_path").to_pylist()}
+        ids = table.scan().to_arrow().column("id").to_pylist()
         orphans = [r for r in objects if r.startswith("data/") and r not in referenced]
         return ids, orphans

@@ -33,8 +33,11 @@ def _frame(spark: SparkSession, start: int, count: int, partitions: int = 2) -> 
     return spark.range(start, start + count, numPartitions=partitions)
 
 
-def _save(df: DataFrame, qualified: str, fmt: str, mode: str, fault: str = "") -> None:
+def _save(df: DataFrame, qualified: str, fmt: str, mode: str, fault: str = "",
+          catalog_url: str = "") -> None:
     w = df.write.format("lakekeeper").option("table", qualified).option("format", fmt)
+    if catalog_url:
+        w = w.option("catalog_url", catalog_url)
     w = w.option("create", "true").mode(mode)
     if fault:
         w = w.option("test_fault", fault)
@@ -176,3 +179,25 @@ def test_a_write_the_writer_refuses_creates_no_table(
         _save(_frame(spark, 0, 4), f"{namespace}.{table_name}", "csv", "append")
     with pytest.raises(NotFoundError):
         tables.describe_table(client, namespace, table_name)
+
+
+def test_two_jobs_creating_one_iceberg_table_both_land_and_a_failed_one_leaves_nothing(
+    spark: SparkSession, stack_info: StackInfo, auditor: TableAuditor, namespace: str,
+    table_name: str,
+) -> None:
+    """Regression: the job that lost the create race failed with TableAlreadyExistsError."""
+    qualified, url = f"{namespace}.{table_name}", stack_info.gateway_url
+    errors = _concurrently(
+        spark,
+        lambda: _save(_frame(spark, 0, 20), qualified, "iceberg", "append", catalog_url=url),
+        lambda: _save(_frame(spark, 100, 20), qualified, "iceberg", "append", catalog_url=url),
+    )
+    assert errors == [None, None], [str(e)[-3000:] for e in errors if e]
+    with pytest.raises(Exception, match="injected fault after_land@1"):
+        _save(_frame(spark, 500, 20), qualified, "iceberg", "append", fault="after_land@1",
+              catalog_url=url)
+    expected = list(range(20)) + list(range(100, 120))
+    table = auditor.iceberg_table(namespace, table_name)
+    audit = auditor.audit("iceberg", str(table.location()), table)
+    assert audit.native_ids == expected
+    assert audit.orphans == []
