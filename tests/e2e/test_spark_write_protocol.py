@@ -9,64 +9,21 @@ location; or with the conflict error the case expects. Faults come from the test
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import pytest
 
+from devstack.spark_writes import concurrently, frame, is_conflict, save, spark_ids
 from devstack.table_audit import TableAuditor
 from lakegate_client import tables
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import SparkSession
 
     from devstack.stack_info import StackInfo
     from lakegate_client import Client
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
-
-CONFLICT = "since this job planned|was committing when this job planned"
-
-
-def _frame(spark: SparkSession, start: int, count: int, partitions: int = 2) -> DataFrame:
-    return spark.range(start, start + count, numPartitions=partitions)
-
-
-def _save(df: DataFrame, qualified: str, fmt: str, mode: str, fault: str = "",
-          catalog_url: str = "") -> None:
-    w = df.write.format("lakekeeper").option("table", qualified).option("format", fmt)
-    if catalog_url:
-        w = w.option("catalog_url", catalog_url)
-    w = w.option("create", "true").mode(mode)
-    if fault:
-        w = w.option("test_fault", fault)
-    w.save()
-
-
-def _spark_ids(spark: SparkSession, qualified: str) -> list[int]:
-    df = spark.read.format("lakekeeper").option("table", qualified).load()
-    return sorted(r.id for r in df.select("id").collect())
-
-
-def _concurrently(
-    spark: SparkSession, *jobs: Callable[[], None]
-) -> list[BaseException | None]:
-    """Run the jobs on threads of one SparkSession; each one's error (None: it succeeded)."""
-    from pyspark.sql import SparkSession as PySparkSession
-
-    def run(job: Callable[[], None]) -> BaseException | None:
-        # A new thread has no active JVM session; Python data sources resolve through it.
-        jvm_session = PySparkSession._get_j_spark_session_class(spark._jvm)  # type: ignore[attr-defined]
-        jvm_session.setActiveSession(spark._jsparkSession)
-        try:
-            job()
-        except Exception as exc:  # noqa: BLE001 - the caller asserts on it
-            return exc
-        return None
-
-    with ThreadPoolExecutor(len(jobs)) as pool:
-        return list(pool.map(run, jobs))
 
 
 @pytest.fixture(scope="module")
@@ -84,13 +41,13 @@ def test_an_aborted_parquet_job_shows_no_row_even_from_a_task_finishing_after_ab
     """Regression: tasks used to write visible files, so a task still running when ``abort``
     listed the job's files published its rows a second later (12 rows became 1,012)."""
     qualified = f"{namespace}.{table_name}"
-    _save(_frame(spark, 1000, 12), qualified, "parquet", "overwrite")
+    save(frame(spark, 1000, 12), qualified, "parquet", "overwrite")
     with pytest.raises(Exception, match="injected fault after_land@0"):
-        _save(_frame(spark, 0, 40, 4), qualified, "parquet", "append",
+        save(frame(spark, 0, 40, 4), qualified, "parquet", "append",
               fault="after_land@0,slow@1=4,slow@2=4,slow@3=4")
     time.sleep(6)  # the slowed tasks have finished their uploads by now
     expected = list(range(1000, 1012))
-    assert _spark_ids(spark, qualified) == expected
+    assert spark_ids(spark, qualified) == expected
     audit = auditor.audit("parquet", _location(client, namespace, table_name))
     assert audit.native_ids == expected
     assert audit.orphans == []
@@ -100,9 +57,9 @@ def test_a_parquet_task_that_fails_once_is_retried_and_its_rows_appear_once(
     spark: SparkSession, client: Client, auditor: TableAuditor, namespace: str, table_name: str
 ) -> None:
     qualified = f"{namespace}.{table_name}"
-    _save(_frame(spark, 0, 30, 3), qualified, "parquet", "overwrite",
+    save(frame(spark, 0, 30, 3), qualified, "parquet", "overwrite",
           fault="after_land@1#once,before_land@2#once")
-    assert _spark_ids(spark, qualified) == list(range(30))
+    assert spark_ids(spark, qualified) == list(range(30))
     audit = auditor.audit("parquet", _location(client, namespace, table_name))
     assert audit.native_ids == list(range(30))
     assert audit.orphans == []
@@ -114,29 +71,23 @@ def test_two_concurrent_parquet_overwrites_never_tear_the_table(
 ) -> None:
     """Regression: both overwrites used to succeed and leave a mix of their files."""
     qualified = f"{namespace}.{table_name}"
-    _save(_frame(spark, 0, 10), qualified, "parquet", "overwrite")
+    save(frame(spark, 0, 10), qualified, "parquet", "overwrite")
     a, b = list(range(100, 140)), list(range(200, 240))
-    errors = _concurrently(
+    errors = concurrently(
         spark,
-        lambda: _save(_frame(spark, 100, 40, 4), qualified, "parquet", "overwrite",
+        lambda: save(frame(spark, 100, 40, 4), qualified, "parquet", "overwrite",
                       fault="slow@0=2"),
-        lambda: _save(_frame(spark, 200, 40, 4), qualified, "parquet", "overwrite",
+        lambda: save(frame(spark, 200, 40, 4), qualified, "parquet", "overwrite",
                       fault="slow@0=2"),
     )
     for error in errors:
-        assert error is None or _is_conflict(error), str(error)[-3000:]
+        assert error is None or is_conflict(error), str(error)[-3000:]
     assert any(e is None for e in errors)
-    ids = _spark_ids(spark, qualified)
+    ids = spark_ids(spark, qualified)
     assert ids in (a, b), f"torn table: {len(ids)} rows"
     audit = auditor.audit("parquet", _location(client, namespace, table_name))
     assert audit.native_ids == ids
     assert audit.orphans == []
-
-
-def _is_conflict(error: BaseException) -> bool:
-    import re
-
-    return re.search(CONFLICT, str(error)) is not None
 
 
 def test_two_lance_appends_to_a_missing_table_keep_every_row(
@@ -144,14 +95,14 @@ def test_two_lance_appends_to_a_missing_table_keep_every_row(
 ) -> None:
     """Regression: an append that planned against a missing table committed an Overwrite."""
     qualified = f"{namespace}.{table_name}"
-    errors = _concurrently(
+    errors = concurrently(
         spark,
-        lambda: _save(_frame(spark, 0, 40), qualified, "lance", "append", fault="slow@0=2"),
-        lambda: _save(_frame(spark, 100, 40), qualified, "lance", "append", fault="slow@0=2"),
+        lambda: save(frame(spark, 0, 40), qualified, "lance", "append", fault="slow@0=2"),
+        lambda: save(frame(spark, 100, 40), qualified, "lance", "append", fault="slow@0=2"),
     )
     assert errors == [None, None], [str(e)[-3000:] for e in errors if e]
     expected = list(range(40)) + list(range(100, 140))
-    assert _spark_ids(spark, qualified) == expected
+    assert spark_ids(spark, qualified) == expected
     assert auditor.audit("lance", _location(client, namespace, table_name)).native_ids == expected
 
 
@@ -159,12 +110,12 @@ def test_a_failed_delta_job_leaves_no_file_behind(
     spark: SparkSession, client: Client, auditor: TableAuditor, namespace: str, table_name: str
 ) -> None:
     qualified = f"{namespace}.{table_name}"
-    _save(_frame(spark, 0, 10), qualified, "delta", "overwrite")
+    save(frame(spark, 0, 10), qualified, "delta", "overwrite")
     with pytest.raises(Exception, match="injected fault"):
-        _save(_frame(spark, 50, 20, 2), qualified, "delta", "append", fault="after_land@1")
+        save(frame(spark, 50, 20, 2), qualified, "delta", "append", fault="after_land@1")
     with pytest.raises(Exception, match="injected fault before_commit"):
-        _save(_frame(spark, 50, 20, 2), qualified, "delta", "append", fault="before_commit@0")
-    assert _spark_ids(spark, qualified) == list(range(10))
+        save(frame(spark, 50, 20, 2), qualified, "delta", "append", fault="before_commit@0")
+    assert spark_ids(spark, qualified) == list(range(10))
     audit = auditor.audit("delta", _location(client, namespace, table_name))
     assert audit.native_ids == list(range(10))
     assert audit.orphans == []
@@ -176,7 +127,7 @@ def test_a_write_the_writer_refuses_creates_no_table(
     from lakegate_client import NotFoundError
 
     with pytest.raises(Exception, match="read-only in Spark"):
-        _save(_frame(spark, 0, 4), f"{namespace}.{table_name}", "csv", "append")
+        save(frame(spark, 0, 4), f"{namespace}.{table_name}", "csv", "append")
     with pytest.raises(NotFoundError):
         tables.describe_table(client, namespace, table_name)
 
@@ -187,14 +138,14 @@ def test_two_jobs_creating_one_iceberg_table_both_land_and_a_failed_one_leaves_n
 ) -> None:
     """Regression: the job that lost the create race failed with TableAlreadyExistsError."""
     qualified, url = f"{namespace}.{table_name}", stack_info.gateway_url
-    errors = _concurrently(
+    errors = concurrently(
         spark,
-        lambda: _save(_frame(spark, 0, 20), qualified, "iceberg", "append", catalog_url=url),
-        lambda: _save(_frame(spark, 100, 20), qualified, "iceberg", "append", catalog_url=url),
+        lambda: save(frame(spark, 0, 20), qualified, "iceberg", "append", catalog_url=url),
+        lambda: save(frame(spark, 100, 20), qualified, "iceberg", "append", catalog_url=url),
     )
     assert errors == [None, None], [str(e)[-3000:] for e in errors if e]
     with pytest.raises(Exception, match="injected fault after_land@1"):
-        _save(_frame(spark, 500, 20), qualified, "iceberg", "append", fault="after_land@1",
+        save(frame(spark, 500, 20), qualified, "iceberg", "append", fault="after_land@1",
               catalog_url=url)
     expected = list(range(20)) + list(range(100, 120))
     table = auditor.iceberg_table(namespace, table_name)
