@@ -164,6 +164,16 @@ def commit_lance(creds: TableCredentials, schema: pa.Schema, fragments_json: Seq
     raise RuntimeError(f"could not create or find the Lance dataset at {creds.location}")
 
 
+def drop_lance_fragments(creds: TableCredentials, fragments_json: Sequence[str]) -> None:
+    """Delete the data files of uncommitted fragments (a failed job's, or a failed task's)."""
+    from lance.fragment import FragmentMetadata
+
+    fs, root = creds.pyarrow_filesystem(), fs_path(creds.location)
+    paths = [f"data/{data_file.path}" for f in fragments_json
+             for data_file in FragmentMetadata.from_json(f).files]
+    delete_files(fs, root, paths)
+
+
 def lance_version(creds: TableCredentials) -> int | None:
     """The dataset's current version (``None``: no dataset yet)."""
     import lance

@@ -115,7 +115,11 @@ class LakekeeperWriter(DataSourceArrowWriter):
         creds = table_credentials(self._plan.opts, "write")
         if self._plan.info.format == "lance":
             fragments = self._write_lance(creds, batches)
-            self._plan.faults.hit("after_land", partition, attempt)
+            try:
+                self._plan.faults.hit("after_land", partition, attempt)
+            except BaseException:
+                committer.drop_lance_fragments(creds, fragments)
+                raise
             return TaskResult(partition=partition, fragments=fragments, rows=counter.rows)
         rel = new_data_file(self._plan.write_id, partition, "parquet")
         if self._plan.staged:
@@ -180,9 +184,11 @@ class LakekeeperWriter(DataSourceArrowWriter):
                           write_id=plan.write_id)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
-        if self._plan.info.format == "lance":
-            return
         creds = table_credentials(self._plan.opts, "write")
+        if self._plan.info.format == "lance":
+            reported = [f for m in messages if isinstance(m, TaskResult) for f in m.fragments]
+            committer.drop_lance_fragments(creds, reported)
+            return
         uploads = [u for m in messages if isinstance(m, TaskResult) for u in m.uploads]
         if self._plan.staged:
             s3, where = committer.s3_client(creds), S3Location.parse(creds.location)
