@@ -127,7 +127,7 @@ def drop_job_files(creds: TableCredentials, write_id: str, keep: Sequence[str]) 
     kept = set(keep)
     doomed = [rel for rel in list_files(fs, root) if write_id_of(rel) == write_id
               and rel not in kept]
-    delete_files(fs, root, doomed)
+    delete_under(creds, creds.location, doomed)
     return doomed
 
 
@@ -168,10 +168,25 @@ def drop_lance_fragments(creds: TableCredentials, fragments_json: Sequence[str])
     """Delete the data files of uncommitted fragments (a failed job's, or a failed task's)."""
     from lance.fragment import FragmentMetadata
 
-    fs, root = creds.pyarrow_filesystem(), fs_path(creds.location)
     paths = [f"data/{data_file.path}" for f in fragments_json
              for data_file in FragmentMetadata.from_json(f).files]
-    delete_files(fs, root, paths)
+    delete_under(creds, creds.location, paths)
+
+
+def delete_under(creds: TableCredentials, base: str, relative: Sequence[str]) -> None:
+    """Delete files under ``base`` (a URI inside the table); already gone is fine.
+
+    Why boto3 on S3: pyarrow's ``delete_file`` recreates an empty ``dir/`` marker object when it
+    removes a directory's last file, and that marker would be debris under the table.
+    """
+    if not relative:
+        return
+    if creds.storage == "s3":
+        s3, where = s3_client(creds), S3Location.parse(base)
+        for rel in relative:
+            s3.delete_object(Bucket=where.bucket, Key=where.key(rel))
+        return
+    delete_files(creds.pyarrow_filesystem(), fs_path(base), relative)
 
 
 def lance_version(creds: TableCredentials) -> int | None:

@@ -18,7 +18,6 @@ speaks HTTP over TCP only.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import pickle
 import time
@@ -34,7 +33,7 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
-from lakegate_client.spark.committer import s3_client
+from lakegate_client.spark.committer import delete_under, s3_client
 from lakegate_client.spark.connection import client_for
 from lakegate_client.spark.faults import Faults
 from lakegate_client.spark.options import OptionsError
@@ -277,11 +276,9 @@ class IcebergWriter(DataSourceArrowWriter):
         """Delete this job's data files that no snapshot references (not in ``keep``)."""
         fs, data = creds.pyarrow_filesystem(), fs_path(f"{self._location}/data")
         kept = {fs_path(p) for p in keep}
-        mine = [f"{data}/{rel}" for rel in list_files(fs, data)
+        mine = [rel for rel in list_files(fs, data)
                 if rel.startswith(self._write_id) and f"{data}/{rel}" not in kept]
-        for path in mine:
-            with contextlib.suppress(FileNotFoundError):
-                fs.delete_file(path)
+        delete_under(creds, f"{self._location}/data", mine)
 
 
 def iceberg_writer(opts: SourceOptions, spark_arrow: pa.Schema, overwrite: bool) -> IcebergWriter:
