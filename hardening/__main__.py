@@ -26,8 +26,10 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--soak", action="store_true", help="run the ~20 min soak instead of the suites")
     p.add_argument("--soak-minutes", type=float, default=20.0)
     p.add_argument(
-        "--suites", default="faults,hostile,isolation,model", help="comma list of suites to run"
+        "--suites", default="faults,hostile,isolation,model,writes",
+        help="comma list of suites to run",
     )
+    p.add_argument("--write-rounds", type=int, default=3, help="rounds per write-matrix case")
     p.add_argument("--faults", default="", help="comma list of fault names (default: all)")
     p.add_argument(
         "--quick", action="store_true", help="fewer fuzz examples and shorter holds (smoke)"
@@ -106,6 +108,14 @@ def run_suites(args: argparse.Namespace, run_dir: Path) -> HardeningReport:
                 report.suites_skipped["hostile"] = _describe(exc)
     finally:
         stop_environment(ctx)
+    if "writes" in suites:  # its own stack (with a gateway), after the shared one has stopped
+        from hardening.write_matrix import run_write_suite
+
+        rounds = 1 if args.quick else args.write_rounds
+        try:
+            report.extra["writes"] = run_write_suite(run_dir / "writes", rounds=rounds)
+        except Exception as exc:  # noqa: BLE001 - one broken suite must not hide the others
+            report.suites_skipped["writes"] = _describe(exc)
     _scan_logs(report, ctx.scanner, run_dir)
     report.duration_s = time.monotonic() - started
     return report

@@ -101,6 +101,7 @@ class HardeningReport:
             and not self.isolation.failures
             and self.secrets_found == 0
             and not self.suites_skipped
+            and self.extra.get("writes", {}).get("violations", 0) == 0
         )
 
     def summary(self) -> dict[str, Any]:
@@ -185,6 +186,10 @@ def render_markdown(report: HardeningReport) -> str:
         + ", ".join(f"{k}={v}" for k, v in sorted(report.isolation.by_status.items())),
     ]
     lines += _bullets("Isolation failures", report.isolation.failures)
+    if "writes" in report.extra:
+        from hardening.write_matrix import render_write_suite
+
+        lines += render_write_suite(report.extra["writes"])
     lines += [
         "",
         "## Secrets in logs",

@@ -38,7 +38,7 @@ def gateway_url(stack_info: StackInfo) -> str:
 
 @pytest.fixture(scope="session")
 def spark(stack_info: StackInfo, gateway_url: str) -> Iterator[SparkSession]:
-    """``local[2]`` with the ``lakekeeper`` data source registered (stopped at the end).
+    """``local[2,2]`` with the ``lakekeeper`` data source registered (stopped at the end).
 
     The JVM, and every Python worker it forks, copies the environment when the session starts,
     so ``LAKEGATE_URL`` is set only around that moment and other tests never see it.
@@ -50,9 +50,12 @@ def spark(stack_info: StackInfo, gateway_url: str) -> Iterator[SparkSession]:
         "LAKEGATE_WAREHOUSE": stack_info.warehouse.name,
         "PYSPARK_PYTHON": sys.executable,
         "PYSPARK_DRIVER_PYTHON": sys.executable,
+        # The write-protocol tests inject task faults (lakegate_client/spark/faults.py).
+        "LAKEGATE_TEST_FAULTS": "1",
     }
     with patch.dict(os.environ, env):
-        session = spark_session("local[2]", app_name="lakegate-e2e")
+        # local[2,2]: a failed task gets one retry, as on a cluster (plain local[2] never retries)
+        session = spark_session("local[2,2]", app_name="lakegate-e2e")
     yield session
     session.stop()
 

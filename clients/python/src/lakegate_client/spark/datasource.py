@@ -30,12 +30,16 @@ from pyspark.sql.datasource import DataSource
 
 from lakegate_client import tables
 from lakegate_client.spark import iceberg
+from lakegate_client.spark.committer import lance_version, s3_client
 from lakegate_client.spark.connection import client_for, table_credentials
+from lakegate_client.spark.faults import Faults
 from lakegate_client.spark.options import SourceOptions
 from lakegate_client.spark.reader import LakekeeperReader, arrow_schema, spark_schema
 from lakegate_client.spark.writer import WRITABLE_FORMATS, LakekeeperWriter, WritePlan
 from lakegate_client.tables.directory import fs_path
+from lakegate_client.tables.plain_commit import plan_plain
 from lakegate_client.tables.snapshot import convert_to_plain
+from lakegate_client.tables.staged import S3Location
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
@@ -79,6 +83,8 @@ class LakekeeperDataSource(DataSource):
         opts = self._opts
         if opts.iceberg:
             return iceberg.iceberg_writer(opts, to_arrow_schema(schema), overwrite)
+        if opts.format is not None and opts.format not in WRITABLE_FORMATS:  # before creating
+            raise tables.TableFormatError(f"{opts.format!r} tables are read-only in Spark")
         info = tables.ensure_table(
             client_for(opts.url),
             opts.namespace,
@@ -89,27 +95,21 @@ class LakekeeperDataSource(DataSource):
         )
         if info.format not in WRITABLE_FORMATS:
             raise tables.TableFormatError(f"{info.format!r} tables are read-only in Spark")
+        creds = table_credentials(opts, "write")
         if info.format in tables.DIRECTORY_FORMATS:  # an old-layout table becomes plain files first
-            creds = table_credentials(opts, "write")
             convert_to_plain(creds.pyarrow_filesystem(), fs_path(creds.location), info.format)
+        staged = creds.storage == "s3" and info.format != "lance"
+        plain = None
+        if staged and info.format in tables.DIRECTORY_FORMATS:
+            plain = plan_plain(s3_client(creds), S3Location.parse(creds.location), info.format)
         plan = WritePlan(
             opts=opts,
             info=info,
             overwrite=overwrite,
             write_id=uuid.uuid4().hex,
-            read_version=_lance_version(opts) if info.format == "lance" else None,
+            read_version=lance_version(creds) if info.format == "lance" else None,
+            staged=staged,
+            plain=plain,
+            faults=Faults.parse(opts.test_fault),
         )
         return LakekeeperWriter(plan, to_arrow_schema(schema))
-
-
-def _lance_version(opts: SourceOptions) -> int | None:
-    """The Lance version a write will commit against (``None``: no dataset yet)."""
-    import lance
-
-    creds = table_credentials(opts, "write")
-    try:
-        return int(
-            lance.dataset(creds.location, storage_options=creds.lance_storage_options()).version
-        )
-    except (ValueError, OSError):
-        return None

@@ -7,8 +7,9 @@ the catalog: each reads or writes data files with an Iceberg-table credential fr
 gateway (``lakegate_client`` ``credentials(kind="iceberg")``), so no secret travels through
 Spark. Reads: pyiceberg plans the scan on the driver; each task decodes its file scan task with
 pyiceberg's ``ArrowScan`` (field ids, deletes, projection). Writes: each task writes Parquet files
-under ``<location>/data/``; the driver adds them all in one commit (``add_files``, after a delete
-of everything for an overwrite). A failed job deletes the files its tasks wrote.
+under ``<location>/data/`` (staged uploads on S3); the driver adds them all in one commit
+(``add_files``, after a delete of everything for an overwrite), retrying a commit that lost to a
+concurrent one on the new snapshot. A failed job leaves no data file of its write behind.
 
 The driver needs the gateway's HTTP address for pyiceberg (the ``catalog_url`` option,
 ``$LAKEGATE_CATALOG_URL``, or ``url``/``$LAKEGATE_URL`` when that is ``http://``): pyiceberg
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import time
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -31,10 +33,19 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
+from lakegate_client.spark.committer import delete_under, s3_client
 from lakegate_client.spark.connection import client_for
+from lakegate_client.spark.faults import Faults
 from lakegate_client.spark.options import OptionsError
 from lakegate_client.tables.catalog import TableFormatError
-from lakegate_client.tables.directory import fs_path
+from lakegate_client.tables.directory import fs_path, list_files
+from lakegate_client.tables.staged import (
+    PendingUpload,
+    S3Location,
+    abort_uploads,
+    complete_uploads,
+    stage_parquet,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -46,6 +57,7 @@ if TYPE_CHECKING:
     from lakegate_client.spark.options import SourceOptions
 
 ICEBERG_FORMAT = "iceberg"
+COMMIT_RETRIES = 4  # Iceberg's commit.retry.num-retries default
 
 
 def catalog_uri(opts: SourceOptions) -> str:
@@ -86,8 +98,9 @@ def load_table(opts: SourceOptions) -> Table:
 
 
 def ensure_table(opts: SourceOptions, schema: pa.Schema) -> Table:
-    """Load the table, or create it from ``schema`` when the ``create`` option allows it."""
-    from pyiceberg.exceptions import NoSuchTableError
+    """Load the table, or create it from ``schema`` when the ``create`` option allows it (a job
+    that loses the create race to another uses the winner's table)."""
+    from pyiceberg.exceptions import NoSuchTableError, TableAlreadyExistsError
 
     catalog = _catalog(opts)
     ident = (*opts.namespace, opts.table)
@@ -97,7 +110,10 @@ def ensure_table(opts: SourceOptions, schema: pa.Schema) -> Table:
     except NoSuchTableError:
         if not opts.create:
             raise
-        table = catalog.create_table(ident, schema=schema)
+        try:
+            table = catalog.create_table(ident, schema=schema)
+        except TableAlreadyExistsError:
+            table = catalog.load_table(ident)
     return table
 
 
@@ -167,13 +183,19 @@ class IcebergReader(DataSourceReader):
 # ---------------------------------------------------------------------------------- writes
 @dataclass(frozen=True)
 class IcebergFiles(WriterCommitMessage):
-    """The data files one task wrote (full URIs)."""
+    """The data files one task wrote (full URIs), and their pending uploads on S3."""
 
     paths: tuple[str, ...]
+    uploads: tuple[PendingUpload, ...] = ()
 
 
 class IcebergWriter(DataSourceArrowWriter):
-    """Tasks write Parquet under ``<location>/data/``; the driver commits them once."""
+    """Tasks stage Parquet under ``<location>/data/``; the driver publishes and commits them once.
+
+    On S3 a task's file is a pending multipart upload (``tables/staged.py``) that only the commit
+    completes, so failed, duplicate and late attempts leave no object; elsewhere files are
+    written directly and the job deletes its unpublished ones (named by its write id).
+    """
 
     def __init__(self, opts: SourceOptions, table: Table, arrow_schema: pa.Schema,
                  overwrite: bool) -> None:
@@ -182,25 +204,63 @@ class IcebergWriter(DataSourceArrowWriter):
         self._schema = arrow_schema
         self._overwrite = overwrite
         self._write_id = uuid.uuid4().hex
+        self._faults = Faults.parse(opts.test_fault)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> IcebergFiles:
         import pyarrow as pa
         import pyarrow.parquet as pq
+        from pyspark import TaskContext
 
+        context = TaskContext.get()
+        partition = context.partitionId() if context is not None else 0
+        attempt = context.attemptNumber() if context is not None else 0
         batches = [b.select(self._schema.names).cast(self._schema) for b in iterator
                    if b.num_rows]
         if not batches:
             return IcebergFiles(paths=())
-        table = pa.Table.from_batches(batches, schema=self._schema)
         creds = node_credentials(self._opts, "write", self._location)
         path = f"{self._location}/data/{self._write_id}-{uuid.uuid4().hex}.parquet"
+        staged = self._faults.midway(iter(batches), partition, attempt)
+        if creds.storage == "s3":
+            s3, where = s3_client(creds), S3Location.parse(path)
+            upload = stage_parquet(s3, where.bucket, where.prefix, self._schema, staged)
+            try:
+                self._faults.hit("after_land", partition, attempt)
+            except BaseException:
+                abort_uploads(s3, where.bucket, [(upload.key, upload.upload_id)])
+                raise
+            return IcebergFiles(paths=(path,), uploads=(upload,))
+        table = pa.Table.from_batches(list(staged), schema=self._schema)
         pq.write_table(table, fs_path(path), filesystem=creds.pyarrow_filesystem())
+        self._faults.hit("after_land", partition, attempt)
         return IcebergFiles(paths=(path,))
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        from pyiceberg.exceptions import CommitFailedException
+
+        self._faults.hit("before_commit", 0)
+        paths = [p for m in messages if isinstance(m, IcebergFiles) for p in m.paths]
+        uploads = [u for m in messages if isinstance(m, IcebergFiles) for u in m.uploads]
+        creds = node_credentials(self._opts, "write", self._location)
+        if uploads:
+            complete_uploads(s3_client(creds), S3Location.parse(self._location).bucket, uploads)
+        try:
+            for attempt in range(COMMIT_RETRIES + 1):
+                try:
+                    self._commit_once(paths)
+                    break
+                except CommitFailedException:  # a concurrent commit won: redo on its snapshot
+                    if attempt == COMMIT_RETRIES:
+                        raise
+                    time.sleep(min(0.1 * 2**attempt, 2.0))
+        except BaseException:
+            self._drop_files(creds, keep=())
+            raise
+        self._drop_files(creds, keep=paths)
+
+    def _commit_once(self, paths: list[str]) -> None:
         from pyiceberg.expressions import AlwaysTrue
 
-        paths = [p for m in messages if isinstance(m, IcebergFiles) for p in m.paths]
         table = load_table(self._opts)
         with table.transaction() as tx:
             if self._overwrite and _has_rows(table):  # pyiceberg warns on a delete of nothing
@@ -209,15 +269,20 @@ class IcebergWriter(DataSourceArrowWriter):
                 tx.add_files(paths)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
-        paths = [p for m in messages if isinstance(m, IcebergFiles) for p in m.paths]
-        if not paths:
-            return
-        fs = node_credentials(self._opts, "write", self._location).pyarrow_filesystem()
-        for path in paths:
-            try:
-                fs.delete_file(fs_path(path))
-            except OSError:
-                pass  # best effort: the files are not referenced by any snapshot
+        uploads = [u for m in messages if isinstance(m, IcebergFiles) for u in m.uploads]
+        creds = node_credentials(self._opts, "write", self._location)
+        if uploads:
+            bucket = S3Location.parse(self._location).bucket
+            abort_uploads(s3_client(creds), bucket, [(u.key, u.upload_id) for u in uploads])
+        self._drop_files(creds, keep=())
+
+    def _drop_files(self, creds: TableCredentials, keep: Sequence[str]) -> None:
+        """Delete this job's data files that no snapshot references (not in ``keep``)."""
+        fs, data = creds.pyarrow_filesystem(), fs_path(f"{self._location}/data")
+        kept = {fs_path(p) for p in keep}
+        mine = [rel for rel in list_files(fs, data)
+                if rel.startswith(self._write_id) and f"{data}/{rel}" not in kept]
+        delete_under(creds, f"{self._location}/data", mine)
 
 
 def _has_rows(table: Table) -> bool:

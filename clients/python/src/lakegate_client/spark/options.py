@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from lakegate_client.spark.faults import Faults
 from lakegate_client.tables import check_format, split_table_name
 
 _SECRET_WORDS = ("secret", "token", "access_key", "password", "credential")
@@ -33,6 +34,8 @@ class SourceOptions:
     create: bool = False
     # The gateway's HTTP address for the driver's Iceberg catalog calls (spark/iceberg.py).
     catalog_url: str | None = None
+    # Test-only write faults (spark/faults.py); refused unless $LAKEGATE_TEST_FAULTS=1.
+    test_fault: str = ""
 
     @property
     def iceberg(self) -> bool:
@@ -67,6 +70,11 @@ class SourceOptions:
             except ValueError as exc:
                 raise OptionsError(str(exc)) from None
         fmt = opts.get("format") or None
+        fault = opts.get("test_fault", "")
+        try:
+            Faults.parse(fault)
+        except ValueError as exc:
+            raise OptionsError(str(exc)) from None
         return cls(
             namespace=ns,
             table=name,
@@ -75,6 +83,7 @@ class SourceOptions:
             format=_check_format(fmt),
             create=_parse_bool(opts.get("create", "false")),
             catalog_url=opts.get("catalog_url") or None,
+            test_fault=fault,
         )
 
 

@@ -1,23 +1,21 @@
-"""Write a Spark DataFrame into a generic table: executors write files, the driver commits.
+"""Write a Spark DataFrame into a generic table: tasks stage data, the driver alone publishes it.
 
-Why split this way: only one process can know which task attempts succeeded, so the driver finishes
-the write; a failed job leaves the table at its previous state (Delta and Lance atomically, Parquet
-once ``abort`` has deleted the job's files):
+Why split this way: only the driver knows which task attempts Spark accepted, so only the driver
+makes data visible (``committer.py``); a task never writes a file a reader could see.
 
-- ``parquet``: tasks write plain ``part-<write-id>-*.parquet`` files under the table location; the
-  driver's commit deletes what they replace (on overwrite) and any file of this job that no task
-  reported (a failed or duplicate attempt), see ``lakegate_client.tables.directory``. Not atomic:
-  a reader listing during the job sees new files as they land.
-- ``delta``: tasks write Parquet files at the table root; the driver commits their add actions in
-  one Delta transaction (creating the table on the first write).
+- ``parquet`` (plain table) and ``delta`` on S3: each task streams one Parquet file into a
+  multipart upload that it does not complete (``tables/staged.py``) and reports key, upload id
+  and part ETags. A failed, duplicate or late attempt's upload is never completed, so its rows
+  never appear; ``abort`` aborts the reported uploads. Plain tables commit under a conflict check
+  (``tables/plain_commit.py``); Delta adds the files in one Delta transaction.
+- Other storage: tasks write ``part-<write-id>-*`` files; commit and abort delete the job's
+  unpublished ones (a reader listing a plain table during the job sees them as they land).
 - ``lance``: tasks write fragments (``write_fragments``); the driver commits one Append or
-  Overwrite against the version it planned with.
+  Overwrite (``committer.commit_lance``).
 
 Each task asks its node's gateway for a write credential; the commit (which Spark runs in a
-separate Python process) asks too. Commit messages carry paths, sizes and row counts, never keys.
-``abort`` deletes every file of a failed Parquet or Delta job, found by its write id (best effort;
-for Delta they are invisible either way); uncommitted Lance fragment files are left for Lance's
-own cleanup.
+separate Python process) asks too. Commit messages carry paths, upload ids, sizes and row counts,
+never keys. ``WritePlan.faults`` is the test-only fault hook (``faults.py``).
 """
 
 from __future__ import annotations
@@ -27,21 +25,18 @@ import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
+from lakegate_client.spark import committer
 from lakegate_client.spark.connection import table_credentials
+from lakegate_client.spark.faults import Faults
 from lakegate_client.tables.catalog import TableFormatError, TableInfo
-from lakegate_client.tables.directory import (
-    delete_files,
-    fs_path,
-    list_files,
-    new_data_file,
-    replace_files,
-    write_id_of,
-)
+from lakegate_client.tables.directory import fs_path, new_data_file, replace_files
 from lakegate_client.tables.files import write_parquet_batches
+from lakegate_client.tables.plain_commit import PlainPlan
+from lakegate_client.tables.staged import PendingUpload, S3Location, abort_uploads, stage_parquet
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -64,23 +59,31 @@ class WrittenFile:
 
 @dataclass(frozen=True)
 class TaskResult(WriterCommitMessage):
-    """What one task hands to the driver: files, or Lance fragment metadata as JSON."""
+    """What one task hands to the driver: files (staged or written) or Lance fragment JSON."""
 
     partition: int
     files: tuple[WrittenFile, ...] = ()
     fragments: tuple[str, ...] = field(default=())
+    uploads: tuple[PendingUpload, ...] = ()
     rows: int = 0
 
 
 @dataclass(frozen=True)
 class WritePlan:
-    """Fixed on the driver before any task runs; identical in every task."""
+    """Fixed on the driver before any task runs; identical in every task.
+
+    ``staged``: tasks stage multipart uploads (S3); ``plain``: what a plain table looked like at
+    planning, for the commit's conflict check (S3 plain tables only).
+    """
 
     opts: SourceOptions
     info: TableInfo
     overwrite: bool
     write_id: str
     read_version: int | None
+    staged: bool = False
+    plain: PlainPlan | None = None
+    faults: Faults = field(default_factory=Faults)
 
 
 class LakekeeperWriter(DataSourceArrowWriter):
@@ -95,35 +98,54 @@ class LakekeeperWriter(DataSourceArrowWriter):
         self._schema = schema
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskResult:
-        """Stream the batches into one Parquet file or Lance fragments (never all in memory)."""
+        """Stream the batches into one staged Parquet file or Lance fragments (never all in
+        memory)."""
         from pyspark import TaskContext
 
         context = TaskContext.get()
         partition = context.partitionId() if context is not None else 0
+        attempt = context.attemptNumber() if context is not None else 0
         non_empty = (b for b in iterator if b.num_rows)
         first = next(non_empty, None)
         if first is None:  # nothing to write: no file, no gateway call
             return TaskResult(partition=partition)
         counter = _RowCounter()
-        batches = counter.count(self._conform(b) for b in itertools.chain([first], non_empty))
+        conformed = (self._conform(b) for b in itertools.chain([first], non_empty))
+        batches = counter.count(self._plan.faults.midway(conformed, partition, attempt))
         creds = table_credentials(self._plan.opts, "write", self._plan.info.location)
         if self._plan.info.format == "lance":
             fragments = self._write_lance(creds, batches)
+            try:
+                self._plan.faults.hit("after_land", partition, attempt)
+            except BaseException:
+                committer.drop_lance_fragments(creds, fragments)
+                raise
             return TaskResult(partition=partition, fragments=fragments, rows=counter.rows)
-        path, size = self._write_parquet(creds, partition, batches)
-        written = WrittenFile(path=path, size=size, rows=counter.rows, modified_ms=_now_ms())
+        rel = new_data_file(self._plan.write_id, partition, "parquet")
+        if self._plan.staged:
+            upload = self._stage(creds, rel, batches, partition, attempt)
+            written = WrittenFile(rel, upload.size, counter.rows, _now_ms())
+            return TaskResult(partition, files=(written,), uploads=(upload,), rows=counter.rows)
+        fs, root = creds.pyarrow_filesystem(), fs_path(creds.location)
+        size = write_parquet_batches(fs, f"{root}/{rel}", self._schema, batches)
+        self._plan.faults.hit("after_land", partition, attempt)
+        written = WrittenFile(path=rel, size=size, rows=counter.rows, modified_ms=_now_ms())
         return TaskResult(partition=partition, files=(written,), rows=counter.rows)
 
     def _conform(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         return batch if batch.schema.equals(self._schema) else batch.cast(self._schema)
 
-    def _write_parquet(
-        self, creds: TableCredentials, partition: int, batches: Iterator[pa.RecordBatch]
-    ) -> tuple[str, int]:
-        """One Parquet file at the table's root (Delta too): its path there and its size."""
-        fs, root = creds.pyarrow_filesystem(), fs_path(creds.location)
-        rel = new_data_file(self._plan.write_id, partition, "parquet")
-        return rel, write_parquet_batches(fs, f"{root}/{rel}", self._schema, batches)
+    def _stage(self, creds: TableCredentials, rel: str, batches: Iterator[pa.RecordBatch],
+               partition: int, attempt: int) -> PendingUpload:
+        """One Parquet file as a pending upload; a failure after staging aborts it."""
+        s3, where = committer.s3_client(creds), S3Location.parse(creds.location)
+        upload = stage_parquet(s3, where.bucket, where.key(rel), self._schema, batches)
+        try:
+            self._plan.faults.hit("after_land", partition, attempt)
+        except BaseException:
+            abort_uploads(s3, where.bucket, [(upload.key, upload.upload_id)])
+            raise
+        return upload
 
     def _write_lance(
         self, creds: TableCredentials, batches: Iterator[pa.RecordBatch]
@@ -141,80 +163,37 @@ class LakekeeperWriter(DataSourceArrowWriter):
         return tuple(json.dumps(f.to_json()) for f in fragments)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        self._plan.faults.hit("before_commit", 0)
         results = [m for m in messages if isinstance(m, TaskResult)]
         creds = table_credentials(self._plan.opts, "write", self._plan.info.location)
-        fmt = self._plan.info.format
+        plan, fmt = self._plan, self._plan.info.format
+        files = [f for r in results for f in r.files]
+        uploads = [u for r in results for u in r.uploads]
         if fmt == "lance":
-            self._commit_lance(creds, results)
+            committer.commit_lance(creds, self._schema, [f for r in results for f in r.fragments],
+                                   overwrite=plan.overwrite, read_version=plan.read_version)
         elif fmt == "delta":
-            self._commit_delta(creds, results)
+            committer.publish_delta(creds, self._schema, files, uploads,
+                                    overwrite=plan.overwrite, write_id=plan.write_id)
+        elif plan.plain is not None:
+            committer.publish_plain(creds, fmt, plan.plain, uploads,
+                                    overwrite=plan.overwrite, write_id=plan.write_id)
         else:
-            replace_files(
-                creds.pyarrow_filesystem(),
-                fs_path(creds.location),
-                "parquet",
-                [f.path for r in results for f in r.files],
-                overwrite=self._plan.overwrite,
-                write_id=self._plan.write_id,
-            )
-
-    def _commit_delta(self, creds: TableCredentials, results: list[TaskResult]) -> None:
-        from deltalake import DeltaTable, Schema
-        from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
-
-        options = creds.delta_storage_options()
-        adds = [
-            AddAction(
-                path=f.path,
-                size=f.size,
-                partition_values={},
-                modification_time=f.modified_ms,
-                data_change=True,
-                stats=json.dumps({"numRecords": f.rows}),
-            )
-            for r in results
-            for f in r.files
-        ]
-        mode: Literal["overwrite", "append"] = "overwrite" if self._plan.overwrite else "append"
-        if DeltaTable.is_deltatable(creds.location, storage_options=options):
-            table = DeltaTable(creds.location, storage_options=options)
-            actions: list[AddAction | RemoveAction] = [*adds]  # the API takes the wider list type
-            table.create_write_transaction(actions, mode=mode, schema=self._schema)
-        else:
-            create_table_with_add_actions(
-                creds.location,
-                Schema.from_arrow(self._schema),
-                adds,
-                mode=mode,
-                storage_options=options,
-            )
-
-    def _commit_lance(self, creds: TableCredentials, results: list[TaskResult]) -> None:
-        import lance
-        from lance.fragment import FragmentMetadata
-
-        fragments = [FragmentMetadata.from_json(f) for r in results for f in r.fragments]
-        version = self._plan.read_version
-        operation: lance.LanceOperation.BaseOperation
-        if version is None or self._plan.overwrite:
-            operation = lance.LanceOperation.Overwrite(self._schema, fragments)
-        else:
-            operation = lance.LanceOperation.Append(fragments)
-        lance.LanceDataset.commit(
-            creds.location,
-            operation,
-            read_version=version,
-            storage_options=creds.lance_storage_options(),
-        )
+            replace_files(creds.pyarrow_filesystem(), fs_path(creds.location), "parquet",
+                          [f.path for f in files], overwrite=plan.overwrite,
+                          write_id=plan.write_id)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
-        if self._plan.info.format == "lance":
-            return
         creds = table_credentials(self._plan.opts, "write", self._plan.info.location)
-        fs, root = creds.pyarrow_filesystem(), fs_path(creds.location)
-        reported = {f.path for m in messages if isinstance(m, TaskResult) for f in m.files}
-        mine = {rel for rel in list_files(fs, root) if write_id_of(rel) == self._plan.write_id}
-        delete_files(fs, root, sorted(reported | mine))
+        if self._plan.info.format == "lance":
+            reported = [f for m in messages if isinstance(m, TaskResult) for f in m.fragments]
+            committer.drop_lance_fragments(creds, reported)
+            return
+        uploads = [u for m in messages if isinstance(m, TaskResult) for u in m.uploads]
+        if self._plan.staged:
+            s3, where = committer.s3_client(creds), S3Location.parse(creds.location)
+            committer.discard_staged(s3, where, uploads, self._plan.write_id)
+        committer.drop_job_files(creds, self._plan.write_id, keep=())
 
 
 class _RowCounter:

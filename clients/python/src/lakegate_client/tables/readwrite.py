@@ -97,8 +97,10 @@ def write_table(
 ) -> TableInfo:
     """Write Arrow data to a generic table (creating it in the catalog when asked).
 
-    ``data`` may be several tables: a directory table then gets one file per table, published by
-    one commit (a multi-file drop lands atomically); Delta and Lance get their concatenation.
+    ``data`` may be several tables: a directory table then gets one file per table, written one by
+    one (NOT atomic: a reader listing meanwhile sees some of them; an overwrite deletes the old
+    files only after every new one is written; a failed write deletes its own files; concurrent
+    calls are not coordinated). Delta and Lance get their concatenation, in one atomic commit.
     """
     import pyarrow as pa
 

@@ -1,0 +1,177 @@
+"""Staged data files: S3 multipart uploads that tasks start and only the job's commit completes.
+
+Why (Hadoop S3A's "magic" committer, in small): an S3 object becomes visible only when its upload
+completes. A task therefore uploads its file's parts and stops there; its commit message carries
+the key, the upload id and the part ETags, never a secret. The driver completes the reported
+uploads on commit and aborts them on abort. Either way it then sweeps every upload still pending
+under the table whose key carries the job's write id (``ListMultipartUploads`` by prefix), so an
+attempt that failed, was a duplicate, or finished after the job ended never shows a row.
+
+What stays non-atomic: completing N uploads is N calls, so a reader listing during a commit can
+see some of the job's files and not others.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from lakegate_client.tables.directory import write_id_of
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = ["PendingUpload", "S3Location", "StagedWriter", "abort_uploads", "complete_uploads",
+           "pending_uploads", "sweep_uploads"]
+
+PART_BYTES = 8 * 1024 * 1024  # S3 wants >= 5 MiB for every part but the last
+
+
+@dataclass(frozen=True)
+class S3Location:
+    """A table's bucket and key prefix (no trailing slash)."""
+
+    bucket: str
+    prefix: str
+
+    @classmethod
+    def parse(cls, uri: str) -> S3Location:
+        """``s3://bucket/a/b/`` → ``S3Location("bucket", "a/b")``."""
+        rest = uri.split("://", 1)[-1]
+        bucket, _, key = rest.partition("/")
+        return cls(bucket=bucket, prefix=key.strip("/"))
+
+    def key(self, relative: str) -> str:
+        return f"{self.prefix}/{relative}"
+
+    def relative(self, key: str) -> str:
+        return key[len(self.prefix) + 1 :]
+
+
+@dataclass(frozen=True)
+class PendingUpload:
+    """One uncompleted upload: enough for the driver to complete or abort it."""
+
+    key: str
+    upload_id: str
+    parts: tuple[tuple[int, str], ...]
+    size: int
+
+
+class StagedWriter(io.RawIOBase):
+    """A write-only file whose bytes go to parts of one multipart upload (never completed here).
+
+    Memory stays at one part. ``finish()`` uploads the last part and returns the
+    :class:`PendingUpload`; ``discard()`` aborts the upload (a failed task leaves nothing).
+    """
+
+    def __init__(self, s3: Any, bucket: str, key: str) -> None:
+        super().__init__()
+        self._s3, self._bucket, self._key = s3, bucket, key
+        self._upload_id: str = s3.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"]
+        self._buffer = bytearray()
+        self._parts: list[tuple[int, str]] = []
+        self._size = 0
+
+    @property
+    def upload_id(self) -> str:
+        return self._upload_id
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        chunk = bytes(data)
+        self._buffer += chunk
+        self._size += len(chunk)
+        while len(self._buffer) >= PART_BYTES:
+            self._upload(bytes(self._buffer[:PART_BYTES]))
+            del self._buffer[:PART_BYTES]
+        return len(chunk)
+
+    def _upload(self, body: bytes) -> None:
+        number = len(self._parts) + 1
+        answer = self._s3.upload_part(
+            Bucket=self._bucket, Key=self._key, UploadId=self._upload_id,
+            PartNumber=number, Body=body,
+        )
+        self._parts.append((number, str(answer["ETag"])))
+
+    def finish(self) -> PendingUpload:
+        """Upload what is buffered as the last part; the upload stays pending."""
+        if self._buffer or not self._parts:
+            self._upload(bytes(self._buffer))
+            self._buffer.clear()
+        return PendingUpload(self._key, self._upload_id, tuple(self._parts), self._size)
+
+    def discard(self) -> None:
+        """Abort the upload (best effort: the job's sweep catches what this misses)."""
+        with contextlib.suppress(Exception):
+            self._s3.abort_multipart_upload(
+                Bucket=self._bucket, Key=self._key, UploadId=self._upload_id
+            )
+
+
+def stage_parquet(
+    s3: Any, bucket: str, key: str, schema: pa.Schema, batches: Iterable[pa.RecordBatch]
+) -> PendingUpload:
+    """Stream batches into one Parquet file staged as a pending upload at ``key``."""
+    import pyarrow.parquet as pq
+
+    sink = StagedWriter(s3, bucket, key)
+    try:
+        with pq.ParquetWriter(sink, schema) as writer:
+            for batch in batches:
+                writer.write_batch(batch)
+        return sink.finish()
+    except BaseException:
+        sink.discard()
+        raise
+
+
+def complete_uploads(s3: Any, bucket: str, uploads: Sequence[PendingUpload]) -> None:
+    """Make the uploads visible objects (one call each: not atomic across files)."""
+    for up in uploads:
+        s3.complete_multipart_upload(
+            Bucket=bucket, Key=up.key, UploadId=up.upload_id,
+            MultipartUpload={"Parts": [{"PartNumber": n, "ETag": e} for n, e in up.parts]},
+        )
+
+
+def abort_uploads(s3: Any, bucket: str, uploads: Iterable[tuple[str, str]]) -> int:
+    """Abort ``(key, upload_id)`` pairs; an upload already gone is fine. Returns how many."""
+    aborted = 0
+    for key, upload_id in uploads:
+        try:
+            s3.abort_multipart_upload(Bucket=bucket, Key=key, UploadId=upload_id)
+        except s3.exceptions.NoSuchUpload:
+            continue
+        aborted += 1
+    return aborted
+
+
+def pending_uploads(s3: Any, where: S3Location) -> Iterator[tuple[str, str]]:
+    """Every pending upload under the table: ``(key, upload_id)`` (all pages)."""
+    kwargs: dict[str, str] = {"Bucket": where.bucket, "Prefix": f"{where.prefix}/"}
+    while True:
+        page = s3.list_multipart_uploads(**kwargs)
+        for upload in page.get("Uploads", ()):
+            yield str(upload["Key"]), str(upload["UploadId"])
+        if not page.get("IsTruncated"):
+            return
+        kwargs["KeyMarker"] = str(page.get("NextKeyMarker", ""))
+        kwargs["UploadIdMarker"] = str(page.get("NextUploadIdMarker", ""))
+
+
+def sweep_uploads(s3: Any, where: S3Location, write_id: str, keep: Iterable[str] = ()) -> int:
+    """Abort the job's pending uploads (by write id in the key name) except ``keep`` ids."""
+    kept = set(keep)
+    doomed = [
+        (key, uid)
+        for key, uid in pending_uploads(s3, where)
+        if uid not in kept and write_id_of(where.relative(key)) == write_id
+    ]
+    return abort_uploads(s3, where.bucket, doomed)

@@ -1,0 +1,38 @@
+"""The test-only fault hook is refused unless enabled, and fires exactly where it says."""
+
+from __future__ import annotations
+
+import pytest
+
+from lakegate_client.spark.faults import ENABLE_ENV, Faults, InjectedFault
+from lakegate_client.spark.options import OptionsError, SourceOptions
+
+
+def test_the_option_is_refused_unless_the_environment_enables_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(ENABLE_ENV, raising=False)
+    with pytest.raises(OptionsError, match="test-only"):
+        SourceOptions.parse({"table": "ns.t", "test_fault": "after_land@0"})
+    assert SourceOptions.parse({"table": "ns.t"}).test_fault == ""
+
+
+def test_rules_fire_on_their_partition_stage_and_attempt(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ENABLE_ENV, "1")
+    faults = Faults.parse("after_land@1#once,before_land@2,before_commit@0")
+    faults.hit("after_land", 0, 0)
+    with pytest.raises(InjectedFault, match="after_land@1"):
+        faults.hit("after_land", 1, 0)
+    faults.hit("after_land", 1, 1)  # once: the retry succeeds
+    with pytest.raises(InjectedFault):
+        list(faults.midway(iter([1, 2, 3]), 2, 5))
+    assert list(faults.midway(iter([1, 2]), 0, 0)) == [1, 2]
+    with pytest.raises(InjectedFault, match="before_commit"):
+        faults.hit("before_commit", 0)
+
+
+@pytest.mark.parametrize("spec", ["nowhere@1", "after_land", "after_land@1#twice", "slow@x=1"])
+def test_bad_rules_name_the_problem(monkeypatch: pytest.MonkeyPatch, spec: str) -> None:
+    monkeypatch.setenv(ENABLE_ENV, "1")
+    with pytest.raises(ValueError, match=r"test_fault|invalid literal|could not convert"):
+        Faults.parse(spec)

@@ -1,0 +1,103 @@
+"""The plain-table commit protocol: serial outcomes or a loud WriteConflictError, never a tear."""
+
+from __future__ import annotations
+
+import pytest
+
+from lakegate_client.tables import plain_commit
+from lakegate_client.tables.plain_commit import (
+    MARKER,
+    WriteConflictError,
+    commit_plain,
+    plan_plain,
+)
+from lakegate_client.tables.staged import PendingUpload, S3Location
+
+from .fake_s3 import FakeS3
+
+WHERE = S3Location.parse("s3://b/wh/t1")
+
+
+def _stage(s3: FakeS3, write_id: str, n: int) -> list[PendingUpload]:
+    out = []
+    for i in range(n):
+        key = WHERE.key(f"part-{write_id}-{i:05d}-r.parquet")
+        uid = s3.create_multipart_upload(Bucket="b", Key=key)["UploadId"]
+        etag = s3.upload_part(Bucket="b", Key=key, UploadId=uid, PartNumber=1,
+                              Body=f"{write_id}{i}".encode())["ETag"]
+        out.append(PendingUpload(key, uid, ((1, etag),), 3))
+    return out
+
+
+def _data(s3: FakeS3) -> list[str]:
+    return sorted(WHERE.relative(k) for k in s3.objects if k.endswith(".parquet"))
+
+
+def _seed(s3: FakeS3) -> None:
+    s3.objects[WHERE.key("part-old-00000-r.parquet")] = b"old"
+
+
+def test_two_overwrites_planned_together_one_wins_the_other_conflicts() -> None:
+    s3 = FakeS3()
+    _seed(s3)
+    plan_a, plan_b = plan_plain(s3, WHERE, "parquet"), plan_plain(s3, WHERE, "parquet")
+    a, b = _stage(s3, "wa", 2), _stage(s3, "wb", 3)
+    commit_plain(s3, WHERE, "parquet", plan_a, a, overwrite=True, write_id="wa")
+    with pytest.raises(WriteConflictError, match="since this job planned"):
+        commit_plain(s3, WHERE, "parquet", plan_b, b, overwrite=True, write_id="wb")
+    assert _data(s3) == ["part-wa-00000-r.parquet", "part-wa-00001-r.parquet"]
+
+
+def test_an_append_landing_after_an_overwrite_planned_is_a_conflict() -> None:
+    s3 = FakeS3()
+    _seed(s3)
+    plan_o = plan_plain(s3, WHERE, "parquet")
+    app = _stage(s3, "wx", 1)
+    commit_plain(s3, WHERE, "parquet", plan_plain(s3, WHERE, "parquet"), app,
+                 overwrite=False, write_id="wx")
+    with pytest.raises(WriteConflictError, match="data files differ"):
+        commit_plain(s3, WHERE, "parquet", plan_o, _stage(s3, "wo", 1), overwrite=True,
+                     write_id="wo")
+    assert _data(s3) == ["part-old-00000-r.parquet", "part-wx-00000-r.parquet"]
+    # the marker is released: a fresh overwrite goes through
+    commit_plain(s3, WHERE, "parquet", plan_plain(s3, WHERE, "parquet"), _stage(s3, "wn", 1),
+                 overwrite=True, write_id="wn")
+    assert _data(s3) == ["part-wn-00000-r.parquet"]
+
+
+def test_appends_do_not_conflict_with_each_other() -> None:
+    s3 = FakeS3()
+    plan_1, plan_2 = plan_plain(s3, WHERE, "parquet"), plan_plain(s3, WHERE, "parquet")
+    commit_plain(s3, WHERE, "parquet", plan_1, _stage(s3, "w1", 1), overwrite=False,
+                 write_id="w1")
+    commit_plain(s3, WHERE, "parquet", plan_2, _stage(s3, "w2", 1), overwrite=False,
+                 write_id="w2")
+    assert len(_data(s3)) == 2
+
+
+def test_a_job_planned_while_another_overwrite_commits_conflicts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    s3 = FakeS3()
+    _seed(s3)
+    plan_1 = plan_plain(s3, WHERE, "parquet")
+    seen: list[plain_commit.PlainPlan] = []
+    real_complete = plain_commit.complete_uploads
+
+    def complete_and_plan(*args: object, **kwargs: object) -> None:
+        seen.append(plan_plain(s3, WHERE, "parquet"))  # planned mid-commit, listing unchanged
+        real_complete(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(plain_commit, "complete_uploads", complete_and_plan)
+    commit_plain(s3, WHERE, "parquet", plan_1, _stage(s3, "w1", 1), overwrite=True,
+                 write_id="w1")
+    monkeypatch.setattr(plain_commit, "complete_uploads", real_complete)
+    assert seen[0].blocked_by == "w1"
+    with pytest.raises(WriteConflictError, match="was committing"):
+        commit_plain(s3, WHERE, "parquet", seen[0], _stage(s3, "w3", 1), overwrite=True,
+                     write_id="w3")
+    assert _data(s3) == ["part-w1-00000-r.parquet"]
+
+
+def test_the_marker_is_hidden_from_readers() -> None:
+    assert MARKER.startswith("_")

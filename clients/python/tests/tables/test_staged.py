@@ -1,0 +1,62 @@
+"""Staged uploads: nothing is visible until the driver completes; failures leave nothing."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from lakegate_client.tables import staged
+from lakegate_client.tables.staged import S3Location, StagedWriter, stage_parquet, sweep_uploads
+
+from .fake_s3 import FakeS3
+
+WHERE = S3Location.parse("s3://b/wh/t1/")
+SCHEMA = pa.schema([("id", pa.int64())])
+
+
+def _batches(n: int) -> list[pa.RecordBatch]:
+    return [pa.record_batch([pa.array(range(i * 10, i * 10 + 10))], schema=SCHEMA)
+            for i in range(n)]
+
+
+def test_a_staged_file_is_invisible_until_completed() -> None:
+    s3 = FakeS3()
+    up = stage_parquet(s3, "b", WHERE.key("part-w1-00000-a.parquet"), SCHEMA, _batches(3))
+    assert s3.objects == {}
+    assert len(s3.uploads) == 1
+    staged.complete_uploads(s3, "b", [up])
+    data = s3.objects[WHERE.key("part-w1-00000-a.parquet")]
+    assert len(data) == up.size
+    assert pq.read_table(pa.BufferReader(data)).column("id").to_pylist() == list(range(30))
+
+
+def test_parts_are_cut_at_the_part_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(staged, "PART_BYTES", 10)
+    s3 = FakeS3()
+    sink = StagedWriter(s3, "b", "k")
+    sink.write(b"x" * 25)
+    up = sink.finish()
+    assert [n for n, _ in up.parts] == [1, 2, 3]
+    assert up.size == 25
+
+
+def test_a_task_that_fails_while_writing_aborts_its_upload() -> None:
+    def failing() -> list[pa.RecordBatch]:
+        yield _batches(1)[0]
+        raise RuntimeError("boom")
+
+    s3 = FakeS3()
+    with pytest.raises(RuntimeError, match="boom"):
+        stage_parquet(s3, "b", WHERE.key("part-w1-00000-a.parquet"), SCHEMA, failing())
+    assert s3.uploads == {}
+    assert s3.objects == {}
+
+
+def test_the_sweep_aborts_only_this_jobs_pending_uploads() -> None:
+    s3 = FakeS3()
+    mine = s3.create_multipart_upload(Bucket="b", Key=WHERE.key("part-w1-00001-x.parquet"))
+    other = s3.create_multipart_upload(Bucket="b", Key=WHERE.key("part-w2-00001-x.parquet"))
+    assert sweep_uploads(s3, WHERE, "w1") == 1
+    assert set(s3.uploads) == {other["UploadId"]}
+    assert mine["UploadId"] not in s3.uploads

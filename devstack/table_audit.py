@@ -1,0 +1,150 @@
+"""Audit a table on the local stack as its storage owner: rows by the format's own reader, and
+every object under its location that no version of the table references (an orphan).
+
+Why the owner's keys: a vended credential may not list pending multipart uploads or HEAD the bare
+location; an audit must see everything that is there. Shared by the e2e write-protocol tests and
+the hardening write suite.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from devstack.stack_info import StackInfo
+
+PLAIN_FORMATS = ("parquet", "csv", "json")
+PLAIN_MARKER = "_lakegate_commit.json"
+
+
+@dataclass(frozen=True)
+class Audit:
+    """What is under one table's location."""
+
+    native_ids: list[int]
+    orphans: list[str]
+    pending_uploads: int
+
+
+class TableAuditor:
+    """Owner-keyed access to the stack's S3 (boto3 and pyarrow)."""
+
+    def __init__(self, info: StackInfo) -> None:
+        import boto3
+
+        s3 = info.s3
+        self._info = info
+        self.s3: Any = boto3.session.Session().client(
+            "s3", endpoint_url=s3.endpoint, region_name=s3.region,
+            aws_access_key_id=s3.admin_access_key, aws_secret_access_key=s3.admin_secret_key,
+        )
+
+    def _split(self, location: str) -> tuple[str, str]:
+        bucket, _, key = location.split("://", 1)[1].partition("/")
+        return bucket, key.strip("/")
+
+    def objects(self, location: str) -> list[str]:
+        """Every object under the location (relative paths)."""
+        bucket, key = self._split(location)
+        out: list[str] = []
+        for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket=bucket,
+                                                                        Prefix=key + "/"):
+            out.extend(str(o["Key"])[len(key) + 1 :] for o in page.get("Contents", ()))
+        return sorted(out)
+
+    def pending_uploads(self, location: str) -> int:
+        bucket, key = self._split(location)
+        page = self.s3.list_multipart_uploads(Bucket=bucket, Prefix=key + "/")
+        return len(page.get("Uploads", ()))
+
+    def _read(self, location: str, rel: str) -> bytes:
+        bucket, key = self._split(location)
+        body: bytes = self.s3.get_object(Bucket=bucket, Key=f"{key}/{rel}")["Body"].read()
+        return body
+
+    def _storage_options(self) -> dict[str, str]:
+        s3 = self._info.s3
+        return {"aws_access_key_id": s3.admin_access_key,
+                "aws_secret_access_key": s3.admin_secret_key, "aws_region": s3.region,
+                "aws_endpoint": s3.endpoint, "aws_allow_http": "true",
+                "allow_http": "true", "aws_virtual_hosted_style_request": "false"}
+
+    def iceberg_table(self, namespace: str, name: str) -> Any:
+        """The Iceberg table through the gateway's catalog (pyiceberg), for its own reader."""
+        from pyiceberg.catalog.rest import RestCatalog
+
+        rest = RestCatalog("audit", uri=self._info.gateway_url + "/catalog",
+                           warehouse=self._info.warehouse.name,
+                           **{"header.X-Lakegate-Request": "1"})
+        return rest.load_table((namespace, name))
+
+    def audit(self, fmt: str, location: str, table: Any = None) -> Audit:
+        """Rows by the format's reader, orphans and pending uploads under ``location``."""
+        objects = self.objects(location)
+        if fmt in PLAIN_FORMATS:
+            ids, orphans = self._plain(fmt, location, objects)
+        elif fmt == "delta":
+            ids, orphans = self._delta(location, objects)
+        elif fmt == "lance":
+            ids, orphans = self._lance(location, objects)
+        elif fmt == "iceberg":
+            ids, orphans = self._iceberg(table, objects)
+        else:
+            raise ValueError(f"no audit for {fmt!r}")
+        return Audit(sorted(ids), orphans, self.pending_uploads(location))
+
+    def _plain(self, fmt: str, location: str, objects: list[str]) -> tuple[list[int], list[str]]:
+        import pyarrow.dataset as pads
+        import pyarrow.fs as pafs
+
+        s3 = self._info.s3
+        scheme, _, host = s3.endpoint.partition("://")
+        fs = pafs.S3FileSystem(access_key=s3.admin_access_key, secret_key=s3.admin_secret_key,
+                               endpoint_override=host, scheme=scheme, region=s3.region,
+                               force_virtual_addressing=False)
+        root = location.split("://", 1)[1].rstrip("/")
+        data = [r for r in objects if not r.startswith(("_", ".")) and r.endswith(f".{fmt}")]
+        ids = (pads.dataset([f"{root}/{r}" for r in data], filesystem=fs, format=fmt)
+               .to_table(columns=["id"]).column("id").to_pylist()) if data else []
+        orphans = [r for r in objects if r not in data and r != PLAIN_MARKER]
+        return ids, orphans
+
+    def _delta(self, location: str, objects: list[str]) -> tuple[list[int], list[str]]:
+        from deltalake import DeltaTable
+
+        referenced: set[str] = set()
+        for rel in objects:
+            if rel.startswith("_delta_log/") and rel.endswith(".json"):
+                for line in self._read(location, rel).splitlines():
+                    action = json.loads(line) if line.strip() else {}
+                    if "add" in action:
+                        referenced.add(str(action["add"]["path"]))
+        table = DeltaTable(location, storage_options=self._storage_options())
+        ids = table.to_pyarrow_table(columns=["id"]).column("id").to_pylist()
+        orphans = [r for r in objects if not r.startswith("_delta_log/") and r not in referenced]
+        return ids, orphans
+
+    def _lance(self, location: str, objects: list[str]) -> tuple[list[int], list[str]]:
+        import lance
+
+        options = self._storage_options()
+        latest = lance.dataset(location, storage_options=options)
+        referenced: set[str] = set()
+        for version in latest.versions():
+            ds = lance.dataset(location, version=version["version"], storage_options=options)
+            for fragment in ds.get_fragments():
+                referenced.update(f"data/{d.path}" for d in fragment.data_files())
+        ids = latest.to_table(columns=["id"]).column("id").to_pylist()
+        orphans = [r for r in objects if r.startswith("data/") and r not in referenced]
+        return ids, orphans
+
+    def _iceberg(self, table: Any, objects: list[str]) -> tuple[list[int], list[str]]:
+        """``table``: :meth:`iceberg_table`; orphans are data files no snapshot references."""
+        location = str(table.location()).rstrip("/")
+        table.refresh()
+        referenced = {str(p)[len(location) + 1 :]
+                      for p in table.inspect.all_files().column("file_path").to_pylist()}
+        ids = table.scan().to_arrow().column("id").to_pylist()
+        orphans = [r for r in objects if r.startswith("data/") and r not in referenced]
+        return ids, orphans

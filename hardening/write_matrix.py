@@ -1,0 +1,225 @@
+"""The Spark write matrix: every format x failure/race case, several rounds, exact row counts.
+
+Why: "a failed job never shows a row, a successful one shows each row once, and nothing is left
+behind" is a claim about races; it is only believable with counts over repeated rounds. Each
+round of each case writes to a fresh table on its own local stack (with a gateway), judges the
+outcome with Spark's reader AND the format's own reader as the storage owner
+(``devstack/table_audit.py``), and counts duplicate rows, lost rows, silent tears (a result no
+serial order of the successful jobs produces), orphan objects and unexpected errors.
+
+Cases: ``retry`` (tasks fail once, Spark retries), ``abort_late`` (one task always fails while the
+others are slowed to finish after ``abort``), ``before_commit`` (the driver fails after every task
+reported), ``append+append``, ``overwrite+overwrite``, ``overwrite+append`` and ``create+create``
+(two jobs at once). Speculation on ``local-cluster`` is not run here (see the README).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from unittest.mock import patch
+
+from devstack.spark_writes import concurrently, frame, is_conflict, save, spark_ids
+from devstack.table_audit import TableAuditor
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from devstack.stack_info import StackInfo
+
+FORMATS = ("parquet", "delta", "lance", "iceberg")
+CASES = ("retry", "abort_late", "before_commit", "append+append", "overwrite+overwrite",
+         "overwrite+append", "create+create")
+SEED = list(range(1000, 1012))
+A = list(range(0, 40))
+B = list(range(100, 140))
+
+
+@dataclass
+class CaseCounts:
+    """One format x case over all rounds (a "violation" is any of the last five)."""
+
+    rounds: int = 0
+    ok: int = 0
+    expected_conflicts: int = 0
+    duplicate_rows: int = 0
+    lost_rows: int = 0
+    silent_tears: int = 0
+    orphans: int = 0
+    unexpected_errors: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def violations(self) -> int:
+        return (self.duplicate_rows + self.lost_rows + self.silent_tears + self.orphans
+                + self.unexpected_errors)
+
+
+class _Round:
+    """One case on one fresh table."""
+
+    def __init__(self, spark: SparkSession, info: StackInfo, auditor: TableAuditor, fmt: str
+                 ) -> None:
+        self.spark, self.info, self.auditor, self.fmt = spark, info, auditor, fmt
+        self.name = f"w_{uuid.uuid4().hex[:10]}"
+        self.qualified = f"{info.namespace}.{self.name}"
+        self.url = info.gateway_url if fmt == "iceberg" else ""
+
+    def write(self, rows: list[int], mode: str, fault: str = "", parts: int = 4) -> None:
+        save(frame(self.spark, rows[0], len(rows), parts), self.qualified, self.fmt, mode,
+             fault=fault, catalog_url=self.url)
+
+    def job(self, rows: list[int], mode: str, fault: str = "slow@0=1") -> Callable[[], None]:
+        return lambda: self.write(rows, mode, fault)
+
+    def observe(self) -> tuple[list[int], list[int], list[str]]:
+        """(Spark's ids, the native reader's ids, orphans)."""
+        ids = spark_ids(self.spark, self.qualified, self.fmt, self.url)
+        if self.fmt == "iceberg":
+            table = self.auditor.iceberg_table(self.info.namespace, self.name)
+            audit = self.auditor.audit("iceberg", str(table.location()), table)
+        else:
+            from lakegate_client import Client, tables
+
+            with Client(f"grpc+unix:{self.info.gateway.grpc_uds}",
+                        warehouse=self.info.warehouse.name) as client:
+                location = tables.describe_table(client, self.info.namespace, self.name).location
+            audit = self.auditor.audit(self.fmt, location)
+        return ids, audit.native_ids, audit.orphans
+
+
+def _judge(counts: CaseCounts, observed: tuple[list[int], list[int], list[str]],
+           allowed: list[list[int]]) -> None:
+    spark_seen, native, orphans = observed
+    counts.orphans += len(orphans)
+    if orphans:
+        counts.notes.append(f"orphans {orphans[:3]}")
+    for ids in (spark_seen, native):
+        dup = sum(n - 1 for n in Counter(ids).values() if n > 1)
+        counts.duplicate_rows += dup
+        if sorted(ids) in allowed:
+            continue
+        best = min(allowed, key=lambda rows: len(set(rows) ^ set(ids)))
+        lost = len(set(best) - set(ids))
+        counts.lost_rows += lost
+        if not dup and not lost:
+            counts.silent_tears += 1
+            counts.notes.append(f"{len(ids)} rows match no serial outcome")
+
+
+def _run_case(r: _Round, case: str, counts: CaseCounts) -> None:
+    """Run one round of ``case`` and add its outcome to ``counts``."""
+    counts.rounds += 1
+    allowed: list[list[int]]
+    if case in ("retry",):
+        r.write(SEED, "overwrite")
+        r.write(A, "append", fault="after_land@1#once,before_land@2#once")
+        allowed = [sorted(SEED + A)]
+    elif case in ("abort_late", "before_commit"):
+        r.write(SEED, "overwrite")
+        fault = ("after_land@0,slow@1=3,slow@2=3,slow@3=3" if case == "abort_late"
+                 else "before_commit@0")
+        try:
+            r.write(A, "append", fault=fault)
+            counts.unexpected_errors += 1
+            counts.notes.append("a job with an always-failing task succeeded")
+        except Exception as exc:  # noqa: BLE001 - judged below
+            if "injected fault" not in str(exc):
+                counts.unexpected_errors += 1
+                counts.notes.append(str(exc)[:200])
+        time.sleep(5 if case == "abort_late" else 0)  # let the slowed tasks finish
+        allowed = [SEED]
+    else:
+        first, second = case.split("+")
+        if first != "create":
+            r.write(SEED, "overwrite")
+        modes = ("append", "append") if first == "create" else (first, second)
+        errors = concurrently(r.spark, r.job(A, modes[0]), r.job(B, modes[1]))
+        allowed = _allowed(case, errors)
+        for error in errors:
+            if error is None:
+                continue
+            if is_conflict(error):
+                counts.expected_conflicts += 1
+            else:
+                counts.unexpected_errors += 1
+                counts.notes.append(str(error)[:200])
+    _judge(counts, r.observe(), allowed)
+    counts.ok += 1
+
+
+def _allowed(case: str, errors: list[BaseException | None]) -> list[list[int]]:
+    """The outcomes a serial order of the jobs that succeeded can produce."""
+    a_ok, b_ok = errors[0] is None, errors[1] is None
+    base = [] if case == "create+create" else SEED
+    if case in ("append+append", "create+create"):
+        return [sorted(base + (A if a_ok else []) + (B if b_ok else []))]
+    if case == "overwrite+overwrite":
+        outcomes = ([A] if a_ok else []) + ([B] if b_ok else [])
+        return outcomes or [SEED]
+    # overwrite (A) + append (B)
+    if a_ok and b_ok:
+        return [A, sorted(A + B)]
+    if a_ok:
+        return [A]
+    return [sorted(SEED + B)] if b_ok else [SEED]
+
+
+def run_write_suite(run_dir: Path, *, rounds: int = 3,
+                    formats: tuple[str, ...] = FORMATS) -> dict[str, Any]:
+    """Start a stack with a gateway and a ``local[2,2]`` session, run the matrix, stop both."""
+    from demo.pipeline import spark_session
+    from devstack.launcher import start_stack, stop_stack
+
+    stack = start_stack(run_dir / "stack", with_gateway=True)
+    results: dict[str, dict[str, CaseCounts]] = {}
+    try:
+        info = stack.info
+        env = {"LAKEGATE_URL": f"grpc+unix:{info.gateway.grpc_uds}",
+               "LAKEGATE_WAREHOUSE": info.warehouse.name, "LAKEGATE_TEST_FAULTS": "1",
+               "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+        with patch.dict(os.environ, env):
+            spark = spark_session("local[2,2]", app_name="lakegate-harden-writes")
+        try:
+            auditor = TableAuditor(info)
+            for fmt in formats:
+                for case in CASES:
+                    counts = results.setdefault(fmt, {}).setdefault(case, CaseCounts())
+                    for _ in range(rounds):
+                        try:
+                            _run_case(_Round(spark, info, auditor, fmt), case, counts)
+                        except Exception as exc:  # noqa: BLE001 - counted, the matrix goes on
+                            counts.unexpected_errors += 1
+                            counts.notes.append(f"{type(exc).__name__}: {str(exc)[:200]}")
+        finally:
+            spark.stop()
+    finally:
+        stop_stack(run_dir / "stack")
+    return {
+        "rounds": rounds,
+        "violations": sum(c.violations for cases in results.values() for c in cases.values()),
+        "cases": {fmt: {case: {**asdict(c), "notes": c.notes[:5]} for case, c in cases.items()}
+                  for fmt, cases in results.items()},
+    }
+
+
+def render_write_suite(writes: dict[str, Any]) -> list[str]:
+    """Markdown rows for the hardening report."""
+    lines = ["", f"## Spark write matrix ({writes['rounds']} rounds per case)", "",
+             "| format | case | rounds | ok | conflicts (expected) | duplicate rows | lost rows "
+             "| silent tears | orphans | unexpected errors | notes |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for fmt, cases in writes["cases"].items():
+        for case, c in cases.items():
+            lines.append(
+                f"| {fmt} | {case} | {c['rounds']} | {c['ok']} | {c['expected_conflicts']} "
+                f"| {c['duplicate_rows']} | {c['lost_rows']} | {c['silent_tears']} "
+                f"| {c['orphans']} | {c['unexpected_errors']} | {'; '.join(c['notes'])[:300]} |")
+    return lines
