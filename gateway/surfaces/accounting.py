@@ -66,7 +66,7 @@ class Tally:
 
     def served(self, outcome: Outcome | str, remaining_s: float | None = None) -> None:
         """Record the success result (the cache outcome, or `miss`/`hit` for metadata)."""
-        self._result = str(outcome)
+        self._result = outcome  # a StrEnum member is its str (no str() call per request)
         self._remaining_s = remaining_s
 
     def __enter__(self) -> Tally:

@@ -52,12 +52,19 @@ _OUTCOMES = {
 }
 
 
+_ACCESS_OF: dict[int, AccessMode] = {
+    common_pb2.ACCESS_MODE_UNSPECIFIED: AccessMode.READ,
+    common_pb2.ACCESS_MODE_READ: AccessMode.READ,
+    common_pb2.ACCESS_MODE_WRITE: AccessMode.WRITE,
+}
+
+
 def access_of(value: int) -> AccessMode:
-    if value in (common_pb2.ACCESS_MODE_UNSPECIFIED, common_pb2.ACCESS_MODE_READ):
-        return AccessMode.READ
-    if value == common_pb2.ACCESS_MODE_WRITE:
-        return AccessMode.WRITE
-    raise InvalidRequestError("access must be ACCESS_MODE_READ or ACCESS_MODE_WRITE")
+    """The proto access mode (unspecified = read); one dict lookup, no enum attribute."""
+    access = _ACCESS_OF.get(value)
+    if access is None:
+        raise InvalidRequestError("access must be ACCESS_MODE_READ or ACCESS_MODE_WRITE")
+    return access
 
 
 def access_pb(access: AccessMode) -> common_pb2.AccessMode:

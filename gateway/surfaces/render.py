@@ -74,6 +74,7 @@ def _json_number(value: float | None) -> bytes:
     return json.dumps(value).encode()
 
 
+_COALESCED = Outcome.COALESCED  # bound once: enum class attributes are slow on 3.11
 _OUTCOME_KEY = b',"outcome":'
 _OUTCOME_JSON: dict[str, bytes] = {o.value: json.dumps(o.value).encode() for o in Outcome}
 
@@ -122,7 +123,7 @@ class RenderedBody:
         """The body bytes for `lookup` (which `fits`)."""
         if self._tail is None:
             return self._head
-        coalesced = lookup.outcome is Outcome.COALESCED
+        coalesced = lookup.outcome is _COALESCED
         if coalesced and self._coalesced is not None:
             return self._coalesced
         outcome = _OUTCOME_JSON.get(lookup.outcome) or json.dumps(str(lookup.outcome)).encode()
