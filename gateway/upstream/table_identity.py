@@ -72,8 +72,8 @@ class TableIdentityLoader:
             NotFoundError, ForbiddenError, UpstreamError: as the catalog answers.
         """
         ctx = RequestContext(request_id=ctx.request_id, project_id=key.project or None)
-        ns = key.namespace_as_given or key.namespace
-        table = key.table_as_given or key.table
+        # The folded names, as the credential request sends them (gateway/names.py).
+        ns, table = key.namespace, key.table
         if key.kind == "iceberg":
             headers = dict(_CLIENT_MANAGED)
             if etag:
