@@ -40,11 +40,12 @@ def test_marker_or_authorization_required_only_when_asked() -> None:
 def test_the_refusal_of_a_request_without_authorization_names_the_fix() -> None:
     """What a user of an engine (DuckDB's AUTHORIZATION_TYPE 'none', curl) reads in the 403."""
     with pytest.raises(PermissionDeniedError) as info:
-        check_not_forged({}, require_marker=True)
+        check_not_forged({"Host": "localhost"}, require_marker=True)
     message = str(info.value)
     assert "any bearer token" in message
     assert "'X-Lakegate-Request: 1'" in message
-    check_not_forged({"Authorization": "Bearer anything"}, require_marker=True)  # the fix works
+    check_not_forged({"Host": "localhost", "Authorization": "Bearer anything"},
+                     require_marker=True)  # the fix works
 
 
 def test_rate_limiter_refills_with_time(clock: FakeClock) -> None:
