@@ -94,6 +94,11 @@ class Metrics:
             "SIGHUP reloads of caller tokens, policy and log level, by result (ok, error).",
             ["result"], registry=r,
         )
+        self.idp_token_expired_on_arrival = Counter(
+            "lakegate_idp_token_expired_on_arrival",
+            "IdP tokens whose lifetime was under the refresh floor when they arrived.",
+            registry=r,
+        )
         self.clock_skew = Gauge(
             "lakegate_clock_skew_seconds",
             "A remote clock (its HTTP Date) minus the local wall clock, by clock (catalog, idp).",

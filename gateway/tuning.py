@@ -80,6 +80,11 @@ TOKEN_EXPIRY_MARGIN_S = 1.0
 TOKEN_MIN_FORCED_INTERVAL_S = 10.0
 """A catalog that 401s everything must not hammer the IdP: forced refreshes at most this often."""
 
+TOKEN_MIN_REFRESH_INTERVAL_S = 5.0
+"""Floor of a token's refresh interval (and of its usable lifetime): a token that arrives
+already expired (a skewed IdP's JWT `exp`, no `expires_in`) is used this long and not asked for
+again sooner, so the IdP sees at most one grant per this interval, never a spin."""
+
 TOKEN_REFRESH_JITTER = 0.05
 """± fraction of the token lifetime around its refresh point (a fleet does not ask together)."""
 

@@ -33,6 +33,7 @@ from gateway.tuning import (
     TOKEN_DEFAULT_LIFETIME_S,
     TOKEN_EXPIRY_MARGIN_S,
     TOKEN_MIN_FORCED_INTERVAL_S,
+    TOKEN_MIN_REFRESH_INTERVAL_S,
     TOKEN_REFRESH_JITTER,
 )
 from gateway.upstream.answers import parse_http_date
@@ -237,13 +238,24 @@ class ClientCredentialsTokenSource:
         if lifetime is None or lifetime <= 0:
             exp = jwt_expiry_s(parsed.access_token)
             lifetime = (exp - now) if exp is not None else TOKEN_DEFAULT_LIFETIME_S
-        lifetime = max(0.0, lifetime)
+        if lifetime < TOKEN_MIN_REFRESH_INTERVAL_S:
+            # Already expired (or nearly) on arrival: a skewed IdP or local clock. Asking again
+            # at once would spin; the catalog judges the token, a 401 forces one refresh.
+            self._metrics.idp_token_expired_on_arrival.inc()
+            log.warning("the identity provider sent a token with %.0f s left; using it for %.0f s "
+                        "before asking again (check the clocks of this host and the IdP)",
+                        lifetime, TOKEN_MIN_REFRESH_INTERVAL_S,
+                        extra={"lifetime_s": round(lifetime, 1)})
+            lifetime = TOKEN_MIN_REFRESH_INTERVAL_S
+        # Counted from when the request left: the token was issued after that, never before.
         grant = _Grant(token=Secret(parsed.access_token), expires_at_s=now + lifetime,
-                       issued_at_s=now, fetched_mono=self._clock.monotonic(), lifetime_s=lifetime)
+                       issued_at_s=now, fetched_mono=start, lifetime_s=lifetime)
         self._grant = grant
-        self._refresh_at_mono = refresh_point_s(
-            grant.fetched_mono, grant.lifetime_s, self._settings.refresh_fraction,
-            TOKEN_REFRESH_JITTER, self._rng.random(),
+        self._refresh_at_mono = max(
+            grant.fetched_mono + TOKEN_MIN_REFRESH_INTERVAL_S,
+            refresh_point_s(grant.fetched_mono, grant.lifetime_s,
+                            self._settings.refresh_fraction, TOKEN_REFRESH_JITTER,
+                            self._rng.random()),
         )
         self._failures = 0
         self._metrics.idp_token_expiry.set(grant.expires_at_s)

@@ -11,10 +11,11 @@ passed, no call is sent (one shared wait, no extra upstream calls during it).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 import uuid
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -75,6 +76,18 @@ def _checked_header(name: str, value: str) -> str:
 
 def _seg(value: str) -> str:
     return quote(value, safe="")
+
+
+async def _within(call: Awaitable[Secret | None], remaining_s: float) -> Secret | None:
+    """The session token, or UpstreamTimeoutError once the call's deadline passes: a slow IdP
+    must not keep a catalog call past its deadline (the token request itself goes on)."""
+    try:
+        async with asyncio.timeout(max(0.001, remaining_s)):
+            return await call
+    except TimeoutError:
+        raise UpstreamTimeoutError(
+            "no session token within the upstream deadline (the identity provider is slow)"
+        ) from None
 
 
 def ns_segment(namespace: tuple[str, ...]) -> str:
@@ -184,11 +197,11 @@ class CatalogClient:
                 await self.clock.sleep(gap)
                 remaining_s -= gap
             timeout = max(0.001, min(self.settings.timeout_s, remaining_s))
-            token = await self.tokens.token()
+            token = await _within(self.tokens.token(), remaining_s)
             resp = await self._send(op, method, url, self._headers(ctx, token, extra, idem),
                                     body, timeout)
             if resp.status == 401 and token is not None:
-                fresh = await self.tokens.force_refresh(token)
+                fresh = await _within(self.tokens.force_refresh(token), remaining_s)
                 if fresh is not None and fresh != token:
                     resp = await self._send(op, method, url,
                                             self._headers(ctx, fresh, extra, idem), body, timeout)

@@ -18,6 +18,8 @@ from email.utils import formatdate
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+import jwt
+
 from gateway.errors import UnavailableError, UpstreamTimeoutError
 from gateway.upstream.transport import RawRequest, RawResponse
 from tests.fakes.clock import FakeClock
@@ -255,8 +257,10 @@ class FakeCatalog:
 class FakeIdP:
     """An OAuth2 token endpoint: counts grants, can go down, issues numbered tokens."""
 
-    def __init__(self, *, expires_in: float = 3600.0, clock: FakeClock | None = None) -> None:
-        self.expires_in = expires_in
+    def __init__(self, *, expires_in: float | None = 3600.0,
+                 clock: FakeClock | None = None) -> None:
+        self.expires_in = expires_in  # None: not sent (the token's JWT `exp` then says)
+        self.jwt_exp_s: float | None = None  # set: tokens are JWTs with this `exp`
         self.clock = clock  # with a clock, answers carry a Date (its real time + date_offset_s)
         self.date_offset_s = 0.0
         self.grants = 0
@@ -275,9 +279,14 @@ class FakeIdP:
         head = {"content-type": "application/json"}
         if self.clock is not None:
             head["date"] = formatdate(self.clock.true_now() + self.date_offset_s, usegmt=True)
-        return RawResponse(200, head, json.dumps(
-            {"access_token": f"idp-token-{self.grants}", "token_type": "Bearer",
-             "expires_in": self.expires_in}).encode())
+        answer: dict[str, Any] = {"access_token": f"idp-token-{self.grants}",
+                                  "token_type": "Bearer"}
+        if self.expires_in is not None:
+            answer["expires_in"] = self.expires_in
+        if self.jwt_exp_s is not None:
+            answer["access_token"] = jwt.encode(
+                {"exp": int(self.jwt_exp_s), "n": self.grants}, "k" * 32, algorithm="HS256")
+        return RawResponse(200, head, json.dumps(answer).encode())
 
 
 class FakeTransport:

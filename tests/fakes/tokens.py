@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from gateway.errors import IdentityProviderError
 from gateway.secrets import Secret
 
@@ -17,6 +19,7 @@ class FakeTokenSource:
         self.down = False
         self.started = False
         self.closed = False
+        self.gate: asyncio.Event | None = None  # set: token() waits for it (a slow IdP)
 
     @property
     def current(self) -> str:
@@ -24,6 +27,8 @@ class FakeTokenSource:
 
     async def token(self) -> Secret | None:
         self.token_calls += 1
+        if self.gate is not None:
+            await self.gate.wait()
         if self.down:
             raise IdentityProviderError("fake IdP is down")
         return Secret(self.current)

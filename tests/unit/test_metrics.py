@@ -81,7 +81,7 @@ def test_known_label_values_are_the_ones_the_code_counts():
         "evictions": _labels_in(source / "cache/credential_cache.py",
                                 r'(?:_drop|_count_drop)\([^"]*"([a-z_]+)"'),
         "refresh": _labels_in(source / "cache/credential_cache.py", r'reason = "([a-z_]+)"')
-        | _labels_in(source / "cache/credential_cache.py", r'ctx, "([a-z_]+)", gen'),
+        | _labels_in(source / "cache/credential_cache.py", r'ctx, "([a-z_]+)", self\._tickets'),
     }
     assert counted["ingress"] == set(metrics.INGRESS_REASONS)
     assert counted["evictions"] == set(metrics.EVICTION_REASONS)

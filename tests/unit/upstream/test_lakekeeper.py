@@ -5,6 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gateway.clock import SystemClock
 from gateway.errors import (
     ConflictError,
     IdentityProviderError,
@@ -12,6 +13,7 @@ from gateway.errors import (
     NotFoundError,
     ProtocolViolationError,
     UpstreamAuthError,
+    UpstreamTimeoutError,
 )
 from gateway.models import AccessMode, CacheKey, CreateTableSpec, RequestContext
 from gateway.upstream.lakekeeper import CatalogClient, ns_segment
@@ -252,3 +254,21 @@ async def test_credentials_come_with_the_catalogs_date(catalog, tokens, metrics,
     catalog.send_date = False
     _, date_s = await c.load_credentials_dated(key(catalog=catalog), CTX)
     assert date_s is None
+
+
+async def test_a_slow_session_token_never_keeps_a_call_past_its_deadline(
+    catalog, tokens, metrics, clock
+):
+    """Suspected (real): token() was awaited unbounded, so the IdP's own timeout (10 s + 1),
+    not the catalog call's deadline, decided how long a fetch could take."""
+    tokens.gate = asyncio.Event()  # the IdP never answers
+    # Real time: the deadline and the retry pacing both run on it here.
+    c = client(catalog, tokens, metrics, SystemClock(), UPSTREAM__DEADLINE_S="0.3",
+               UPSTREAM__TIMEOUT_S="0.3")
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    async with asyncio.timeout(5):
+        with pytest.raises(UpstreamTimeoutError):
+            await c.load_credentials(key(catalog=catalog), CTX)
+    assert loop.time() - started < 3
+    assert catalog.calls["load_generic_table_credentials"] == 0

@@ -247,3 +247,43 @@ async def test_wall_clock_steps_neither_expire_a_valid_token_nor_extend_an_expir
     assert not source.ready()
     assert (await source.token()).reveal() == "idp-token-2"
     assert idp.grants == 2
+
+
+@pytest.mark.parametrize("exp_offset_s", [0.0, -30.0, -3600.0])
+async def test_a_token_that_arrives_expired_neither_spins_nor_goes_unnoticed(
+    registry, caplog, exp_offset_s
+):
+    """Defect 4: no `expires_in` and a JWT `exp` at or before now (a skewed IdP) gave a
+    lifetime of 0, and the refresh rescheduled itself at once: 2,001 grants in 0.2 s."""
+    clock, idp = FakeClock(), FakeIdP(expires_in=None)
+    idp.jwt_exp_s = clock.now() + exp_offset_s
+    metrics = Metrics()
+    source = make_source(clock, idp, metrics)
+    source.start(registry.spawn)
+    await clock.settle()
+    for _ in range(120):  # one minute: callers ask all the time, the loop runs
+        await source.token()
+        await clock.run_for(0.5, step=0.5, ticks=20)
+    # At most one grant per TOKEN_MIN_REFRESH_INTERVAL_S (5 s), whoever asks.
+    assert 1 <= idp.grants <= 60 / 4 + 1
+    expired = metrics.registry.get_sample_value("lakegate_idp_token_expired_on_arrival_total")
+    assert expired == idp.grants
+    warnings = [r for r in caplog.records if "token with" in r.getMessage()]
+    assert warnings
+    assert warnings[0].levelname == "WARNING"
+    await source.close()
+
+
+async def test_a_tokens_lifetime_counts_from_when_the_request_left(registry):
+    """The token was issued after the request was sent: counting its lifetime from the
+    answer overstated it by the round trip."""
+    clock, idp = FakeClock(), FakeIdP(expires_in=100)
+    idp.gate = asyncio.Event()
+    source = make_source(clock, idp)
+    pending = asyncio.ensure_future(source.token())
+    await clock.settle()
+    clock.advance(8)  # a slow IdP: the answer comes 8 s after the request left
+    idp.gate.set()
+    await pending
+    clock.advance(100 - 8 - 1)  # 100 s after the request left, minus the 1 s margin
+    assert not source.ready()
