@@ -117,6 +117,8 @@ class CredentialServicer(_Servicer):
         else:
             ref = ref_of(request.table)
             await self._gate.authorize(call.caller, call.ctx, ref.scope, AccessMode.WRITE)
+            # A name never seen (callers used the UUID) is resolved upstream; unknown: 404.
+            await self._ops.resolve_warehouse(ref.warehouse, call.ctx)
             count = self._ops.invalidate(ref)
         call.tally.served("hit")
         return credentials_pb2.InvalidateCredentialsResponse(invalidated=count)

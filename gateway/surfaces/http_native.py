@@ -185,6 +185,8 @@ class NativeApi(HttpApi):
                 name=required_string(body, "table"),
             )
             await self._authorize(call, ref, AccessMode.WRITE)
+            # A name never seen (callers used the UUID) is resolved upstream; unknown: 404.
+            await self._ops.resolve_warehouse(ref.warehouse, call.ctx)
             count = self._ops.invalidate(ref)
         call.tally.served("hit")
         return json_response({"invalidated": count})

@@ -146,6 +146,20 @@ async def test_create_clears_a_negative_entry_for_the_name(make, catalog):
     assert (await svc.get_credentials(ref, AccessMode.READ, CTX)).outcome is Outcome.MISS
 
 
+async def test_a_name_resolved_at_invalidate_time_reaches_keys_cached_under_the_uuid(
+    make, catalog
+):
+    """Defect 6: callers used only the UUID, so the resolver never learned the name and an
+    admin invalidate by name dropped nothing. The surfaces resolve the name first."""
+    svc = await make()
+    by_id = TableRef(catalog.warehouse_id, ("ns",), "orders")
+    await svc.get_credentials(by_id, AccessMode.READ, CTX)
+    assert svc.invalidate(REF) == 0  # REF names the warehouse "demo": not learned yet
+    await svc.resolve_warehouse(REF.warehouse, CTX)  # what the admin surfaces now do first
+    assert svc.invalidate(REF) == 1
+    assert (await svc.get_credentials(by_id, AccessMode.READ, CTX)).outcome is Outcome.MISS
+
+
 async def test_admin_invalidation_by_warehouse_name_id_or_all(make, catalog):
     svc = await make()
     await svc.get_credentials(REF, AccessMode.READ, CTX)

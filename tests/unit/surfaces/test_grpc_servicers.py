@@ -182,6 +182,18 @@ async def test_catalog_round_trip(server_factory, fake_ops: FakeOperations) -> N
     assert inv.invalidated == 3
 
 
+async def test_invalidate_by_an_unknown_warehouse_name_is_not_found(
+    server_factory, fake_ops: FakeOperations
+) -> None:
+    s = await server_factory()
+    with pytest.raises(grpc.aio.AioRpcError) as info:
+        await s.creds.InvalidateCredentials(credentials_pb2.InvalidateCredentialsRequest(
+            table=common_pb2.TableRef(warehouse="no-such-wh", namespace=["demo_ns"],
+                                      name="orders")), timeout=5)
+    assert info.value.code() == grpc.StatusCode.NOT_FOUND  # was OK, invalidated=0
+    assert fake_ops.calls["invalidate"] == 0
+
+
 async def test_health_reports_serving_only_when_set(server_factory) -> None:
     s = await server_factory()
     health = health_pb2_grpc.HealthStub(s.channel)

@@ -231,6 +231,19 @@ async def test_invalidate_table_and_all(
     assert count(metrics, "http", "admin", "hit") == 2
 
 
+async def test_invalidate_by_an_unknown_warehouse_name_is_a_404_not_a_silent_0(
+    make_client: MakeClient, fake_ops: FakeOperations
+) -> None:
+    client = await make_client()
+    resp = await client.post("/v1/cache/invalidate",
+                             json={"warehouse": "no-such-wh", "namespace": ["demo_ns"],
+                                   "table": "orders"}, headers=MARK)
+    assert resp.status == 404  # was 200 {"invalidated": 0}
+    assert "no-such-wh" in (await resp.json())["error"]["message"]
+    assert fake_ops.calls["invalidate"] == 0
+    assert fake_ops.calls["resolve_warehouse"] == 1
+
+
 async def test_resolve_warehouse(make_client: MakeClient) -> None:
     client = await make_client()
     resp = await client.get("/v1/warehouses/demo", headers=MARK)
