@@ -26,7 +26,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--soak", action="store_true", help="run the ~20 min soak instead of the suites")
     p.add_argument("--soak-minutes", type=float, default=20.0)
     p.add_argument(
-        "--suites", default="faults,hostile,isolation", help="comma list of suites to run"
+        "--suites", default="faults,hostile,isolation,model", help="comma list of suites to run"
     )
     p.add_argument("--faults", default="", help="comma list of fault names (default: all)")
     p.add_argument(
@@ -68,6 +68,16 @@ def run_suites(args: argparse.Namespace, run_dir: Path) -> HardeningReport:
     report = HardeningReport()
     suites = [s.strip() for s in args.suites.split(",") if s.strip()]
     started = time.monotonic()
+    if "model" in suites:
+        from hardening.model import run_model_suite
+
+        model = run_model_suite(REPO_ROOT, sys.executable)
+        report.extra["model"] = model
+        if not model["passed"]:
+            report.suites_skipped["model"] = "the credential cache model test failed (see extra)"
+        if suites == ["model"]:
+            report.duration_s = time.monotonic() - started
+            return report
     try:
         ctx = start_environment(run_dir, REPO_ROOT, token_ttl_s=120)
     except Exception as exc:  # noqa: BLE001 - still write a (failing) report saying why

@@ -192,6 +192,12 @@ def render_markdown(report: HardeningReport) -> str:
         f"{report.log_files_scanned} log files scanned, {report.secrets_found} secrets found.",
     ]
     lines += _bullets("Findings (fingerprints only)", report.secret_findings)
+    model = report.extra.get("model")
+    if model is not None:
+        lines += ["", "## Credential cache model (hypothesis, `harden` profile)", "",
+                  f"{'passed' if model['passed'] else 'FAILED'} in {model['duration_s']} s."]
+        if not model["passed"]:
+            lines += ["", "```", *model["tail"], "```"]
     if report.suites_skipped:
         lines += _bullets("Skipped", [f"{k}: {v}" for k, v in report.suites_skipped.items()])
     return "\n".join(lines) + "\n"
