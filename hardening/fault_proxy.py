@@ -10,6 +10,8 @@ Modes:
   latency    delay every forwarded chunk by `latency_s` (each direction)
   reset      abort new and existing connections with a TCP RST (SO_LINGER 0)
   blackhole  accept connections and swallow bytes, never answer (a dead route)
+  date_skew  forward, but shift every HTTP `Date` header of the answers by `date_offset_s`
+             (the catalog's clock is wrong; nothing else about it changes)
 """
 
 from __future__ import annotations
@@ -17,11 +19,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import re
 import socket
 import struct
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from email.utils import formatdate, parsedate_to_datetime
 
 _CHUNK = 65536
 
@@ -33,6 +37,7 @@ class ProxyMode(enum.StrEnum):
     LATENCY = "latency"
     RESET = "reset"
     BLACKHOLE = "blackhole"
+    DATE_SKEW = "date_skew"
 
 
 @dataclass
@@ -46,6 +51,45 @@ class ProxyStats:
     bytes_down: int = 0
 
 
+_DATE_LINE = re.compile(rb"\r\n(date:[ \t]*)([^\r\n]+)(?=\r\n)", re.IGNORECASE)
+
+
+class DateRewriter:
+    """Shifts the `Date` header lines of an HTTP/1.1 byte stream by a fixed offset.
+
+    A header line split across two reads is held back until its end arrives: only a tail
+    after the last CRLF that could still become a `Date` line (or a lone CR) is held, and an
+    HTTP message never ends there (headers and chunked bodies end in CRLF CRLF, JSON in `}`).
+    The rewritten date has the same length (IMF-fixdate), so Content-Length stays right.
+    """
+
+    def __init__(self, offset_s: float) -> None:
+        self.offset_s = offset_s
+        self._held = b""
+
+    def feed(self, data: bytes) -> bytes:
+        # Complete lines first (same length), then what to hold back of the rewritten bytes.
+        buf, self._held = _DATE_LINE.sub(self._shift, self._held + data), b""
+        cut = buf.rfind(b"\r\n")
+        tail = buf[cut + 2:] if cut >= 0 else b""
+        if cut >= 0 and (b"date:".startswith(tail[:5].lower())
+                         and not buf.endswith(b"\r\n\r\n")):
+            # A Date line not yet ended, or a CRLF a Date line may follow: held from the
+            # CRLF (the pattern needs it); a blank line (end of headers) is never held.
+            self._held, buf = buf[cut:], buf[:cut]
+        elif buf.endswith(b"\r"):
+            self._held, buf = buf[-1:], buf[:-1]  # half a CRLF
+        return buf
+
+    def _shift(self, m: re.Match[bytes]) -> bytes:
+        try:
+            when = parsedate_to_datetime(m.group(2).decode("ascii")).timestamp()
+        except (TypeError, ValueError, IndexError, UnicodeDecodeError):
+            return m.group(0)
+        shifted = formatdate(when + self.offset_s, usegmt=True).encode("ascii")
+        return b"\r\n" + m.group(1) + shifted
+
+
 @dataclass(eq=False)  # identity-hashed: links live in a set
 class _Link:
     """One proxied connection: client side and (once connected) upstream side."""
@@ -53,6 +97,7 @@ class _Link:
     client: asyncio.StreamWriter
     upstream: asyncio.StreamWriter | None = None
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
+    dates: DateRewriter | None = None  # answers' Date lines, shifted in date_skew mode
 
 
 def _abort_with_rst(writer: asyncio.StreamWriter) -> None:
@@ -91,6 +136,7 @@ class FaultProxy:
         self._handlers: set[asyncio.Task[None]] = set()
         self._mode = ProxyMode.PASS
         self._latency_s = 0.0
+        self._date_offset_s = 0.0
         # Set while not blackholed; forwarders wait on it instead of polling the mode.
         self._flowing = asyncio.Event()
         self._flowing.set()
@@ -130,18 +176,21 @@ class FaultProxy:
             await self._server.wait_closed()
             self._server = None
 
-    def set_mode(self, mode: ProxyMode | str, latency_s: float = 0.0) -> None:
+    def set_mode(self, mode: ProxyMode | str, latency_s: float = 0.0,
+                 date_offset_s: float = 0.0) -> None:
         """Switch the fault mode; applies to existing connections too.
 
         Args:
             mode: the new mode.
             latency_s: added delay per chunk, used in `latency` mode.
+            date_offset_s: seconds added to every answer's `Date`, in `date_skew` mode.
         """
         mode = ProxyMode(mode)
         if latency_s < 0:
             raise ValueError("latency_s must be >= 0")
         self._mode = mode
         self._latency_s = latency_s if mode is ProxyMode.LATENCY else 0.0
+        self._date_offset_s = date_offset_s if mode is ProxyMode.DATE_SKEW else 0.0
         if mode is ProxyMode.BLACKHOLE:
             self._flowing.clear()
         else:
@@ -183,7 +232,8 @@ class FaultProxy:
             up_reader, up_writer = await asyncio.open_connection(*self._upstream)
         link.upstream = up_writer
         up = asyncio.create_task(self._pump(reader, up_writer, upstream_bound=True))
-        down = asyncio.create_task(self._pump(up_reader, link.client, upstream_bound=False))
+        down = asyncio.create_task(self._pump(up_reader, link.client, upstream_bound=False,
+                                              link=link))
         link.tasks.update((up, down))
         try:
             # Either side closing ends the link (HTTP/1.1 keep-alive has no half-close).
@@ -194,12 +244,18 @@ class FaultProxy:
             await asyncio.gather(up, down, return_exceptions=True)
 
     async def _pump(
-        self, src: asyncio.StreamReader, dst: asyncio.StreamWriter, *, upstream_bound: bool
+        self, src: asyncio.StreamReader, dst: asyncio.StreamWriter, *, upstream_bound: bool,
+        link: _Link | None = None,
     ) -> None:
         while True:
             data = await src.read(_CHUNK)
             if not data:
                 return
+            if link is not None and (self._date_offset_s or link.dates is not None):
+                if link.dates is None:
+                    link.dates = DateRewriter(self._date_offset_s)
+                link.dates.offset_s = self._date_offset_s
+                data = link.dates.feed(data)
             if self._latency_s > 0:
                 await asyncio.sleep(self._latency_s)
             if not self._flowing.is_set():
@@ -256,11 +312,12 @@ class ProxyThread:
     def stats(self) -> ProxyStats:
         return self._proxy.stats
 
-    def set_mode(self, mode: ProxyMode | str, latency_s: float = 0.0) -> None:
+    def set_mode(self, mode: ProxyMode | str, latency_s: float = 0.0,
+                 date_offset_s: float = 0.0) -> None:
         """Switch mode on the proxy's loop and wait until it applied."""
 
         async def _apply() -> None:
-            self._proxy.set_mode(mode, latency_s)
+            self._proxy.set_mode(mode, latency_s, date_offset_s)
 
         asyncio.run_coroutine_threadsafe(_apply(), self._loop).result(timeout=10)
 

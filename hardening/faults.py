@@ -361,7 +361,23 @@ def scenarios(bench: FaultBench) -> list[Scenario]:
             lambda: bench.set_clock_offset(3600),
             lambda: bench.set_clock_offset(0),
             hold_s=hold,
-            note="gateway wall clock +1h, monotonic unchanged (expiry judged by the catalog Date)",
+            note="gateway wall clock +1h, monotonic unchanged (outvoted by the catalog and IdP "
+            "Dates)",
+        ),
+        *(
+            Scenario(
+                name,
+                lambda offset=offset: proxy.set_mode(ProxyMode.DATE_SKEW, date_offset_s=offset),
+                lambda: proxy.set_mode(ProxyMode.PASS),
+                hold_s=hold,
+                note=f"catalog Date {offset:+d} s (the proxy rewrites it), local and IdP clocks "
+                "right",
+            )
+            for name, offset in (
+                ("catalog_date_behind_120s", -120),
+                ("catalog_date_behind_600s", -600),
+                ("catalog_date_ahead_600s", 600),
+            )
         ),
     ]
 

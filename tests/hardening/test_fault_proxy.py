@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from hardening.fault_proxy import FaultProxy, ProxyMode, ProxyThread
+from hardening.fault_proxy import DateRewriter, FaultProxy, ProxyMode, ProxyThread
 from tests.rawsocket import assert_silent, exchange, open_echoed
 
 
@@ -129,6 +129,34 @@ async def test_latency_mode_holds_bytes_back_for_the_configured_delay(proxy: Fau
     writer.close()
     proxy.set_mode(ProxyMode.PASS)
     assert await roundtrip(proxy.port, b"fast") == b"fast"
+
+
+ANSWER = (b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nDate: Wed, 25 Nov 2026 18:40:23 GMT\r\n"
+          b"Server: x\r\n\r\n{}")
+
+
+async def test_date_skew_mode_shifts_the_date_header_and_nothing_else(
+    proxy: FaultProxy,
+) -> None:
+    proxy.set_mode(ProxyMode.DATE_SKEW, date_offset_s=-600)
+    got = await roundtrip(proxy.port, ANSWER)  # the echo server plays the catalog
+    assert got == ANSWER.replace(b"18:40:23", b"18:30:23")
+    proxy.set_mode(ProxyMode.PASS)
+    assert await roundtrip(proxy.port, ANSWER) == ANSWER
+
+
+@pytest.mark.parametrize("cut", range(1, len(ANSWER)))
+def test_a_date_line_split_across_reads_is_still_shifted(cut: int) -> None:
+    rewriter = DateRewriter(600)
+    out = rewriter.feed(ANSWER[:cut]) + rewriter.feed(ANSWER[cut:])
+    assert out == ANSWER.replace(b"25 Nov 2026 18:40:23", b"25 Nov 2026 18:50:23")
+
+
+def test_a_message_end_is_never_held_back() -> None:
+    rewriter = DateRewriter(120)
+    assert rewriter.feed(ANSWER) == ANSWER.replace(b"18:40:23", b"18:42:23")
+    chunked_end = b"0\r\n\r\n"
+    assert rewriter.feed(chunked_end) == chunked_end
 
 
 async def test_upstream_down_closes_client_connection(echo: EchoServer) -> None:
