@@ -21,6 +21,7 @@ from pathlib import Path
 
 from devstack.gateway_process import GatewayProcess
 from devstack.metrics_scrape import scrape, summarize
+from devstack.metrics_scrape import total as metric_total
 from devstack.processes import poll_until
 from hardening.environment import (
     HarnessContext,
@@ -242,6 +243,10 @@ def run_scenario(bench: FaultBench, sc: Scenario, out_dir: Path) -> FaultResult:
         # A forced miss during the fault shows whether the fault really cut the path.
         ok, _ = bench.probe()
         result.notes.append(f"miss during fault {'succeeded' if ok else 'failed'}")
+        during = scrape(eps.http_url)
+        result.notes.append("clock skew during fault: " + ", ".join(
+            f"{c} {metric_total(during, 'lakegate_clock_skew_seconds', clock=c):+.0f}s"
+            for c in ("catalog", "idp")))
         time.sleep(max(0.0, sc.hold_s - (time.monotonic() - injected_at)))
         sc.restore()
         restored_at = time.time()

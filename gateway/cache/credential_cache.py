@@ -28,7 +28,12 @@ from gateway.cache.fetch_tickets import FetchTickets, Ticket
 from gateway.clock import Clock
 from gateway.clock_skew import ClockSkew
 from gateway.concurrency import FlightTimeout, SingleFlight, Spawn
-from gateway.errors import CredentialExpiredError, GatewayError, UpstreamTimeoutError
+from gateway.errors import (
+    CredentialExpiredError,
+    GatewayError,
+    ProtocolViolationError,
+    UpstreamTimeoutError,
+)
 from gateway.metrics import Metrics
 from gateway.models import CacheKey, CredentialSet, Outcome, RequestContext
 from gateway.settings import CacheSettings
@@ -197,6 +202,13 @@ class CredentialCache:
         except GatewayError as err:
             self._on_failure(key, err, reason, ticket)
             raise
+        except Exception as exc:
+            # A bug below (a parser, the wiring): counted, logged and backed off like any
+            # failure, and typed for the caller; never swallowed by a background task.
+            log.exception("credential fetch failed unexpectedly")
+            typed = ProtocolViolationError("the catalog's answer could not be used")
+            self._on_failure(key, typed, reason, ticket)
+            raise typed from exc
         if not ticket.discarded and (ticket.wanted or key in self._entries):
             # A refresh nobody waited for whose entry was evicted meanwhile (idle, LRU) is not
             # stored: that would make a key nobody uses live another idle window.
@@ -212,13 +224,14 @@ class CredentialCache:
             self._metrics.refresh.labels(reason=reason, status="error").inc()
         if ticket.discarded:
             return
+        entry = self._entries.get(key)
         ttl = policy.negative_ttl(err, self._settings.negative_ttl_s)
-        if ttl is not None:
+        if ttl is not None and not (entry is not None and isinstance(err, CredentialExpiredError)):
             # The table is gone or forbidden: the old credential must not be served either.
+            # (A short credential only says "not now": an entry still above the floor stays.)
             self._drop(key, "invalidated")
             self._negative[key] = (err, self._clock.monotonic() + ttl)
             return
-        entry = self._entries.get(key)
         if entry is not None and reason == "ahead":
             if not entry.stale:
                 entry.stale = True

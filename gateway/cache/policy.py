@@ -14,7 +14,7 @@ credential arrives (`expiry_deadline`, judged by up to three clocks: local wall,
 
 from __future__ import annotations
 
-from gateway.errors import ForbiddenError, GatewayError, NotFoundError
+from gateway.errors import CredentialExpiredError, ForbiddenError, GatewayError, NotFoundError
 from gateway.tuning import DATE_RESOLUTION_S, MAX_CLOCK_SKEW_S
 
 
@@ -122,8 +122,10 @@ def is_idle(now_mono: float, last_used_mono: float, idle_s: float) -> bool:
 
 
 def negative_ttl(err: BaseException, ttl_s: float) -> float | None:
-    """How long an error may be remembered: only deterministic 404/403, never transient ones."""
-    if ttl_s > 0 and isinstance(err, NotFoundError | ForbiddenError):
+    """How long an error may be remembered: deterministic 404/403, and a credential vended
+    below the floor (the catalog reuses a credential for half its validity, so asking again
+    at once gets the same one); never transient ones."""
+    if ttl_s > 0 and isinstance(err, NotFoundError | ForbiddenError | CredentialExpiredError):
         return ttl_s
     return None
 

@@ -63,14 +63,17 @@ class WarehouseResolver:
         self._known: LRUCache[str, Warehouse] = LRUCache(WAREHOUSE_KNOWN_MAX)
         self._flight: SingleFlight[str, Warehouse] = SingleFlight(spawn)
 
-    def remember(self, project: str, query: str, wh: Warehouse) -> None:
-        """Record a resolution under the query, the name and the id."""
+    def remember(self, project: str, query: str, wh: Warehouse, *, learn: bool = True) -> None:
+        """Record a resolution under the query, the name and the id (`learn`: also among the
+        names known for good; not for a bare UUID, which teaches nothing and would push
+        learned names out)."""
         deadline = self._clock.monotonic() + self._ttl_s
         for k in {f"{project}|{query.casefold()}", f"{project}|{wh.name.casefold()}",
                   f"{project}|{wh.id.lower()}"}:
             self._cache[k] = (wh, deadline)
             self._cache.move_to_end(k)
-            self._known[k] = wh
+            if learn:
+                self._known[k] = wh
         while len(self._cache) > WAREHOUSE_KNOWN_MAX:
             self._cache.popitem(last=False)
 
@@ -146,7 +149,7 @@ class WarehouseResolver:
         if is_uuid(warehouse):
             known = self._known.get(f"{project}|{warehouse.lower()}")
             wh = known or Warehouse(id=warehouse.lower(), name=warehouse.lower())
-            self.remember(project, warehouse, wh)
+            self.remember(project, warehouse, wh, learn=known is not None)
             return wh
 
         async def fetch() -> Warehouse:

@@ -7,6 +7,7 @@ from gateway.cache.credential_cache import CredentialCache
 from gateway.clock_skew import ClockSkew
 from gateway.errors import (
     CredentialExpiredError,
+    GatewayError,
     NotFoundError,
     UnavailableError,
     UpstreamTimeoutError,
@@ -534,3 +535,81 @@ async def test_wall_steps_never_serve_expired_or_below_floor_and_keep_serving(
     assert served > 250
     assert errors <= 15
     await registry.drained()
+
+
+# --- suspected items (docs in the issue): each proven or refuted here --------------------
+
+class _Broken(Exception):
+    """Not a GatewayError: a bug in a fetch path (a parser, a wiring mistake)."""
+
+
+async def test_an_unexpected_exception_in_a_background_refresh_is_counted_and_backs_off(
+    fetcher, clock, metrics, registry, caplog
+):
+    """Suspected (real): a non-GatewayError escaped `except GatewayError`, so the refresh
+    failed with no metric, no log and no backoff (due again at the next scan)."""
+    cache = make_cache(fetcher, clock, metrics, registry, idle_s=7200)
+    old, _ = await cache.get(key(), CTX)
+    clock.advance(3600 - 600)
+    real_fetch = cache._fetcher
+
+    async def broken(k, ctx):
+        raise _Broken("unexpected")
+
+    cache._fetcher = broken
+    assert cache.start_refresh(key())
+    await registry.drained()
+    assert counter(metrics, "lakegate_refresh_total", reason="ahead", status="error") == 1
+    assert not cache.is_due(key())  # backs off like any failed refresh
+    value, outcome = await cache.get(key(), CTX)
+    assert value is old
+    assert outcome is Outcome.STALE
+    assert any(r.levelname == "ERROR" for r in caplog.records)
+    cache._fetcher = real_fetch
+
+
+async def test_an_unexpected_exception_reaches_a_caller_as_a_typed_error(
+    fetcher, clock, metrics, registry
+):
+    cache = make_cache(fetcher, clock, metrics, registry)
+
+    async def broken(k, ctx):
+        raise _Broken("unexpected")
+
+    cache._fetcher = broken
+    with pytest.raises(GatewayError) as info:
+        await cache.get(key(), CTX)
+    assert info.value.http_status == 502
+
+
+async def test_a_catalog_vending_short_credentials_is_not_asked_on_every_request(
+    fetcher, clock, metrics, registry
+):
+    """Suspected (real): CredentialExpiredError was not negative-cached, so every request
+    for a key whose catalog vends below-floor credentials made an upstream call."""
+    fetcher.lifetime_s = 200  # below the 300 s floor
+    cache = make_cache(fetcher, clock, metrics, registry, negative_ttl_s=5)
+    for _ in range(10):
+        with pytest.raises(CredentialExpiredError):
+            await cache.get(key(), CTX)
+    assert fetcher.calls == 1
+    clock.advance(5)
+    fetcher.lifetime_s = 3600
+    _, outcome = await cache.get(key(), CTX)
+    assert outcome is Outcome.MISS
+    assert fetcher.calls == 2
+
+
+async def test_a_short_credential_from_a_background_refresh_keeps_the_entry_stale(
+    fetcher, clock, metrics, registry
+):
+    """Negative-caching CredentialExpiredError must not drop a still-servable entry."""
+    cache = make_cache(fetcher, clock, metrics, registry, idle_s=7200, negative_ttl_s=5)
+    old, _ = await cache.get(key(), CTX)
+    clock.advance(3600 - 600)
+    fetcher.lifetime_s = 200
+    assert cache.start_refresh(key())
+    await registry.drained()
+    value, outcome = await cache.get(key(), CTX)
+    assert value is old
+    assert outcome is Outcome.STALE

@@ -129,3 +129,17 @@ async def test_a_name_never_resolved_still_fails_when_the_catalog_is_down(
     catalog.fail("config", Fault(status=503))
     with pytest.raises(UnavailableError):
         await resolve(resolver)
+
+
+async def test_arbitrary_uuids_do_not_push_learned_names_out(resolver):
+    """Suspected (real): every unknown UUID was remembered among the `known` names (three
+    keys each), so a caller sending random UUIDs made the resolver forget the names it had
+    learned (their last known ids, used while the catalog is down and for invalidation)."""
+    import uuid as uuidlib
+
+    from gateway.tuning import WAREHOUSE_KNOWN_MAX
+
+    wh = await resolve(resolver)
+    for _ in range(WAREHOUSE_KNOWN_MAX):
+        await resolver.resolve(str(uuidlib.uuid4()), "", CTX)
+    assert resolver.ids_for("demo") == {wh.id}
