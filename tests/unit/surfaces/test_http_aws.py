@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+
 from gateway.models import CredentialSet, StorageCredential
 from gateway.surfaces.callers import StaticTokenCallerAuth
 from tests.unit.surfaces.conftest import MakeClient, count
@@ -71,3 +73,19 @@ async def test_a_rotated_credential_is_served_at_once_on_the_aws_endpoint(
         return str((await resp.json())["AccessKeyId"])
 
     assert await rotating_ops.keys_across_rotation(key) == ROTATED_KEYS
+
+
+# botocore's refresh windows for container credentials (botocore/credentials.py:
+# RefreshableCredentials._advisory_refresh_timeout / _mandatory_refresh_timeout).
+BOTOCORE_MANDATORY_S = 10 * 60
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "suspected item, real, not fixed here: the AWS answer's Expiration is the real expiry and "
+    "the cache serves down to its floor (300 s), so an SDK served a credential with 300-600 s "
+    "left is inside botocore's mandatory window and asks again on every call until the "
+    "gateway has a new one; making it refresh once needs a decision on the AWS surface"))
+def test_the_aws_endpoint_never_serves_inside_botocores_mandatory_refresh_window() -> None:
+    from gateway.settings import CacheSettings
+
+    assert CacheSettings().min_remaining_s >= BOTOCORE_MANDATORY_S
