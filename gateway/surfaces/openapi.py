@@ -167,7 +167,8 @@ _PATHS: dict[str, Any] = {
         "summary": "Invalidate cached credentials for a table, or everything.",
         "operationId": "invalidateCredentials", "parameters": [_MARKER],
         "requestBody": _json_body("InvalidateRequest"),
-        "responses": {**_ok("InvalidateResponse"), **_errors(400, 401, 403, 413)},
+        "responses": {**_ok("InvalidateResponse"),
+                      **_errors(400, 401, 403, 404, 413, 502, 503, 504)},
     }},
     "/v1/aws-credentials/{wh}/{ns}/{table}": {"get": {
         "summary": "AWS container-credentials JSON for a table "
