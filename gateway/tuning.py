@@ -119,3 +119,9 @@ UPSTREAM_MAX_HEADER_VALUE = 200
 
 MALFORMED_LOG_INTERVAL_S = 10.0
 """At most one concise line per this interval for malformed HTTP requests (aiohttp's parser)."""
+
+# ---- AWS container credentials --------------------------------------------------------------
+AWS_SDK_MIN_LEFT_S = 15 * 60 + 60.0
+"""The AWS surface renews a cached credential with less left than this before answering:
+botocore refreshes 15 min before `Expiration` (10 min: on every call), so an answer with less
+would make an SDK ask again on each call until the gateway's own refresh-ahead ran."""

@@ -391,12 +391,20 @@ class CredentialCache:
             and now_m >= entry.next_attempt_mono
         )
 
-    def start_refresh(self, key: CacheKey) -> bool:
-        """Start a background refresh of `key` (joins a running flight). Returns True if one
-        was started."""
-        if key not in self._entries or key in self._flight:
-            return False
+    def renewable(self, key: CacheKey, min_left_s: float) -> bool:
+        """A refresh now could give `key` more than `min_left_s` (its issued lifetime was
+        longer) and no backoff holds: the AWS surface's renewal (`GatewayService`)."""
+        entry = self._entries.get(key)
+        return (entry is not None and entry.deadline_mono is not None
+                and entry.deadline_mono - entry.fetched_mono > min_left_s
+                and self._clock.monotonic() >= entry.next_attempt_mono)
+
+    def start_refresh(self, key: CacheKey) -> asyncio.Task[Fetched] | None:
+        """Start a background refresh of `key`, or join the one running; its task (None: no
+        entry to refresh)."""
+        if key not in self._entries:
+            return None
         ctx = RequestContext(request_id=str(uuid.uuid4()), project_id=key.project or None)
-        self._flight.start(key, lambda: self._fetch_and_store(
+        task, _ = self._flight.start(key, lambda: self._fetch_and_store(
             key, ctx, "ahead", self._tickets.issue(key, wanted=False)))
-        return True
+        return task

@@ -19,6 +19,7 @@ from gateway.cache import CredentialCache, CredentialKeys, MetadataCache, Wareho
 from gateway.cache.credential_keys import cache_key
 from gateway.cache.expiry import is_expiry_key
 from gateway.cache.identity import IdentityGuard
+from gateway.cache.policy import is_deterministic
 from gateway.clock import Clock
 from gateway.errors import GatewayError, InvalidRequestError
 from gateway.models import (
@@ -131,11 +132,15 @@ class GatewayService:
     # ------------------------------------------------------------------ credentials
     async def get_credentials(
         self, ref: TableRef, access: AccessMode, ctx: RequestContext, *,
-        expect: ExpectedIdentity | None = None,
+        expect: ExpectedIdentity | None = None, min_left_s: float | None = None,
     ) -> CredentialLookup:
         """Credentials for one table, from the cache or one shared upstream fetch, for the
         table the catalog has now (identity confirmed within `cache.identity_ttl_s`), and for
         the `expect`ed table when the caller names one.
+
+        `min_left_s` (the AWS surface: botocore's refresh window): a cached credential with
+        less left is renewed first (one shared refresh), so an SDK refreshes once instead of
+        on every call; if the renewal fails or cannot help, the current one is served.
 
         Raises:
             InvalidRequestError, NotFoundError, ForbiddenError, CredentialExpiredError,
@@ -153,6 +158,9 @@ class GatewayService:
                 creds, outcome, remaining = await self.identity.confirm(key, ctx, expect, got)
             else:
                 outcome, remaining = got[1], got[2]
+            if min_left_s is not None and remaining is not None and remaining < min_left_s:
+                creds, outcome, remaining = await self._renewed(
+                    key, min_left_s, (creds, outcome, remaining))
         except GatewayError as exc:
             self._audit.credential(ctx, where, access, type(exc).__name__)
             raise
@@ -162,6 +170,28 @@ class GatewayService:
             warehouse=wh, ref=ref, access=access, credentials=creds, outcome=outcome,
             remaining_s=remaining,
         )
+
+    async def _renewed(self, key: CacheKey, min_left_s: float,
+                       got: tuple[CredentialSet, Outcome, float | None],
+                       ) -> tuple[CredentialSet, Outcome, float | None]:
+        """`key` refreshed now when a refresh can give it more than `min_left_s`, else `got`
+        (a failed refresh marks the entry stale and backs off, as a background one does)."""
+        task = self.cache.start_refresh(key) if self.cache.renewable(key, min_left_s) else None
+        if task is None:
+            return got
+        try:
+            # shield: leaving (cancelled, timed out) never cancels the shared refresh.
+            async with asyncio.timeout(self.settings.upstream.deadline_s + 1.0):
+                fetched = await asyncio.shield(task)
+        except TimeoutError:
+            return got
+        except GatewayError as err:
+            if is_deterministic(err):
+                raise  # gone or forbidden now: the old credential must not be served either
+            return got  # still above the floor: served, and counted stale by the cache
+        left = (None if fetched.deadline_mono is None
+                else fetched.deadline_mono - self.clock.monotonic())
+        return fetched.value, Outcome.MISS, left
 
     # ------------------------------------------------------------------ tables
     async def _table_metadata(self, wh: Warehouse, ref: TableRef,

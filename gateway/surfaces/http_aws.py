@@ -19,6 +19,7 @@ from gateway.surfaces.http_codec import call_target
 from gateway.surfaces.http_pipeline import HttpApi
 from gateway.surfaces.http_routing import HttpCall, Match, Route
 from gateway.surfaces.render import RenderedBody, dumps, json_body_response
+from gateway.tuning import AWS_SDK_MIN_LEFT_S
 
 _KEYS = ("s3.access-key-id", "s3.secret-access-key", "s3.session-token")
 
@@ -75,7 +76,9 @@ class AwsApi(HttpApi):
         # Same {wh}/{ns}/{table} captures and ?access= as the native credential route.
         ref, access = call_target(call)
         await self._authorize(call, ref, access)
-        lookup = await self._ops.get_credentials(ref, access, call.ctx)
+        # More than botocore's advisory window left, so an SDK refreshes once (tuning.py).
+        lookup = await self._ops.get_credentials(ref, access, call.ctx,
+                                                 min_left_s=AWS_SDK_MIN_LEFT_S)
         body = aws_body(call.match, lookup)
         call.tally.served(lookup.outcome, lookup.remaining_s)
         return json_body_response(body)

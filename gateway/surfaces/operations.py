@@ -28,7 +28,7 @@ class Operations(Protocol):
 
     async def get_credentials(
         self, ref: TableRef, access: AccessMode, ctx: RequestContext, *,
-        expect: ExpectedIdentity | None = ...,
+        expect: ExpectedIdentity | None = ..., min_left_s: float | None = ...,
     ) -> CredentialLookup: ...
 
     async def load_table(

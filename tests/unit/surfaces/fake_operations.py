@@ -81,6 +81,7 @@ class FakeOperations:
     forwarded: list[tuple[str, str, str]] = field(default_factory=list)
     invalidated: list[TableRef | None] = field(default_factory=list)
     expects: list[ExpectedIdentity | None] = field(default_factory=list)
+    min_left: list[float | None] = field(default_factory=list)
     accesses: list[AccessMode] = field(default_factory=list)
     started: bool = False
     closed: bool = False
@@ -134,10 +135,12 @@ class FakeOperations:
 
     async def get_credentials(self, ref: TableRef, access: AccessMode,
                               ctx: RequestContext, *,
-                              expect: ExpectedIdentity | None = None) -> CredentialLookup:
+                              expect: ExpectedIdentity | None = None,
+                              min_left_s: float | None = None) -> CredentialLookup:
         await self._enter("get_credentials", ctx)
         self.accesses.append(access)
         self.expects.append(expect)
+        self.min_left.append(min_left_s)
         table = self._table(ref)
         return CredentialLookup(warehouse=self._wh(ref.warehouse), ref=ref, access=access,
                                 credentials=self.credential_set(table), outcome=self.outcome,
