@@ -17,8 +17,8 @@ from typing import Any
 from devstack.metrics_scrape import total
 from loadtest.child import rss_bytes
 from loadtest.context import BenchContext
-from loadtest.scenarios.cold_herd import CREDENTIAL_OPS
-from loadtest.stack import Gateway, delta
+from loadtest.scenarios.cold_herd import credential_calls
+from loadtest.stack import Gateway
 
 _MIB = 1024 * 1024
 
@@ -101,7 +101,7 @@ def _idle_keys(ctx: BenchContext, paths: list[str]) -> dict[str, Any]:
         },
         "idle_refreshes": total(m_after, ahead, reason="ahead")
         - total(m_loaded, ahead, reason="ahead"),
-        "idle_upstream_credential_calls": sum(delta(before, after, op) for op in CREDENTIAL_OPS),
+        "idle_upstream_credential_calls": credential_calls(before, after),
         "evictions_idle": total(m_after, "lakegate_evictions_total", reason="idle"),
     }
     ctx.say(f"capacity idle keys: {result}")

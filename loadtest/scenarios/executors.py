@@ -26,7 +26,7 @@ from loadtest.executors import (
     zipf_weights,
 )
 from loadtest.profile import Profile
-from loadtest.scenarios.cold_herd import CREDENTIAL_OPS
+from loadtest.scenarios.cold_herd import credential_calls
 from loadtest.stack import catalog_calls, delta
 
 MODES: tuple[ExecutorMode, ...] = ("gateway", "direct", "direct_memo")
@@ -127,13 +127,13 @@ def run(ctx: BenchContext) -> dict[str, Any]:
 
 def _report(result: ExecutorResult, before: dict[str, int], after: dict[str, int],
             idp_requests: int, prof: Profile, tables: int) -> dict[str, Any]:
-    credential_calls = sum(delta(before, after, op) for op in CREDENTIAL_OPS)
+    calls = credential_calls(before, after)
     return {
         "client_requests": result.requests,
         "upstream_calls": catalog_calls(before, after),
-        "credential_calls": credential_calls,
+        "credential_calls": calls,
         "credential_calls_per_table_lifetime": per_table_lifetime(
-            credential_calls, tables, prof.exec_duration_s, prof.exec_lifetime_s),
+            calls, tables, prof.exec_duration_s, prof.exec_lifetime_s),
         "memo_hits": result.memo_hits,
         "idp_requests": idp_requests,
         "sts_calls": delta(before, after, "sts_assume_role"),
