@@ -20,11 +20,10 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 
-from cachetools import LRUCache
-
 from gateway.cache import policy
 from gateway.cache.entry import Entry, Fetched
 from gateway.cache.fetch_tickets import FetchTickets, Ticket
+from gateway.cache.negative import NegativeCache
 from gateway.clock import Clock
 from gateway.clock_skew import ClockSkew
 from gateway.concurrency import FlightTimeout, SingleFlight, Spawn
@@ -84,9 +83,7 @@ class CredentialCache:
         # Hand-rolled LRU for the entries (every request reads one): cachetools' LRUCache.get
         # measured 226 ns a hit against 81 ns for OrderedDict get + move_to_end (timeit, 1,024
         # entries). The negative entries, read only while there are any, use cachetools.
-        self._negative: LRUCache[CacheKey, tuple[GatewayError, float]] = LRUCache(
-            settings.max_entries
-        )
+        self._negative = NegativeCache(settings.max_entries)
         self._generation = 0
         self._tickets = FetchTickets(self._flight.forget)
         self._stale_count = 0
@@ -140,11 +137,7 @@ class CredentialCache:
             UpstreamTimeoutError: this caller's own deadline passed (the fetch goes on).
         """
         now_m = self._clock.monotonic()
-        neg = self._negative.get(key) if self._negative else None
-        if neg is not None:
-            if now_m < neg[1]:
-                raise neg[0].clone()
-            del self._negative[key]
+        self._negative.check(key, now_m)
         entry = self._entries.get(key)
         reason = "miss"
         if entry is not None:
@@ -230,13 +223,12 @@ class CredentialCache:
             # The table is gone or forbidden: the old credential must not be served either.
             # (A short credential only says "not now": an entry still above the floor stays.)
             self._drop(key, "invalidated")
-            self._negative[key] = (err, self._clock.monotonic() + ttl)
+            self._negative.remember(key, err, self._clock.monotonic() + ttl)
             return
         if entry is not None and reason == "ahead":
             if not entry.stale:
                 entry.stale = True
-                self._stale_count += 1
-                self._metrics.stale_serving.set(self._stale_count)
+                self._count_stale(+1)
             entry.back_off(entry.failures + 1, self._clock.monotonic(), self._rng.random())
             log.warning("background credential refresh failed; serving the current one",
                         extra={"error_type": err.type_name, "failures": entry.failures})
@@ -246,8 +238,7 @@ class CredentialCache:
         now_m = self._clock.monotonic()
         old = self._entries.pop(key, None)
         if old is not None and old.stale:
-            self._stale_count -= 1
-            self._metrics.stale_serving.set(self._stale_count)
+            self._count_stale(-1)
         # A background refresh must not make an idle key look used.
         last_used = old.last_used_mono if old is not None else now_m
         lead = policy.jittered_lead(self._settings.refresh_lead_s, self._settings.refresh_jitter,
@@ -285,6 +276,10 @@ class CredentialCache:
         """The refresher's next scan time (so stores wake it only when needed)."""
         self._planned_scan_mono = at_mono
 
+    def _count_stale(self, delta: int) -> None:
+        self._stale_count += delta
+        self._metrics.stale_serving.set(self._stale_count)
+
     # ------------------------------------------------------------------ removal
     def _drop(self, key: CacheKey, reason: str) -> bool:
         entry = self._entries.pop(key, None)
@@ -296,15 +291,14 @@ class CredentialCache:
 
     def _count_drop(self, key: CacheKey, reason: str, entry: Entry | None) -> None:
         if entry is not None and entry.stale:
-            self._stale_count -= 1
-            self._metrics.stale_serving.set(self._stale_count)
+            self._count_stale(-1)
         self._metrics.evictions.labels(reason=reason).inc()
 
     def invalidate_key(self, key: CacheKey) -> int:
         """Drop one key (and any flight or negative entry for it)."""
         self._generation += 1
         self._tickets.detach(key)
-        self._negative.pop(key, None)
+        self._negative.forget(key)
         return int(self._drop(key, "invalidated"))
 
     def evict_if(self, key: CacheKey, value: CredentialSet) -> bool:
@@ -324,8 +318,7 @@ class CredentialCache:
         n = 0
         for key in [k for k in self._entries if k.same_table(warehouse_id, namespace, table)]:
             n += int(self._drop(key, "invalidated"))
-        for key in [k for k in self._negative if k.same_table(warehouse_id, namespace, table)]:
-            del self._negative[key]
+        self._negative.forget_where(lambda k: k.same_table(warehouse_id, namespace, table))
         return n
 
     def invalidate_all(self) -> int:
@@ -392,12 +385,9 @@ class CredentialCache:
         )
 
     def renewable(self, key: CacheKey, min_left_s: float) -> bool:
-        """A refresh now could give `key` more than `min_left_s` (its issued lifetime was
-        longer) and no backoff holds: the AWS surface's renewal (`GatewayService`)."""
+        """`Entry.renewable` for `key` (the AWS surface's renewal in `GatewayService`)."""
         entry = self._entries.get(key)
-        return (entry is not None and entry.deadline_mono is not None
-                and entry.deadline_mono - entry.fetched_mono > min_left_s
-                and self._clock.monotonic() >= entry.next_attempt_mono)
+        return entry is not None and entry.renewable(self._clock.monotonic(), min_left_s)
 
     def start_refresh(self, key: CacheKey) -> asyncio.Task[Fetched] | None:
         """Start a background refresh of `key`, or join the one running; its task (None: no

@@ -38,3 +38,10 @@ class Entry:
         self.next_attempt_mono = now_mono + policy.retry_backoff_s(
             failures, REFRESH_RETRY_BASE_S, REFRESH_RETRY_CAP_S, 0.5 + 0.5 * rand,
         )
+
+    def renewable(self, now_mono: float, min_left_s: float) -> bool:
+        """A refresh now could leave more than `min_left_s` (the entry was issued for longer)
+        and no backoff holds."""
+        return (self.deadline_mono is not None
+                and self.deadline_mono - self.fetched_mono > min_left_s
+                and now_mono >= self.next_attempt_mono)
