@@ -186,63 +186,6 @@ class CredentialSet:
         )
 
 
-_SCHEME_ALIASES = {"s3a": "s3", "s3n": "s3"}
-
-
-def _location_key(location: str) -> str:
-    scheme, sep, rest = location.strip().rstrip("/").partition("://")
-    if not sep:
-        return scheme
-    scheme = scheme.lower()
-    return f"{_SCHEME_ALIASES.get(scheme, scheme)}://{rest}"
-
-
-def same_location(a: str, b: str) -> bool:
-    """Two storage locations name the same prefix: a trailing `/`, the scheme's case and the
-    Hadoop spellings `s3a://`/`s3n://` of `s3://` do not count (engines and catalogs differ)."""
-    return _location_key(a) == _location_key(b)
-
-
-@dataclass(frozen=True)
-class TableIdentity:
-    """A table as the catalog reported it at one moment: its id (None when the answer had
-    none, as a generic-table load) and its storage location."""
-
-    table_id: str | None
-    location: str
-
-
-@dataclass(frozen=True)
-class ExpectedIdentity:
-    """The identity a caller planned against (`expected_location` / `table_id`)."""
-
-    location: str | None = None
-    table_id: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.location is not None and not self.location.strip("/ "):
-            raise InvalidRequestError("expected_location must not be empty")
-        if self.table_id is not None and not self.table_id.strip():
-            raise InvalidRequestError("table_id must not be empty")
-        if self.table_id is not None:
-            object.__setattr__(self, "table_id", self.table_id.strip().lower())
-
-    @classmethod
-    def of(cls, location: str | None, table_id: str | None) -> ExpectedIdentity | None:
-        """None when the caller named neither (the empty string counts as not named)."""
-        if not location and not table_id:
-            return None
-        return cls(location=location or None, table_id=table_id or None)
-
-    def location_differs(self, location: str) -> bool:
-        return self.location is not None and not same_location(self.location, location)
-
-    def id_differs(self, table_id: str | None) -> bool:
-        """Whether a known id is not the expected one (an unknown id does not differ)."""
-        return (self.table_id is not None and table_id is not None
-                and self.table_id != table_id.lower())
-
-
 @dataclass(frozen=True)
 class CredentialLookup:
     """The answer to a credential request: what was served and how."""

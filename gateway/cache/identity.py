@@ -35,16 +35,9 @@ from gateway.errors import (
     TableIdentityMismatchError,
     UpstreamTimeoutError,
 )
+from gateway.identity import ExpectedIdentity, TableIdentity, same_location
 from gateway.metrics import Metrics
-from gateway.models import (
-    CacheKey,
-    CredentialSet,
-    ExpectedIdentity,
-    Outcome,
-    RequestContext,
-    TableIdentity,
-    same_location,
-)
+from gateway.models import CacheKey, CredentialSet, Outcome, RequestContext
 from gateway.upstream.table_identity import IdentityAnswer
 
 log = logging.getLogger(__name__)

@@ -22,13 +22,13 @@ from gateway.cache.identity import IdentityGuard
 from gateway.cache.policy import is_deterministic
 from gateway.clock import Clock
 from gateway.errors import GatewayError, InvalidRequestError
+from gateway.identity import ExpectedIdentity, same_location
 from gateway.models import (
     AccessMode,
     CacheKey,
     CreateTableSpec,
     CredentialLookup,
     CredentialSet,
-    ExpectedIdentity,
     GenericTable,
     ListResult,
     LoadResult,
@@ -38,7 +38,6 @@ from gateway.models import (
     TableRef,
     UpstreamResponse,
     Warehouse,
-    same_location,
 )
 from gateway.names import is_uuid
 from gateway.settings import Settings

@@ -13,11 +13,11 @@ import grpc
 from google.protobuf.message import Message
 
 from gateway.errors import InvalidRequestError
+from gateway.identity import ExpectedIdentity
 from gateway.models import (
     AccessMode,
     CreateTableSpec,
     CredentialLookup,
-    ExpectedIdentity,
     LoadResult,
     Outcome,
     StorageCredential,

@@ -15,10 +15,10 @@ from typing import Any
 
 from aiohttp import web
 
+from gateway.identity import ExpectedIdentity
 from gateway.models import (
     AccessMode,
     CredentialLookup,
-    ExpectedIdentity,
     GenericTable,
     ListResult,
     LoadResult,

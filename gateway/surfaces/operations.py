@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from gateway.identity import ExpectedIdentity
 from gateway.models import (
     AccessMode,
     CreateTableSpec,
     CredentialLookup,
-    ExpectedIdentity,
     ListResult,
     LoadResult,
     RequestContext,

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway.errors import ProtocolViolationError
-from gateway.models import CacheKey, RequestContext, TableIdentity
+from gateway.identity import TableIdentity
+from gateway.models import CacheKey, RequestContext
 from gateway.upstream.lakekeeper import CatalogClient, _seg, ns_segment
 from gateway.upstream.wire import ListGenericTablesResponse, LoadGenericTableResponse
 

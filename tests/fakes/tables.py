@@ -9,7 +9,8 @@ from collections import deque
 
 from gateway.cache.expiry import credential_set, storage_credential
 from gateway.errors import GatewayError
-from gateway.models import CacheKey, CredentialSet, RequestContext, TableIdentity
+from gateway.identity import TableIdentity
+from gateway.models import CacheKey, CredentialSet, RequestContext
 from gateway.upstream.table_identity import IdentityAnswer
 from tests.fakes.clock import FakeClock
 

@@ -1,7 +1,7 @@
 """Import-linter style checks: data flows surfaces → service → cache → upstream, never back.
 
-- surfaces import only service/models/errors/metrics/settings/clock/secrets/logging/names and
-  the leaves tuning/concurrency/audit (and each other), never cache/ or upstream/;
+- surfaces import only service/models/identity/errors/metrics/settings/clock/secrets/logging/
+  names and the leaves tuning/concurrency/audit (and each other), never cache/ or upstream/;
 - cache/ and upstream/ never import the layers above them;
 - only upstream/transport.py uses aiohttp.ClientSession;
 - only settings.py reads os.environ / os.getenv;
@@ -25,7 +25,7 @@ CLIENT = ROOT / "clients" / "python" / "src" / "lakegate_client"
 SURFACE_ALLOWED = {
     "gateway", "gateway.service", "gateway.models", "gateway.errors", "gateway.metrics",
     "gateway.settings", "gateway.clock", "gateway.secrets", "gateway.logging", "gateway.names",
-    "gateway.tuning", "gateway.concurrency", "gateway.audit",
+    "gateway.tuning", "gateway.concurrency", "gateway.audit", "gateway.identity",
 }
 FORBIDDEN_BELOW = {
     "cache": ("gateway.service", "gateway.surfaces", "gateway.app"),

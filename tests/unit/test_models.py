@@ -109,13 +109,3 @@ def test_remaining_seconds_from_the_earliest_expiry():
     creds = CredentialSet(credentials=(), expires_at_ms=1_800_000_100_000, location="")
     assert creds.remaining_s(1_800_000_000.0) == pytest.approx(100.0)
     assert CredentialSet(credentials=(), expires_at_ms=None).remaining_s(0) is None
-
-
-def test_same_location_ignores_trailing_slash_scheme_case_and_hadoop_spellings() -> None:
-    from gateway.models import same_location
-
-    assert same_location("s3://b/wh/t1/", "s3://b/wh/t1")
-    assert same_location("S3A://b/wh/t1", "s3://b/wh/t1/")
-    assert not same_location("s3://b/wh/t1", "s3://b/wh/t10")
-    assert not same_location("s3://B/wh/t1", "s3://b/wh/t1")  # bucket names are case-sensitive
-    assert not same_location("gs://b/wh/t1", "s3://b/wh/t1")

@@ -5,7 +5,8 @@ import pytest
 from gateway.cache.credential_cache import CredentialCache
 from gateway.cache.identity import IDENTITY_RETRY_S, IdentityGuard
 from gateway.errors import NotFoundError, TableIdentityMismatchError, UnavailableError
-from gateway.models import AccessMode, CacheKey, ExpectedIdentity, Outcome, RequestContext
+from gateway.identity import ExpectedIdentity
+from gateway.models import AccessMode, CacheKey, Outcome, RequestContext
 from gateway.settings import CacheSettings
 from tests.fakes.rng import seeded
 from tests.fakes.tables import FakeTables

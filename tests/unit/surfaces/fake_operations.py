@@ -20,12 +20,12 @@ from gateway.errors import (
     NotFoundError,
     UpstreamBadRequestError,
 )
+from gateway.identity import ExpectedIdentity
 from gateway.models import (
     AccessMode,
     CreateTableSpec,
     CredentialLookup,
     CredentialSet,
-    ExpectedIdentity,
     GenericTable,
     ListResult,
     LoadResult,

@@ -10,8 +10,9 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from gateway.errors import TableIdentityMismatchError, UnavailableError
+from gateway.identity import ExpectedIdentity
 from gateway.metrics import Metrics
-from gateway.models import AccessMode, ExpectedIdentity, Outcome, RequestContext, TableRef
+from gateway.models import AccessMode, Outcome, RequestContext, TableRef
 from gateway.surfaces.accounting import Recorder
 from gateway.surfaces.callers import StaticTokenCallerAuth
 from gateway.surfaces.grpc_interceptors import ERROR_DETAIL_KEY

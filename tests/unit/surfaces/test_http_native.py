@@ -6,7 +6,8 @@ import pytest
 from yarl import URL
 
 from gateway.errors import TableIdentityMismatchError, UnavailableError
-from gateway.models import AccessMode, ExpectedIdentity, Outcome
+from gateway.identity import ExpectedIdentity
+from gateway.models import AccessMode, Outcome
 from tests.unit.surfaces.conftest import MakeClient, count, total_requests
 from tests.unit.surfaces.fake_operations import (
     ROTATED_KEYS,
