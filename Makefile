@@ -60,12 +60,13 @@ test: venv prometheus-bin
 	$(MAKE) --no-print-directory client-min-deps
 	$(PY) -m pytest -p no:cacheprovider tests clients/python/tests
 
-# Two clean venvs, cached (rebuilt only when the pins or the client's pyproject change): the core
-# client next to protobuf 4.25 / grpcio 1.62 (.venv-min-core) and lakegate-client[grpc] at its
-# declared floors (.venv-min-grpc). tests/integration/client/test_client_min_installs.py runs a
+# Three clean venvs, cached (rebuilt only when their pins or the client's declared dependencies
+# change): the core client next to protobuf 4.25 / grpcio 1.62 (.venv-min-core),
+# lakegate-client[grpc] at its declared floors (.venv-min-grpc), and the core client next to
+# PySpark 3.5 (.venv-min-spark35). tests/integration/client/test_client_min_installs.py runs a
 # probe in each against the real gateway of the local stack.
 client-min-deps: venv
-	timeout 900 $(PY) -m tests.deploy.client_min_deps
+	timeout 1800 $(PY) -m tests.deploy.client_min_deps
 
 test-unit: venv
 	$(PY) -m pytest -p no:cacheprovider tests/unit clients/python/tests
@@ -97,4 +98,4 @@ devstack-down: venv
 
 clean:
 	-$(PY) -m devstack down 2>/dev/null
-	rm -rf $(VENV) .venv-min-core .venv-min-grpc .venv-proto .venv-lock .devstack $(IDP_DIR)/node_modules
+	rm -rf $(VENV) .venv-min-core .venv-min-grpc .venv-min-spark35 .venv-proto .venv-lock .devstack $(IDP_DIR)/node_modules

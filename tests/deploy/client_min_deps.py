@@ -8,6 +8,8 @@ pyproject change (a `.pins` stamp), every pip run bounded by a timeout:
   fails if the core client requires newer protobuf/grpcio.
 - `grpc` (.venv-min-grpc): `pip install clients/python[grpc]` with every declared floor pinned
   (`grpcio==<floor>`, `protobuf==<floor>`, `httpx==<floor>`).
+- `spark35` (.venv-min-spark35): the core client next to PySpark 3.5 (no Python Data Source API),
+  for the documented `mapInArrow` / `mapPartitions` pattern (spark35_probe.py).
 
 `make client-min-deps` (called by `make test`) builds both; the integration test
 tests/integration/client/test_client_min_installs.py then runs client_min_probe.py in each
@@ -16,9 +18,11 @@ against the real gateway of the local stack.
 
 from __future__ import annotations
 
-import hashlib
+import json
+import os
 import subprocess
 import sys
+import tomllib
 import venv
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,10 +31,13 @@ from tests.deploy.client_floor import CLIENT, pins_at_floor
 from tests.deploy.manifests import REPO_ROOT
 
 PROBE = Path(__file__).with_name("client_min_probe.py")
+SPARK35_PROBE = Path(__file__).with_name("spark35_probe.py")
 # What Spark 3.5, TensorFlow/Ray and google-cloud images pin today.
 EXECUTOR_PINS = ("protobuf==4.25.*", "grpcio==1.62.*")
+# A Spark 3.5 executor image's Python side (PySpark 3.5 predates numpy 2).
+SPARK35_PINS = ("pyspark==3.5.9", "pyarrow==15.0.2", "pandas==2.2.3", "numpy==1.26.4")
 INSTALL_TIMEOUT_S = 600
-PROBE_TIMEOUT_S = 120
+PROBE_TIMEOUT_S = 300
 
 
 @dataclass(frozen=True)
@@ -40,6 +47,7 @@ class Install:
     name: str
     pins: tuple[str, ...]
     requirement: str
+    probe: Path = PROBE
 
     @property
     def venv(self) -> Path:
@@ -50,8 +58,13 @@ class Install:
         return self.venv / "bin" / "python"
 
     def stamp(self) -> str:
-        """What the venv was built from (rebuilt when any of it changes)."""
-        declared = hashlib.sha256((CLIENT / "pyproject.toml").read_bytes()).hexdigest()
+        """What the venv was built from: its pins and the client's declared dependencies (the
+        required ones and every extra), so any other pyproject edit keeps the cache."""
+        with (CLIENT / "pyproject.toml").open("rb") as fh:
+            project = tomllib.load(fh)["project"]
+        declared = json.dumps(
+            [project["dependencies"], project.get("optional-dependencies", {})], sort_keys=True
+        )
         return "\n".join([*self.pins, self.requirement, declared]) + "\n"
 
 
@@ -59,6 +72,9 @@ def installs() -> dict[str, Install]:
     return {
         "core": Install("core", (*pins_at_floor(), *EXECUTOR_PINS), str(CLIENT)),
         "grpc": Install("grpc", tuple(pins_at_floor("grpc")), f"{CLIENT}[grpc]"),
+        "spark35": Install(
+            "spark35", (*pins_at_floor(), *SPARK35_PINS), str(CLIENT), SPARK35_PROBE
+        ),
     }
 
 
@@ -80,19 +96,23 @@ def ensure_venv(install: Install) -> Path:
 
 
 def run_probe(install: Install, *args: str) -> subprocess.CompletedProcess[str]:
-    """Run client_min_probe.py in the install's venv with this checkout's client source first on
-    sys.path (the venv's installed copy proves the install; the source is what is tested).
+    """Run the install's probe in its venv with this checkout's client source first on sys.path
+    (the venv's installed copy proves the install; the source is what is tested).
 
     -I (isolated) ignores PYTHONPATH and the user site, so nothing from the dev venv leaks in.
     """
     return subprocess.run(
-        [str(ensure_venv(install)), "-I", "-c", _RUN, str(CLIENT / "src"), str(PROBE),
-         install.name, *args],
+        [str(ensure_venv(install)), "-I", "-c", _RUN, str(CLIENT / "src"), str(install.probe),
+         *args],
         capture_output=True,
         text=True,
         timeout=PROBE_TIMEOUT_S,
         check=False,
-        env={"PATH": "/usr/bin:/bin", "NO_PROXY": "localhost,127.0.0.1"},
+        env={
+            "PATH": "/usr/bin:/bin",
+            "NO_PROXY": "localhost,127.0.0.1",
+            **{k: os.environ[k] for k in ("HOME", "JAVA_HOME") if k in os.environ},
+        },
     )
 
 

@@ -191,6 +191,12 @@ def test_pyarrow_kwargs_split_scheme_from_endpoint() -> None:
     assert fs.region == "eu-west-1"
 
 
+def test_s3_filesystem_on_a_pyarrow_without_azure(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pyarrow 15 (the [arrow] floor; Spark 3.5 images) has no AzureFileSystem: S3 must work."""
+    monkeypatch.delattr(pafs, "AzureFileSystem")
+    assert isinstance(creds(S3_HTTP).pyarrow_filesystem(), pafs.S3FileSystem)
+
+
 def test_hadoop_s3a_conf_global_per_bucket_and_spark_prefixed() -> None:
     c = creds(S3_HTTP)
     assert c.hadoop_s3a_conf() == {

@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(150
 
 def _probe(name: str, url: str, devstack: Any) -> dict[str, Any]:
     info = devstack.info
-    done = run_probe(installs()[name], url, info.warehouse.name, info.namespace)
+    done = run_probe(installs()[name], name, url, info.warehouse.name, info.namespace)
     assert done.returncode == 0, done.stdout + done.stderr
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["client_file"].startswith(str(CLIENT / "src"))  # this checkout's client
@@ -50,3 +50,14 @@ def test_grpc_extra_at_its_declared_floors_over_grpc(devstack: Any) -> None:
         floor = Version(".".join(map(str, floors[package])))
         assert Version(result["versions"][package]) == floor, package
     assert result["grpc_loaded"] is True
+
+
+def test_spark_35_runs_the_client_table_functions_in_map_in_arrow(devstack: Any) -> None:
+    """Spark 3.5 has no Python Data Source: the README's mapInArrow / mapPartitions pattern."""
+    info = devstack.info
+    done = run_probe(installs()["spark35"], info.gateway_url, info.warehouse.name,
+                     info.namespace, str(CLIENT / "src"))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["pyspark"].startswith("3.5.")
+    assert (result["written"], result["read"], result["sum"]) == (1000, 1000, sum(range(1000)))

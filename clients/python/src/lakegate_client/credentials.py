@@ -296,12 +296,10 @@ class TableCredentials:
         import pyarrow.fs as pafs  # optional extra
 
         kwargs = self._store("pyarrow").pyarrow_kwargs()
-        filesystems = {
-            "s3": pafs.S3FileSystem,
-            "adls": pafs.AzureFileSystem,
-            "gcs": pafs.GcsFileSystem,
-        }
-        filesystem: pyarrow.fs.FileSystem = filesystems[self.storage](**kwargs)
+        # Looked up by name, only for this storage: pyarrow < 16 (the [arrow] floor is 15) has no
+        # AzureFileSystem, and naming it eagerly broke S3 there too.
+        filesystems = {"s3": "S3FileSystem", "adls": "AzureFileSystem", "gcs": "GcsFileSystem"}
+        filesystem: pyarrow.fs.FileSystem = getattr(pafs, filesystems[self.storage])(**kwargs)
         return filesystem
 
     def hadoop_s3a_conf(self, *, per_bucket: bool = False, spark: bool = False) -> dict[str, str]:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lakegate_client._errors import ConfigurationError
+from lakegate_client.duckdb.sql import literal
 
 if TYPE_CHECKING:
     import duckdb
@@ -68,8 +69,6 @@ def default_extension_directory() -> Path:
 
 def load(con: duckdb.DuckDBPyConnection, names: Iterable[str], version: str) -> None:
     """INSTALL each extension from its wheel's file (a no-op when already there), then LOAD it."""
-    from lakegate_client.duckdb.sql import literal
-
     for name in names:
         con.execute(f"INSTALL {literal(str(extension_file(name, version)))}")
         con.execute(f"LOAD {name}")
