@@ -18,6 +18,8 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from gateway.caller_settings import CallerMode as CallerMode  # re-exported, as is
+from gateway.caller_settings import CallerSettings as CallerSettings  # the section
 from gateway.events_settings import EventsSettings
 from gateway.settings_sources import (
     CONFIG_FILE_ENV,
@@ -189,49 +191,6 @@ class CacheSettings(_Section):
     warehouse_ttl_s: float = Field(default=60.0, ge=0)
     # Longest a cached answer's table identity goes unconfirmed (one metadata load, no STS).
     identity_ttl_s: float = Field(default=30.0, gt=0, le=3600)
-
-
-class CallerMode(StrEnum):
-    NONE = "none"
-    TOKEN = "token"  # noqa: S105 - a mode name
-    JWT = "jwt"
-
-
-class CallerSettings(_Section):
-    """Who may ask (deploy/README.md, "Security model")."""
-
-    mode: CallerMode = CallerMode.NONE
-    tokens_file: Path | None = None
-    jwks_url: str | None = None
-    # The in-cluster JWKS (https://kubernetes.default.svc/openid/v1/jwks) needs the cluster CA and
-    # a bearer token; the token file is re-read per fetch (kubelet rotates it).
-    ca_file: Path | None = None
-    bearer_token_file: Path | None = None
-    issuer: str | None = None
-    audience: str | None = None
-    name_claim: str = "sub"
-    policy_file: Path | None = None
-    rate_per_s: float = Field(default=0.0, ge=0)
-    burst: int = Field(default=100, ge=1)
-    auth_failures_per_s: float = Field(default=2.0, ge=0)  # per peer, then 429; 0: off
-    auth_failure_burst: int = Field(default=50, ge=1)
-    allow_project_header: bool = False  # false: a project header other than the default -> 403
-
-    @model_validator(mode="after")
-    def _check(self) -> CallerSettings:
-        if self.mode is CallerMode.TOKEN and not self.tokens_file:
-            raise ValueError(
-                f"{env_name('callers', 'mode')}=token requires {env_name('callers', 'tokens_file')}"
-            )
-        if self.mode is CallerMode.JWT:
-            missing = [
-                env_name("callers", n) for n in ("jwks_url", "audience") if not getattr(self, n)
-            ]
-            if missing:
-                raise ValueError(
-                    f"{env_name('callers', 'mode')}=jwt requires {', '.join(missing)}"
-                )
-        return self
 
 
 class LogSettings(_Section):
