@@ -71,6 +71,9 @@ class TableConnection:
         self._args = (namespace, table, warehouse, access)
         loaded = client.load(namespace, table, warehouse=warehouse)
         self.format = loaded.format.lower()
+        # Every later credential is for this table: a replaced one is a clear
+        # TableIdentityMismatchError, never the new table's keys under the old scan.
+        self._location = loaded.base_location
         creds = self._credentials()
         self.scan = scan_expression(self.format, creds.location)
         self.con = con if con is not None else connect(formats=(self.format,))
@@ -82,7 +85,8 @@ class TableConnection:
 
     def _credentials(self) -> TableCredentials:
         namespace, table, warehouse, access = self._args
-        return self._client.credentials(namespace, table, warehouse=warehouse, access=access)
+        return self._client.credentials(namespace, table, warehouse=warehouse, access=access,
+                                        expected_location=self._location)
 
     def _install(self, creds: TableCredentials) -> None:
         identity = _credential_identity(creds)
