@@ -8,7 +8,7 @@ outcome with Spark's reader AND the format's own reader as the storage owner
 serial order of the successful jobs produces), orphan objects and unexpected errors.
 
 Cases: ``retry`` (tasks fail once, Spark retries), ``abort_late`` (one task always fails while the
-others are slowed half-way through their file, to finish after ``abort``), ``before_commit`` (the
+others are slowed before their file completes, to finish after ``abort``), ``before_commit`` (the
 driver fails after every task reported), ``append+append``, ``overwrite+overwrite``,
 ``overwrite+append`` and ``create+create`` (two jobs at once, both drivers committing at the same
 wall-clock moment). Speculation on ``local-cluster`` is not run here (see the README).
@@ -126,7 +126,7 @@ def _run_case(r: _Round, case: str, counts: CaseCounts) -> None:
         allowed = [sorted(SEED + A)]
     elif case in ("abort_late", "before_commit"):
         r.write(SEED, "overwrite")
-        fault = ("after_land@0,slow@1=1.5,slow@2=1.5,slow@3=1.5" if case == "abort_late"
+        fault = ("after_land@0,slow@1=4,slow@2=4,slow@3=4" if case == "abort_late"
                  else "before_commit@0")
         try:
             r.write(A, "append", fault=fault)
@@ -136,7 +136,7 @@ def _run_case(r: _Round, case: str, counts: CaseCounts) -> None:
             if "injected fault" not in str(exc):
                 counts.unexpected_errors += 1
                 counts.notes.append(str(exc)[:200])
-        time.sleep(5 if case == "abort_late" else 0)  # let the slowed tasks finish
+        time.sleep(8 if case == "abort_late" else 0)  # let the slowed tasks finish
         allowed = [SEED]
     else:
         first, second = case.split("+")
@@ -189,7 +189,8 @@ def run_write_suite(run_dir: Path, *, rounds: int = 3,
                "LAKEGATE_WAREHOUSE": info.warehouse.name, "LAKEGATE_TEST_FAULTS": "1",
                "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
         with patch.dict(os.environ, env):
-            spark = spark_session("local[2,2]", app_name="lakegate-harden-writes")
+            spark = spark_session("local[2,2]", app_name="lakegate-harden-writes",
+                                  conf={"spark.python.task.killTimeout": "30s"})
         try:
             auditor = TableAuditor(info)
             for fmt in formats:

@@ -44,8 +44,8 @@ def test_an_aborted_parquet_job_shows_no_row_even_from_a_task_finishing_after_ab
     save(frame(spark, 1000, 12), qualified, "parquet", "overwrite")
     with pytest.raises(Exception, match="injected fault after_land@0"):
         save(frame(spark, 0, 40, 4), qualified, "parquet", "append",
-              fault="after_land@0,slow@1=1.5,slow@2=1.5,slow@3=1.5")
-    time.sleep(5)  # the slowed tasks have finished (or were killed) by now
+              fault="after_land@0,slow@1=4,slow@2=4,slow@3=4")
+    time.sleep(8)  # the slowed tasks have finished their files by now
     expected = list(range(1000, 1012))
     assert spark_ids(spark, qualified) == expected
     audit = auditor.audit("parquet", _location(client, namespace, table_name))

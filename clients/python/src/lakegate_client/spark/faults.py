@@ -10,8 +10,9 @@ it by accident. Rules, comma-separated, each ``<stage>@<partition>[#once]`` or
 - ``before_commit``: the driver fails after every task reported, before the commit (partition
   is ignored; use ``@0``);
 - ``#once``: only the first attempt of the task fails (Spark's retry then succeeds);
-- ``slow@p=s``: task ``p`` sleeps ``s`` seconds half-way through its file (before it lands), so
-  that it finishes after a failing job's ``abort``;
+- ``slow@p=s``: task ``p`` sleeps ``s`` seconds once it has read all its rows, before its file
+  is complete, so that it finishes after a failing job's ``abort`` (on a session whose
+  ``spark.python.task.killTimeout`` lets a cancelled task run that long);
 - ``commit_at@0=t``: the driver's commit waits until the epoch time ``t``, so that two racing
   jobs commit at the same moment.
 """
@@ -66,7 +67,7 @@ class Faults:
         for rule in self.rules:
             if rule.partition != partition and stage != "before_commit":
                 continue
-            if rule.stage == "slow" and stage == "before_land":
+            if rule.stage == "slow" and stage == "input_done":
                 time.sleep(rule.delay_s)
             elif rule.stage == "commit_at" and stage == "before_commit":
                 time.sleep(max(0.0, rule.delay_s - time.time()))
@@ -79,6 +80,7 @@ def _midway(faults: Faults, items: Iterator[T], partition: int, attempt: int) ->
         yield item
         if index == 0:
             faults.hit("before_land", partition, attempt)
+    faults.hit("input_done", partition, attempt)  # every row read, the file not yet complete
 
 
 def _rule(text: str) -> Rule:
