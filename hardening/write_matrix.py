@@ -8,9 +8,10 @@ outcome with Spark's reader AND the format's own reader as the storage owner
 serial order of the successful jobs produces), orphan objects and unexpected errors.
 
 Cases: ``retry`` (tasks fail once, Spark retries), ``abort_late`` (one task always fails while the
-others are slowed to finish after ``abort``), ``before_commit`` (the driver fails after every task
-reported), ``append+append``, ``overwrite+overwrite``, ``overwrite+append`` and ``create+create``
-(two jobs at once). Speculation on ``local-cluster`` is not run here (see the README).
+others are slowed before their file completes, to finish after ``abort``), ``before_commit`` (the
+driver fails after every task reported), ``append+append``, ``overwrite+overwrite``,
+``overwrite+append`` and ``create+create`` (two jobs at once, both drivers committing at the same
+wall-clock moment). Speculation on ``local-cluster`` is not run here (see the README).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ CASES = ("retry", "abort_late", "before_commit", "append+append", "overwrite+ove
 SEED = list(range(1000, 1012))
 A = list(range(0, 40))
 B = list(range(100, 140))
+RACE_START_S = 30.0  # generous: both jobs' tasks must be done by then on a loaded machine
 
 
 @dataclass
@@ -76,7 +78,7 @@ class _Round:
         save(frame(self.spark, rows[0], len(rows), parts), self.qualified, self.fmt, mode,
              fault=fault, catalog_url=self.url)
 
-    def job(self, rows: list[int], mode: str, fault: str = "slow@0=1") -> Callable[[], None]:
+    def job(self, rows: list[int], mode: str, fault: str) -> Callable[[], None]:
         return lambda: self.write(rows, mode, fault)
 
     def observe(self) -> tuple[list[int], list[int], list[str]]:
@@ -124,7 +126,7 @@ def _run_case(r: _Round, case: str, counts: CaseCounts) -> None:
         allowed = [sorted(SEED + A)]
     elif case in ("abort_late", "before_commit"):
         r.write(SEED, "overwrite")
-        fault = ("after_land@0,slow@1=3,slow@2=3,slow@3=3" if case == "abort_late"
+        fault = ("after_land@0,slow@1=4,slow@2=4,slow@3=4" if case == "abort_late"
                  else "before_commit@0")
         try:
             r.write(A, "append", fault=fault)
@@ -134,14 +136,15 @@ def _run_case(r: _Round, case: str, counts: CaseCounts) -> None:
             if "injected fault" not in str(exc):
                 counts.unexpected_errors += 1
                 counts.notes.append(str(exc)[:200])
-        time.sleep(5 if case == "abort_late" else 0)  # let the slowed tasks finish
+        time.sleep(8 if case == "abort_late" else 0)  # let the slowed tasks finish
         allowed = [SEED]
     else:
         first, second = case.split("+")
         if first != "create":
             r.write(SEED, "overwrite")
         modes = ("append", "append") if first == "create" else (first, second)
-        errors = concurrently(r.spark, r.job(A, modes[0]), r.job(B, modes[1]))
+        at = f"commit_at@0={time.time() + RACE_START_S}"  # both drivers commit at one moment
+        errors = concurrently(r.spark, r.job(A, modes[0], at), r.job(B, modes[1], at))
         allowed = _allowed(case, errors)
         for error in errors:
             if error is None:
@@ -186,7 +189,8 @@ def run_write_suite(run_dir: Path, *, rounds: int = 3,
                "LAKEGATE_WAREHOUSE": info.warehouse.name, "LAKEGATE_TEST_FAULTS": "1",
                "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
         with patch.dict(os.environ, env):
-            spark = spark_session("local[2,2]", app_name="lakegate-harden-writes")
+            spark = spark_session("local[2,2]", app_name="lakegate-harden-writes",
+                                  conf={"spark.python.task.killTimeout": "30s"})
         try:
             auditor = TableAuditor(info)
             for fmt in formats:

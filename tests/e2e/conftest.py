@@ -55,7 +55,10 @@ def spark(stack_info: StackInfo, gateway_url: str) -> Iterator[SparkSession]:
     }
     with patch.dict(os.environ, env):
         # local[2,2]: a failed task gets one retry, as on a cluster (plain local[2] never retries)
-        session = spark_session("local[2,2]", app_name="lakegate-e2e")
+        # killTimeout: a cancelled task keeps running for a while, as on a busy cluster, so a
+        # task can finish its file after the job's abort (test_spark_write_protocol.py)
+        session = spark_session("local[2,2]", app_name="lakegate-e2e",
+                                conf={"spark.python.task.killTimeout": "30s"})
     yield session
     session.stop()
 

@@ -45,7 +45,7 @@ def test_an_aborted_parquet_job_shows_no_row_even_from_a_task_finishing_after_ab
     with pytest.raises(Exception, match="injected fault after_land@0"):
         save(frame(spark, 0, 40, 4), qualified, "parquet", "append",
               fault="after_land@0,slow@1=4,slow@2=4,slow@3=4")
-    time.sleep(6)  # the slowed tasks have finished their uploads by now
+    time.sleep(8)  # the slowed tasks have finished their files by now
     expected = list(range(1000, 1012))
     assert spark_ids(spark, qualified) == expected
     audit = auditor.audit("parquet", _location(client, namespace, table_name))
@@ -73,12 +73,11 @@ def test_two_concurrent_parquet_overwrites_never_tear_the_table(
     qualified = f"{namespace}.{table_name}"
     save(frame(spark, 0, 10), qualified, "parquet", "overwrite")
     a, b = list(range(100, 140)), list(range(200, 240))
+    at = f"commit_at@0={time.time() + 30}"  # both drivers commit at the same moment
     errors = concurrently(
         spark,
-        lambda: save(frame(spark, 100, 40, 4), qualified, "parquet", "overwrite",
-                      fault="slow@0=2"),
-        lambda: save(frame(spark, 200, 40, 4), qualified, "parquet", "overwrite",
-                      fault="slow@0=2"),
+        lambda: save(frame(spark, 100, 40, 4), qualified, "parquet", "overwrite", fault=at),
+        lambda: save(frame(spark, 200, 40, 4), qualified, "parquet", "overwrite", fault=at),
     )
     for error in errors:
         assert error is None or is_conflict(error), str(error)[-3000:]
@@ -95,10 +94,11 @@ def test_two_lance_appends_to_a_missing_table_keep_every_row(
 ) -> None:
     """Regression: an append that planned against a missing table committed an Overwrite."""
     qualified = f"{namespace}.{table_name}"
+    at = f"commit_at@0={time.time() + 30}"
     errors = concurrently(
         spark,
-        lambda: save(frame(spark, 0, 40), qualified, "lance", "append", fault="slow@0=2"),
-        lambda: save(frame(spark, 100, 40), qualified, "lance", "append", fault="slow@0=2"),
+        lambda: save(frame(spark, 0, 40), qualified, "lance", "append", fault=at),
+        lambda: save(frame(spark, 100, 40), qualified, "lance", "append", fault=at),
     )
     assert errors == [None, None], [str(e)[-3000:] for e in errors if e]
     expected = list(range(40)) + list(range(100, 140))

@@ -10,8 +10,11 @@ it by accident. Rules, comma-separated, each ``<stage>@<partition>[#once]`` or
 - ``before_commit``: the driver fails after every task reported, before the commit (partition
   is ignored; use ``@0``);
 - ``#once``: only the first attempt of the task fails (Spark's retry then succeeds);
-- ``slow@p=s``: task ``p`` sleeps ``s`` seconds once its file is written, so that it finishes
-  after a failing job's ``abort``.
+- ``slow@p=s``: task ``p`` sleeps ``s`` seconds once it has read all its rows, before its file
+  is complete, so that it finishes after a failing job's ``abort`` (on a session whose
+  ``spark.python.task.killTimeout`` lets a cancelled task run that long);
+- ``commit_at@0=t``: the driver's commit waits until the epoch time ``t``, so that two racing
+  jobs commit at the same moment.
 """
 
 from __future__ import annotations
@@ -64,8 +67,10 @@ class Faults:
         for rule in self.rules:
             if rule.partition != partition and stage != "before_commit":
                 continue
-            if rule.stage == "slow" and stage == "after_land":
+            if rule.stage == "slow" and stage == "input_done":
                 time.sleep(rule.delay_s)
+            elif rule.stage == "commit_at" and stage == "before_commit":
+                time.sleep(max(0.0, rule.delay_s - time.time()))
             elif rule.stage == stage and not (rule.once and attempt > 0):
                 raise InjectedFault(f"injected fault {stage}@{partition} (attempt {attempt})")
 
@@ -75,15 +80,16 @@ def _midway(faults: Faults, items: Iterator[T], partition: int, attempt: int) ->
         yield item
         if index == 0:
             faults.hit("before_land", partition, attempt)
+    faults.hit("input_done", partition, attempt)  # every row read, the file not yet complete
 
 
 def _rule(text: str) -> Rule:
     stage, sep, rest = text.partition("@")
-    if not sep or (stage not in STAGES and stage != "slow"):
+    if not sep or (stage not in STAGES and stage not in ("slow", "commit_at")):
         raise ValueError(f"bad test_fault rule {text!r}: want <stage>@<partition>[#once]")
-    if stage == "slow":
-        part, _, delay = rest.partition("=")
-        return Rule("slow", int(part), delay_s=float(delay or 0))
+    if stage in ("slow", "commit_at"):
+        part, _, value = rest.partition("=")
+        return Rule(stage, int(part), delay_s=float(value or 0))
     part, _, flag = rest.partition("#")
     if flag not in ("", "once"):
         raise ValueError(f"bad test_fault flag {flag!r} in {text!r}")

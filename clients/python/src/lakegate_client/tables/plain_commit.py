@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lakegate_client._errors import ConflictError
-from lakegate_client.tables.directory import data_files, write_id_of
+from lakegate_client.tables.directory import data_files
 from lakegate_client.tables.staged import PendingUpload, S3Location, complete_uploads
 
 __all__ = ["MARKER", "PlainPlan", "WriteConflictError", "commit_plain", "delete_job_files",
@@ -153,8 +153,3 @@ def delete_job_files(s3: Any, where: S3Location, relative: Sequence[str]) -> Non
     for rel in relative:
         s3.delete_object(Bucket=where.bucket, Key=where.key(rel))
 
-
-def job_debris(s3: Any, where: S3Location, write_id: str, keep: Sequence[str]) -> list[str]:
-    """Visible objects of this job that are not in ``keep`` (a non-staged attempt's files)."""
-    return [rel for rel in list_objects(s3, where) if write_id_of(rel) == write_id
-            and rel not in set(keep)]
