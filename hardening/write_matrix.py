@@ -135,7 +135,7 @@ def _run_case(r: _Round, case: str, counts: CaseCounts) -> None:
         except Exception as exc:  # noqa: BLE001 - judged below
             if "injected fault" not in str(exc):
                 counts.unexpected_errors += 1
-                counts.notes.append(str(exc)[:200])
+                counts.notes.append(_last_line(exc))
         time.sleep(8 if case == "abort_late" else 0)  # let the slowed tasks finish
         allowed = [SEED]
     else:
@@ -153,9 +153,17 @@ def _run_case(r: _Round, case: str, counts: CaseCounts) -> None:
                 counts.expected_conflicts += 1
             else:
                 counts.unexpected_errors += 1
-                counts.notes.append(str(error)[:200])
+                counts.notes.append(_last_line(error))
     _judge(counts, r.observe(), allowed)
     counts.ok += 1
+
+
+def _last_line(error: BaseException) -> str:
+    """The exception line of a (Py4J-wrapped) Python traceback: what actually went wrong."""
+    lines = [ln.strip() for ln in str(error).splitlines() if ln.strip()
+             and not ln.strip().startswith(("at ", "File ", "^", "..."))]
+    useful = [ln for ln in lines if "Error" in ln or "Exception" in ln]
+    return (useful[-1] if useful else lines[-1] if lines else repr(error))[:300]
 
 
 def _allowed(case: str, errors: list[BaseException | None]) -> list[list[int]]:
