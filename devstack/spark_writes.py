@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-# What a job that loses a race may fail with: Lakegate's plain-table conflict, Lance's and
-# Iceberg's own commit conflicts (all raised before anything became visible).
+# What a job that loses a race may fail with: Lakegate's plain-table conflict, Lance's,
+# Iceberg's and delta-rs's own commit conflicts (all raised before anything became visible).
 CONFLICT = re.compile(
     r"since this job planned|was committing when this job planned|CommitConflictError"
-    r"|Incompatible transaction|CommitFailedException"
+    r"|Incompatible transaction|CommitFailedException|CommitFailedError"
 )
 
 
