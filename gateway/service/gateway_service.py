@@ -19,7 +19,7 @@ from gateway.cache import CredentialCache, CredentialKeys, MetadataCache, Wareho
 from gateway.cache.credential_keys import cache_key
 from gateway.cache.expiry import is_expiry_key
 from gateway.cache.identity import IdentityGuard
-from gateway.cache.policy import is_deterministic
+from gateway.cache.policy import is_deterministic, remaining_until
 from gateway.clock import Clock
 from gateway.errors import GatewayError, InvalidRequestError
 from gateway.identity import ExpectedIdentity, same_location
@@ -188,9 +188,8 @@ class GatewayService:
             if is_deterministic(err):
                 raise  # gone or forbidden now: the old credential must not be served either
             return got  # still above the floor: served, and counted stale by the cache
-        left = (None if fetched.deadline_mono is None
-                else fetched.deadline_mono - self.clock.monotonic())
-        return fetched.value, Outcome.MISS, left
+        return (fetched.value, Outcome.MISS,
+                remaining_until(self.clock.monotonic(), fetched.deadline_mono))
 
     # ------------------------------------------------------------------ tables
     async def _table_metadata(self, wh: Warehouse, ref: TableRef,
