@@ -11,10 +11,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from aiohttp import web
-
 from gateway.errors import ProtocolViolationError
 from gateway.models import CredentialLookup
+from gateway.surfaces.bytes_response import BytesResponse
 from gateway.surfaces.http_codec import call_target
 from gateway.surfaces.http_pipeline import HttpApi
 from gateway.surfaces.http_routing import HttpCall, Match, Route
@@ -72,7 +71,7 @@ class AwsApi(HttpApi):
         return [Route("GET", ("v1", "aws-credentials", "{wh}", "{ns}", "{table}"), self.get,
                       "aws", "credential")]
 
-    async def get(self, call: HttpCall) -> web.StreamResponse:
+    async def get(self, call: HttpCall) -> BytesResponse:
         # Same {wh}/{ns}/{table} captures and ?access= as the native credential route.
         ref, access = call_target(call)
         await self._authorize(call, ref, access)
@@ -81,4 +80,4 @@ class AwsApi(HttpApi):
                                                  min_left_s=AWS_SDK_MIN_LEFT_S)
         body = aws_body(call.match, lookup)
         call.tally.served(lookup.outcome, lookup.remaining_s)
-        return json_body_response(body)
+        return json_body_response(body, self._d.date)

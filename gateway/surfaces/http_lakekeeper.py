@@ -28,6 +28,7 @@ from gateway.models import (
     TableRef,
 )
 from gateway.surfaces.accounting import Kind
+from gateway.surfaces.bytes_response import BytesResponse
 from gateway.surfaces.callers import whoami
 from gateway.surfaces.http_codec import (
     call_ref,
@@ -184,12 +185,12 @@ class LakekeeperApi(HttpApi):
         headers = {k: v for k, v in upstream.headers.items() if k.title() in _PASS_HEADERS}
         return web.Response(status=upstream.status, body=upstream.body, headers=headers)
 
-    async def credentials(self, call: HttpCall) -> web.StreamResponse:
+    async def credentials(self, call: HttpCall) -> BytesResponse:
         ref = call_ref(call)
         access = await self._vend_access(call, ref)
         lookup = await self._ops.get_credentials(ref, access, call.ctx)
         call.tally.served(lookup.outcome, lookup.remaining_s)
-        return json_body_response(storage_credentials_body(call.match, lookup))
+        return json_body_response(storage_credentials_body(call.match, lookup), self._d.date)
 
     async def list(self, call: HttpCall) -> web.StreamResponse:
         warehouse, namespace = warehouse_of(call.params), namespace_of(call.params)

@@ -24,6 +24,7 @@ from gateway.models import (
     LoadResult,
     TableRef,
 )
+from gateway.surfaces.bytes_response import BytesResponse
 from gateway.surfaces.http_codec import (
     call_ref,
     call_target,
@@ -146,7 +147,7 @@ class NativeApi(HttpApi):
         """The contract document: public, neither admitted nor counted."""
         return [OpenRoute("GET", ("v1", "openapi.json"), self.openapi)]
 
-    async def credentials(self, call: HttpCall) -> web.StreamResponse:
+    async def credentials(self, call: HttpCall) -> BytesResponse:
         ref, access = call_target(call)
         await self._authorize(call, ref, access)
         expect = None
@@ -156,7 +157,7 @@ class NativeApi(HttpApi):
             expect = ExpectedIdentity.of(query.get("expected_location"), query.get("table_id"))
         lookup = await self._ops.get_credentials(ref, access, call.ctx, expect=expect)
         call.tally.served(lookup.outcome, lookup.remaining_s)
-        return json_body_response(memo_body(call.match, lookup))
+        return json_body_response(memo_body(call.match, lookup), self._d.date)
 
     async def load(self, call: HttpCall) -> web.StreamResponse:
         ref = call_ref(call)

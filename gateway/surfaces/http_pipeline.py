@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Coroutine, Hashable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, cast
 
 from aiohttp import hdrs, web
 from aiohttp.http import HttpVersion11
@@ -33,6 +33,7 @@ from gateway.logging import request_id_var
 from gateway.metrics import Metrics
 from gateway.models import AccessMode, ListResult, LoadResult, TableRef
 from gateway.surfaces.accounting import Recorder
+from gateway.surfaces.bytes_response import BytesResponse, HttpDate, header_value_ok
 from gateway.surfaces.http_codec import (
     call_ref,
     context_of,
@@ -62,6 +63,7 @@ LAKEKEEPER_HEADERS = {
     "Cache-Control": "private",
     "Vary": "authorization, x-project-id, x-iceberg-access-delegation",
 }
+LAKEKEEPER_PAIRS = tuple(LAKEKEEPER_HEADERS.items())
 # Tuning (gateway/tuning.py): a failing route logs at most once per FAILED_LOG_INTERVAL_S;
 # route matches are remembered (MATCH_CACHE_SIZE) only for targets up to MATCH_CACHE_MAX_TARGET.
 
@@ -79,6 +81,8 @@ class HttpDeps:
     # Lakekeeper clamps a page size to its maximum; the service refuses one above it: both are
     # `upstream.max_page_size`, the one page-size bound of every surface.
     max_page_size: int = 1000
+    # The Date line of prebuilt answers, formatted once per second for every route.
+    date: HttpDate = field(default_factory=HttpDate)
 
 
 class LogLimiter:
@@ -142,6 +146,7 @@ class HttpPipeline:
                 match = self._match(request, raw_target)
                 route = match.route
                 lakekeeper, pattern = route.lakekeeper, route.pattern
+                response: web.StreamResponse | BytesResponse
                 if isinstance(route, OpenRoute):
                     response = await route.handler(request)
                 else:
@@ -168,6 +173,9 @@ class HttpPipeline:
                 # The surface boundary: one of the two places a broad catch is allowed.
                 _log.exception("unhandled error", extra={"path": request.path})
                 response = internal_error_response(request_id)
+            if isinstance(response, BytesResponse):
+                # The hot path's prebuilt answer: a 200, its headers written with the body.
+                return self._finish_bytes(request, response, request_id, lakekeeper)
             response.headers["x-request-id"] = request_id
             if response.status >= 500:
                 left_out = self._failed_log.allow((request.method, pattern, response.status))
@@ -188,6 +196,23 @@ class HttpPipeline:
             return response
         finally:
             request_id_var.reset(token)
+
+    def _finish_bytes(self, request: web.BaseRequest, response: BytesResponse, request_id: str,
+                      lakekeeper: bool) -> web.StreamResponse:
+        """The request id (and Lakekeeper's headers) on a prebuilt answer; a caller's echoed
+        id that may not be written as is turns it into a regular `web.Response`."""
+        if _log.isEnabledFor(logging.DEBUG):
+            _log.debug("request", extra={"method": request.method, "path": request.path,
+                                         "status": response.status})
+        response.request_id = request_id
+        if lakekeeper:
+            echoed = request.headers.get("x-request-id", request_id)
+            response.extra = LAKEKEEPER_PAIRS
+            response.request_id = echoed
+            if not header_value_ok(echoed):
+                return response.to_response()
+        # aiohttp's request handler only calls prepare() and write_eof() and reads keep_alive.
+        return cast(web.StreamResponse, response)
 
     async def serve(self, request: web.BaseRequest) -> web.StreamResponse:
         """`dispatch` plus what aiohttp's URL dispatcher would do first: `Expect` handling."""

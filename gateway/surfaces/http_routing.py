@@ -19,6 +19,7 @@ from aiohttp import web
 from gateway.errors import GatewayError, NotFoundError
 from gateway.models import AccessMode, CallerIdentity, RequestContext, TableRef
 from gateway.surfaces.accounting import Kind, Surface, Tally
+from gateway.surfaces.bytes_response import BytesResponse
 from gateway.surfaces.render import RenderedBody
 
 
@@ -45,7 +46,7 @@ class HttpCall:
         return self.match.params
 
 
-CallHandler = Callable[[HttpCall], Awaitable[web.StreamResponse]]
+CallHandler = Callable[[HttpCall], Awaitable[web.StreamResponse | BytesResponse]]
 OpenHandler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
 # The `kind` of a route whose kind depends on the request (Lakekeeper's load: vended or not).
 KindOf = Callable[[web.BaseRequest], Kind]

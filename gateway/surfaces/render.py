@@ -16,6 +16,7 @@ from aiohttp import web
 
 from gateway.errors import GatewayError, envelope, internal_envelope, retry_after_value
 from gateway.models import CredentialLookup, Outcome, StorageCredential
+from gateway.surfaces.bytes_response import BytesResponse, HttpDate
 
 
 def config_strings(config: Mapping[str, Any]) -> dict[str, str]:
@@ -49,9 +50,9 @@ def json_response(
                         headers=headers)
 
 
-def json_body_response(body: bytes) -> web.Response:
-    """A 200 with JSON bytes rendered beforehand."""
-    return web.Response(body=body, content_type="application/json")
+def json_body_response(body: bytes, date: HttpDate) -> BytesResponse:
+    """A 200 with JSON bytes rendered beforehand, written as one prebuilt message."""
+    return BytesResponse(body, date)
 
 
 def error_response(err: GatewayError, request_id: str) -> web.Response:

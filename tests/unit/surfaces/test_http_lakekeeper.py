@@ -279,3 +279,18 @@ async def test_any_request_id_is_echoed_on_the_lakekeeper_surface(make_client: M
     client = await make_client()
     resp = await client.get(gt(), headers={**AUTH, "x-request-id": "not a uuid"})
     assert resp.headers["x-request-id"] == "not a uuid"
+
+
+@pytest.mark.parametrize("given", ["not a uuid", "caf\u00e9-42"])
+async def test_the_credentials_answer_echoes_any_request_id(make_client: MakeClient,
+                                                            given: str) -> None:
+    """The prebuilt credential answer (bytes_response.py) echoes like every other answer, a
+    non-ASCII id through the regular response path, with Lakekeeper's cache headers."""
+    client = await make_client()
+    resp = await client.get(gt() + "/orders/credentials",
+                            headers={**AUTH, "x-request-id": given})
+    assert resp.status == 200
+    assert resp.headers["x-request-id"] == given
+    assert resp.headers["Cache-Control"] == "private"
+    assert resp.headers["Vary"].startswith("authorization")
+    assert list(await resp.json()) == ["storage-credentials"]

@@ -1,0 +1,135 @@
+"""A 200 JSON answer whose whole HTTP message is written as one prebuilt byte string.
+
+The credential routes answer the same pre-rendered body over and over (render.RenderedBody).
+aiohttp's `web.Response` still builds a header multidict, a content-type parse, a status line,
+a Content-Length, Date, Server and Connection per answer, serializes them and writes head and
+body through its payload writer: about a sixth of a cached credential answer. aiohttp's
+request handler needs three things of what a handler returns: `prepare(request)`,
+`write_eof()` and `keep_alive` (web_protocol.RequestHandler.finish_response and start), so
+this answer provides them and writes the same bytes aiohttp would (same headers, same
+Connection rules for HTTP/1.0 and 1.1, no body for HEAD), with the same back-pressure (the
+payload writer's `drain`).
+
+Only for 200s with a body known up front: everything else stays a `web.Response`.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from email.utils import formatdate
+
+from aiohttp import web
+from aiohttp.http import SERVER_SOFTWARE, HttpVersion10, HttpVersion11
+from multidict import CIMultiDict, CIMultiDictProxy
+
+_SERVER = f"Server: {SERVER_SOFTWARE}\r\n".encode()
+_TYPE = b"Content-Type: application/json\r\nContent-Length: "
+# The characters aiohttp's header serializer refuses (http_writer._FORBIDDEN_HEADER_CHARS_RE).
+_FORBIDDEN = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+
+
+class HttpDate:
+    """The `Date` header line, formatted at most once per second (as aiohttp caches it)."""
+
+    __slots__ = ("_line", "_second")
+
+    def __init__(self) -> None:
+        self._second = -1
+        self._line = b""
+
+    def line(self) -> bytes:
+        now = int(time.time())  # wall clock on purpose: Date is the wall time
+        if now != self._second:
+            self._line = f"Date: {formatdate(now, usegmt=True)}\r\n".encode()
+            self._second = now
+        return self._line
+
+
+class BytesResponse:
+    """A 200 `application/json` answer with its body rendered beforehand.
+
+    `request_id` and `extra` (header name/value pairs) are set by the pipeline before the
+    answer is written. Header values must pass `header_value_ok` (the pipeline falls back to a
+    `web.Response` otherwise).
+    """
+
+    __slots__ = ("_date", "_sent", "body", "extra", "keep_alive", "request_id")
+
+    status = 200
+    reason = "OK"
+    __http_exception__ = False
+
+    def __init__(self, body: bytes, date: HttpDate) -> None:
+        self.body = body
+        self.request_id = ""
+        self.extra: tuple[tuple[str, str], ...] = ()
+        self.keep_alive: bool | None = None
+        self._date = date
+        self._sent = False
+
+    @property
+    def body_length(self) -> int:
+        """What aiohttp's access logger prints as the body size."""
+        return len(self.body) if self._sent else 0
+
+    @property
+    def headers(self) -> CIMultiDictProxy[str]:
+        """The answer's headers, for access loggers and tests (the hot path never builds it)."""
+        out: CIMultiDict[str] = CIMultiDict()
+        out["Content-Type"] = "application/json"
+        out["Content-Length"] = str(len(self.body))
+        if self.request_id:
+            out["x-request-id"] = self.request_id
+        for name, value in self.extra:
+            out[name] = value
+        return CIMultiDictProxy(out)
+
+    def to_response(self) -> web.Response:
+        """The same answer as an aiohttp `web.Response` (for hosts that need one)."""
+        headers = dict(self.extra)
+        if self.request_id:
+            headers["x-request-id"] = self.request_id
+        return web.Response(body=self.body, content_type="application/json", headers=headers)
+
+    async def prepare(self, request: web.BaseRequest) -> None:
+        """Write status line, headers and body in one transport write, then drain."""
+        if self._sent:
+            return
+        self._sent = True
+        keep_alive = self.keep_alive = request.keep_alive
+        version = request.version
+        body = self.body
+        parts = [
+            b"HTTP/1.1 200 OK\r\n" if version == HttpVersion11
+            else f"HTTP/{version[0]}.{version[1]} 200 OK\r\n".encode(),
+            _TYPE, str(len(body)).encode(), b"\r\n",
+        ]
+        if self.request_id:
+            parts += (b"x-request-id: ", self.request_id.encode(), b"\r\n")
+        for name, value in self.extra:
+            parts += (name.encode(), b": ", value.encode(), b"\r\n")
+        parts += (self._date.line(), _SERVER)
+        if keep_alive:
+            if version == HttpVersion10:
+                parts.append(b"Connection: keep-alive\r\n")
+        elif version == HttpVersion11:
+            parts.append(b"Connection: close\r\n")
+        parts.append(b"\r\n")
+        if request.method != "HEAD":
+            parts.append(body)
+        writer = request.writer
+        transport = writer.transport
+        if transport is None or transport.is_closing():
+            raise ConnectionResetError("Cannot write to closing transport")
+        transport.write(b"".join(parts))
+        await writer.drain()
+
+    async def write_eof(self, data: bytes = b"") -> None:
+        """Nothing left to write: `prepare` wrote the whole message."""
+
+
+def header_value_ok(value: str) -> bool:
+    """Whether `value` may be written as a header value (aiohttp's own rule, plus ASCII)."""
+    return value.isascii() and _FORBIDDEN.search(value) is None
+
