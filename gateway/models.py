@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from gateway.errors import InvalidRequestError
 from gateway.names import NAMESPACE_SEPARATOR as NAMESPACE_SEPARATOR
@@ -186,9 +186,13 @@ class CredentialSet:
         )
 
 
-@dataclass(frozen=True)
-class CredentialLookup:
-    """The answer to a credential request: what was served and how."""
+class CredentialLookup(NamedTuple):
+    """The answer to a credential request: what was served and how.
+
+    A NamedTuple, not a frozen dataclass: one is built per credential request, and a frozen
+    dataclass's `__init__` (one `object.__setattr__` per field) costs ~2.3 µs on 3.11, a
+    NamedTuple ~0.4 µs. Immutable all the same.
+    """
 
     warehouse: Warehouse
     ref: TableRef
@@ -272,9 +276,12 @@ class CreateTableSpec:
         object.__setattr__(self, "extra", _frozen_map(self.extra))
 
 
-@dataclass(frozen=True)
-class RequestContext:
-    """Per-request metadata passed from the surface down to the upstream call."""
+class RequestContext(NamedTuple):
+    """Per-request metadata passed from the surface down to the upstream call.
+
+    A NamedTuple for the reason CredentialLookup is one (built per request); `_replace` makes
+    a changed copy.
+    """
 
     request_id: str
     idempotency_key: str | None = None

@@ -162,14 +162,23 @@ class CredentialServicer(_Servicer):
         super().__init__(ops, gate)
         self._bodies: BoundedLru[tuple[TableRef, AccessMode], RenderedBody] = BoundedLru(
             MATCH_CACHE_SIZE)
+        # Validated refs by their raw fields: a TableRef checks every name (~10 µs), and
+        # executors ask for the same few tables (the HTTP twin is the route match's memo).
+        self._refs: BoundedLru[tuple[str, tuple[str, ...], str, str], TableRef] = BoundedLru(
+            MATCH_CACHE_SIZE)
 
     async def GetTableCredentials(
         self, request: credentials_pb2.GetTableCredentialsRequest, call: GrpcCall
     ) -> bytes:
         """The serialized GetTableCredentialsResponse (`serialize` passes it through)."""
-        ref = ref_of(request.table)
-        if table_kind(request.kind) == "iceberg":
-            ref = replace(ref, kind="iceberg")
+        table = request.table
+        raw = (table.warehouse, tuple(table.namespace), table.name, table_kind(request.kind))
+        ref = self._refs.get(raw)
+        if ref is None:
+            ref = ref_of(table)
+            if raw[3] == "iceberg":
+                ref = replace(ref, kind="iceberg")
+            self._refs.put(raw, ref)
         access = access_of(request.access)
         await self._gate.authorize(call.caller, call.ctx, ref.scope, access)
         expect = ExpectedIdentity.of(request.expected_location, request.table_id)
@@ -245,7 +254,7 @@ class CatalogServicer(_Servicer):
         )
         ctx = call.ctx
         if request.idempotency_key:
-            ctx = replace(ctx, idempotency_key=request.idempotency_key)
+            ctx = ctx._replace(idempotency_key=request.idempotency_key)
         result = await self._ops.create_table(ref.warehouse, ref.namespace, spec, ctx)
         return load_pb(result)
 

@@ -83,6 +83,7 @@ class FakeOperations:
     expects: list[ExpectedIdentity | None] = field(default_factory=list)
     min_left: list[float | None] = field(default_factory=list)
     accesses: list[AccessMode] = field(default_factory=list)
+    refs: list[TableRef] = field(default_factory=list)  # as get_credentials received them
     started: bool = False
     closed: bool = False
 
@@ -139,6 +140,7 @@ class FakeOperations:
                               min_left_s: float | None = None) -> CredentialLookup:
         await self._enter("get_credentials", ctx)
         self.accesses.append(access)
+        self.refs.append(ref)
         self.expects.append(expect)
         self.min_left.append(min_left_s)
         table = self._table(ref)

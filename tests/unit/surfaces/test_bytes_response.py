@@ -157,9 +157,11 @@ async def test_one_write_then_the_writers_back_pressure() -> None:
     await answer.prepare(_Request(writer))  # type: ignore[arg-type]
     await answer.prepare(_Request(writer))  # type: ignore[arg-type]  (a second call: nothing)
     await answer.write_eof()
-    assert len(transport.written) == 1 and transport.written[0].endswith(b"\r\n\r\n" + BODY)
+    assert len(transport.written) == 1
+    assert transport.written[0].endswith(b"\r\n\r\n" + BODY)
     assert writer.drained == 1
-    assert answer.keep_alive is True and answer.body_length == len(BODY)
+    assert answer.keep_alive is True
+    assert answer.body_length == len(BODY)
 
 
 @pytest.mark.parametrize("transport", [None, _Transport(closing=True)])

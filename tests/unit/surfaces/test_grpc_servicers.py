@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import grpc
@@ -275,8 +274,8 @@ async def test_pre_serialized_credentials_are_the_bytes_the_message_serializes_t
 ) -> None:
     fake_ops.outcome = outcome
     ref = TableRef("demo", ("demo_ns",), "orders")
-    lookup = replace(await fake_ops.get_credentials(ref, access, RequestContext(request_id="r")),
-                     remaining_s=remaining)
+    lookup = (await fake_ops.get_credentials(ref, access, RequestContext(request_id="r"))
+              )._replace(remaining_s=remaining)
     head, tail = credentials_pb_parts(lookup)
     wire = RenderedBody(lookup, head, tail).splice(_pb_fields(lookup))
     assert wire == credentials_pb(lookup).SerializeToString()
@@ -311,3 +310,26 @@ async def test_a_rotated_credential_set_is_served_at_once_not_the_old_bytes(
             assert await rotating_ops.keys_across_rotation(key) == ROTATED_KEYS
     finally:
         await surface.server.stop(0)
+
+
+async def test_repeated_tables_reuse_one_validated_ref(server_factory,
+                                                       fake_ops: FakeOperations) -> None:
+    """The servicer's ref memo: the same raw fields give the same checked TableRef; the kind
+    is part of the key; a refused name is refused on every call (never remembered)."""
+    s = await server_factory()
+    for kind in ("", "generic", "iceberg", "iceberg"):
+        await s.creds.GetTableCredentials(
+            credentials_pb2.GetTableCredentialsRequest(table=ORDERS, kind=kind), timeout=5)
+    generic, generic_again, iceberg, iceberg_again = fake_ops.refs
+    assert generic is generic_again
+    assert generic.kind == "generic"
+    assert iceberg is iceberg_again
+    assert iceberg.kind == "iceberg"
+    assert iceberg.scope == generic.scope
+    bad = common_pb2.TableRef(warehouse="demo", namespace=["demo_ns"], name="..")
+    for _ in range(2):
+        with pytest.raises(grpc.aio.AioRpcError) as info:
+            await s.creds.GetTableCredentials(
+                credentials_pb2.GetTableCredentialsRequest(table=bad), timeout=5)
+        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert fake_ops.calls["get_credentials"] == 4
