@@ -47,6 +47,17 @@ class CredentialKeys:
     def __len__(self) -> int:
         return len(self._memo)
 
+    def peek(self, ref: TableRef, access: AccessMode, project: str,
+             delegation: str | None) -> tuple[Warehouse, CacheKey] | None:
+        """`resolve` without a coroutine when it is remembered and its warehouse still cached
+        (the hot path), else None."""
+        mk: MemoKey = (ref, access, project, delegation)
+        memo = self._memo.get(mk)
+        if memo is not None and self._warehouses.peek(memo[0]) is memo[1]:
+            self._memo.move_to_end(mk)
+            return memo[1], memo[2]
+        return None
+
     async def resolve(self, ref: TableRef, access: AccessMode, project: str,
                       ctx: RequestContext) -> tuple[Warehouse, CacheKey]:
         """The warehouse of `ref` and the cache key of the request.
@@ -54,15 +65,14 @@ class CredentialKeys:
         Raises:
             NotFoundError, UpstreamTimeoutError: as `WarehouseResolver.resolve`.
         """
-        mk: MemoKey = (ref, access, project, ctx.delegation)
-        memo = self._memo.get(mk)
-        if memo is not None and self._warehouses.peek(memo[0]) is memo[1]:
-            self._memo.move_to_end(mk)
-            return memo[1], memo[2]
+        hit = self.peek(ref, access, project, ctx.delegation)
+        if hit is not None:
+            return hit
         wh = await self._warehouses.resolve(ref.warehouse, project, ctx)
         key = cache_key(project, wh, ref, access, ctx.delegation)
         ck = self._warehouses.cache_key(ref.warehouse, project)
         if self._warehouses.peek(ck) is wh:
+            mk: MemoKey = (ref, access, project, ctx.delegation)
             self._memo[mk] = (ck, wh, key)
             self._memo.move_to_end(mk)
             if len(self._memo) > self._maxsize:

@@ -148,7 +148,10 @@ class GatewayService:
         """
         where = ref.scope
         try:
-            wh, key = await self.keys.resolve(ref, access, self._project(ctx), ctx)
+            project = self._project(ctx)
+            hit = self.keys.peek(ref, access, project, ctx.delegation)  # no coroutine if known
+            wh, key = hit if hit is not None else await self.keys.resolve(ref, access, project,
+                                                                          ctx)
             # remaining_s on the monotonic clock: a stepped wall clock must not distort it.
             got = await self.cache.lookup(key, ctx)
             # The guard's hot path is a plain call; only a due or expected identity awaits.
