@@ -110,15 +110,23 @@ class TableRef:
     # "generic" (Lakekeeper's generic-table API) or "iceberg" (the Iceberg REST tables): the
     # catalog serves their credentials on different paths, so it is part of the cache key.
     kind: TableKind = "generic"
+    # Computed once: refs are kept (route memos) and hashed and scoped on every request.
+    _hash: int = field(init=False, repr=False, compare=False)
+    _scope: Scope = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         check_warehouse(self.warehouse)
         object.__setattr__(self, "namespace", check_namespace(self.namespace))
         check_name(self.name, "table")
+        object.__setattr__(self, "_scope", (self.warehouse, self.namespace, self.name))
+        object.__setattr__(self, "_hash", hash((*self._scope, self.kind)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     @property
     def scope(self) -> Scope:
-        return (self.warehouse, self.namespace, self.name)
+        return self._scope
 
 
 @dataclass(frozen=True)
@@ -332,6 +340,16 @@ class CacheKey:
     access: AccessMode
     delegation: str = "vended"
     kind: TableKind = "generic"
+    # Computed once: a key is hashed several times per cached answer (memo, cache, LRU order).
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.project, self.warehouse_id, self.namespace,
+                                                self.table, self.access, self.delegation,
+                                                self.kind)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     @classmethod
     def of(
