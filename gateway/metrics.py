@@ -200,6 +200,20 @@ class LoopValue:
         return self._exemplar
 
 
+def loop_counter(child: Any) -> Any:
+    """An `inc(amount)` for one counter (or label child) written on the loop's thread only:
+    its value becomes a `LoopValue` (keeping what it held), so an increment takes no lock.
+    Falls back to the child itself if its internals are not as expected."""
+    value = getattr(child, "_value", None)
+    if isinstance(value, LoopValue):
+        return value
+    if value is None or not hasattr(value, "get"):
+        return child
+    loop_value = LoopValue(value.get())
+    child._value = loop_value
+    return loop_value
+
+
 class BucketObserver:
     """`observe()` for one histogram (or label child) with a binary search for the bucket.
 

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from gateway.clock import Clock
 from gateway.errors import PermissionDeniedError, RateLimitedCallerError, UnauthenticatedError
-from gateway.metrics import BucketObserver, Metrics
+from gateway.metrics import BucketObserver, Metrics, loop_counter
 from gateway.models import Outcome
 
 Surface = Literal["http", "grpc", "rest", "aws"]
@@ -44,12 +44,13 @@ class _Track:
         self.counters: dict[str, Any] = {}
 
     def counter(self, result: str) -> Any:
-        child = self.counters.get(result)
-        if child is None:
-            child = self.counters[result] = self.metrics.requests.labels(
-                self.surface, self.kind, result
-            )
-        return child
+        """The series' `inc(amount)`, lock-free (metrics.loop_counter: surfaces run on the
+        loop)."""
+        inc = self.counters.get(result)
+        if inc is None:
+            inc = self.counters[result] = loop_counter(self.metrics.requests.labels(
+                self.surface, self.kind, result))
+        return inc
 
 
 class Tally:
@@ -87,7 +88,7 @@ class Tally:
             result = self._result or "miss"
             if self._remaining_s is not None:
                 track.remaining.observe(max(self._remaining_s, 0.0))
-        track.counter(result).inc()
+        track.counter(result).inc(1.0)
         track.duration.observe(max(self._clock.monotonic() - self._started, 0.0))
 
 

@@ -163,3 +163,21 @@ def test_bucket_observers_of_one_histogram_share_its_lock_free_values() -> None:
     # the hot path takes no lock: the values are the loop-thread kind
     assert isinstance(hist._sum, LoopValue)
     assert all(isinstance(b, LoopValue) for b in hist._buckets)
+
+
+def test_loop_counter_keeps_the_count_and_takes_no_lock() -> None:
+    from prometheus_client import CollectorRegistry, Counter
+
+    from gateway.metrics import LoopValue, loop_counter
+
+    registry = CollectorRegistry()
+    counter = Counter("hits", "h", ["result"], registry=registry)
+    child = counter.labels("hit")
+    child.inc(2)  # counted before the swap: kept
+    inc = loop_counter(child)
+    assert isinstance(inc, LoopValue)
+    assert loop_counter(counter.labels("hit")) is inc  # one value per series
+    inc.inc(1.0)
+    child.inc()  # the library's own inc still counts, into the same value
+    assert registry.get_sample_value("hits_total", {"result": "hit"}) == 4.0
+    assert loop_counter(object()) is not None  # no internals: the object itself
