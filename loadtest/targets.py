@@ -68,6 +68,7 @@ def evaluate(summary: Mapping[str, Any]) -> list[TargetCheck]:
         ("http_uds", "HTTP"),
         ("grpc_tcp", "gRPC"),
         ("grpc_uds", "gRPC"),
+        ("aws", "HTTP"),
     ):
         s = surfaces.get(name)
         if not s or s.get("ratio") is None:

@@ -81,3 +81,14 @@ def test_the_herd_tail_bound_is_1_5_x_the_trivial_servers_p99_for_the_same_burst
     summary["cold_herd"]["10000"]["baseline_p99_ms"] = 550.0
     check = next(c for c in evaluate(summary) if c.name == "cold herd p99 extra latency")
     assert check.met is True  # 812.5 ms <= 825 ms
+
+
+def test_the_aws_surface_is_held_to_the_same_ratio() -> None:
+    summary = _summary()
+    summary.setdefault("surfaces", {})["aws"] = {"rps": 690.0, "baseline_rps": 1000.0,
+                                                 "ratio": 0.69}
+    check = next(c for c in evaluate(summary) if c.name.startswith("aws throughput"))
+    assert check.met is False
+    summary["surfaces"]["aws"]["ratio"] = 0.7
+    check = next(c for c in evaluate(summary) if c.name.startswith("aws throughput"))
+    assert check.met is True
