@@ -18,12 +18,22 @@ from typing import Protocol
 from urllib.parse import urlsplit
 
 import aiohttp
+from aiohttp.helpers import get_env_proxy_for_url
+from yarl import URL
 
 from gateway.errors import UnavailableError, UpstreamTimeoutError
 from gateway.settings import UpstreamSettings
 from gateway.tuning import UPSTREAM_MAX_RESPONSE_BYTES
 
 _FRAMING_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
+
+
+def _env_proxy(url: URL) -> tuple[URL | None, aiohttp.BasicAuth | None]:
+    """aiohttp's environment proxy for `url` (what its `trust_env` applies), or none."""
+    try:
+        return get_env_proxy_for_url(url)
+    except LookupError:  # no proxy for this scheme, or NO_PROXY names the host
+        return None, None
 
 
 @dataclass(frozen=True)
@@ -93,6 +103,8 @@ class AiohttpTransport:
         self._keepalive_s = keepalive_s
         self._ssl: ssl.SSLContext | bool = ssl_context if ssl_context is not None else True
         self._trust_env = trust_env
+        # (scheme, host:port) -> (proxy, proxy auth): see `_proxy_for`.
+        self._proxies: dict[tuple[str, str], tuple[URL | None, aiohttp.BasicAuth | None]] = {}
         self._session: aiohttp.ClientSession | None = None
         self._closed = False
 
@@ -104,18 +116,37 @@ class AiohttpTransport:
                 limit=self._pool_size, keepalive_timeout=self._keepalive_s, ttl_dns_cache=60,
                 ssl=self._ssl,
             )
+            # trust_env is ours (`_proxy_for`), not aiohttp's: aiohttp's looks up the proxy and
+            # ~/.netrc in a worker thread on every request (two thread hops per upstream call).
             self._session = aiohttp.ClientSession(
-                connector=connector, auto_decompress=True, trust_env=self._trust_env,
+                connector=connector, auto_decompress=True, trust_env=False,
                 skip_auto_headers=("User-Agent",),
             )
         return self._session
 
+    async def _proxy_for(self, url: str) -> tuple[URL | None, aiohttp.BasicAuth | None]:
+        """The environment's proxy for `url`'s origin (HTTP(S)_PROXY, NO_PROXY, proxy
+        credentials from ~/.netrc: aiohttp's own rules), looked up once per origin in a worker
+        thread (it reads files) and then remembered: the environment of a running process does
+        not change."""
+        if not self._trust_env:
+            return None, None
+        parts = urlsplit(url)
+        origin = (parts.scheme, parts.netloc)
+        found = self._proxies.get(origin)
+        if found is None:
+            found = self._proxies[origin] = await asyncio.to_thread(
+                _env_proxy, URL.build(scheme=parts.scheme, authority=parts.netloc))
+        return found
+
     async def send(self, request: RawRequest) -> RawResponse:
         session = self._get_session()
         try:
+            proxy, proxy_auth = await self._proxy_for(request.url)
             async with session.request(
                 request.method, request.url, headers=dict(request.headers), data=request.body,
                 allow_redirects=False, timeout=aiohttp.ClientTimeout(total=request.timeout_s),
+                proxy=proxy, proxy_auth=proxy_auth,
             ) as resp:
                 data = await resp.content.read(UPSTREAM_MAX_RESPONSE_BYTES + 1)
                 if len(data) > UPSTREAM_MAX_RESPONSE_BYTES:

@@ -120,6 +120,42 @@ async def test_proxy_from_the_environment_is_used_when_trusted(
     assert len(proxy["seen"]) == 1
 
 
+async def test_the_proxy_is_looked_up_once_per_origin_and_no_proxy_is_honoured(
+    proxy: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """aiohttp's own trust_env looks the proxy (and ~/.netrc) up in a worker thread on every
+    request; the transport does it once per origin, with the same rules."""
+    import gateway.upstream.transport as transport_module
+
+    for var in ("HTTPS_PROXY", "https_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", proxy["url"])
+    monkeypatch.setenv("http_proxy", proxy["url"])
+    monkeypatch.setenv("NO_PROXY", "direct.example.invalid")
+    monkeypatch.setenv("no_proxy", "direct.example.invalid")
+    lookups: list[str] = []
+    real = transport_module._env_proxy
+
+    def counted(url: Any) -> Any:
+        lookups.append(str(url))
+        return real(url)
+
+    monkeypatch.setattr(transport_module, "_env_proxy", counted)
+    transport = AiohttpTransport(trust_env=True)
+    try:
+        for path in ("/a", "/b", "/c"):
+            resp = await transport.send(RawRequest("GET", f"http://proxied.example.invalid{path}",
+                                                   10))
+            assert resp.body == b"via proxy"
+        # NO_PROXY: tried directly (and unresolvable), never through the proxy.
+        with pytest.raises(UnavailableError):
+            await transport.send(RawRequest("GET", "http://direct.example.invalid/x", 10))
+    finally:
+        await transport.close()
+    assert len(proxy["seen"]) == 3
+    assert lookups == ["http://proxied.example.invalid", "http://direct.example.invalid"]
+
+
 def test_proxy_trust_is_on_by_default_and_can_be_turned_off() -> None:
     assert _settings().upstream.trust_env is True
     assert _settings(LAKEGATE__UPSTREAM__TRUST_ENV="false").upstream.trust_env is False
