@@ -24,10 +24,9 @@ Two kinds of line (docs/contracts.md §6 states the promise):
 `LAKEGATE__LOG__AUDIT=false` turns every line off; operators may also set the `lakegate.audit`
 logger above INFO.
 
-A grant's line (`defer=True`: the miss that fetched, its coalesced waiters, a stale answer) is
-written just after the caller is answered (`loop.call_soon`), so a herd of K waiters is answered
-first and audited after; order is kept (call_soon is FIFO) and every decision still gets its
-line. Refusals and errors are written at once.
+In per-request mode a coalesced waiter's line (`defer=True`) is written just after the waiter is
+answered (`loop.call_soon`), so a herd of K waiters is answered first and audited after; order is
+kept (call_soon is FIFO) and every decision still gets its line.
 """
 
 from __future__ import annotations
@@ -71,8 +70,8 @@ def credential_event(
 ) -> None:
     """Log one decision on `table` = (warehouse, namespace levels, table name or None).
 
-    With `defer` (grants), on a running loop the line is written just after the current step,
-    i.e. after the caller's answer.
+    With `defer` (coalesced waiters), on a running loop the line is written just after the
+    current step, i.e. after the caller's answer.
     """
     if not _log.isEnabledFor(logging.INFO):
         return
