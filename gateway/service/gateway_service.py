@@ -46,6 +46,7 @@ from gateway.upstream.lakekeeper import CatalogClient
 from gateway.upstream.token_source import TokenSource
 
 _COALESCED = Outcome.COALESCED
+_READ = AccessMode.READ
 
 
 def _merge_config(credential: StorageCredential) -> dict[str, str]:
@@ -167,7 +168,10 @@ class GatewayService:
             self._audit.credential(ctx, where, access, type(exc).__name__)
             raise
         # The member itself (a str): `.value` and `Outcome.X` cost ~1 µs / 0.4 µs on 3.11.
-        self._audit.credential(ctx, where, access, outcome, defer=outcome is _COALESCED)
+        # A coalesced read's line may follow its answer (it is a folded kind, and the fetch it
+        # waited on has its own miss line); every other grant's line is written before.
+        self._audit.credential(ctx, where, access, outcome,
+                               defer=outcome is _COALESCED and access is _READ)
         return CredentialLookup(
             warehouse=wh, ref=ref, access=access, credentials=creds, outcome=outcome,
             remaining_s=remaining,
@@ -226,7 +230,8 @@ class GatewayService:
             table = await self._table_metadata(wh, ref, ctx)
             creds, outcome, _ = await self.identity.lookup(
                 key, ctx, ExpectedIdentity(location=table.base_location))
-        self._audit.credential(ctx, ref.scope, access, outcome, defer=outcome is _COALESCED)
+        self._audit.credential(ctx, ref.scope, access, outcome,
+                               defer=outcome is _COALESCED and access is _READ)
         chosen = _credential_for(table.base_location, creds)
         config = _merge_config(chosen) if chosen is not None else {}
         return LoadResult(table=table, config=config, credentials=creds.credentials,

@@ -329,3 +329,34 @@ async def test_the_credential_key_memo_stays_bounded(make, catalog, monkeypatch)
     assert len(svc.keys) == 4
     assert (await svc.get_credentials(TableRef("demo", ("ns",), "m0"), AccessMode.READ,
                                       CTX)).outcome is Outcome.HIT
+
+
+async def test_a_write_grant_is_audited_before_its_answer_even_when_coalesced(
+    make, catalog, audit_stream
+):
+    """docs/contracts.md §6: misses, errors, refusals and write grants are written before the
+    answer leaves; only a coalesced *read* may follow its answer (a folded kind)."""
+    import itertools
+    import json
+
+    from gateway.audit import configure_audit
+
+    configure_audit(True)
+    svc = await make()
+    gate = catalog.hold("load_generic_table_credentials")
+    ids = itertools.count()
+
+    async def ask(access: AccessMode) -> tuple[Outcome, str, bool]:
+        rid = f"{access.value}-{next(ids)}"
+        lookup = await svc.get_credentials(REF, access, RequestContext(request_id=rid))
+        written = {json.loads(x).get("request_id") for x in audit_stream.getvalue().splitlines()}
+        return lookup.outcome, access.value, rid in written  # checked as the answer returns
+
+    writes = await gated_herd(3, lambda: ask(AccessMode.WRITE), gate)
+    assert sorted(o for o, _, _ in writes) == sorted([Outcome.MISS] + [Outcome.COALESCED] * 2)
+    assert all(before for _, _, before in writes)
+    gate = catalog.hold("load_generic_table_credentials")
+    svc.invalidate(REF)
+    reads = await gated_herd(3, lambda: ask(AccessMode.READ), gate)
+    assert [before for o, _, before in reads if o is Outcome.MISS] == [True]
+    assert [before for o, _, before in reads if o is Outcome.COALESCED] == [False, False]
