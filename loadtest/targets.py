@@ -20,6 +20,7 @@ class TargetCheck:
 
 HERD_TAIL_FACTOR = 1.5
 HERD_TAIL_FLOOR_MS = 5.0
+HERD_TAIL_K = 10_000  # the herd size the issue's tail bound is defined at
 
 
 def herd_bound_ms(row: Mapping[str, Any]) -> float:
@@ -48,9 +49,21 @@ def evaluate(summary: Mapping[str, Any]) -> list[TargetCheck]:
         )
         extra = {k: herd[k].get("p99_extra_ms") for k in ks}
         bound = {k: herd_bound_ms(herd[k]) for k in ks}
+        top = max(ks, key=int)
+        if int(top) >= HERD_TAIL_K:
+            # Issue #25's bound: at K = 10,000, 1.5 x the trivial server's p99 for that burst.
+            checks.append(
+                TargetCheck(
+                    f"cold herd p99 extra latency at K={int(top):,}",
+                    f"<= 1.5 x the trivial server's p99 for K={int(top):,}",
+                    f"{extra[top]} ms (bound {bound[top]} ms)" if extra[top] is not None
+                    else "failed",
+                    extra[top] is not None and extra[top] <= bound[top],
+                )
+            )
         checks.append(
             TargetCheck(
-                "cold herd p99 extra latency",
+                "cold herd p99 extra latency at every K",
                 "<= 1.5 x the trivial server's p99 for the same K (at least 5 ms) for every K",
                 ", ".join(
                     f"K={k}: {v} ms (bound {bound[k]} ms)" if v is not None

@@ -44,7 +44,9 @@ def test_missed_targets_are_stated_plainly_with_the_measured_figure(tmp_path: Pa
     write_report(_summary(), tmp_path)
     md = (tmp_path / "report.md").read_text()
     assert "Missed targets, plainly:" in md
-    assert ("cold herd p99 extra latency measured K=1: 1.2 ms (bound 5.0 ms), "
+    assert ("cold herd p99 extra latency at K=10,000 measured 812.5 ms (bound 750.0 ms)"
+            in md)
+    assert ("cold herd p99 extra latency at every K measured K=1: 1.2 ms (bound 5.0 ms), "
             "K=10000: 812.5 ms (bound 750.0 ms)") in md
     assert "| 10,000 | 1 | 55.0 | 400.0 | 867.5 | 812.5 | 500.0 | 750.0 | 0 |" in md
     assert "0.60 x (9,000 vs 15,000 req/s)" in md
@@ -66,7 +68,7 @@ def test_a_failed_herd_size_is_reported_as_failed_not_dropped(tmp_path: Path) ->
     summary = _summary()
     summary["cold_herd"]["100"] = {"error": "could only open 90 of 100 connections"}
     checks = write_report(summary, tmp_path)
-    extra = next(c for c in checks if c.name == "cold herd p99 extra latency")
+    extra = next(c for c in checks if c.name == "cold herd p99 extra latency at every K")
     assert "K=100: failed" in extra.measured
     assert extra.met is False
     assert (
