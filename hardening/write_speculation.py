@@ -11,8 +11,10 @@ One round: seed the table, then append with partition 0's FIRST attempt slowed
 (``slow@0=<s>#once``) so that a speculative attempt 1 runs the same partition and wins; the slowed
 attempt keeps running (``spark.python.task.killTimeout``) and finishes its file after the job has
 committed, the late duplicate. Spark's own status store (the task list of the job's stages) says
-whether a speculative attempt ran and which attempt of the partition succeeded: a round in which
-no speculative attempt ran proved nothing and counts as an unexpected error.
+whether a speculative attempt ran and which attempt of the partition succeeded. A try in which
+no speculative attempt ran (the scheduler did not start one in time) is still judged, noted, and
+repeated on a fresh table, up to ``TRIES`` times; a round with no speculating try at all proved
+nothing and counts as an unexpected error.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ SPECULATION_CONF = {
     "spark.python.task.killTimeout": "30s",  # the killed duplicate finishes its file
 }
 SETTLE_TIMEOUT_S = SLOW_S + 40.0
+TRIES = 3
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,7 @@ def job_attempts(spark: SparkSession, group: str) -> Attempts:
     """Count the attempts of the jobs in ``group`` (stage task lists of the status store)."""
     sc = spark.sparkContext
     jvm: Any = sc._jvm
+    sc._jsc.sc().listenerBus().waitUntilEmpty(10_000)  # every task event is in the store
     store = sc._jsc.sc().statusStore()
     tracker = sc.statusTracker()
     speculative = won = killed = running = 0
