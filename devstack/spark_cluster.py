@@ -84,6 +84,10 @@ class SparkCluster:
 
     ``stack_info`` is the running local stack's stack.json (the gateways log in to its IdP and
     call its catalog). ``transport`` picks the URL tasks use (see ``task_url``).
+    ``distinct_hosts``: worker ``i`` binds to loopback address ``127.0.0.<i>`` instead of
+    127.0.0.1, so Spark sees one host per worker. Why: the scheduler never launches a
+    speculative copy of a task on a host that already ran an attempt of it, so speculation
+    needs two hosts (``local-cluster`` and ``local[N]`` run every executor on one host).
     """
 
     run_dir: Path
@@ -93,6 +97,7 @@ class SparkCluster:
     worker_memory: str = "1g"
     transport: str = "grpc"
     gateway_env: dict[str, str] = field(default_factory=dict)
+    distinct_hosts: bool = False
     master_url: str = ""
     master_ui: str = ""
     nodes: list[SparkNode] = field(default_factory=list)
@@ -154,21 +159,23 @@ class SparkCluster:
         node_dir = self.run_dir / name
         port, ui_port = free_ports(2)
         url = task_url(gw_info, self.transport)
+        host = f"127.0.0.{index}" if self.distinct_hosts else "127.0.0.1"
         # The DaemonSet picture: the node's environment names the node's gateway.
         env = {
+            "SPARK_LOCAL_IP": host,  # the worker's executors bind (and register) there too
             "LAKEGATE_URL": url,
             "LAKEGATE_WAREHOUSE": self.stack_info.warehouse.name,
             "SPARK_WORKER_DIR": str(node_dir / "work"),
         }
         record = self._spawn(
             f"spark-worker-{index}",
-            [_WORKER, "--host", "127.0.0.1", "--port", str(port), "--webui-port", str(ui_port),
+            [_WORKER, "--host", host, "--port", str(port), "--webui-port", str(ui_port),
              "--cores", str(self.cores_per_worker), "--memory", self.worker_memory,
              "--work-dir", str(node_dir / "work"), self.master_url],
             node_dir / "worker.log",
             env,
         )
-        return SparkNode(name, record, f"http://127.0.0.1:{ui_port}", gw_record, gw_info, url)
+        return SparkNode(name, record, f"http://{host}:{ui_port}", gw_record, gw_info, url)
 
     def _spawn(
         self, name: str, args: list[str], log: Path, env: dict[str, str]

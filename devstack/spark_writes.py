@@ -15,10 +15,14 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 # What a job that loses a race may fail with: Lakegate's plain-table conflict, Lance's,
-# Iceberg's and delta-rs's own commit conflicts (all raised before anything became visible).
+# Iceberg's and delta-rs's own commit conflicts, and pyiceberg's serializable-isolation checks of
+# an overwrite against files a concurrent commit added or deleted (all raised before anything
+# became visible).
 CONFLICT = re.compile(
     r"since this job planned|was committing when this job planned|CommitConflictError"
     r"|Incompatible transaction|CommitFailedException|CommitFailedError"
+    r"|ValidationException: (Added|Deleted) data files were found matching the filter"
+    r"|ValidationException: Data files were concurrently deleted"
 )
 
 

@@ -16,6 +16,7 @@ from devstack.stack_info import StackInfo
 
 PLAIN_FORMATS = ("parquet", "csv", "json")
 PLAIN_MARKER = "_lakegate_commit.json"
+LANCE_LEDGER = "_lakegate_attempts"  # lakegate_client.tables.attempts.LEDGER
 
 
 @dataclass(frozen=True)
@@ -136,7 +137,11 @@ class TableAuditor:
             for fragment in ds.get_fragments():
                 referenced.update(f"data/{d.path}" for d in fragment.data_files())
         ids = latest.to_table(columns=["id"]).column("id").to_pylist()
-        orphans = [r for r in objects if r.startswith("data/") and r not in referenced]
+        # the attempt ledger keeps only its closed-jobs list and create claim; a leftover
+        # attempt record is debris too
+        kept = {f"{LANCE_LEDGER}/closed.json", f"{LANCE_LEDGER}/create.json"}
+        orphans = [r for r in objects if (r.startswith("data/") and r not in referenced)
+                   or (r.startswith(f"{LANCE_LEDGER}/") and r not in kept)]
         return ids, orphans
 
     def _iceberg(self, table: Any, objects: list[str]) -> tuple[list[int], list[str]]:

@@ -11,7 +11,9 @@ Cases: ``retry`` (tasks fail once, Spark retries), ``abort_late`` (one task alwa
 others are slowed before their file completes, to finish after ``abort``), ``before_commit`` (the
 driver fails after every task reported), ``append+append``, ``overwrite+overwrite``,
 ``overwrite+append`` and ``create+create`` (two jobs at once, both drivers committing at the same
-wall-clock moment). Speculation on ``local-cluster`` is not run here (see the README).
+wall-clock moment), and ``speculation`` (partition 0's first attempt lags, a speculative copy
+wins, the killed duplicate finishes its file after the commit; on a two-host standalone cluster,
+see ``write_speculation.py`` for why not ``local-cluster``).
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ if TYPE_CHECKING:
 
 FORMATS = ("parquet", "delta", "lance", "iceberg")
 CASES = ("retry", "abort_late", "before_commit", "append+append", "overwrite+overwrite",
-         "overwrite+append", "create+create")
+         "overwrite+append", "create+create")  # on the local[2,2] session
+SPECULATION = "speculation"  # on its own speculating cluster session
 SEED = list(range(1000, 1012))
 A = list(range(0, 40))
 B = list(range(100, 140))
@@ -56,6 +59,9 @@ class CaseCounts:
     silent_tears: int = 0
     orphans: int = 0
     unexpected_errors: int = 0
+    pending_uploads: int = 0  # invisible, left to the bucket's lifecycle rule: not a violation
+    speculative_attempts: int = 0  # speculation: attempts Spark launched as speculative copies
+    speculative_wins: int = 0  # ... and those that became the partition's result
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -81,8 +87,8 @@ class _Round:
     def job(self, rows: list[int], mode: str, fault: str) -> Callable[[], None]:
         return lambda: self.write(rows, mode, fault)
 
-    def observe(self) -> tuple[list[int], list[int], list[str]]:
-        """(Spark's ids, the native reader's ids, orphans)."""
+    def observe(self) -> tuple[list[int], list[int], list[str], int]:
+        """(Spark's ids, the native reader's ids, orphans, pending uploads)."""
         ids = spark_ids(self.spark, self.qualified, self.fmt, self.url)
         if self.fmt == "iceberg":
             table = self.auditor.iceberg_table(self.info.namespace, self.name)
@@ -94,13 +100,14 @@ class _Round:
                         warehouse=self.info.warehouse.name) as client:
                 location = tables.describe_table(client, self.info.namespace, self.name).location
             audit = self.auditor.audit(self.fmt, location)
-        return ids, audit.native_ids, audit.orphans
+        return ids, audit.native_ids, audit.orphans, audit.pending_uploads
 
 
-def _judge(counts: CaseCounts, observed: tuple[list[int], list[int], list[str]],
+def _judge(counts: CaseCounts, observed: tuple[list[int], list[int], list[str], int],
            allowed: list[list[int]]) -> None:
-    spark_seen, native, orphans = observed
+    spark_seen, native, orphans, pending = observed
     counts.orphans += len(orphans)
+    counts.pending_uploads += pending
     if orphans:
         counts.notes.append(f"orphans {orphans[:3]}")
     for ids in (spark_seen, native):
@@ -149,13 +156,49 @@ def _run_case(r: _Round, case: str, counts: CaseCounts) -> None:
         for error in errors:
             if error is None:
                 continue
-            if is_conflict(error):
+            # appends never conflict (README): only a race with an overwrite may fail loudly
+            if is_conflict(error) and "overwrite" in case:
                 counts.expected_conflicts += 1
+                counts.notes.append(f"conflict: {_last_line(error)}")
             else:
                 counts.unexpected_errors += 1
                 counts.notes.append(_last_line(error))
     _judge(counts, r.observe(), allowed)
     counts.ok += 1
+
+
+def _run_speculation(make_round: Callable[[], _Round], counts: CaseCounts) -> None:
+    """One ``speculation`` round (on a :func:`write_speculation.speculation_session`): tries on
+    fresh tables until one had a speculative attempt (every try is judged)."""
+    from hardening.write_speculation import TRIES
+
+    for _ in range(TRIES):
+        if _speculation_try(make_round(), counts):
+            return
+    counts.unexpected_errors += 1
+    counts.notes.append(f"no speculative attempt in {TRIES} tries: the round proved nothing")
+
+
+def _speculation_try(r: _Round, counts: CaseCounts) -> bool:
+    from hardening.write_speculation import SLOW_S, job_group, settled_attempts
+
+    counts.rounds += 1
+    r.write(SEED, "overwrite")
+    group, started = f"speculation-{r.name}", time.monotonic()
+    with job_group(r.spark, group):
+        r.write(A, "append", fault=f"slow@0={SLOW_S}#once")
+    took = time.monotonic() - started
+    attempts = settled_attempts(r.spark, group)
+    time.sleep(max(0.0, started + SLOW_S + 3 - time.monotonic()))  # the duplicate is done
+    counts.speculative_attempts += attempts.speculative
+    counts.speculative_wins += attempts.speculative_won
+    if attempts.speculative == 0:
+        counts.notes.append(f"a try without a speculative attempt (job {took:.1f} s), retried")
+    elif attempts.speculative_won == 0:
+        counts.notes.append("the slowed first attempt beat its speculative copy")
+    _judge(counts, r.observe(), [sorted(SEED + A)])
+    counts.ok += 1
+    return attempts.speculative > 0
 
 
 def _last_line(error: BaseException) -> str:
@@ -183,16 +226,19 @@ def _allowed(case: str, errors: list[BaseException | None]) -> list[list[int]]:
     return [sorted(SEED + B)] if b_ok else [SEED]
 
 
-def run_write_suite(run_dir: Path, *, rounds: int = 3,
-                    formats: tuple[str, ...] = FORMATS) -> dict[str, Any]:
-    """Start a stack with a gateway and a ``local[2,2]`` session, run the matrix, stop both."""
+def run_write_suite(run_dir: Path, *, rounds: int = 3, formats: tuple[str, ...] = FORMATS,
+                    speculation: bool = True) -> dict[str, Any]:
+    """Start a stack with a gateway and a ``local[2,2]`` session, run the matrix, then the
+    ``speculation`` case on a two-host cluster session; stop everything."""
     from demo.pipeline import spark_session
     from devstack.launcher import start_stack, stop_stack
+    from hardening.write_speculation import speculation_session
 
     stack = start_stack(run_dir / "stack", with_gateway=True)
     results: dict[str, dict[str, CaseCounts]] = {}
     try:
         info = stack.info
+        auditor = TableAuditor(info)
         env = {"LAKEGATE_URL": f"grpc+unix:{info.gateway.grpc_uds}",
                "LAKEGATE_WAREHOUSE": info.warehouse.name, "LAKEGATE_TEST_FAULTS": "1",
                "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
@@ -200,18 +246,19 @@ def run_write_suite(run_dir: Path, *, rounds: int = 3,
             spark = spark_session("local[2,2]", app_name="lakegate-harden-writes",
                                   conf={"spark.python.task.killTimeout": "30s"})
         try:
-            auditor = TableAuditor(info)
             for fmt in formats:
                 for case in CASES:
-                    counts = results.setdefault(fmt, {}).setdefault(case, CaseCounts())
-                    for _ in range(rounds):
-                        try:
-                            _run_case(_Round(spark, info, auditor, fmt), case, counts)
-                        except Exception as exc:  # noqa: BLE001 - counted, the matrix goes on
-                            counts.unexpected_errors += 1
-                            counts.notes.append(f"{type(exc).__name__}: {str(exc)[:200]}")
+                    _rounds(results, fmt, case, rounds,
+                            lambda c, f=fmt, k=case: _run_case(  # type: ignore[misc]
+                                _Round(spark, info, auditor, f), k, c))
         finally:
             spark.stop()
+        if speculation:
+            with speculation_session(run_dir / "cluster", info) as cluster_spark:
+                for fmt in formats:
+                    _rounds(results, fmt, SPECULATION, rounds,
+                            lambda c, f=fmt: _run_speculation(  # type: ignore[misc]
+                                lambda: _Round(cluster_spark, info, auditor, f), c))
     finally:
         stop_stack(run_dir / "stack")
     return {
@@ -222,16 +269,31 @@ def run_write_suite(run_dir: Path, *, rounds: int = 3,
     }
 
 
+def _rounds(results: dict[str, dict[str, CaseCounts]], fmt: str, case: str, rounds: int,
+            run: Callable[[CaseCounts], None]) -> None:
+    """``rounds`` rounds of one format x case; an exception is counted and the matrix goes on."""
+    counts = results.setdefault(fmt, {}).setdefault(case, CaseCounts())
+    for _ in range(rounds):
+        try:
+            run(counts)
+        except Exception as exc:  # noqa: BLE001 - counted, the matrix goes on
+            counts.unexpected_errors += 1
+            counts.notes.append(_last_line(exc))
+
+
 def render_write_suite(writes: dict[str, Any]) -> list[str]:
     """Markdown rows for the hardening report."""
     lines = ["", f"## Spark write matrix ({writes['rounds']} rounds per case)", "",
              "| format | case | rounds | ok | conflicts (expected) | duplicate rows | lost rows "
-             "| silent tears | orphans | unexpected errors | notes |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| silent tears | orphans | unexpected errors | pending uploads | speculative "
+             "attempts (won) | notes |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for fmt, cases in writes["cases"].items():
         for case, c in cases.items():
             lines.append(
                 f"| {fmt} | {case} | {c['rounds']} | {c['ok']} | {c['expected_conflicts']} "
                 f"| {c['duplicate_rows']} | {c['lost_rows']} | {c['silent_tears']} "
-                f"| {c['orphans']} | {c['unexpected_errors']} | {'; '.join(c['notes'])[:300]} |")
+                f"| {c['orphans']} | {c['unexpected_errors']} | {c.get('pending_uploads', 0)} "
+                f"| {c.get('speculative_attempts', 0)} ({c.get('speculative_wins', 0)}) "
+                f"| {'; '.join(c['notes'])[:300]} |")
     return lines

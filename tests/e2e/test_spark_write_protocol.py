@@ -53,6 +53,24 @@ def test_an_aborted_parquet_job_shows_no_row_even_from_a_task_finishing_after_ab
     assert audit.orphans == []
 
 
+def test_an_aborted_lance_job_leaves_no_fragment_file_even_from_a_task_finishing_after_abort(
+    spark: SparkSession, client: Client, auditor: TableAuditor, namespace: str, table_name: str
+) -> None:
+    """Regression: a task still running at ``abort`` landed its fragment file afterwards, an
+    orphan under ``data/`` (now it finds its job closed in the attempt ledger and deletes it)."""
+    qualified = f"{namespace}.{table_name}"
+    save(frame(spark, 1000, 12), qualified, "lance", "overwrite")
+    with pytest.raises(Exception, match="injected fault after_land@0"):
+        save(frame(spark, 0, 40, 4), qualified, "lance", "append",
+              fault="after_land@0,slow@1=4,slow@2=4,slow@3=4")
+    time.sleep(8)  # the slowed tasks have finished their fragments by now
+    expected = list(range(1000, 1012))
+    assert spark_ids(spark, qualified) == expected
+    audit = auditor.audit("lance", _location(client, namespace, table_name))
+    assert audit.native_ids == expected
+    assert audit.orphans == []
+
+
 def test_a_parquet_task_that_fails_once_is_retried_and_its_rows_appear_once(
     spark: SparkSession, client: Client, auditor: TableAuditor, namespace: str, table_name: str
 ) -> None:

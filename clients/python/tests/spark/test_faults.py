@@ -36,3 +36,20 @@ def test_bad_rules_name_the_problem(monkeypatch: pytest.MonkeyPatch, spec: str) 
     monkeypatch.setenv(ENABLE_ENV, "1")
     with pytest.raises(ValueError, match=r"test_fault|invalid literal|could not convert"):
         Faults.parse(spec)
+
+
+def test_a_slow_rule_with_once_slows_only_the_first_attempt(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What the write matrix's speculation case needs: attempt 0 lags, a speculative copy not."""
+    monkeypatch.setenv(ENABLE_ENV, "1")
+    slept: list[float] = []
+    monkeypatch.setattr("lakegate_client.spark.faults.time.sleep", slept.append)
+    faults = Faults.parse("slow@0=7#once,slow@1=3")
+    assert list(faults.midway(iter([1, 2]), 0, 1)) == [1, 2]
+    assert slept == []
+    list(faults.midway(iter([1]), 0, 0))
+    list(faults.midway(iter([1]), 1, 2))
+    assert slept == [7.0, 3.0]
+    with pytest.raises(ValueError, match="test_fault flag"):
+        Faults.parse("commit_at@0=5#once")

@@ -10,15 +10,19 @@ becomes visible is made here, once, by the one process that knows which attempts
 - Other storage (no multipart API here): tasks write visible files named by the write id; commit
   and abort delete every file of the job that is not published.
 - Lance: one commit of the reported fragments; append never overwrites (see ``commit_lance``).
+  On S3 the job's attempt ledger (``tables/attempts.py``) removes the fragment files of attempts
+  the commit does not use (killed duplicates, tasks finishing after the job ended).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from lakegate_client.tables import attempts
 from lakegate_client.tables.directory import delete_files, fs_path, list_files, write_id_of
 from lakegate_client.tables.plain_commit import PlainPlan, commit_plain
 from lakegate_client.tables.staged import (
@@ -34,7 +38,8 @@ if TYPE_CHECKING:
 
     from lakegate_client import TableCredentials
 
-LANCE_CREATE_ATTEMPTS = 5
+LANCE_CREATE_WAIT_S = 180.0  # longer than a dead job's create claim lives (STALE_CREATE_S)
+log = logging.getLogger(__name__)
 
 
 def s3_client(creds: TableCredentials) -> Any:
@@ -102,8 +107,7 @@ def publish_delta(creds: TableCredentials, schema: pa.Schema, files: Sequence[An
 
 def _delta_transaction(creds: TableCredentials, schema: pa.Schema, files: Sequence[Any], *,
                        overwrite: bool) -> None:
-    from deltalake import DeltaTable, Schema
-    from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
+    from deltalake.transaction import AddAction
 
     options = creds.delta_storage_options()
     adds = [
@@ -111,14 +115,34 @@ def _delta_transaction(creds: TableCredentials, schema: pa.Schema, files: Sequen
                   data_change=True, stats=json.dumps({"numRecords": f.rows}))
         for f in files
     ]
+    delta_commit(creds.location, options, schema, adds, overwrite=overwrite)
+
+
+def delta_commit(location: str, options: dict[str, str], schema: pa.Schema, adds: Sequence[Any],
+                 *, overwrite: bool) -> None:
+    """One Delta commit of ``adds`` (``AddAction``), creating the table when there is none.
+
+    Of two jobs creating the table at once one loses the create (version 0 exists by then); it
+    then commits to the table the other created, unless its own create did land after all.
+    """
+    from deltalake import DeltaTable, Schema
+    from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
+
     mode: Literal["overwrite", "append"] = "overwrite" if overwrite else "append"
-    if DeltaTable.is_deltatable(creds.location, storage_options=options):
-        table = DeltaTable(creds.location, storage_options=options)
-        actions: list[AddAction | RemoveAction] = [*adds]  # the API takes the wider list type
-        table.create_write_transaction(actions, mode=mode, schema=schema)
-    else:
-        create_table_with_add_actions(creds.location, Schema.from_arrow(schema), adds, mode=mode,
-                                      storage_options=options)
+    if not DeltaTable.is_deltatable(location, storage_options=options):
+        try:
+            create_table_with_add_actions(location, Schema.from_arrow(schema), list(adds),
+                                          mode=mode, storage_options=options)
+            return
+        except Exception:
+            if not DeltaTable.is_deltatable(location, storage_options=options):
+                raise
+            uris = DeltaTable(location, storage_options=options).file_uris()
+            if adds and all(any(u.endswith(f"/{a.path}") for u in uris) for a in adds):
+                return  # our create committed; the error came after it
+    table = DeltaTable(location, storage_options=options)
+    actions: list[AddAction | RemoveAction] = [*adds]  # the API takes the wider list type
+    table.create_write_transaction(actions, mode=mode, schema=schema)
 
 
 def drop_job_files(creds: TableCredentials, write_id: str, keep: Sequence[str]) -> list[str]:
@@ -132,14 +156,36 @@ def drop_job_files(creds: TableCredentials, write_id: str, keep: Sequence[str]) 
 
 
 def commit_lance(creds: TableCredentials, schema: pa.Schema, fragments_json: Sequence[str], *,
-                 overwrite: bool, read_version: int | None) -> None:
-    """One Lance commit of the fragments.
+                 overwrite: bool, read_version: int | None, write_id: str = "") -> None:
+    """One Lance commit of the fragments, then (S3, ``write_id`` given) the attempt ledger's
+    cleanup of every fragment file the commit does not use.
 
     Overwrite replaces whatever version is current (last writer wins, a serial order). Append
     never overwrites: it appends against the version that exists at commit time, creating an
     empty dataset first when there is none (of two creators one gets "already exists" and both
     then append), and Lance's own commit retries rebase concurrent appends (``max_retries``).
     """
+    ledger = lance_ledger(creds) if write_id else None
+    if ledger is not None:
+        attempts.close_job(*ledger, write_id)
+    _commit_lance(creds, schema, fragments_json, overwrite=overwrite, read_version=read_version,
+                  ledger=ledger, write_id=write_id)
+    if ledger is not None:
+        try:  # after a commit, a failure here must not turn into an abort of committed files
+            attempts.discard_unused(*ledger, write_id, lance_files(fragments_json))
+        except Exception:  # debris only: logged, never raised
+            log.warning("could not remove the unused fragment files of write %s", write_id,
+                        exc_info=True)
+
+
+def lance_ledger(creds: TableCredentials) -> tuple[Any, S3Location] | None:
+    """``(s3 client, location)`` for the attempt ledger (S3 only), else None."""
+    return (s3_client(creds), S3Location.parse(creds.location)) if creds.storage == "s3" else None
+
+
+def _commit_lance(creds: TableCredentials, schema: pa.Schema, fragments_json: Sequence[str], *,
+                  overwrite: bool, read_version: int | None,
+                  ledger: tuple[Any, S3Location] | None, write_id: str) -> None:
     import lance
     from lance.fragment import FragmentMetadata
 
@@ -149,28 +195,57 @@ def commit_lance(creds: TableCredentials, schema: pa.Schema, fragments_json: Seq
         lance.LanceDataset.commit(creds.location, lance.LanceOperation.Overwrite(schema, fragments),
                                   read_version=read_version, storage_options=options)
         return
-    for attempt in range(LANCE_CREATE_ATTEMPTS):
-        version = lance_version(creds)
-        if version is None:
+    version = lance_version(creds)
+    if version is None:
+        version = create_lance(creds.location, options, schema, ledger, write_id)
+    lance.LanceDataset.commit(creds.location, lance.LanceOperation.Append(fragments),
+                              read_version=version, storage_options=options)
+
+
+def create_lance(location: str, options: dict[str, str], schema: pa.Schema,
+                 ledger: tuple[Any, S3Location] | None, write_id: str) -> int:
+    """Create the empty dataset an append found missing; returns the version to append on.
+
+    Lance's create is not exclusive: of two at once, the later commits as an Overwrite on top of
+    the first, wiping an append that landed in between (or failing it). On S3 only the holder of
+    the ledger's create claim creates; the other jobs wait until the dataset exists. Elsewhere
+    (no conditional PUT here) every job tries to create, as before.
+    """
+    import lance
+
+    deadline = time.monotonic() + LANCE_CREATE_WAIT_S
+    while True:
+        if ledger is None or attempts.claim_create(*ledger, write_id):
             try:
-                lance.write_dataset(schema.empty_table(), creds.location, mode="create",
+                lance.write_dataset(schema.empty_table(), location, mode="create",
                                     storage_options=options)
-            except OSError:  # another job created it between our look and our create
-                time.sleep(0.05 * (attempt + 1))
-            continue
-        lance.LanceDataset.commit(creds.location, lance.LanceOperation.Append(fragments),
-                                  read_version=version, storage_options=options)
-        return
-    raise RuntimeError(f"could not create or find the Lance dataset at {creds.location}")
+            except OSError:  # it exists by now (created outside the claim)
+                pass
+        version = _dataset_version(location, options)
+        if version is not None:
+            return version
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"could not create or find the Lance dataset at {location}")
+        time.sleep(0.1)
 
 
-def drop_lance_fragments(creds: TableCredentials, fragments_json: Sequence[str]) -> None:
-    """Delete the data files of uncommitted fragments (a failed job's, or a failed task's)."""
+def lance_files(fragments_json: Sequence[str]) -> list[str]:
+    """The data files of fragments (paths relative to the dataset)."""
     from lance.fragment import FragmentMetadata
 
-    paths = [f"data/{data_file.path}" for f in fragments_json
-             for data_file in FragmentMetadata.from_json(f).files]
-    delete_under(creds, creds.location, paths)
+    return [f"data/{data_file.path}" for f in fragments_json
+            for data_file in FragmentMetadata.from_json(f).files]
+
+
+def drop_lance_fragments(creds: TableCredentials, fragments_json: Sequence[str],
+                         write_id: str = "") -> None:
+    """Delete the data files of uncommitted fragments (a failed job's, or a failed task's); with
+    ``write_id`` (the job's abort) also every file its attempts recorded in the ledger."""
+    delete_under(creds, creds.location, lance_files(fragments_json))
+    ledger = lance_ledger(creds) if write_id else None
+    if ledger is not None:
+        attempts.close_job(*ledger, write_id)
+        attempts.discard_unused(*ledger, write_id, ())
 
 
 def delete_under(creds: TableCredentials, base: str, relative: Sequence[str]) -> None:
@@ -191,10 +266,13 @@ def delete_under(creds: TableCredentials, base: str, relative: Sequence[str]) ->
 
 def lance_version(creds: TableCredentials) -> int | None:
     """The dataset's current version (``None``: no dataset yet)."""
+    return _dataset_version(creds.location, creds.lance_storage_options())
+
+
+def _dataset_version(location: str, options: dict[str, str]) -> int | None:
     import lance
 
     try:
-        return int(lance.dataset(creds.location,
-                                 storage_options=creds.lance_storage_options()).version)
+        return int(lance.dataset(location, storage_options=options).version)
     except (ValueError, OSError):
         return None

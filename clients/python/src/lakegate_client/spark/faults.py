@@ -3,7 +3,7 @@
 Why: "a failed job never shows a row" is only proven by failing jobs at the awkward moments. The
 option is refused unless ``$LAKEGATE_TEST_FAULTS=1`` in the driver, so no production job can carry
 it by accident. Rules, comma-separated, each ``<stage>@<partition>[#once]`` or
-``slow@<partition>=<seconds>``:
+``slow@<partition>=<seconds>[#once]``:
 
 - ``before_land``: the task fails after starting its file, before the file is complete;
 - ``after_land``: the task fails after its file is fully written (staged, fragment or object);
@@ -12,7 +12,8 @@ it by accident. Rules, comma-separated, each ``<stage>@<partition>[#once]`` or
 - ``#once``: only the first attempt of the task fails (Spark's retry then succeeds);
 - ``slow@p=s``: task ``p`` sleeps ``s`` seconds once it has read all its rows, before its file
   is complete, so that it finishes after a failing job's ``abort`` (on a session whose
-  ``spark.python.task.killTimeout`` lets a cancelled task run that long);
+  ``spark.python.task.killTimeout`` lets a cancelled task run that long); ``slow@p=s#once``
+  slows only the first attempt (a speculative copy of the task then overtakes it);
 - ``commit_at@0=t``: the driver's commit waits until the epoch time ``t``, so that two racing
   jobs commit at the same moment.
 """
@@ -68,7 +69,8 @@ class Faults:
             if rule.partition != partition and stage != "before_commit":
                 continue
             if rule.stage == "slow" and stage == "input_done":
-                time.sleep(rule.delay_s)
+                if not (rule.once and attempt > 0):
+                    time.sleep(rule.delay_s)
             elif rule.stage == "commit_at" and stage == "before_commit":
                 time.sleep(max(0.0, rule.delay_s - time.time()))
             elif rule.stage == stage and not (rule.once and attempt > 0):
@@ -87,10 +89,10 @@ def _rule(text: str) -> Rule:
     stage, sep, rest = text.partition("@")
     if not sep or (stage not in STAGES and stage not in ("slow", "commit_at")):
         raise ValueError(f"bad test_fault rule {text!r}: want <stage>@<partition>[#once]")
+    rest, _, flag = rest.partition("#")
+    if flag not in ("", "once") or (flag and stage == "commit_at"):
+        raise ValueError(f"bad test_fault flag {flag!r} in {text!r}")
     if stage in ("slow", "commit_at"):
         part, _, value = rest.partition("=")
-        return Rule(stage, int(part), delay_s=float(value or 0))
-    part, _, flag = rest.partition("#")
-    if flag not in ("", "once"):
-        raise ValueError(f"bad test_fault flag {flag!r} in {text!r}")
-    return Rule(stage, int(part), once=flag == "once")
+        return Rule(stage, int(part), once=flag == "once", delay_s=float(value or 0))
+    return Rule(stage, int(rest), once=flag == "once")

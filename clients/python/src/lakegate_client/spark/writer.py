@@ -32,6 +32,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from lakegate_client.spark import committer
 from lakegate_client.spark.connection import table_credentials
 from lakegate_client.spark.faults import Faults
+from lakegate_client.tables import attempts
 from lakegate_client.tables.catalog import TableFormatError, TableInfo
 from lakegate_client.tables.directory import fs_path, new_data_file, replace_files
 from lakegate_client.tables.files import write_parquet_batches
@@ -117,6 +118,10 @@ class LakekeeperWriter(DataSourceArrowWriter):
             fragments = self._write_lance(creds, batches)
             try:
                 self._plan.faults.hit("after_land", partition, attempt)
+                ledger = committer.lance_ledger(creds)
+                if ledger is not None:  # a job that has ended makes this attempt drop its files
+                    attempts.check_in(*ledger, self._plan.write_id, partition, attempt,
+                                      committer.lance_files(fragments))
             except BaseException:
                 committer.drop_lance_fragments(creds, fragments)
                 raise
@@ -171,7 +176,8 @@ class LakekeeperWriter(DataSourceArrowWriter):
         uploads = [u for r in results for u in r.uploads]
         if fmt == "lance":
             committer.commit_lance(creds, self._schema, [f for r in results for f in r.fragments],
-                                   overwrite=plan.overwrite, read_version=plan.read_version)
+                                   overwrite=plan.overwrite, read_version=plan.read_version,
+                                   write_id=plan.write_id)
         elif fmt == "delta":
             committer.publish_delta(creds, self._schema, files, uploads,
                                     overwrite=plan.overwrite, write_id=plan.write_id)
@@ -187,7 +193,7 @@ class LakekeeperWriter(DataSourceArrowWriter):
         creds = table_credentials(self._plan.opts, "write", self._plan.info.location)
         if self._plan.info.format == "lance":
             reported = [f for m in messages if isinstance(m, TaskResult) for f in m.fragments]
-            committer.drop_lance_fragments(creds, reported)
+            committer.drop_lance_fragments(creds, reported, self._plan.write_id)
             return
         uploads = [u for m in messages if isinstance(m, TaskResult) for u in m.uploads]
         if self._plan.staged:

@@ -1,0 +1,150 @@
+"""The attempt ledger of a Lance write job on S3: what each task attempt wrote, so that the files
+of an attempt no commit uses are deleted, also when that attempt finishes after the job ended.
+
+Why: Lance fragment files land as visible (if unreferenced) objects with names Lance picks. Spark
+accepts one attempt per partition; a killed speculative duplicate, or a task still running when
+the job aborts, can finish its files after the driver decided, and nobody could find them again
+(they stayed until Lance's own ``cleanup_old_versions``). Protocol, under the hidden folder
+``_lakegate_attempts/`` of the dataset:
+
+- A task attempt whose fragments are written records their files in
+  ``<write_id>/<partition>-<attempt>-<random>.json``, then reads ``closed.json``: if its job is
+  listed there (committed or aborted), it deletes its files and its record and fails.
+- The driver, at commit and at abort, first adds the job to ``closed.json`` (a conditional PUT,
+  entries kept for a day), then reads the job's records and deletes every recorded file its
+  commit does not use, and the records.
+
+Either the attempt's record was written before the driver listed (the driver deletes its files)
+or the attempt reads ``closed.json`` after the driver closed the job (it deletes them itself).
+What stays open: an attempt killed (SIGKILL) between its files landing and its record.
+
+``create.json`` is the claim to create a missing dataset (:func:`claim_create`): Lance's create
+is not exclusive (a second create commits as an Overwrite on top of the first, wiping an append
+that landed in between), so of several appends that find no dataset only the claim's holder
+creates it and the others wait for it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from lakegate_client.tables.staged import S3Location
+
+__all__ = ["CLOSED", "CREATE", "LEDGER", "JobClosedError", "check_in", "claim_create",
+           "close_job", "discard_unused"]
+
+LEDGER = "_lakegate_attempts"
+CLOSED = f"{LEDGER}/closed.json"
+KEEP_CLOSED_S = 86_400.0
+CLOSE_ATTEMPTS = 20
+CREATE = f"{LEDGER}/create.json"
+STALE_CREATE_S = 120.0  # a claim this old belongs to a job that died before creating
+
+
+class JobClosedError(RuntimeError):
+    """This task attempt finished after its job committed or aborted (its files are deleted)."""
+
+
+def _read_closed(s3: Any, where: S3Location) -> tuple[str | None, dict[str, float]]:
+    try:
+        answer = s3.get_object(Bucket=where.bucket, Key=where.key(CLOSED))
+    except s3.exceptions.NoSuchKey:
+        return None, {}
+    body = json.loads(answer["Body"].read() or b"{}")
+    jobs = body.get("jobs", {}) if isinstance(body, dict) else {}
+    return str(answer["ETag"]), {str(k): float(v) for k, v in jobs.items()}
+
+
+def _delete(s3: Any, where: S3Location, relative: Iterable[str]) -> None:
+    for rel in relative:
+        s3.delete_object(Bucket=where.bucket, Key=where.key(rel))
+
+
+def check_in(s3: Any, where: S3Location, write_id: str, partition: int, attempt: int,
+             files: Sequence[str]) -> None:
+    """Record an attempt's ``files`` (relative paths); raise :class:`JobClosedError` (after
+    deleting files and record) when the job has already ended."""
+    record = f"{LEDGER}/{write_id}/{partition:05d}-{attempt}-{uuid.uuid4().hex[:8]}.json"
+    s3.put_object(Bucket=where.bucket, Key=where.key(record),
+                  Body=json.dumps({"files": list(files)}).encode())
+    if write_id in _read_closed(s3, where)[1]:
+        _delete(s3, where, [*files, record])
+        raise JobClosedError(f"write {write_id} has already ended; attempt {attempt} of "
+                             f"partition {partition} discarded its files")
+
+
+def close_job(s3: Any, where: S3Location, write_id: str) -> None:
+    """List the job in ``closed.json`` (conditional PUT, retried when another job got there)."""
+    for attempt in range(CLOSE_ATTEMPTS):
+        etag, jobs = _read_closed(s3, where)
+        now = time.time()
+        jobs = {w: at for w, at in jobs.items() if now - at < KEEP_CLOSED_S}
+        jobs[write_id] = now
+        condition = {"IfMatch": etag} if etag else {"IfNoneMatch": "*"}
+        try:
+            s3.put_object(Bucket=where.bucket, Key=where.key(CLOSED),
+                          Body=json.dumps({"jobs": jobs}).encode(), **condition)
+            return
+        except s3.exceptions.ClientError as exc:
+            if not _precondition_failed(exc):
+                raise
+        time.sleep(0.02 * (attempt + 1))
+    raise RuntimeError(f"could not record the end of write {write_id} in {CLOSED}")
+
+
+def discard_unused(s3: Any, where: S3Location, write_id: str, used: Iterable[str]) -> list[str]:
+    """Delete every file the job's attempts recorded that is not in ``used``, and the records.
+    Call after :func:`close_job`. Returns the deleted files."""
+    kept = set(used)
+    prefix = f"{where.prefix}/{LEDGER}/{write_id}/"
+    records: list[str] = []
+    kwargs: dict[str, str] = {"Bucket": where.bucket, "Prefix": prefix}
+    while True:
+        page = s3.list_objects_v2(**kwargs)
+        records.extend(where.relative(str(o["Key"])) for o in page.get("Contents", ()))
+        if not page.get("IsTruncated"):
+            break
+        kwargs["ContinuationToken"] = str(page["NextContinuationToken"])
+    doomed: list[str] = []
+    for record in records:
+        try:
+            body = s3.get_object(Bucket=where.bucket, Key=where.key(record))["Body"].read()
+        except s3.exceptions.NoSuchKey:  # the attempt discarded itself meanwhile
+            continue
+        doomed.extend(f for f in json.loads(body).get("files", ()) if f not in kept)
+    _delete(s3, where, [*doomed, *records])
+    return doomed
+
+
+def _precondition_failed(exc: Any) -> bool:
+    return exc.response.get("Error", {}).get("Code") in ("PreconditionFailed", "412")
+
+
+def claim_create(s3: Any, where: S3Location, write_id: str) -> bool:
+    """Whether this job may create the missing dataset: it put the claim first, holds it
+    already, or took over a claim older than ``STALE_CREATE_S`` (both conditional PUTs)."""
+    body = json.dumps({"write_id": write_id, "at": time.time()}).encode()
+    try:
+        s3.put_object(Bucket=where.bucket, Key=where.key(CREATE), Body=body, IfNoneMatch="*")
+        return True
+    except s3.exceptions.ClientError as exc:
+        if not _precondition_failed(exc):
+            raise
+    answer = s3.get_object(Bucket=where.bucket, Key=where.key(CREATE))
+    claim = json.loads(answer["Body"].read() or b"{}")
+    if claim.get("write_id") == write_id:
+        return True
+    if time.time() - float(claim.get("at", 0)) < STALE_CREATE_S:
+        return False
+    try:
+        s3.put_object(Bucket=where.bucket, Key=where.key(CREATE), Body=body,
+                      IfMatch=str(answer["ETag"]))
+    except s3.exceptions.ClientError as exc:
+        if not _precondition_failed(exc):
+            raise
+        return False
+    return True

@@ -1,0 +1,67 @@
+"""The Lance attempt ledger: an attempt that finishes after its job ended leaves no file."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from lakegate_client.tables.attempts import (
+    CLOSED,
+    JobClosedError,
+    check_in,
+    close_job,
+    discard_unused,
+)
+from lakegate_client.tables.staged import S3Location
+
+from .fake_s3 import FakeS3
+
+WHERE = S3Location("bucket", "wh/t")
+
+
+def _land(s3: FakeS3, *files: str) -> list[str]:
+    for rel in files:
+        s3.put_object(Bucket="bucket", Key=WHERE.key(rel), Body=b"fragment")
+    return list(files)
+
+
+def _left(s3: FakeS3) -> list[str]:
+    return sorted(WHERE.relative(k) for k in s3.objects if WHERE.relative(k) != CLOSED)
+
+
+def test_commit_keeps_the_used_files_and_removes_a_recorded_duplicate() -> None:
+    """Regression: a speculative duplicate's fragment file stayed under data/ (an orphan)."""
+    s3 = FakeS3()
+    check_in(s3, WHERE, "w1", 0, 0, _land(s3, "data/a.lance"))  # the slowed first attempt
+    check_in(s3, WHERE, "w1", 0, 1, _land(s3, "data/b.lance"))  # its speculative copy (used)
+    check_in(s3, WHERE, "w2", 0, 0, _land(s3, "data/other-job.lance"))
+    close_job(s3, WHERE, "w1")
+    assert discard_unused(s3, WHERE, "w1", ["data/b.lance"]) == ["data/a.lance"]
+    assert _left(s3) == ["_lakegate_attempts/w2/00000-0-" + _suffix(s3, "w2"),
+                         "data/b.lance", "data/other-job.lance"]
+
+
+def _suffix(s3: FakeS3, write_id: str) -> str:
+    prefix = WHERE.key(f"_lakegate_attempts/{write_id}/00000-0-")
+    return next(k[len(prefix):] for k in s3.objects if k.startswith(prefix))
+
+
+def test_an_attempt_finishing_after_the_job_ended_deletes_its_own_files() -> None:
+    """Regression: a task still running at abort landed its fragment after abort's cleanup."""
+    s3 = FakeS3()
+    close_job(s3, WHERE, "w1")  # abort (or commit) ran first
+    discard_unused(s3, WHERE, "w1", ())
+    with pytest.raises(JobClosedError, match="already ended"):
+        check_in(s3, WHERE, "w1", 2, 0, _land(s3, "data/late.lance"))
+    assert _left(s3) == []
+
+
+def test_closing_keeps_other_jobs_and_forgets_day_old_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    s3 = FakeS3()
+    close_job(s3, WHERE, "old")
+    monkeypatch.setattr("lakegate_client.tables.attempts.time.time", lambda: 1e12)
+    close_job(s3, WHERE, "w1")
+    close_job(s3, WHERE, "w2")
+    jobs = json.loads(s3.objects[WHERE.key(CLOSED)])["jobs"]
+    assert sorted(jobs) == ["w1", "w2"]
