@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from lakegate_client.tables import attempts
@@ -65,6 +65,19 @@ def sweep(s3: Any, where: S3Location, write_id: str) -> int:
         raise
 
 
+def after_commit(what: str, write_id: str, cleanup: Callable[[], object]) -> None:
+    """Run a cleanup that follows a durable commit, never raising.
+
+    Spark calls ``abort`` when ``commit`` raises, and ``abort`` deletes the job's files: an
+    error in the cleanup after the table already references them must not turn into that.
+    What is left behind is debris (unreferenced files, pending uploads), logged.
+    """
+    try:
+        cleanup()
+    except Exception:  # debris only: logged, never raised
+        log.warning("after the commit of write %s, %s failed", write_id, what, exc_info=True)
+
+
 def discard_staged(s3: Any, where: S3Location, uploads: Sequence[PendingUpload],
                    write_id: str) -> None:
     """Abort reported uploads, then sweep the job's others (abort and failed commits)."""
@@ -81,7 +94,7 @@ def publish_plain(creds: TableCredentials, fmt: str, plan: PlainPlan,
     except BaseException:
         discard_staged(s3, where, uploads, write_id)
         raise
-    sweep(s3, where, write_id)
+    after_commit("the upload sweep", write_id, lambda: sweep(s3, where, write_id))
 
 
 def publish_delta(creds: TableCredentials, schema: pa.Schema, files: Sequence[Any],
@@ -100,9 +113,10 @@ def publish_delta(creds: TableCredentials, schema: pa.Schema, files: Sequence[An
     except BaseException:
         drop_job_files(creds, write_id, keep=())
         raise
-    drop_job_files(creds, write_id, keep=[f.path for f in files])
+    after_commit("removing unused files", write_id,
+                 lambda: drop_job_files(creds, write_id, keep=[f.path for f in files]))
     if s3 is not None:
-        sweep(s3, where, write_id)
+        after_commit("the upload sweep", write_id, lambda: sweep(s3, where, write_id))
 
 
 def _delta_transaction(creds: TableCredentials, schema: pa.Schema, files: Sequence[Any], *,

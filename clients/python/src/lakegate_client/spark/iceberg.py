@@ -33,7 +33,7 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
-from lakegate_client.spark.committer import delete_under, s3_client
+from lakegate_client.spark.committer import after_commit, delete_under, s3_client
 from lakegate_client.spark.connection import client_for
 from lakegate_client.spark.faults import Faults
 from lakegate_client.spark.options import OptionsError
@@ -256,7 +256,8 @@ class IcebergWriter(DataSourceArrowWriter):
         except BaseException:
             self._drop_files(creds, keep=())
             raise
-        self._drop_files(creds, keep=paths)
+        after_commit("removing unused files", self._write_id,
+                     lambda: self._drop_files(creds, keep=paths))
 
     def _commit_once(self, paths: list[str]) -> None:
         from pyiceberg.expressions import AlwaysTrue

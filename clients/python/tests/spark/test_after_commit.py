@@ -1,0 +1,50 @@
+"""Cleanups after a durable commit never raise: Spark would call abort, which deletes the job's
+files, committed ones included (lakegate_client/spark/committer.py: ``after_commit``)."""
+
+from __future__ import annotations
+
+import logging
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pyarrow")
+
+
+def test_a_failing_cleanup_is_logged_not_raised(caplog: pytest.LogCaptureFixture) -> None:
+    from lakegate_client.spark.committer import after_commit
+
+    def broken() -> None:
+        raise OSError("throttled")
+
+    with caplog.at_level(logging.WARNING):
+        after_commit("the upload sweep", "w-1", broken)
+    assert "after the commit of write w-1, the upload sweep failed" in caplog.text
+    ran: list[str] = []
+    after_commit("removing unused files", "w-2", lambda: ran.append("ok"))
+    assert ran == ["ok"]
+
+
+def test_delta_publish_succeeds_when_its_cleanup_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Regression guard: the cleanup's error used to escape commit(), and abort then deleted
+    the files the Delta log had just committed."""
+    from lakegate_client.spark import committer
+
+    committed: list[bool] = []
+    dropped: list[tuple[str, ...]] = []
+
+    def transaction(*_a: Any, **_k: Any) -> None:
+        committed.append(True)
+
+    def drop(_creds: Any, _write_id: str, keep: Any) -> list[str]:
+        dropped.append(tuple(keep))
+        raise OSError("the listing failed")
+
+    monkeypatch.setattr(committer, "_delta_transaction", transaction)
+    monkeypatch.setattr(committer, "drop_job_files", drop)
+    creds = SimpleNamespace(location="s3://bucket/tables/t")
+    files = [SimpleNamespace(path="part-w-1.parquet")]
+    committer.publish_delta(creds, None, files, [], overwrite=False, write_id="w")  # type: ignore[arg-type]
+    assert committed == [True]
+    assert dropped == [("part-w-1.parquet",)]  # tried, failed, not raised
