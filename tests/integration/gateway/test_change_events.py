@@ -124,7 +124,9 @@ def test_the_emulator_publishes_lakekeeper_shaped_events(
             name = table["table"]["name"]
             await asyncio.to_thread(gw.delete, f"/v1/warehouses/demo/namespaces/"
                                     f"{table['namespace']}/tables/{name}")
-            for _ in range(100):
+            # Bounded, and long enough for a loaded machine (5 s was not, under a parallel
+            # Spark suite): the events arrive within milliseconds when the box is idle.
+            for _ in range(600):
                 if len(got) >= 2:
                     break
                 await asyncio.sleep(0.05)
@@ -132,6 +134,7 @@ def test_the_emulator_publishes_lakekeeper_shaped_events(
             await nc.close()
 
     asyncio.run(run())
+    assert len(got) >= 2, f"only {len(got)} of the create and drop events arrived in 30 s"
     create, drop = got[0], got[1]
     assert (create["type"], drop["type"]) == ("createGenericTable", "dropGenericTable")
     for ev in (create, drop):
