@@ -213,7 +213,10 @@ class JwksServer:
                 "k" * 32,
                 algorithm="HS256",
             ),
-            "garbage": "not-a-jwt",
+            # Random per run: a constant here is harvested from this source by hypothesis
+            # (schemathesis) and sent in fuzzed URL paths, which the DEBUG request log then
+            # shows as a "planted" secret.
+            "garbage": f"not-a-jwt-{secrets.token_hex(8)}",
             "empty_bearer": "",
         }
 
