@@ -205,13 +205,15 @@ def loop_counter(child: Any) -> Any:
     its value becomes a `LoopValue` (keeping what it held), so an increment takes no lock.
     Falls back to the child itself if its internals are not as expected."""
     value = getattr(child, "_value", None)
-    if isinstance(value, LoopValue):
-        return value
     if value is None or not hasattr(value, "get"):
         return child
-    loop_value = LoopValue(value.get())
-    child._value = loop_value
-    return loop_value
+    child._value = as_loop_value(value)
+    return child._value
+
+
+def as_loop_value(value: Any) -> LoopValue:
+    """`value` itself if it is a LoopValue, else a LoopValue holding what it held."""
+    return value if isinstance(value, LoopValue) else LoopValue(value.get())
 
 
 class BucketObserver:
@@ -238,11 +240,9 @@ class BucketObserver:
         self._bounds: list[float] | None = list(bounds) if usable else None  # type: ignore[arg-type]
         if usable:
             if not isinstance(total, LoopValue):
-                total = LoopValue(total.get())  # type: ignore[union-attr]
-                histogram._sum = total
+                total = histogram._sum = as_loop_value(total)
             if not all(isinstance(b, LoopValue) for b in buckets):  # type: ignore[union-attr]
-                buckets = [b if isinstance(b, LoopValue) else LoopValue(b.get())
-                           for b in buckets]  # type: ignore[union-attr]
+                buckets = [as_loop_value(b) for b in buckets]  # type: ignore[union-attr]
                 histogram._buckets = buckets
         self._buckets = buckets
         self._sum = total
