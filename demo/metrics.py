@@ -15,7 +15,7 @@ from devstack.metrics_scrape import parse, total
 from devstack.stack_info import StackInfo
 
 _TIMEOUT_S = 5.0
-_NOT_SERVED = ("denied", "error")
+_NOT_SERVED = ("denied", "not_found", "error")
 _REQUESTS = "lakegate_requests_total"
 _UPSTREAM = "lakegate_upstream_requests_total"
 

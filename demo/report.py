@@ -69,6 +69,7 @@ def render(
 def _savings(run: PipelineRun, counters: Counters) -> list[str]:
     served = counters.gateway_credential
     detail = ", ".join(f"{k} {v}" for k, v in sorted(served.items()) if v)
+    notes = _served_notes(served)
     tasks = run.tasks
     upstream = counters.upstream_credential_calls
     tokens = counters.idp_token_requests
@@ -79,6 +80,7 @@ def _savings(run: PipelineRun, counters: Counters) -> list[str]:
         f"  Spark tasks that read or wrote table data   {tasks:>6}",
         f"  credential requests served by the gateways  {counters.gateway_credential_total:>6}"
         f"   ({detail or 'none'})",
+        *notes,
         f"  catalog credential calls (catalog's count)  {upstream:>6}",
         f"  STS AssumeRole calls made by the catalog    {sts:>6}",
         f"  IdP token requests (IdP's count)            {tokens:>6}",
@@ -90,6 +92,19 @@ def _savings(run: PipelineRun, counters: Counters) -> list[str]:
         "  Tasks in one Python worker share the client's per-process memo, so repeats never even",
         "  reach the gateway.",
     ]
+
+
+_NOTES = {
+    "not_found": "not_found: a write asked for a table before creating it (the catalog's 404;"
+                 " not a fault)",
+    "denied": "denied: a caller the policy or authentication refused",
+    "error": "error: a request that failed; the gateway's log names each",
+}
+
+
+def _served_notes(served: dict[str, int]) -> list[str]:
+    """One line for each result beside the cache outcomes, so every number is explained."""
+    return [f"    {_NOTES[k]}" for k in sorted(_NOTES) if served.get(k)]
 
 
 def _duckdb(result: DuckDBResult) -> list[str]:

@@ -22,7 +22,7 @@ _REMAINING_BUCKETS = (60, 120, 300, 600, 900, 1200, 1800, 2700, 3600, 7200, 2160
 # so an alert or a ratio over them (deploy/monitoring) sees 0 from start-up, never an absent
 # series. Kept in step with the code that counts them by tests/unit/test_metrics.py.
 SURFACES = ("http", "grpc", "rest", "aws")
-CREDENTIAL_RESULTS = ("hit", "miss", "coalesced", "stale", "denied", "error")
+CREDENTIAL_RESULTS = ("hit", "miss", "coalesced", "stale", "denied", "not_found", "error")
 UPSTREAM_CALLS = (("catalog", "load_credentials"), ("idp", "token"))
 UPSTREAM_STATUSES = ("200", "error")  # "error": no HTTP answer (connection failed)
 EVICTION_REASONS = ("lru", "idle", "expired", "invalidated")

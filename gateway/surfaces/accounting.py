@@ -3,8 +3,9 @@
 `lakegate_requests_total{surface,kind,result}` must equal the truth exactly in deterministic tests,
 so the count happens in one place, on the way out of the request, whatever path it took:
 the cache outcome on success (hit|miss|coalesced|stale), `denied` when the caller was refused
-(auth, policy, rate limit, forgeable request), `error` for everything else (bad input, upstream
-errors, cancellation).
+(auth, policy, rate limit, forgeable request), `not_found` when the catalog answered that the table
+or warehouse does not exist (a job probing for a table it is about to create asks exactly this: an
+answer, not a fault), `error` for everything else (bad input, upstream errors, cancellation).
 """
 
 from __future__ import annotations
@@ -13,7 +14,12 @@ from types import TracebackType
 from typing import Any, Literal
 
 from gateway.clock import Clock
-from gateway.errors import PermissionDeniedError, RateLimitedCallerError, UnauthenticatedError
+from gateway.errors import (
+    NotFoundError,
+    PermissionDeniedError,
+    RateLimitedCallerError,
+    UnauthenticatedError,
+)
 from gateway.metrics import BucketObserver, Metrics, loop_counter
 from gateway.models import Outcome
 
@@ -25,7 +31,9 @@ _DENIED = (UnauthenticatedError, PermissionDeniedError, RateLimitedCallerError)
 
 def result_for(exc: BaseException) -> str:
     """The `result` label of a failed request."""
-    return "denied" if isinstance(exc, _DENIED) else "error"
+    if isinstance(exc, _DENIED):
+        return "denied"
+    return "not_found" if isinstance(exc, NotFoundError) else "error"
 
 
 class _Track:

@@ -68,12 +68,15 @@ def test_known_label_values_are_the_ones_the_code_counts():
     from typing import get_args
 
     from gateway import metrics
+    from gateway.errors import NotFoundError
     from gateway.models import Outcome
     from gateway.surfaces.accounting import Surface, result_for
 
     assert set(metrics.SURFACES) == set(get_args(Surface))
     failed = result_for(ValueError())  # not a caller refusal: the generic failure label
-    assert set(metrics.CREDENTIAL_RESULTS) == {o.value for o in Outcome} | {"denied", failed}
+    absent = result_for(NotFoundError("no such table"))
+    assert set(metrics.CREDENTIAL_RESULTS) == (
+        {o.value for o in Outcome} | {"denied", absent, failed})
     source = Path(metrics.__file__).parents[0]
     counted = {
         "ingress": _labels_in(source / "surfaces/ingress.py", r'_reject\(\s*"([a-z_]+)"')
@@ -96,7 +99,7 @@ def test_known_series_exist_at_zero_before_anything_is_counted():
     m = Metrics()
     value = m.registry.get_sample_value
     for surface in ("http", "grpc", "rest", "aws"):
-        for result in ("hit", "miss", "coalesced", "stale", "denied", "error"):
+        for result in ("hit", "miss", "coalesced", "stale", "denied", "not_found", "error"):
             labels = {"surface": surface, "kind": "credential", "result": result}
             assert value("lakegate_requests_total", labels) == 0, labels
     for target, op in (("catalog", "load_credentials"), ("idp", "token")):

@@ -28,7 +28,7 @@ from tests.unit.surfaces.fake_operations import FakeClock
         (PermissionDeniedError("x"), "denied"),
         (RateLimitedCallerError("x"), "denied"),
         (InvalidRequestError("x"), "error"),
-        (NotFoundError("x"), "error"),
+        (NotFoundError("x"), "not_found"),  # a table not created yet: an answer, not a fault
         (UnavailableError("x"), "error"),
         (RuntimeError("x"), "error"),
         (asyncio.CancelledError(), "error"),

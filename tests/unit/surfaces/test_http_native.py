@@ -102,7 +102,7 @@ async def test_unknown_table_is_404_envelope_with_upstream_type(
     assert err["type"] == "NoSuchGenericTableException"
     assert err["code"] == 404
     assert err["stack"][0].startswith("Error ID: ")
-    assert count(metrics, "http", "credential", "error") == 1
+    assert count(metrics, "http", "credential", "not_found") == 1
 
 
 async def test_unknown_warehouse_is_404(make_client: MakeClient) -> None:
