@@ -19,7 +19,8 @@ class Profile:
     herd_processes: int = 4
     # 2. surfaces
     surface_concurrencies: tuple[int, ...] = (1, 16, 64)
-    surface_duration_s: float = 2.5
+    surface_pairs: int = 5  # interleaved (gateway, trivial server) runs per concurrency
+    surface_duration_s: float = 1.5
     surface_warmup_s: float = 0.5
     surface_open_duration_s: float = 4.0
     surface_processes: int = 2
@@ -78,7 +79,8 @@ QUICK = Profile(
     name="quick",
     herd_ks=(1, 10, 100, 1_000),
     surface_concurrencies=(1, 32),
-    surface_duration_s=1.5,
+    surface_pairs=3,
+    surface_duration_s=1.0,
     surface_open_duration_s=2.0,
     surface_profile_s=4.0,
     exec_processes=2,

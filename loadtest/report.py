@@ -142,8 +142,10 @@ def _surface_section(surfaces: Any) -> list[str]:
     if not usable:
         return out
     out += [
-        "`ratio` = best gateway req/s / best baseline req/s. `per-core ratio` = the same with "
-        "each side's requests per second of server CPU actually used (other tenants of the "
+        "`ratio` = the median pair ratio of the surface's weakest concurrency (the targets "
+        "use each concurrency's lower quartile, below); req/s columns are the best single runs. "
+        "`per-core ratio` = the same with each side's best requests per second of server CPU "
+        "actually used (other tenants of the "
         "machine decide how much CPU each server gets).",
         "",
     ]
@@ -177,24 +179,32 @@ def _surface_section(surfaces: Any) -> list[str]:
             out += ["", f"{label}, same run: {figures}."]
     out += [
         "",
-        "Per concurrency (closed loop):",
+        "Per concurrency (closed loop): the gateway and its trivial server interleaved, pair by "
+        "pair; each pair's ratio is one sample; req/s and latencies are the median pair's.",
         "",
     ]
     by_concurrency = [
-        (name, conc, f"{r['rps']:,.0f}", f"{r['baseline_rps']:,.0f}",
+        (name, conc, _ratio_cell(r.get("ratio")), f"{r['rps']:,.0f}", f"{r['baseline_rps']:,.0f}",
          r["latency_ms"].get("p99"), r["baseline_latency_ms"].get("p99"),
          f"{r.get('server_cores')} / {r.get('baseline_server_cores')}",
          f"{r.get('client_cores')} / {r.get('baseline_client_cores')}")
         for name in SURFACES
         for conc, r in (surfaces.get(name) or {}).get("by_concurrency", {}).items()
     ]
-    out += _table(("surface", "concurrency", "req/s", "baseline req/s", "p99 ms",
+    out += _table(("surface", "concurrency", "ratio median [q1-q3] (pairs)", "req/s",
+                   "baseline req/s", "p99 ms",
                    "baseline p99 ms", "server cores (gw / base)",
                    "generator cores (gw / base)"), by_concurrency)
     return out + _profile_lines([(name, s[key]) for name in SURFACES
                                  for s in [surfaces.get(name)] if isinstance(s, Mapping)
                                  for key in ("profile", "profile_audit_per_request")
                                  if s.get(key)])
+
+
+def _ratio_cell(ratio: Any) -> str:
+    if not isinstance(ratio, Mapping) or ratio.get("median") is None:
+        return "-"
+    return f"{ratio['median']:.2f} [{ratio['q1']:.2f}-{ratio['q3']:.2f}] ({ratio['pairs']})"
 
 
 def _profile_lines(profiles: list[tuple[str, Any]]) -> list[str]:

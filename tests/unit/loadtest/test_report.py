@@ -26,7 +26,7 @@ def test_report_writes_summary_markdown_and_plots(tmp_path: Path) -> None:
         assert (tmp_path / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     md = (tmp_path / "report.md").read_text()
     assert "| http_uds | 12,000 | 14,000 | 0.857 | 0.9 |" in md
-    assert "0.86 x (12,000 vs 14,000 req/s; per server core 0.90 x)" in md
+    assert "| http_uds | 64 | 0.95 [0.94-0.96] (5) | 12,000 | 14,000 |" in md
     assert "![throughput.png](throughput.png)" in md
     assert "| direct_memo | 90,000 | 9,100 | 180.0 | 400 |" in md
     assert "direct_memo / gateway: **145.2 x**" in md
@@ -49,7 +49,7 @@ def test_missed_targets_are_stated_plainly_with_the_measured_figure(tmp_path: Pa
     assert ("cold herd p99 extra latency at every K measured K=1: 1.2 ms (bound 5.0 ms), "
             "K=10000: 812.5 ms (bound 750.0 ms)") in md
     assert "| 10,000 | 1 | 55.0 | 400.0 | 867.5 | 812.5 | 500.0 | 750.0 | 0 |" in md
-    assert "0.60 x (9,000 vs 15,000 req/s)" in md
+    assert "c=1: 0.67 [0.66-0.67] x5; c=64: 0.60 [0.59-0.61] x5" in md
 
 
 def test_failed_scenario_is_reported_as_not_measured(tmp_path: Path) -> None:

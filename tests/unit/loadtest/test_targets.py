@@ -94,12 +94,38 @@ def test_the_herd_tail_bound_is_1_5_x_the_trivial_servers_p99_for_the_same_burst
     assert checks["cold herd p99 extra latency at K=10,000"] is True
 
 
-def test_the_aws_surface_is_held_to_the_same_ratio() -> None:
+def test_the_aws_surface_is_held_to_the_http_ratio() -> None:
     summary = _summary()
-    summary.setdefault("surfaces", {})["aws"] = {"rps": 690.0, "baseline_rps": 1000.0,
-                                                 "ratio": 0.69}
+    summary.setdefault("surfaces", {})["aws"] = {"by_concurrency": {
+        "64": {"ratio": {"pairs": 5, "median": 0.92, "q1": 0.89, "q3": 0.95}}}}
     check = next(c for c in evaluate(summary) if c.name.startswith("aws throughput"))
     assert check.met is False
-    summary["surfaces"]["aws"]["ratio"] = 0.7
+    summary["surfaces"]["aws"]["by_concurrency"]["64"]["ratio"]["q1"] = 0.9
     check = next(c for c in evaluate(summary) if c.name.startswith("aws throughput"))
     assert check.met is True
+
+
+def test_a_surface_target_holds_at_every_concurrency_by_its_lower_quartile() -> None:
+    summary = _summary()
+    name = "http_uds throughput vs trivial HTTP server"
+    check = next(c for c in evaluate(summary) if c.name == name)
+    assert check.met is True
+    assert "c=64: 0.95 [0.94-0.96] x5" in check.measured
+    # A second concurrency whose median passes but whose lower quartile does not: a miss.
+    summary["surfaces"]["http_uds"]["by_concurrency"]["1"] = {
+        "rps": 1.0, "baseline_rps": 1.0,
+        "ratio": {"pairs": 5, "median": 0.91, "q1": 0.85, "q3": 0.95},
+    }
+    check = next(c for c in evaluate(summary) if c.name == name)
+    assert check.met is False
+
+
+def test_grpc_surfaces_are_held_to_0_8() -> None:
+    summary = _summary()
+    summary["surfaces"]["grpc_tcp"] = {"by_concurrency": {
+        "16": {"ratio": {"pairs": 5, "median": 0.84, "q1": 0.81, "q3": 0.86}}}}
+    check = next(c for c in evaluate(summary) if c.name.startswith("grpc_tcp"))
+    assert check.met is True
+    summary["surfaces"]["grpc_tcp"]["by_concurrency"]["16"]["ratio"]["q1"] = 0.79
+    check = next(c for c in evaluate(summary) if c.name.startswith("grpc_tcp"))
+    assert check.met is False
