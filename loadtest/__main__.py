@@ -29,7 +29,8 @@ from loadtest.profiler import py_spy
 from loadtest.report import console_summary, write_report
 from loadtest.stack import BenchStack
 
-SCENARIOS = ("cold_herd", "surfaces", "executors", "scaling", "soak", "outage", "capacity")
+SCENARIOS = ("cold_herd", "surfaces", "writes", "executors", "scaling", "soak", "outage",
+             "capacity")
 DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "latest"
 
 
@@ -82,11 +83,21 @@ def run_bench(profile_name: str, names: list[str], out_dir: Path, pin: bool,
 
     With `sample`, the surfaces scenario also writes py-spy profiles into `out_dir`.
     """
-    from loadtest.scenarios import capacity, cold_herd, executors, outage, scaling, soak, surfaces
+    from loadtest.scenarios import (
+        capacity,
+        cold_herd,
+        executors,
+        outage,
+        scaling,
+        soak,
+        surfaces,
+        writes,
+    )
 
     runners: dict[str, Callable[[BenchContext], Any]] = {
         "cold_herd": cold_herd.run,
         "surfaces": surfaces.run,
+        "writes": writes.run,
         "executors": executors.run,
         "scaling": scaling.run,
         "soak": soak.run,

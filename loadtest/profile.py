@@ -25,6 +25,10 @@ class Profile:
     surface_open_duration_s: float = 4.0
     surface_processes: int = 2
     surface_profile_s: float = 6.0  # py-spy sampling per surface (`--profile` only)
+    # 2b. Spark writes: the data source vs the same write made directly (per format and mode)
+    write_rows: int = 100_000
+    write_partitions: tuple[int, ...] = (8, 200)
+    write_pairs: int = 2
     # 3. executors
     exec_processes: int = 4
     exec_per_process: int = 100
@@ -97,4 +101,7 @@ QUICK = Profile(
     capacity_keys=1_000,
     capacity_observe_s=22.0,
     capacity_idle_keys=200,
+    write_rows=40_000,
+    write_partitions=(8, 50),
+    write_pairs=1,
 )

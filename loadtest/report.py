@@ -66,6 +66,7 @@ def render_markdown(summary: Mapping[str, Any], checks: list[TargetCheck], plots
         ]
     out += _herd_section(summary.get("cold_herd"))
     out += _surface_section(summary.get("surfaces"))
+    out += _write_section(summary.get("writes"))
     out += _executor_section(summary.get("executors"))
     out += _scaling_section(summary.get("scaling"))
     out += _dict_section("4. Refresh soak (time-compressed)", summary.get("soak"))
@@ -199,6 +200,30 @@ def _surface_section(surfaces: Any) -> list[str]:
                                  for s in [surfaces.get(name)] if isinstance(s, Mapping)
                                  for key in ("profile", "profile_audit_per_request")
                                  if s.get(key)])
+
+
+def _write_section(writes: Any) -> list[str]:
+    out, usable = _head("2b. Spark writes: the data source vs the same write made directly",
+                        writes)
+    if not usable:
+        return out
+    out += [
+        f"{writes.get('rows'):,} rows per write; {writes.get('pairs')} interleaved pair(s) per "
+        "mode. `ratio` = data source seconds / direct seconds per pair (median [q1-q3]). `noop` "
+        "= the same DataFrame to Spark's noop sink: the job's cost without any I/O.",
+        "",
+    ]
+    rows = []
+    for key, value in writes.items():
+        if "@" not in key or not isinstance(value, Mapping):
+            continue
+        fmt, parts = key.split("@", 1)
+        for mode in ("append", "overwrite"):
+            m = value.get(mode) or {}
+            rows.append((fmt, parts, mode, m.get("datasource_s"), m.get("direct_s"),
+                         value.get("noop_s"), _ratio_cell(m.get("ratio"))))
+    return out + _table(("format", "partitions", "mode", "data source s", "direct s", "noop s",
+                         "ratio median [q1-q3] (pairs)"), rows)
 
 
 def _ratio_cell(ratio: Any) -> str:

@@ -55,6 +55,33 @@ def _surface_check(name: str, protocol: str, s: Any) -> TargetCheck:
     return TargetCheck(title, goal, measured, all(r["q1"] >= target for r in rows.values()))
 
 
+WRITE_TARGET = 1.25  # issue #36: the data source within 1.25 x of the direct write
+
+
+def _write_checks(writes: Any) -> list[TargetCheck]:
+    """One check per format: within 1.25 x of the direct write at every partition count and
+    mode, by the upper quartile of the pairs' data source / direct time ratios."""
+    title = "Spark data source write time vs the direct write, {fmt}"
+    goal = f"<= {WRITE_TARGET} x at every partition count, append and overwrite"
+    if not isinstance(writes, Mapping) or "error" in writes:
+        return [_missing(title.format(fmt="every format"), goal)]
+    rows: dict[str, list[tuple[str, Mapping[str, Any]]]] = {}
+    for key, value in writes.items():
+        if "@" in key and isinstance(value, Mapping):
+            fmt, parts = key.split("@", 1)
+            for mode in ("append", "overwrite"):
+                ratio = (value.get(mode) or {}).get("ratio")
+                if isinstance(ratio, Mapping) and ratio.get("q3") is not None:
+                    rows.setdefault(fmt, []).append((f"{parts} {mode}", ratio))
+    checks = []
+    for fmt, cells in rows.items():
+        measured = "; ".join(f"{where}: {r['median']:.2f} [{r['q1']:.2f}-{r['q3']:.2f}]"
+                             for where, r in cells)
+        checks.append(TargetCheck(title.format(fmt=fmt), goal, measured,
+                                  all(r["q3"] <= WRITE_TARGET for _, r in cells)))
+    return checks or [_missing(title.format(fmt="every format"), goal)]
+
+
 def evaluate(summary: Mapping[str, Any]) -> list[TargetCheck]:
     """Check every target of the issue against `summary` (the summary.json structure)."""
     checks: list[TargetCheck] = []
@@ -111,6 +138,7 @@ def evaluate(summary: Mapping[str, Any]) -> list[TargetCheck]:
                 uds["p99_ms_half_load"] <= 5.0,
             )
         )
+    checks += _write_checks(summary.get("writes"))
     ex = summary.get("executors") or {}
     if "gateway" in ex and "direct" in ex:
         setup = ex.get("setup", {})

@@ -129,3 +129,28 @@ def test_grpc_surfaces_are_held_to_0_8() -> None:
     summary["surfaces"]["grpc_tcp"]["by_concurrency"]["16"]["ratio"]["q1"] = 0.79
     check = next(c for c in evaluate(summary) if c.name.startswith("grpc_tcp"))
     assert check.met is False
+
+
+def _writes(q3: float) -> dict:
+    cell = {"pairs": 3, "median": 1.1, "q1": 1.0, "q3": q3}
+    return {"rows": 1000, "pairs": 3,
+            "parquet@8": {"append": {"ratio": cell}, "overwrite": {"ratio": dict(cell)}},
+            "parquet@200": {"append": {"ratio": dict(cell)}, "overwrite": {"ratio": dict(cell)}}}
+
+
+def test_the_write_target_is_1_25_x_the_direct_write_at_every_partition_count_and_mode() -> None:
+    summary = _summary()
+    summary["writes"] = _writes(1.2)
+    name = "Spark data source write time vs the direct write, parquet"
+    check = next(c for c in evaluate(summary) if c.name == name)
+    assert check.met is True
+    assert "200 overwrite: 1.10 [1.00-1.20]" in check.measured
+    summary["writes"]["parquet@200"]["overwrite"]["ratio"]["q3"] = 1.3
+    assert next(c for c in evaluate(summary) if c.name == name).met is False
+
+
+def test_a_failed_write_scenario_is_not_measured() -> None:
+    summary = _summary()
+    summary["writes"] = {"error": "boom"}
+    (check,) = [c for c in evaluate(summary) if c.name.startswith("Spark data source write")]
+    assert check.met is None

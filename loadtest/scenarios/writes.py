@@ -1,0 +1,344 @@
+"""Scenario 7, Spark writes: the ``lakekeeper`` data source against the same write made directly.
+
+For each format (Parquet, Delta, Lance, Iceberg), each partition count and each mode (append,
+overwrite), the same DataFrame (generated in the JVM, so both sides start from the same rows) is
+written twice, interleaved pair by pair:
+
+- ``datasource``: ``df.write.format("lakekeeper")`` through the node's gateway, with its commit
+  protocol (staged uploads completed by the driver, the conditional commit marker, the Lance
+  create claim and attempt ledger, one Iceberg commit through pyiceberg);
+- ``direct``: what a careful user writes without the data source, with the same gateway-vended
+  write credential shipped to the tasks: inside ``mapInArrow`` each task writes its rows with the
+  format's own library (pyarrow Parquet files, Lance ``write_fragments``, Parquet data files for
+  Delta and Iceberg), and the driver makes them visible in one step (nothing for a Parquet append,
+  deleting the old files after an overwrite, one Delta transaction, one Lance commit, one Iceberg
+  ``add_files`` transaction through the same gateway). No staging, no marker, no conflict check:
+  the fastest correct-when-alone write.
+
+Each pair's ratio (data source time / direct time) is one sample; the report gives their median
+and quartiles. Where the time goes: beside each pair, the same DataFrame written to Spark's
+``noop`` sink (planning, the tasks' row generation and Arrow conversion, no I/O) is the floor both
+writes stand on; direct - noop is the format library's I/O and publish; data source - direct is
+what the data source and its commit protocol add. Every table is read back after its writes, and
+a row count that differs from what was written fails the scenario.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+from unittest.mock import patch
+
+from loadtest.context import BenchContext
+from loadtest.ratios import RatioStats
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import DataFrame, SparkSession
+
+    from lakegate_client import Client, TableCredentials
+
+FORMATS = ("parquet", "delta", "lance", "iceberg")
+MODES = ("append", "overwrite")
+TARGET = 1.25  # issue #36: the data source within 1.25 x of the direct write
+
+
+def run(ctx: BenchContext) -> dict[str, Any]:
+    from lakegate_client import Client
+
+    stack = ctx.stack
+    gw = stack.start_gateway("writes")
+    prof = ctx.profile
+    warehouse, namespace = stack.info.warehouse.name, stack.info.namespace
+    env = {
+        "LAKEGATE_URL": f"grpc+unix:{gw.grpc_uds.removeprefix('unix:')}",
+        "LAKEGATE_WAREHOUSE": warehouse,
+        "LAKEGATE_CATALOG_URL": gw.http_url,
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+    }
+    out: dict[str, Any] = {"rows": prof.write_rows, "pairs": prof.write_pairs}
+    try:
+        with patch.dict(os.environ, env), Client(env["LAKEGATE_URL"],
+                                                 warehouse=warehouse) as client:
+            spark = _session()
+            try:
+                bench = _WriteBench(ctx, spark, client, namespace, gw.http_url)
+                for parts in prof.write_partitions:
+                    for fmt in FORMATS:
+                        key = f"{fmt}@{parts}"
+                        out[key] = bench.measure(fmt, parts)
+                        ctx.say(f"writes {key}: " + ", ".join(
+                            f"{m} ratio {out[key][m]['ratio']['median']}" for m in MODES))
+            finally:
+                spark.stop()
+    finally:
+        stack.stop_gateway(gw)
+    return out
+
+
+def _session() -> SparkSession:
+    from demo.pipeline import spark_session
+
+    # local[2]: the machine's two cores; no retries, so a failing write fails the scenario.
+    return spark_session("local[2]", app_name="lakegate-bench-writes",
+                         conf={"spark.sql.shuffle.partitions": "8"})
+
+
+class _WriteBench:
+    def __init__(self, ctx: BenchContext, spark: SparkSession, client: Client, namespace: str,
+                 http_url: str) -> None:
+        self.ctx, self.spark, self.client = ctx, spark, client
+        self.namespace, self.http_url = namespace, http_url
+        self.warehouse = ctx.stack.info.warehouse.name
+
+    def frame(self, parts: int) -> DataFrame:
+        from pyspark.sql import functions as F
+
+        rows = self.ctx.profile.write_rows
+        return (
+            self.spark.range(0, rows, numPartitions=parts)
+            .withColumn("label", F.concat(F.lit("row-"), F.col("id").cast("string")))
+            .withColumn("score", F.col("id") * 0.5)
+            .withColumn("day", F.date_add(F.to_date(F.lit("2026-10-01")),
+                                          (F.col("id") % 30).cast("int")))
+        )
+
+    def measure(self, fmt: str, parts: int) -> dict[str, Any]:
+        """Both tables created by one untimed overwrite, then append and overwrite pairs."""
+        tag = uuid.uuid4().hex[:6]
+        ds_table, direct_table = f"w_{fmt}_{parts}_ds_{tag}", f"w_{fmt}_{parts}_direct_{tag}"
+        df = self.frame(parts)
+        rows = self.ctx.profile.write_rows
+        self.datasource(df, fmt, ds_table, "overwrite", create=True)
+        direct = _Direct(self, fmt, direct_table)
+        direct.create(df)
+        times: dict[str, list[tuple[float, float]]] = {m: [] for m in MODES}
+        noop: list[float] = []
+        expected = rows
+        for _ in range(self.ctx.profile.write_pairs):
+            noop.append(self.noop(df))
+            for mode in MODES:
+                ds_s = self.datasource(df, fmt, ds_table, mode)
+                direct_s = direct.write(df, mode)
+                times[mode].append((ds_s, direct_s))
+                expected = expected + rows if mode == "append" else rows
+        counted = {"datasource": self.count(fmt, ds_table), "direct": self.count(fmt, direct_table)}
+        if counted != {"datasource": expected, "direct": expected}:
+            raise RuntimeError(f"{fmt}@{parts}: rows read back {counted}, expected {expected}")
+        result: dict[str, Any] = {"rows_read_back": expected,
+                                  "noop_s": round(statistics.median(noop), 3)}
+        for mode in MODES:
+            pairs = times[mode]
+            # ratio = data source time / direct time: 1.25 means 25 % slower than direct.
+            stats = RatioStats.of_pairs([(ds, d) for ds, d in pairs])
+            result[mode] = {
+                "ratio": stats.summary(),
+                "datasource_s": round(statistics.median(p[0] for p in pairs), 3),
+                "direct_s": round(statistics.median(p[1] for p in pairs), 3),
+                "met": _met(stats),
+            }
+        return result
+
+    def datasource(self, df: DataFrame, fmt: str, table: str, mode: str, *,
+                   create: bool = False) -> float:
+        writer = df.write.format("lakekeeper").option("table", f"{self.namespace}.{table}")
+        if create:
+            writer = writer.option("format", fmt).option("create", "true")
+        if fmt == "iceberg":
+            writer = writer.option("format", "iceberg").option("catalog_url", self.http_url)
+        started = time.perf_counter()
+        writer.mode(mode).save()
+        return time.perf_counter() - started
+
+    def noop(self, df: DataFrame) -> float:
+        """Spark's own cost of the job: the same rows to the ``noop`` sink."""
+        started = time.perf_counter()
+        df.write.format("noop").mode("overwrite").save()
+        return time.perf_counter() - started
+
+    def count(self, fmt: str, table: str) -> int:
+        reader = self.spark.read.format("lakekeeper").option(
+            "table", f"{self.namespace}.{table}")
+        if fmt == "iceberg":
+            reader = reader.option("format", "iceberg").option("catalog_url", self.http_url)
+        return int(reader.load().count())
+
+
+def _met(stats: RatioStats) -> bool | None:
+    """Met when the upper quartile of data source / direct is at most the target (three pairs
+    in four at least that close)."""
+    q = stats.quartiles
+    return None if q is None else q[1] <= TARGET
+
+
+class _Direct:
+    """The direct write of one table: tasks write with the format's library, the driver
+    publishes, with a write credential the driver fetched once from the gateway."""
+
+    def __init__(self, bench: _WriteBench, fmt: str, table: str) -> None:
+        self.bench, self.fmt, self.table = bench, fmt, table
+
+    def create(self, df: DataFrame) -> None:
+        if self.fmt == "iceberg":
+            catalog = self._catalog()
+            catalog.create_table((self.bench.namespace, self.table),
+                                 schema=_arrow_schema(df))
+        else:
+            self.bench.client.create(self.bench.namespace, self.table, format=self.fmt)
+        self.write(df, "overwrite")
+
+    def _credentials(self) -> TableCredentials:
+        kind = "iceberg" if self.fmt == "iceberg" else "generic"
+        return self.bench.client.credentials(self.bench.namespace, self.table, access="write",
+                                             kind=kind)
+
+    def _catalog(self) -> Any:
+        from pyiceberg.catalog.rest import RestCatalog
+
+        return RestCatalog(
+            "bench", uri=self.bench.http_url + "/catalog",
+            warehouse=self.bench.warehouse,
+            **{"header.X-Iceberg-Access-Delegation": "vended-credentials",
+               "header.X-Lakegate-Request": "1"})
+
+    def write(self, df: DataFrame, mode: str) -> float:
+        started = time.perf_counter()
+        creds = self._credentials()
+        schema = _arrow_schema(df)
+        overwrite = mode == "overwrite"
+        old: list[str] = []
+        if self.fmt == "parquet" and overwrite:
+            old = _list_parquet(creds)
+        results = _collect(df.mapInArrow(_task_writer(self.fmt, creds, schema),
+                                         "result string"))
+        if self.fmt == "parquet":
+            fs = creds.pyarrow_filesystem()
+            for path in old:
+                fs.delete_file(path)
+        elif self.fmt == "lance":
+            _lance_commit(creds, schema, results, overwrite=overwrite)
+        elif self.fmt == "delta":
+            _delta_commit(creds, schema, results, overwrite=overwrite)
+        else:
+            self._iceberg_commit(results, overwrite=overwrite)
+        return time.perf_counter() - started
+
+    def _iceberg_commit(self, results: list[dict[str, Any]], *, overwrite: bool) -> None:
+        from pyiceberg.expressions import AlwaysTrue
+
+        table = self._catalog().load_table((self.bench.namespace, self.table))
+        with table.transaction() as tx:
+            if overwrite and table.current_snapshot() is not None:
+                tx.delete(AlwaysTrue())
+            tx.add_files([r["uri"] for r in results])
+
+
+def _arrow_schema(df: DataFrame) -> pa.Schema:
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(df.schema)
+
+
+def _collect(df: DataFrame) -> list[dict[str, Any]]:
+    return [json.loads(r.result) for r in df.collect()]
+
+
+def _task_writer(fmt: str, creds: TableCredentials, schema: pa.Schema) -> Any:
+    """The function each task runs: write its batches, yield one JSON row describing them."""
+
+    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import pyarrow as pa
+
+        first = next(batches, None)
+        if first is None:
+            return
+        stream = _chain(first, batches)
+        if fmt == "lance":
+            from lance.fragment import write_fragments
+
+            frags = write_fragments(pa.RecordBatchReader.from_batches(schema, stream),
+                                    creds.location, schema=schema,
+                                    storage_options=creds.lance_storage_options())
+            out = [{"fragment": f.to_json()} for f in frags]
+        else:
+            out = [_write_parquet(fmt, creds, schema, stream)]
+        yield pa.RecordBatch.from_pydict({"result": [json.dumps(o) for o in out]})
+
+    return write
+
+
+def _chain(first: pa.RecordBatch, rest: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    yield first
+    yield from rest
+
+
+def _write_parquet(fmt: str, creds: TableCredentials, schema: pa.Schema,
+                   batches: Iterator[pa.RecordBatch]) -> dict[str, Any]:
+    import pyarrow.parquet as pq
+
+    fs = creds.pyarrow_filesystem()
+    root = _fs_root(creds.location)
+    rel = f"{'data/' if fmt == 'iceberg' else ''}part-{uuid.uuid4().hex}.parquet"
+    rows = 0
+    with pq.ParquetWriter(f"{root}/{rel}", schema, filesystem=fs) as writer:
+        for batch in batches:
+            writer.write_batch(batch)
+            rows += batch.num_rows
+    size = fs.get_file_info(f"{root}/{rel}").size
+    return {"path": rel, "uri": f"{creds.location.rstrip('/')}/{rel}", "size": size,
+            "rows": rows, "modified_ms": int(time.time() * 1000)}
+
+
+def _fs_root(location: str) -> str:
+    """``s3://bucket/prefix`` as pyarrow's S3FileSystem path ``bucket/prefix``."""
+    return location.split("://", 1)[-1].rstrip("/")
+
+
+def _list_parquet(creds: TableCredentials) -> list[str]:
+    from pyarrow import fs as pafs
+
+    selector = pafs.FileSelector(_fs_root(creds.location), recursive=False, allow_not_found=True)
+    return [i.path for i in creds.pyarrow_filesystem().get_file_info(selector)
+            if i.type == pafs.FileType.File and i.path.endswith(".parquet")]
+
+
+def _lance_commit(creds: TableCredentials, schema: pa.Schema, results: list[dict[str, Any]], *,
+                  overwrite: bool) -> None:
+    import lance
+    from lance.fragment import FragmentMetadata
+
+    fragments = [FragmentMetadata.from_json(json.dumps(r["fragment"])) for r in results]
+    options = creds.lance_storage_options()
+    read_version = None
+    with contextlib.suppress(Exception):  # no dataset yet: the first (overwrite) write creates it
+        read_version = lance.dataset(creds.location, storage_options=options).version
+    operation = (lance.LanceOperation.Overwrite(schema, fragments) if overwrite
+                 else lance.LanceOperation.Append(fragments))
+    lance.LanceDataset.commit(creds.location, operation, read_version=read_version,
+                              storage_options=options)
+
+
+def _delta_commit(creds: TableCredentials, schema: pa.Schema, results: list[dict[str, Any]], *,
+                  overwrite: bool) -> None:
+    from deltalake import DeltaTable, Schema
+    from deltalake.transaction import AddAction, create_table_with_add_actions
+
+    options = creds.delta_storage_options()
+    adds = [AddAction(path=r["path"], size=r["size"], partition_values={},
+                      modification_time=r["modified_ms"], data_change=True,
+                      stats=json.dumps({"numRecords": r["rows"]})) for r in results]
+    mode = "overwrite" if overwrite else "append"
+    if not DeltaTable.is_deltatable(creds.location, storage_options=options):
+        create_table_with_add_actions(creds.location, Schema.from_arrow(schema), adds,
+                                      mode=mode, storage_options=options)
+        return
+    DeltaTable(creds.location, storage_options=options).create_write_transaction(
+        list(adds), mode=mode, schema=schema)
