@@ -1,10 +1,10 @@
 """The gate every surface request passes: anti-SSRF, caller authentication, rate limit, policy.
 
 Order matters: forgeable requests are refused before any work (no token verification for a
-browser's cross-site request), a peer that keeps failing authentication before its next token is
-verified (surfaces/peers.py), authentication before the rate limit (the bucket is per caller, or
-per peer for an anonymous caller), and the policy check before the cache is consulted (callers
-share cache entries).
+browser's cross-site request), a credential that keeps failing before it is verified again
+(surfaces/peers.py; a peer's failures never refuse a token that verifies), authentication
+before the rate limit (the bucket is per caller, or per peer for an anonymous caller), and the
+policy check before the cache is consulted (callers share cache entries).
 """
 
 from __future__ import annotations
@@ -19,14 +19,19 @@ from cachetools import LRUCache
 from gateway.audit import DENIED, credential_event
 from gateway.clock import Clock
 from gateway.concurrency import TokenBucket
-from gateway.errors import GatewayError, PermissionDeniedError, RateLimitedCallerError
+from gateway.errors import (
+    CallerAuthUnavailableError,
+    GatewayError,
+    PermissionDeniedError,
+    RateLimitedCallerError,
+)
 from gateway.metrics import Metrics
 from gateway.models import AccessMode, CallerIdentity, RequestContext, Scope
-from gateway.surfaces.callers import CallerAuthenticator
+from gateway.surfaces.callers import CallerAuthenticator, bearer_value
 from gateway.surfaces.hosts import HostAllowList
 from gateway.surfaces.memo import BoundedLru
 from gateway.surfaces.operations import Operations
-from gateway.surfaces.peers import AuthFailureLimiter, Peer
+from gateway.surfaces.peers import AuthFailures, Peer, credential_key
 from gateway.surfaces.policy import CallerPolicy
 from gateway.tuning import DECISION_MEMO_SIZE
 
@@ -113,7 +118,7 @@ class Gate:
     # default one (then the policy must grant it); false: the gateway serves one project.
     allow_project_header: bool = False
     hosts: HostAllowList = field(default_factory=HostAllowList)
-    failures: AuthFailureLimiter | None = None
+    failures: AuthFailures | None = None
     # The policy is fixed between reloads, so the part of a decision that depends only on the
     # request (not on the warehouse's resolved names) is a pure function: memoized.
     _decisions: BoundedLru[DecisionKey, str] = field(
@@ -124,6 +129,8 @@ class Gate:
         """Swap in a reloaded authenticator and policy (SIGHUP); memoized decisions go too."""
         self._decisions = BoundedLru(DECISION_MEMO_SIZE)
         self.auth, self.policy = auth, policy
+        if self.failures is not None:
+            self.failures.forget_credentials()  # a token failing before may be valid now
 
     def _reject(self, reason: str, err: GatewayError) -> GatewayError:
         child = self._rejected.get(reason)
@@ -155,17 +162,19 @@ class Gate:
             except PermissionDeniedError as exc:
                 raise self._reject("ssrf_header", exc) from None
         failures = self.failures
-        if failures is not None and peer is not None and failures.active:
+        if failures is not None and failures.active:
+            caller = await self._authenticate_limited(failures, authorization, peer)
+        else:  # the steady state: nothing failed lately, no key to compute
             try:
-                failures.check(peer().auth_key)
-            except RateLimitedCallerError as exc:
-                raise self._reject("auth_ratelimit", exc) from None
-        try:
-            caller = await self.auth.authenticate(authorization)
-        except GatewayError as exc:
-            if failures is not None and peer is not None:
-                failures.failed(peer().auth_key)
-            raise self._reject("auth", exc) from None
+                caller = await self.auth.authenticate(authorization)
+            except CallerAuthUnavailableError as exc:
+                raise self._reject("auth", exc) from None  # not the credential's failure
+            except GatewayError as exc:
+                if failures is not None:
+                    token = bearer_value(authorization)
+                    failures.failed(None if token is None else credential_key(token),
+                                    peer().auth_key if peer is not None else None)
+                raise self._reject("auth", exc) from None
         if self.limiter is not None:
             # An anonymous caller (mode none) is its peer: one process cannot starve the rest.
             key = caller.name if caller.authenticated or peer is None else (
@@ -175,6 +184,32 @@ class Gate:
             except RateLimitedCallerError as exc:
                 raise self._reject("ratelimit", exc) from None
         return caller
+
+    async def _authenticate_limited(self, failures: AuthFailures, authorization: str | None,
+                                    peer: Callable[[], Peer] | None) -> CallerIdentity:
+        """Authenticate under the failure limits (surfaces/peers.py): a credential that keeps
+        failing is refused before it is verified again; a peer that keeps failing gets 429
+        for its failures, never for a token that verifies."""
+        token = bearer_value(authorization)
+        credential = None if token is None else credential_key(token)
+        if credential is not None:
+            try:
+                failures.check_credential(credential)
+            except RateLimitedCallerError as exc:
+                raise self._reject("auth_ratelimit", exc) from None
+        peer_key = peer().auth_key if peer is not None else None
+        peer_wait = 0.0 if peer_key is None else failures.peer_wait_s(peer_key)
+        try:
+            return await self.auth.authenticate(authorization)
+        except CallerAuthUnavailableError as exc:
+            raise self._reject("auth", exc) from None  # not the credential's failure
+        except GatewayError as exc:
+            failures.failed(credential, peer_key)
+            if peer_wait > 0:
+                raise self._reject("auth_ratelimit", RateLimitedCallerError(
+                    "too many failed authentications from this peer",
+                    retry_after_s=peer_wait)) from None
+            raise self._reject("auth", exc) from None
 
     def check_project(self, caller: CallerIdentity, ctx: RequestContext) -> None:
         """Refuse a request naming a project the gateway does not serve to this caller.
