@@ -186,7 +186,8 @@ class App:
                     allow_project_header=s.callers.allow_project_header,
                     hosts=HostAllowList(s.listen.allowed_hosts.split(",")),
                     failures=AuthFailures(s.callers.auth_failures_per_s,
-                                          s.callers.auth_failure_burst, self.clock)
+                                          s.callers.auth_failure_burst, self.clock,
+                                          delay_s=s.callers.auth_failure_delay_s)
                     if s.callers.auth_failures_per_s > 0 else None)
         self.reloader = ConfigReloader(
             self._reload_source, gate, self.metrics, self.clock, self._redactor,

@@ -20,7 +20,7 @@ from google.protobuf.message import DecodeError, Message
 
 from gateway.errors import GatewayError, InvalidRequestError, retry_after_value
 from gateway.logging import request_id_var
-from gateway.models import CallerIdentity, RequestContext
+from gateway.models import CallerIdentity, RequestContext, Scope
 from gateway.surfaces.accounting import Kind, Recorder, Tally
 from gateway.surfaces.grpc_errors import error_detail, grpc_code_of
 from gateway.surfaces.ingress import Gate
@@ -52,6 +52,18 @@ def safe_deserializer(message_type: type[Req]) -> Callable[[bytes], Req | Malfor
             return MALFORMED
 
     return deserialize
+
+
+def message_scope(request: Any) -> Scope | None:
+    """The table (or warehouse and namespace) a request message names, for the audit and log
+    lines of a request refused before its method ran; None when it names none."""
+    table = getattr(request, "table", None)
+    if table is not None and table.warehouse:
+        return (table.warehouse, tuple(table.namespace), table.name or None)
+    warehouse = getattr(request, "warehouse", None)
+    if isinstance(warehouse, str) and warehouse:
+        return (warehouse, tuple(getattr(request, "namespace", ())), None)
+    return None
 
 
 @dataclass(frozen=True)
@@ -116,7 +128,7 @@ def guarded(
                     surface="grpc",
                 )
                 if ctx.project_id is not None:
-                    gate.check_project(caller, ctx)
+                    ctx = gate.check_project(caller, ctx, lambda: message_scope(request))
                 return await method(request, GrpcCall(caller, ctx, tally))
         except GatewayError as err:
             error = err

@@ -39,6 +39,7 @@ from gateway.surfaces.http_codec import (
     context_of,
     create_spec,
     namespace_of,
+    params_scope,
     parse_bool,
     read_json,
     rename_pair,
@@ -163,7 +164,8 @@ class HttpPipeline:
                                                         peer=LazyPeer(request.transport))
                         ctx = context_of(request, request_id, caller, route.surface)
                         if ctx.project_id is not None:
-                            self._gate.check_project(caller, ctx)
+                            ctx = self._gate.check_project(
+                                caller, ctx, lambda: params_scope(match.params))
                         response = await route.handler(
                             HttpCall(request, match, request_id, caller, ctx, tally))
             except GatewayError as err:

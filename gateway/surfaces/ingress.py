@@ -10,13 +10,14 @@ policy check before the cache is consulted (callers share cache entries).
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from cachetools import LRUCache
 
-from gateway.audit import DENIED, credential_event
+from gateway.audit import DENIED, credential_event, folded_scope
 from gateway.clock import Clock
 from gateway.concurrency import TokenBucket
 from gateway.errors import (
@@ -36,9 +37,33 @@ from gateway.surfaces.policy import CallerPolicy
 from gateway.tuning import DECISION_MEMO_SIZE
 
 MARKER_HEADER = "X-Lakegate-Request"
+# Lakekeeper's default project (LAKEKEEPER__ENABLE_DEFAULT_PROJECT, on by default): the project
+# of a request that names none, and the one a gateway without UPSTREAM__PROJECT_ID serves.
+DEFAULT_PROJECT = "00000000-0000-0000-0000-000000000000"
+_NO_SCOPE: Scope = ("", (), None)
 _ALLOW, _DENY, _RESOLVE = "allow", "deny", "resolve"
 DecisionKey = tuple[str, str, tuple[str, ...], str | None, AccessMode, str | None]
 _log = logging.getLogger("lakegate.ingress")
+
+
+def same_project(a: str, b: str) -> bool:
+    """Whether two project ids name one project (UUIDs compared as UUIDs)."""
+    if a == b:
+        return True
+    try:
+        return uuid.UUID(a) == uuid.UUID(b)
+    except ValueError:
+        return False
+
+
+def _scope_or_none(where: Callable[[], Scope | None] | None) -> Scope | None:
+    """The surface's scope of a refused request, None when it has none or cannot parse it."""
+    if where is None:
+        return None
+    try:
+        return where()
+    except GatewayError:
+        return None
 
 
 def forgeable(message: str) -> PermissionDeniedError:
@@ -132,12 +157,20 @@ class Gate:
         if self.failures is not None:
             self.failures.forget_credentials()  # a token failing before may be valid now
 
-    def _reject(self, reason: str, err: GatewayError) -> GatewayError:
+    def _reject(self, reason: str, err: GatewayError, *, caller: str | None = None,
+                project: str | None = None, scope: Scope | None = None) -> GatewayError:
         child = self._rejected.get(reason)
         if child is None:
             child = self._rejected[reason] = self.metrics.ingress_rejected.labels(reason)
         child.inc()
-        _log.info("request refused", extra={"reason": reason, "type": err.type_name})
+        extra: dict[str, Any] = {"reason": reason, "type": err.type_name}
+        if caller is not None:
+            extra["caller"] = caller
+        if project is not None:
+            extra["project"] = project
+        if scope is not None:
+            extra.update(folded_scope(scope))
+        _log.info("request refused", extra=extra)
         return err
 
     async def admit(
@@ -196,6 +229,7 @@ class Gate:
             try:
                 failures.check_credential(credential)
             except RateLimitedCallerError as exc:
+                await failures.hold(exc.retry_after_s or 0.0)
                 raise self._reject("auth_ratelimit", exc) from None
         peer_key = peer().auth_key if peer is not None else None
         peer_wait = 0.0 if peer_key is None else failures.peer_wait_s(peer_key)
@@ -206,33 +240,55 @@ class Gate:
         except GatewayError as exc:
             failures.failed(credential, peer_key)
             if peer_wait > 0:
+                await failures.hold(peer_wait)
                 raise self._reject("auth_ratelimit", RateLimitedCallerError(
                     "too many failed authentications from this peer",
                     retry_after_s=peer_wait)) from None
             raise self._reject("auth", exc) from None
 
-    def check_project(self, caller: CallerIdentity, ctx: RequestContext) -> None:
-        """Refuse a request naming a project the gateway does not serve to this caller.
+    def served_project(self, project: str) -> bool:
+        """Whether `project` (a header's value) names the project this gateway serves: the
+        configured `UPSTREAM__PROJECT_ID`, or when unset the catalog's default project, which
+        Lakekeeper names with the NIL UUID (pylakekeeper's own tests send it). UUIDs compare
+        as UUIDs (any case)."""
+        return same_project(project, self.policy.default_project or DEFAULT_PROJECT)
+
+    def check_project(self, caller: CallerIdentity, ctx: RequestContext,
+                      where: Callable[[], Scope | None] | None = None) -> RequestContext:
+        """Refuse a request naming a project the gateway does not serve to this caller; the
+        context to use from here on (a header naming the served project is dropped: one
+        project, one policy decision and one cache entry, whatever the spelling).
 
         The project header goes upstream, so without this a caller limited to `demo/team_a*`
         would reach another project's `demo/team_a` tables (issue #28). Call it for every
         request whose context names a project, before any route works.
 
+        Args:
+            where: the table (or namespace) the request names, when the surface can tell; the
+                refusal's audit line and log line name it.
+
         Raises:
-            PermissionDeniedError: another project than the default one while
+            PermissionDeniedError: another project than the served one while
                 `allow_project_header` is off, or one the caller's policy grants nothing in.
         """
         project = ctx.project_id
-        if project is None or project == self.policy.default_project:
-            return
+        if project is None:
+            return ctx
+        if self.served_project(project):
+            return ctx._replace(project_id=None)
         if not self.allow_project_header:
-            raise self._reject("project", PermissionDeniedError(
+            err = PermissionDeniedError(
                 "this gateway serves one project: send no project header or the configured "
-                "one", lakekeeper_type="ProjectNotAllowed"))
-        if not self.policy.allows_project(caller, project):
-            raise self._reject("project", PermissionDeniedError(
+                "one", lakekeeper_type="ProjectNotAllowed")
+        elif not self.policy.allows_project(caller, project):
+            err = PermissionDeniedError(
                 f"caller '{caller.name}' has no grant in the requested project",
-                lakekeeper_type="ProjectNotAllowed"))
+                lakekeeper_type="ProjectNotAllowed")
+        else:
+            return ctx
+        scope = _scope_or_none(where)
+        credential_event(ctx, caller, scope or _NO_SCOPE, None, err.type_name)
+        raise self._reject("project", err, caller=caller.name, project=project, scope=scope)
 
     async def authorize(
         self, caller: CallerIdentity, ctx: RequestContext, scope: Scope, access: AccessMode

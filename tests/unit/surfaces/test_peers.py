@@ -67,6 +67,22 @@ def test_a_credential_past_its_burst_is_refused_until_it_regains_a_failure(
     failures.check_credential(bad)
 
 
+async def test_a_refusal_is_held_at_most_delay_s_and_only_so_many_at_once(
+        clock: FakeClock) -> None:
+    """Issue #35: answered at once, one process's refusals paced by the event loop doubled a
+    neighbour's p99; held, the flood runs at the pace of its connections."""
+    import asyncio
+
+    failures = AuthFailures(1.0, 1, clock, delay_s=0.5, max_delayed=1)
+    held = asyncio.create_task(failures.hold(30.0))
+    await asyncio.sleep(0)
+    assert clock.sleepers == 1
+    await asyncio.wait_for(failures.hold(30.0), 1)  # past max_delayed: answered at once
+    await asyncio.wait_for(failures.hold(0.0), 1)  # nothing to wait for
+    clock.advance(0.5)
+    await asyncio.wait_for(held, 1)
+
+
 class CountingAuth(StaticTokenCallerAuth):
     """Counts token verifications: the expensive step a refused peer must not reach."""
 
@@ -143,7 +159,8 @@ async def test_over_uds_failures_count_per_uid_across_connections(tmp_path, fake
     settings = settings_for(tmp_path, LAKEGATE__CALLERS__MODE="token",
                             LAKEGATE__CALLERS__TOKENS_FILE=str(tokens),
                             LAKEGATE__CALLERS__AUTH_FAILURES_PER_S="0.001",
-                            LAKEGATE__CALLERS__AUTH_FAILURE_BURST="3")
+                            LAKEGATE__CALLERS__AUTH_FAILURE_BURST="3",
+                            LAKEGATE__CALLERS__AUTH_FAILURE_DELAY_S="0.05")
     async with running(app_for(settings, fake_ops)):
         sock = str(tmp_path / "http.sock")
         statuses = [await asyncio.to_thread(_uds_get, sock, CREDS, f"bad-{i}") for i in range(6)]
@@ -168,7 +185,8 @@ async def test_over_tcp_failures_count_per_address_across_connections(  # type: 
     settings = settings_for(tmp_path, LAKEGATE__CALLERS__MODE="token",
                             LAKEGATE__CALLERS__TOKENS_FILE=str(tokens),
                             LAKEGATE__CALLERS__AUTH_FAILURES_PER_S="0.001",
-                            LAKEGATE__CALLERS__AUTH_FAILURE_BURST="3")
+                            LAKEGATE__CALLERS__AUTH_FAILURE_BURST="3",
+                            LAKEGATE__CALLERS__AUTH_FAILURE_DELAY_S="0.05")
     async with running(app_for(settings, fake_ops)):
         port = json.loads((tmp_path / "ports.json").read_text())["http_port"]
 
@@ -200,7 +218,8 @@ async def test_over_the_grpc_socket_a_neighbours_bad_tokens_do_not_lock_out_a_ca
     settings = settings_for(tmp_path, LAKEGATE__CALLERS__MODE="token",
                             LAKEGATE__CALLERS__TOKENS_FILE=str(tokens),
                             LAKEGATE__CALLERS__AUTH_FAILURES_PER_S="0.001",
-                            LAKEGATE__CALLERS__AUTH_FAILURE_BURST="3")
+                            LAKEGATE__CALLERS__AUTH_FAILURE_BURST="3",
+                            LAKEGATE__CALLERS__AUTH_FAILURE_DELAY_S="0.05")
     request = credentials_pb2.GetTableCredentialsRequest(
         table=common_pb2.TableRef(warehouse="demo", namespace=["demo_ns"], name="orders"))
     async with running(app_for(settings, fake_ops)):
