@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from contextvars import ContextVar, Token
 from datetime import UTC, datetime
 from typing import Any
 
@@ -103,6 +104,57 @@ def credential_event(
         except RuntimeError:  # no running loop: write it now
             pass
     _emit(outcome, extra)
+
+
+class TableNotes:
+    """The tables a request that is not a credential request decided on, audited with its
+    outcome once it is answered (`audit="table"` lines: creates, drops, commits, renames,
+    loads, lists and forwarded catalog calls of every surface).
+
+    Why a context variable: the gate's `authorize` is the one point every surface passes for
+    every table a request names (a rename names two); it notes them here, and the surface that
+    opened the notes writes one line per table with the answer's outcome, so no handler has
+    to remember to audit. Credential requests open no notes: the service audits them.
+    """
+
+    __slots__ = ("_token", "tables")
+
+    def __init__(self) -> None:
+        self.tables: list[tuple[RequestContext, CallerIdentity, Scope, AccessMode]] = []
+        self._token: Token[TableNotes | None] | None = _notes.set(self)
+
+    def close(self) -> None:
+        """Stop collecting (idempotent; the surface calls it however the request ended)."""
+        if self._token is not None:
+            _notes.reset(self._token)
+            self._token = None
+
+    def write(self, method: str, route: str, outcome: str) -> None:
+        """One line per table noted, with the request's outcome (a status or a gRPC code)."""
+        self.close()
+        if not self.tables or not _log.isEnabledFor(logging.INFO):
+            return
+        seen: set[tuple[Scope, AccessMode]] = set()
+        for ctx, caller, scope, access in self.tables:
+            if (scope, access) in seen:
+                continue
+            seen.add((scope, access))
+            _log.info("table %s %s", method, outcome, extra={
+                "audit": "table", "caller": caller.name, **folded_scope(scope),
+                "access": access.value, "method": method, "route": route,
+                "outcome": outcome, "surface": ctx.surface, "request_id": ctx.request_id,
+            })
+
+
+_notes: ContextVar[TableNotes | None] = ContextVar("lakegate_table_notes", default=None)
+
+
+def note_table(ctx: RequestContext, caller: CallerIdentity, table: Scope,
+               access: AccessMode) -> None:
+    """Note a table the current request decided on (no-op outside `TableNotes`)."""
+    notes = _notes.get()
+    if notes is not None:
+        notes.tables.append((ctx, caller, table, access))
 
 
 def _emit(outcome: str, extra: dict[str, Any]) -> None:

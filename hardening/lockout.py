@@ -30,8 +30,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 P99_FACTOR = 2.0
-VICTIM_REQUESTS = 300  # per window
-ROUNDS = 3  # quiet and flooded windows, in turn
+VICTIM_REQUESTS = 200  # per window
+ROUNDS = 6  # quiet and flooded windows, in turn
 ATTACK_THREADS = 32  # the attacker's connections (gRPC: streams on one channel)
 ATTACK_MAX_S = 60.0  # the attacker stops on its own after this, whatever happens here
 SURFACES = ("http_uds", "grpc_uds", "http_tcp")

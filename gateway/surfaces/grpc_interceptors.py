@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 import grpc
 from google.protobuf.message import DecodeError, Message
 
+from gateway.audit import TableNotes
 from gateway.errors import GatewayError, InvalidRequestError, retry_after_value
 from gateway.logging import request_id_var
 from gateway.models import CallerIdentity, RequestContext, Scope
@@ -95,7 +96,7 @@ def serialize(response: Message | bytes) -> bytes:
 
 
 def guarded(
-    method: Behaviour, *, gate: Gate, recorder: Recorder, kind: Kind
+    method: Behaviour, *, gate: Gate, recorder: Recorder, kind: Kind, name: str = ""
 ) -> Callable[[Any, grpc.aio.ServicerContext[Any, Any]], Awaitable[Message | bytes]]:
     """Wrap a servicer method with request id, input check, caller admission, errors, metrics.
 
@@ -104,7 +105,9 @@ def guarded(
         gate: admission (auth + rate limit) and policy.
         recorder: request accounting (counts the call exactly once).
         kind: the metrics `kind` label.
+        name: the method's full name (`/lakegate.v1.CatalogService/DropTable`), for the audit.
     """
+    rpc = name.rpartition("/")[2] or "grpc"
     ids = RequestIds()  # a new id when the caller sent none: cheaper than uuid4 per call
 
     async def behaviour(request: Any,
@@ -114,6 +117,9 @@ def guarded(
         request_id = given if 0 < len(given) <= 128 and given.isprintable() else ids.new()
         token = request_id_var.set(request_id)
         error: GatewayError | None = None
+        # Every table a non-credential call decides on is audited with its code (the service
+        # audits credential calls).
+        notes = TableNotes() if kind != "credential" else None
         try:
             with recorder.track("grpc", kind) as tally:
                 caller = await gate.admit(md.get("authorization"), None,
@@ -129,7 +135,10 @@ def guarded(
                 )
                 if ctx.project_id is not None:
                     ctx = gate.check_project(caller, ctx, lambda: message_scope(request))
-                return await method(request, GrpcCall(caller, ctx, tally))
+                response = await method(request, GrpcCall(caller, ctx, tally))
+            if notes is not None:
+                notes.write(rpc, name, "OK")
+            return response
         except GatewayError as err:
             error = err
         except Exception:  # noqa: BLE001 - the surface boundary
@@ -137,7 +146,11 @@ def guarded(
             _log.exception("unhandled error in gRPC method")
             error = GatewayError("internal error")
         finally:
+            if notes is not None:
+                notes.close()
             request_id_var.reset(token)
+        if notes is not None:
+            notes.write(rpc, name, grpc_code_of(error).name)
         trailers: list[tuple[str, str | bytes]] = [
             (ERROR_DETAIL_KEY, error_detail(error, request_id)),
             ("x-request-id", request_id),

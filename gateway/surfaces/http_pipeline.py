@@ -27,6 +27,7 @@ from typing import Any, cast
 from aiohttp import hdrs, web
 from aiohttp.http import HttpVersion11
 
+from gateway.audit import TableNotes
 from gateway.clock import Clock
 from gateway.errors import GatewayError
 from gateway.logging import request_id_var
@@ -146,6 +147,7 @@ class HttpPipeline:
         token = request_id_var.set(request_id)
         lakekeeper = False
         pattern: tuple[str, ...] = ()
+        notes: TableNotes | None = None
         try:
             raw_target = request.raw_path
             try:
@@ -158,6 +160,8 @@ class HttpPipeline:
                 else:
                     # Inline, not a helper coroutine: one frame less on the hot path.
                     kind = route.kind if isinstance(route.kind, str) else route.kind(request)
+                    if kind != "credential":  # (credential requests: the service audits)
+                        notes = TableNotes()
                     headers = request.headers
                     with self._recorder.track(route.surface, kind) as tally:
                         caller = await self._gate.admit(headers.get("Authorization"), headers,
@@ -180,6 +184,8 @@ class HttpPipeline:
                 # The surface boundary: one of the two places a broad catch is allowed.
                 _log.exception("unhandled error", extra={"path": request.path})
                 response = internal_error_response(request_id)
+            if notes is not None:
+                notes.write(request.method, "/".join(pattern), str(response.status))
             if isinstance(response, BytesResponse):
                 # The hot path's prebuilt answer: a 200, its headers written with the body.
                 return self._finish_bytes(request, response, request_id, lakekeeper)
@@ -202,6 +208,8 @@ class HttpPipeline:
                 response.headers["x-request-id"] = request.headers.get("x-request-id", request_id)
             return response
         finally:
+            if notes is not None:
+                notes.close()
             request_id_var.reset(token)
 
     def _finish_bytes(self, request: web.BaseRequest, response: BytesResponse, request_id: str,

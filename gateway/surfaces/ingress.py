@@ -17,7 +17,7 @@ from typing import Any
 
 from cachetools import LRUCache
 
-from gateway.audit import DENIED, credential_event, folded_scope
+from gateway.audit import DENIED, credential_event, folded_scope, note_table
 from gateway.clock import Clock
 from gateway.concurrency import TokenBucket
 from gateway.errors import (
@@ -298,6 +298,7 @@ class Gate:
         Raises:
             PermissionDeniedError: the caller may not use `access` on the table.
         """
+        note_table(ctx, caller, scope, access)  # audited with the answer (audit.TableNotes)
         if not self.policy.enabled or await self.allowed(caller, ctx, scope, access):
             return  # (no policy: no `allowed` coroutine on the hot path)
         credential_event(ctx, caller, scope, access, DENIED)
