@@ -114,13 +114,16 @@ class TableNotes:
     Why a context variable: the gate's `authorize` is the one point every surface passes for
     every table a request names (a rename names two); it notes them here, and the surface that
     opened the notes writes one line per table with the answer's outcome, so no handler has
-    to remember to audit. Credential requests open no notes: the service audits them.
+    to remember to audit. A credential request's grant has its `credential` line from the
+    service (`successes=False`): only its refusals and failures get table lines, whichever
+    layer raised them.
     """
 
-    __slots__ = ("_token", "tables")
+    __slots__ = ("_successes", "_token", "tables")
 
-    def __init__(self) -> None:
+    def __init__(self, successes: bool = True) -> None:
         self.tables: list[tuple[RequestContext, CallerIdentity, Scope, AccessMode]] = []
+        self._successes = successes
         self._token: Token[TableNotes | None] | None = _notes.set(self)
 
     def close(self) -> None:
@@ -129,10 +132,11 @@ class TableNotes:
             _notes.reset(self._token)
             self._token = None
 
-    def write(self, method: str, route: str, outcome: str) -> None:
+    def write(self, method: str, route: str, outcome: str, *, failed: bool) -> None:
         """One line per table noted, with the request's outcome (a status or a gRPC code)."""
         self.close()
-        if not self.tables or not _log.isEnabledFor(logging.INFO):
+        if (not self.tables or not (failed or self._successes)
+                or not _log.isEnabledFor(logging.INFO)):
             return
         seen: set[tuple[Scope, AccessMode]] = set()
         for ctx, caller, scope, access in self.tables:

@@ -117,9 +117,9 @@ def guarded(
         request_id = given if 0 < len(given) <= 128 and given.isprintable() else ids.new()
         token = request_id_var.set(request_id)
         error: GatewayError | None = None
-        # Every table a non-credential call decides on is audited with its code (the service
-        # audits credential calls).
-        notes = TableNotes() if kind != "credential" else None
+        # Every table a call decides on is audited with its code (audit.TableNotes; a
+        # credential grant: the service's line says it).
+        notes = TableNotes(successes=kind != "credential")
         try:
             with recorder.track("grpc", kind) as tally:
                 caller = await gate.admit(md.get("authorization"), None,
@@ -136,8 +136,7 @@ def guarded(
                 if ctx.project_id is not None:
                     ctx = gate.check_project(caller, ctx, lambda: message_scope(request))
                 response = await method(request, GrpcCall(caller, ctx, tally))
-            if notes is not None:
-                notes.write(rpc, name, "OK")
+            notes.write(rpc, name, "OK", failed=False)
             return response
         except GatewayError as err:
             error = err
@@ -146,11 +145,9 @@ def guarded(
             _log.exception("unhandled error in gRPC method")
             error = GatewayError("internal error")
         finally:
-            if notes is not None:
-                notes.close()
+            notes.close()
             request_id_var.reset(token)
-        if notes is not None:
-            notes.write(rpc, name, grpc_code_of(error).name)
+        notes.write(rpc, name, grpc_code_of(error).name, failed=True)
         trailers: list[tuple[str, str | bytes]] = [
             (ERROR_DETAIL_KEY, error_detail(error, request_id)),
             ("x-request-id", request_id),

@@ -160,8 +160,8 @@ class HttpPipeline:
                 else:
                     # Inline, not a helper coroutine: one frame less on the hot path.
                     kind = route.kind if isinstance(route.kind, str) else route.kind(request)
-                    if kind != "credential":  # (credential requests: the service audits)
-                        notes = TableNotes()
+                    # audit.TableNotes (a credential grant: the service's line says it)
+                    notes = TableNotes(successes=kind != "credential")
                     headers = request.headers
                     with self._recorder.track(route.surface, kind) as tally:
                         caller = await self._gate.admit(headers.get("Authorization"), headers,
@@ -185,7 +185,8 @@ class HttpPipeline:
                 _log.exception("unhandled error", extra={"path": request.path})
                 response = internal_error_response(request_id)
             if notes is not None:
-                notes.write(request.method, "/".join(pattern), str(response.status))
+                notes.write(request.method, "/".join(pattern), str(response.status),
+                            failed=response.status >= 400)
             if isinstance(response, BytesResponse):
                 # The hot path's prebuilt answer: a 200, its headers written with the body.
                 return self._finish_bytes(request, response, request_id, lakekeeper)

@@ -94,16 +94,24 @@ async def test_a_refused_drop_is_audited_too(
         ("alice", "DELETE", "demo", "demo_ns", "orders", "write", "403")]
 
 
-async def test_credential_requests_are_left_to_the_service(
-    make_client: MakeClient, audit_stream: io.StringIO,
+async def test_a_credential_grant_is_left_to_the_service_and_a_failure_is_audited(
+    make_client: MakeClient, fake_ops: FakeOperations, audit_stream: io.StringIO,
 ) -> None:
-    """A credential request has its own `credential` line; no `table` line doubles it."""
+    """A granted credential has its own `credential` line; no `table` line doubles it. A
+    refused or failed one gets a table line whichever layer raised (a vended load's missing
+    table was audited nowhere)."""
     configure_audit(True)
     client = await make_client(auth=StaticTokenCallerAuth(TOKENS))
-    resp = await client.get(f"{NATIVE}/orders/credentials".replace("DEMO_NS", "demo_ns"),
-                            headers=ALICE)
-    assert resp.status in (200, 404)
+    creds = "/v1/warehouses/demo/namespaces/demo_ns/tables/{}/credentials"
+    assert (await client.get(creds.format("orders"), headers=ALICE)).status == 200
     assert table_lines(audit_stream) == []
+    assert (await client.get(creds.format("Missing"), headers=ALICE)).status == 404
+    lake = "/lakekeeper/v1/demo/namespaces/demo_ns/generic-tables/Missing?vended=true"
+    resp = await client.get(lake, headers={**ALICE, "X-Iceberg-Access-Delegation":
+                                           "vended-credentials"})
+    assert resp.status == 404
+    assert [(d["table"], d["outcome"]) for d in table_lines(audit_stream)] == [
+        ("missing", "404"), ("missing", "404")]
 
 
 async def test_grpc_drop_is_audited_with_its_code(
