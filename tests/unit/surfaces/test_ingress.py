@@ -330,3 +330,27 @@ async def test_a_project_refusal_is_audited_with_the_caller_and_the_folded_table
         "caller": "alice", "project": "p2", "warehouse": "demo", "namespace": "team_a",
         "table": "sales"}
     assert "tok-alice-123" not in audit_stream.getvalue()
+
+
+async def test_a_grpc_project_refusal_is_audited_with_the_folded_table(
+    server_factory, audit_stream: io.StringIO,  # type: ignore[no-untyped-def]
+) -> None:
+    import grpc
+
+    from lakegate.v1 import catalog_pb2, common_pb2, credentials_pb2
+
+    configure_audit(True)
+    server = await server_factory(policy=CallerPolicy(None, "p1"))
+    md = (("x-project-id", "p2"),)
+    req = credentials_pb2.GetTableCredentialsRequest(table=common_pb2.TableRef(
+        warehouse="Demo", namespace=["TEAM_A"], name="Sales"))
+    with pytest.raises(grpc.aio.AioRpcError):
+        await server.creds.GetTableCredentials(req, metadata=md, timeout=5)
+    with pytest.raises(grpc.aio.AioRpcError):
+        await server.catalog.ListTables(catalog_pb2.ListTablesRequest(
+            warehouse="Demo", namespace=["TEAM_A"]), metadata=md, timeout=5)
+    docs = [json.loads(x) for x in audit_stream.getvalue().splitlines()]
+    assert [(d["warehouse"], d["namespace"], d["table"], d["outcome"], d["surface"])
+            for d in docs if d.get("audit") == "credential"] == [
+        ("demo", "team_a", "sales", "ProjectNotAllowed", "grpc"),
+        ("demo", "team_a", None, "ProjectNotAllowed", "grpc")]
