@@ -48,7 +48,7 @@ from gateway.surfaces.hosts import HostAllowList
 from gateway.surfaces.http_app import HttpDeps, build_http_server
 from gateway.surfaces.ingress import Gate, RateLimiter
 from gateway.surfaces.operations import Operations
-from gateway.surfaces.peers import AuthFailureLimiter
+from gateway.surfaces.peers import AuthFailures
 from gateway.surfaces.policy import CallerPolicy, PolicyFileError
 from gateway.tasks import TaskRegistry
 from gateway.tuning import LISTEN_BACKLOG
@@ -185,8 +185,9 @@ class App:
         gate = Gate(auth, policy, limiter, service, self.metrics,
                     allow_project_header=s.callers.allow_project_header,
                     hosts=HostAllowList(s.listen.allowed_hosts.split(",")),
-                    failures=AuthFailureLimiter(s.callers.auth_failures_per_s,
-                                                s.callers.auth_failure_burst, self.clock)
+                    failures=AuthFailures(s.callers.auth_failures_per_s,
+                                          s.callers.auth_failure_burst, self.clock,
+                                          delay_s=s.callers.auth_failure_delay_s)
                     if s.callers.auth_failures_per_s > 0 else None)
         self.reloader = ConfigReloader(
             self._reload_source, gate, self.metrics, self.clock, self._redactor,

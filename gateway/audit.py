@@ -2,9 +2,9 @@
 
 Why: a credential grant is the one act an operator must be able to attribute afterwards (who got
 which table's storage keys, for reading or writing), and so is a refusal (who tried). Each line
-names the caller, the table, the access, the surface and the outcome (`hit`/`miss`/`coalesced`/
-`stale` for a grant, `denied` for a policy refusal, the error type when the service refused or
-failed, e.g. `NotFoundError`) and never a credential or a token.
+names the caller, the table (folded, gateway/names.py), the access, the surface and the outcome
+(`hit`/`miss`/`coalesced`/`stale` for a grant, `denied` for a policy refusal, the error type
+when the service refused or failed, e.g. `NotFoundError`) and never a credential or a token.
 
 Two kinds of line (docs/contracts.md §6 states the promise):
 
@@ -33,12 +33,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from contextvars import ContextVar, Token
 from datetime import UTC, datetime
 from typing import Any
 
 from gateway.clock import Clock
 from gateway.concurrency import Spawn
 from gateway.models import AccessMode, CallerIdentity, Outcome, RequestContext, Scope
+from gateway.names import fold, fold_namespace
 
 AUDIT_LOGGER = "lakegate.audit"
 DENIED = "denied"  # the outcome of a policy refusal
@@ -59,30 +61,38 @@ def configure_audit(enabled: bool) -> None:
     _log.setLevel(logging.INFO if enabled else logging.WARNING)
 
 
+def folded_scope(table: Scope) -> dict[str, Any]:
+    """The audit fields of `table` in the comparison form (gateway/names.py `fold`), the form
+    the policy decided on and the cache keyed on: every spelling of one table is one name in
+    the audit too."""
+    warehouse, namespace, name = table
+    return {"warehouse": fold(warehouse), "namespace": ".".join(fold_namespace(namespace)),
+            "table": fold(name) if name is not None else None}
+
+
 def credential_event(
     ctx: RequestContext,
     caller: CallerIdentity | None,
     table: Scope,
-    access: AccessMode,
+    access: AccessMode | None,
     outcome: str,
     *,
     defer: bool = False,
 ) -> None:
-    """Log one decision on `table` = (warehouse, namespace levels, table name or None).
+    """Log one decision on `table` = (warehouse, namespace levels, table name or None), names
+    folded (`folded_scope`); `access` None when the request was refused before its access was
+    known (a project refusal).
 
     With `defer` (coalesced waiters), on a running loop the line is written just after the
     current step, i.e. after the caller's answer.
     """
     if not _log.isEnabledFor(logging.INFO):
         return
-    warehouse, namespace, name = table
     extra = {
         "audit": "credential",
         "caller": caller.name if caller is not None else "anonymous",
-        "warehouse": warehouse,
-        "namespace": ".".join(namespace),
-        "table": name,
-        "access": access.value,
+        **folded_scope(table),
+        "access": access.value if access is not None else None,
         "outcome": outcome,
         "surface": ctx.surface,
         "request_id": ctx.request_id,
@@ -94,6 +104,61 @@ def credential_event(
         except RuntimeError:  # no running loop: write it now
             pass
     _emit(outcome, extra)
+
+
+class TableNotes:
+    """The tables a request that is not a credential request decided on, audited with its
+    outcome once it is answered (`audit="table"` lines: creates, drops, commits, renames,
+    loads, lists and forwarded catalog calls of every surface).
+
+    Why a context variable: the gate's `authorize` is the one point every surface passes for
+    every table a request names (a rename names two); it notes them here, and the surface that
+    opened the notes writes one line per table with the answer's outcome, so no handler has
+    to remember to audit. A credential request's grant has its `credential` line from the
+    service (`successes=False`): only its refusals and failures get table lines, whichever
+    layer raised them.
+    """
+
+    __slots__ = ("_successes", "_token", "tables")
+
+    def __init__(self, successes: bool = True) -> None:
+        self.tables: list[tuple[RequestContext, CallerIdentity, Scope, AccessMode]] = []
+        self._successes = successes
+        self._token: Token[TableNotes | None] | None = _notes.set(self)
+
+    def close(self) -> None:
+        """Stop collecting (idempotent; the surface calls it however the request ended)."""
+        if self._token is not None:
+            _notes.reset(self._token)
+            self._token = None
+
+    def write(self, method: str, route: str, outcome: str, *, failed: bool) -> None:
+        """One line per table noted, with the request's outcome (a status or a gRPC code)."""
+        self.close()
+        if (not self.tables or not (failed or self._successes)
+                or not _log.isEnabledFor(logging.INFO)):
+            return
+        seen: set[tuple[Scope, AccessMode]] = set()
+        for ctx, caller, scope, access in self.tables:
+            if (scope, access) in seen:
+                continue
+            seen.add((scope, access))
+            _log.info("table %s %s", method, outcome, extra={
+                "audit": "table", "caller": caller.name, **folded_scope(scope),
+                "access": access.value, "method": method, "route": route,
+                "outcome": outcome, "surface": ctx.surface, "request_id": ctx.request_id,
+            })
+
+
+_notes: ContextVar[TableNotes | None] = ContextVar("lakegate_table_notes", default=None)
+
+
+def note_table(ctx: RequestContext, caller: CallerIdentity, table: Scope,
+               access: AccessMode) -> None:
+    """Note a table the current request decided on (no-op outside `TableNotes`)."""
+    notes = _notes.get()
+    if notes is not None:
+        notes.tables.append((ctx, caller, table, access))
 
 
 def _emit(outcome: str, extra: dict[str, Any]) -> None:
@@ -149,13 +214,28 @@ class AuditTrail:
     def flush(self) -> int:
         """Write one line per fold key and start a new fold; returns the requests written."""
         fold, self._fold = self._fold, {}
-        total = 0
+        # Keys hold names as sent (a hit costs one dict update); spellings of one table are
+        # merged here, under their folded form.
+        merged: dict[tuple[Any, ...], list[Any]] = {}
         for (caller, warehouse, namespace, name, access, outcome, surface), (
                 count, first, last) in fold.items():
+            names = folded_scope((warehouse, namespace, name))
+            key = (caller, names["warehouse"], names["namespace"], names["table"], access,
+                   outcome, surface)
+            entry = merged.get(key)
+            if entry is None:
+                merged[key] = [count, first, last]
+            else:
+                entry[0] += count
+                entry[1] = min(entry[1], first)
+                entry[2] = max(entry[2], last)
+        total = 0
+        for (caller, warehouse, namespace, name, access, outcome, surface), (
+                count, first, last) in merged.items():
             total += count
             _log.info("credential %s", outcome, extra={
                 "audit": "credential", "caller": caller, "warehouse": warehouse,
-                "namespace": ".".join(namespace), "table": name, "access": access.value,
+                "namespace": namespace, "table": name, "access": access.value,
                 "outcome": str(outcome), "surface": surface or None, "count": count,
                 "first_ts": _iso(first), "last_ts": _iso(last), "request_id": None,
             })

@@ -38,8 +38,10 @@ class CallerSettings(BaseModel):
     policy_file: Path | None = None
     rate_per_s: float = Field(default=0.0, ge=0)
     burst: int = Field(default=100, ge=1)
-    auth_failures_per_s: float = Field(default=2.0, ge=0)  # per peer, then 429; 0: off
+    auth_failures_per_s: float = Field(default=2.0, ge=0)  # per token, per peer; 0: off
     auth_failure_burst: int = Field(default=50, ge=1)
+    # the longest a request refused for failed authentications waits before its 429
+    auth_failure_delay_s: float = Field(default=1.0, ge=0, le=10)
     allow_project_header: bool = False  # false: a project header other than the default -> 403
 
     @model_validator(mode="after")

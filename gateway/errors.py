@@ -99,6 +99,11 @@ class UnauthenticatedError(CallerError):
     error_type = "Unauthenticated"
 
 
+class CallerAuthUnavailableError(UnauthenticatedError):
+    """The caller's token could not be checked (the JWKS is unreachable or answers garbage):
+    not a failure of that token, so no failure limit counts it."""
+
+
 class PermissionDeniedError(CallerError):
     http_status = 403
     error_type = "PermissionDenied"

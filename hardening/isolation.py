@@ -29,6 +29,7 @@ import jwt
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from devstack.gateway_process import GatewayEndpoints, GatewayProcess
+from hardening import lockout
 from hardening.environment import HarnessContext, gateway_settings, native_path, request_json
 from hardening.isolation_names import (
     ERIN_RULE,
@@ -528,6 +529,20 @@ def _issue_28_round(prober: Prober, tokens: dict[str, str]) -> None:
     host_probes(prober, tokens, wh, TARGETS)
 
 
+def _lockout_round(ctx: HarnessContext, eps: GatewayEndpoints, token: str,
+                   result: IsolationResult) -> None:
+    """Issue #35 finding 2, measured: a bad-token flood from another process on each shared
+    surface (hardening/lockout.py) against alice reading her own table."""
+    t = TARGETS[0]
+    path = native_path(ctx.warehouse, [t.namespace], t.table, "/credentials")
+    ref = {"warehouse": ctx.warehouse, "namespace": [t.namespace], "table": t.table}
+    where = {"http_uds": eps.http_uds, "grpc_uds": f"unix:{eps.grpc_uds}",
+             "http_tcp": eps.http_url}
+    for surface in lockout.SURFACES:
+        result.lockout_measured(lockout.measure(ctx.python, ctx.repo_root, ctx.run_dir, surface,
+                                                where[surface], path, ref, token))
+
+
 def _no_marker_get(url: str) -> tuple[int, str]:
     req = urllib.request.Request(url)  # noqa: S310
     try:
@@ -585,6 +600,7 @@ def run_isolation_suite(ctx: HarnessContext, result: IsolationResult) -> dict[st
             for surface, call in prober.surfaces(TARGETS[0]).items():
                 prober.expect_denied(f"{surface.split(':')[0]}:{name}", call, bad, name, TARGETS[0])
         ctx.scanner.add_planted(s for v in prober.secrets_by_table.values() for s in v)
+        _lockout_round(ctx, gw.endpoints, tokens["alice"], result)
 
     # -- mode jwt --
     jwks = JwksServer()

@@ -55,6 +55,16 @@ class IsolationResult:
     failures: list[str] = field(default_factory=list)
     by_surface: dict[str, int] = field(default_factory=dict)
     by_status: dict[str, int] = field(default_factory=dict)
+    # hardening/lockout.py: a victim's figures quiet and under a bad-token flood, per surface
+    lockout: list[dict[str, Any]] = field(default_factory=list)
+
+    def lockout_measured(self, m: dict[str, Any]) -> None:
+        """Keep one lockout measurement; a victim hurt by the flood is a failure."""
+        self.lockout.append(m)
+        if not m["ok"]:
+            self.failures.append(
+                f"[lockout:{m['surface']}] a neighbour's bad tokens hurt a valid caller: "
+                f"quiet {m['quiet']}, flooded {m['flooded']}")
 
     def record(
         self, surface: str, leaked: bool, description: str, status: int | None = None
@@ -185,6 +195,13 @@ def render_markdown(report: HardeningReport) -> str:
         + ". Answers to forbidden requests by status: "
         + ", ".join(f"{k}={v}" for k, v in sorted(report.isolation.by_status.items())),
     ]
+    for m in report.isolation.lockout:
+        q, f = m["quiet"], m["flooded"]
+        lines.append(
+            f"- lockout {m['surface']}: victim p99 {q['p99_ms']} ms quiet, {f['p99_ms']} ms "
+            f"under an attacker at {m['attacker']['per_s']} bad tokens/s "
+            f"({m['attacker']['statuses']}); victim errors {q['errors']}/{q['requests']} quiet, "
+            f"{f['errors']}/{f['requests']} flooded: {'ok' if m['ok'] else 'FAILED'}")
     lines += _bullets("Isolation failures", report.isolation.failures)
     if "writes" in report.extra:
         from hardening.write_matrix import render_write_suite

@@ -51,17 +51,23 @@ class BytesResponse:
 
     `request_id` and `extra` (header name/value pairs) are set by the pipeline before the
     answer is written. Header values must pass `header_value_ok` (the pipeline falls back to a
-    `web.Response` otherwise).
+    `web.Response` otherwise). `cache_control` is the handler's `Cache-Control` (a credential
+    answer of the native and AWS surfaces says `no-store`: no proxy or client cache may keep
+    storage keys); None writes none (the Lakekeeper surface's own comes in `extra`).
     """
 
-    __slots__ = ("_date", "_sent", "body", "extra", "keep_alive", "request_id")
+    __slots__ = ("_cache_line", "_date", "_sent", "body", "cache_control", "extra",
+                 "keep_alive", "request_id")
 
     status = 200
     reason = "OK"
     __http_exception__ = False
 
-    def __init__(self, body: bytes, date: HttpDate) -> None:
+    def __init__(self, body: bytes, date: HttpDate, cache_control: str | None = None) -> None:
         self.body = body
+        self.cache_control = cache_control
+        self._cache_line = (b"" if cache_control is None
+                            else f"Cache-Control: {cache_control}\r\n".encode())
         self.request_id = ""
         self.extra: tuple[tuple[str, str], ...] = ()
         self.keep_alive: bool | None = None
@@ -79,6 +85,8 @@ class BytesResponse:
         out: CIMultiDict[str] = CIMultiDict()
         out["Content-Type"] = "application/json"
         out["Content-Length"] = str(len(self.body))
+        if self.cache_control is not None:
+            out["Cache-Control"] = self.cache_control
         if self.request_id:
             out["x-request-id"] = self.request_id
         for name, value in self.extra:
@@ -88,6 +96,8 @@ class BytesResponse:
     def to_response(self) -> web.Response:
         """The same answer as an aiohttp `web.Response` (for hosts that need one)."""
         headers = dict(self.extra)
+        if self.cache_control is not None:
+            headers["Cache-Control"] = self.cache_control
         if self.request_id:
             headers["x-request-id"] = self.request_id
         return web.Response(body=self.body, content_type="application/json", headers=headers)
@@ -103,7 +113,7 @@ class BytesResponse:
         parts = [
             b"HTTP/1.1 200 OK\r\n" if version == HttpVersion11
             else f"HTTP/{version[0]}.{version[1]} 200 OK\r\n".encode(),
-            _TYPE, str(len(body)).encode(), b"\r\n",
+            _TYPE, str(len(body)).encode(), b"\r\n", self._cache_line,
         ]
         if self.request_id:
             parts += (b"x-request-id: ", self.request_id.encode(), b"\r\n")

@@ -26,7 +26,7 @@ import yaml
 from cachetools import LRUCache
 
 from gateway.clock import Clock
-from gateway.errors import UnauthenticatedError
+from gateway.errors import CallerAuthUnavailableError, UnauthenticatedError
 from gateway.models import CallerIdentity
 from gateway.settings import CallerMode, CallerSettings
 
@@ -153,6 +153,11 @@ class JwksKeys:
             signing = client.get_signing_keys()
         except jwt.PyJWKSetError:  # the JWKS answered without a usable key: none is valid
             return {}
+        except (ValueError, OSError) as exc:
+            # A body that is not JSON (json.load raises ValueError: an HTML error page, a
+            # proxy's answer) or a connection dropped mid-body: the JWKS is unusable, as when
+            # it is down. Not caught, it reached the surface as a 500.
+            raise jwt.PyJWKClientError(f"JWKS answer unusable: {type(exc).__name__}") from exc
         return {k.key_id or "": k.key for k in signing}
 
     async def key_for(self, kid: str) -> Any:
@@ -170,7 +175,7 @@ class JwksKeys:
                     self._keys = await asyncio.to_thread(self._fetch)
                 except jwt.PyJWKClientError as exc:
                     if kid not in self._keys:
-                        raise UnauthenticatedError("caller JWKS unavailable") from exc
+                        raise CallerAuthUnavailableError("caller JWKS unavailable") from exc
         if kid not in self._keys:
             if len(self._keys) == 1 and not kid:
                 return next(iter(self._keys.values()))

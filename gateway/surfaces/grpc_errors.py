@@ -16,6 +16,7 @@ GRPC_CODES: dict[type[e.GatewayError], grpc.StatusCode] = {
     e.GatewayError: grpc.StatusCode.INTERNAL,
     e.CallerError: grpc.StatusCode.INVALID_ARGUMENT,
     e.UnauthenticatedError: grpc.StatusCode.UNAUTHENTICATED,
+    e.CallerAuthUnavailableError: grpc.StatusCode.UNAUTHENTICATED,
     e.PermissionDeniedError: grpc.StatusCode.PERMISSION_DENIED,
     e.InvalidRequestError: grpc.StatusCode.INVALID_ARGUMENT,
     e.PayloadTooLargeError: grpc.StatusCode.INVALID_ARGUMENT,

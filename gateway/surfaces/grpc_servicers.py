@@ -324,7 +324,8 @@ def generic_handlers(
         for name, (req_type, _, kind) in methods.items():
             method: Behaviour = getattr(servicer, name)
             handlers[name] = grpc.unary_unary_rpc_method_handler(
-                guarded(method, gate=gate, recorder=recorder, kind=kind),
+                guarded(method, gate=gate, recorder=recorder, kind=kind,
+                        name=f"/{service_name}/{name}"),
                 request_deserializer=safe_deserializer(req_type),
                 response_serializer=serialize,
             )

@@ -22,6 +22,7 @@ from gateway.models import (
     CallerIdentity,
     CreateTableSpec,
     RequestContext,
+    Scope,
     TableRef,
     table_kind,
 )
@@ -78,6 +79,22 @@ def warehouse_of(params: Mapping[str, str]) -> str:
 def namespace_of(params: Mapping[str, str]) -> tuple[str, ...]:
     """The `{ns}` capture, decoded and split into checked levels."""
     return parse_namespace(decode_segment(params["ns"], "namespace"))
+
+
+def params_scope(params: Mapping[str, str]) -> Scope | None:
+    """The warehouse, namespace and table a route's captures name, as far as it names them
+    (None without a warehouse); for audit and log lines of a request refused before its
+    handler ran.
+
+    Raises:
+        InvalidRequestError: a capture breaks the name rules.
+    """
+    if "wh" not in params:
+        return None
+    warehouse = warehouse_of(params)
+    namespace = namespace_of(params) if "ns" in params else ()
+    table = decode_segment(params["table"], "table") if "table" in params else None
+    return (warehouse, namespace, table)
 
 
 def call_ref(call: HttpCall) -> TableRef:

@@ -40,6 +40,7 @@ from gateway.surfaces.http_pipeline import HttpApi
 from gateway.surfaces.http_routing import AnyRoute, HttpCall, Match, OpenRoute, Route
 from gateway.surfaces.openapi import openapi_document
 from gateway.surfaces.render import (
+    NO_STORE,
     RenderedBody,
     credential_json,
     json_body_response,
@@ -157,7 +158,7 @@ class NativeApi(HttpApi):
             expect = ExpectedIdentity.of(query.get("expected_location"), query.get("table_id"))
         lookup = await self._ops.get_credentials(ref, access, call.ctx, expect=expect)
         call.tally.served(lookup.outcome, lookup.remaining_s)
-        return json_body_response(memo_body(call.match, lookup), self._d.date)
+        return json_body_response(memo_body(call.match, lookup), self._d.date, NO_STORE)
 
     async def load(self, call: HttpCall) -> web.StreamResponse:
         ref = call_ref(call)
@@ -167,7 +168,8 @@ class NativeApi(HttpApi):
         await self._authorize(call, ref, access)
         result = await self._ops.load_table(ref, call.ctx, vended=vended, access=access)
         call.tally.served(result.outcome or "miss")
-        return json_response(load_doc(result))
+        return json_response(load_doc(result),
+                             headers={"Cache-Control": NO_STORE} if vended else None)
 
     async def list(self, call: HttpCall) -> web.StreamResponse:
         warehouse, namespace = warehouse_of(call.params), namespace_of(call.params)

@@ -27,6 +27,7 @@ from typing import Any, cast
 from aiohttp import hdrs, web
 from aiohttp.http import HttpVersion11
 
+from gateway.audit import TableNotes
 from gateway.clock import Clock
 from gateway.errors import GatewayError
 from gateway.logging import request_id_var
@@ -39,6 +40,7 @@ from gateway.surfaces.http_codec import (
     context_of,
     create_spec,
     namespace_of,
+    params_scope,
     parse_bool,
     read_json,
     rename_pair,
@@ -145,6 +147,7 @@ class HttpPipeline:
         token = request_id_var.set(request_id)
         lakekeeper = False
         pattern: tuple[str, ...] = ()
+        notes: TableNotes | None = None
         try:
             raw_target = request.raw_path
             try:
@@ -157,13 +160,16 @@ class HttpPipeline:
                 else:
                     # Inline, not a helper coroutine: one frame less on the hot path.
                     kind = route.kind if isinstance(route.kind, str) else route.kind(request)
+                    # audit.TableNotes (a credential grant: the service's line says it)
+                    notes = TableNotes(successes=kind != "credential")
                     headers = request.headers
                     with self._recorder.track(route.surface, kind) as tally:
                         caller = await self._gate.admit(headers.get("Authorization"), headers,
                                                         peer=LazyPeer(request.transport))
                         ctx = context_of(request, request_id, caller, route.surface)
                         if ctx.project_id is not None:
-                            self._gate.check_project(caller, ctx)
+                            ctx = self._gate.check_project(
+                                caller, ctx, lambda: params_scope(match.params))
                         response = await route.handler(
                             HttpCall(request, match, request_id, caller, ctx, tally))
             except GatewayError as err:
@@ -178,6 +184,9 @@ class HttpPipeline:
                 # The surface boundary: one of the two places a broad catch is allowed.
                 _log.exception("unhandled error", extra={"path": request.path})
                 response = internal_error_response(request_id)
+            if notes is not None:
+                notes.write(request.method, "/".join(pattern), str(response.status),
+                            failed=response.status >= 400)
             if isinstance(response, BytesResponse):
                 # The hot path's prebuilt answer: a 200, its headers written with the body.
                 return self._finish_bytes(request, response, request_id, lakekeeper)
@@ -200,6 +209,8 @@ class HttpPipeline:
                 response.headers["x-request-id"] = request.headers.get("x-request-id", request_id)
             return response
         finally:
+            if notes is not None:
+                notes.close()
             request_id_var.reset(token)
 
     def _finish_bytes(self, request: web.BaseRequest, response: BytesResponse, request_id: str,

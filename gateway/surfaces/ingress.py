@@ -1,39 +1,69 @@
 """The gate every surface request passes: anti-SSRF, caller authentication, rate limit, policy.
 
 Order matters: forgeable requests are refused before any work (no token verification for a
-browser's cross-site request), a peer that keeps failing authentication before its next token is
-verified (surfaces/peers.py), authentication before the rate limit (the bucket is per caller, or
-per peer for an anonymous caller), and the policy check before the cache is consulted (callers
-share cache entries).
+browser's cross-site request), a credential that keeps failing before it is verified again
+(surfaces/peers.py; a peer's failures never refuse a token that verifies), authentication
+before the rate limit (the bucket is per caller, or per peer for an anonymous caller), and the
+policy check before the cache is consulted (callers share cache entries).
 """
 
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from cachetools import LRUCache
 
-from gateway.audit import DENIED, credential_event
+from gateway.audit import DENIED, credential_event, folded_scope, note_table
 from gateway.clock import Clock
 from gateway.concurrency import TokenBucket
-from gateway.errors import GatewayError, PermissionDeniedError, RateLimitedCallerError
+from gateway.errors import (
+    CallerAuthUnavailableError,
+    GatewayError,
+    PermissionDeniedError,
+    RateLimitedCallerError,
+)
 from gateway.metrics import Metrics
 from gateway.models import AccessMode, CallerIdentity, RequestContext, Scope
-from gateway.surfaces.callers import CallerAuthenticator
+from gateway.surfaces.callers import CallerAuthenticator, bearer_value
 from gateway.surfaces.hosts import HostAllowList
 from gateway.surfaces.memo import BoundedLru
 from gateway.surfaces.operations import Operations
-from gateway.surfaces.peers import AuthFailureLimiter, Peer
+from gateway.surfaces.peers import AuthFailures, Peer, credential_key
 from gateway.surfaces.policy import CallerPolicy
 from gateway.tuning import DECISION_MEMO_SIZE
 
 MARKER_HEADER = "X-Lakegate-Request"
+# Lakekeeper's default project (LAKEKEEPER__ENABLE_DEFAULT_PROJECT, on by default): the project
+# of a request that names none, and the one a gateway without UPSTREAM__PROJECT_ID serves.
+DEFAULT_PROJECT = "00000000-0000-0000-0000-000000000000"
+_NO_SCOPE: Scope = ("", (), None)
 _ALLOW, _DENY, _RESOLVE = "allow", "deny", "resolve"
 DecisionKey = tuple[str, str, tuple[str, ...], str | None, AccessMode, str | None]
 _log = logging.getLogger("lakegate.ingress")
+
+
+def same_project(a: str, b: str) -> bool:
+    """Whether two project ids name one project (UUIDs compared as UUIDs)."""
+    if a == b:
+        return True
+    try:
+        return uuid.UUID(a) == uuid.UUID(b)
+    except ValueError:
+        return False
+
+
+def _scope_or_none(where: Callable[[], Scope | None] | None) -> Scope | None:
+    """The surface's scope of a refused request, None when it has none or cannot parse it."""
+    if where is None:
+        return None
+    try:
+        return where()
+    except GatewayError:
+        return None
 
 
 def forgeable(message: str) -> PermissionDeniedError:
@@ -113,7 +143,7 @@ class Gate:
     # default one (then the policy must grant it); false: the gateway serves one project.
     allow_project_header: bool = False
     hosts: HostAllowList = field(default_factory=HostAllowList)
-    failures: AuthFailureLimiter | None = None
+    failures: AuthFailures | None = None
     # The policy is fixed between reloads, so the part of a decision that depends only on the
     # request (not on the warehouse's resolved names) is a pure function: memoized.
     _decisions: BoundedLru[DecisionKey, str] = field(
@@ -124,13 +154,23 @@ class Gate:
         """Swap in a reloaded authenticator and policy (SIGHUP); memoized decisions go too."""
         self._decisions = BoundedLru(DECISION_MEMO_SIZE)
         self.auth, self.policy = auth, policy
+        if self.failures is not None:
+            self.failures.forget_credentials()  # a token failing before may be valid now
 
-    def _reject(self, reason: str, err: GatewayError) -> GatewayError:
+    def _reject(self, reason: str, err: GatewayError, *, caller: str | None = None,
+                project: str | None = None, scope: Scope | None = None) -> GatewayError:
         child = self._rejected.get(reason)
         if child is None:
             child = self._rejected[reason] = self.metrics.ingress_rejected.labels(reason)
         child.inc()
-        _log.info("request refused", extra={"reason": reason, "type": err.type_name})
+        extra: dict[str, Any] = {"reason": reason, "type": err.type_name}
+        if caller is not None:
+            extra["caller"] = caller
+        if project is not None:
+            extra["project"] = project
+        if scope is not None:
+            extra.update(folded_scope(scope))
+        _log.info("request refused", extra=extra)
         return err
 
     async def admit(
@@ -155,17 +195,19 @@ class Gate:
             except PermissionDeniedError as exc:
                 raise self._reject("ssrf_header", exc) from None
         failures = self.failures
-        if failures is not None and peer is not None and failures.active:
+        if failures is not None and failures.active:
+            caller = await self._authenticate_limited(failures, authorization, peer)
+        else:  # the steady state: nothing failed lately, no key to compute
             try:
-                failures.check(peer().auth_key)
-            except RateLimitedCallerError as exc:
-                raise self._reject("auth_ratelimit", exc) from None
-        try:
-            caller = await self.auth.authenticate(authorization)
-        except GatewayError as exc:
-            if failures is not None and peer is not None:
-                failures.failed(peer().auth_key)
-            raise self._reject("auth", exc) from None
+                caller = await self.auth.authenticate(authorization)
+            except CallerAuthUnavailableError as exc:
+                raise self._reject("auth", exc) from None  # not the credential's failure
+            except GatewayError as exc:
+                if failures is not None:
+                    token = bearer_value(authorization)
+                    failures.failed(None if token is None else credential_key(token),
+                                    peer().auth_key if peer is not None else None)
+                raise self._reject("auth", exc) from None
         if self.limiter is not None:
             # An anonymous caller (mode none) is its peer: one process cannot starve the rest.
             key = caller.name if caller.authenticated or peer is None else (
@@ -176,28 +218,77 @@ class Gate:
                 raise self._reject("ratelimit", exc) from None
         return caller
 
-    def check_project(self, caller: CallerIdentity, ctx: RequestContext) -> None:
-        """Refuse a request naming a project the gateway does not serve to this caller.
+    async def _authenticate_limited(self, failures: AuthFailures, authorization: str | None,
+                                    peer: Callable[[], Peer] | None) -> CallerIdentity:
+        """Authenticate under the failure limits (surfaces/peers.py): a credential that keeps
+        failing is refused before it is verified again; a peer that keeps failing gets 429
+        for its failures, never for a token that verifies."""
+        token = bearer_value(authorization)
+        credential = None if token is None else credential_key(token)
+        if credential is not None:
+            try:
+                failures.check_credential(credential)
+            except RateLimitedCallerError as exc:
+                await failures.hold(exc.retry_after_s or 0.0)
+                raise self._reject("auth_ratelimit", exc) from None
+        peer_key = peer().auth_key if peer is not None else None
+        peer_wait = 0.0 if peer_key is None else failures.peer_wait_s(peer_key)
+        try:
+            return await self.auth.authenticate(authorization)
+        except CallerAuthUnavailableError as exc:
+            raise self._reject("auth", exc) from None  # not the credential's failure
+        except GatewayError as exc:
+            failures.failed(credential, peer_key)
+            if peer_wait > 0:
+                await failures.hold(peer_wait)
+                raise self._reject("auth_ratelimit", RateLimitedCallerError(
+                    "too many failed authentications from this peer",
+                    retry_after_s=peer_wait)) from None
+            raise self._reject("auth", exc) from None
+
+    def served_project(self, project: str) -> bool:
+        """Whether `project` (a header's value) names the project this gateway serves: the
+        configured `UPSTREAM__PROJECT_ID`, or when unset the catalog's default project, which
+        Lakekeeper names with the NIL UUID (pylakekeeper's own tests send it). UUIDs compare
+        as UUIDs (any case)."""
+        return same_project(project, self.policy.default_project or DEFAULT_PROJECT)
+
+    def check_project(self, caller: CallerIdentity, ctx: RequestContext,
+                      where: Callable[[], Scope | None] | None = None) -> RequestContext:
+        """Refuse a request naming a project the gateway does not serve to this caller; the
+        context to use from here on (a header naming the served project is dropped: one
+        project, one policy decision and one cache entry, whatever the spelling).
 
         The project header goes upstream, so without this a caller limited to `demo/team_a*`
         would reach another project's `demo/team_a` tables (issue #28). Call it for every
         request whose context names a project, before any route works.
 
+        Args:
+            where: the table (or namespace) the request names, when the surface can tell; the
+                refusal's audit line and log line name it.
+
         Raises:
-            PermissionDeniedError: another project than the default one while
+            PermissionDeniedError: another project than the served one while
                 `allow_project_header` is off, or one the caller's policy grants nothing in.
         """
         project = ctx.project_id
-        if project is None or project == self.policy.default_project:
-            return
+        if project is None:
+            return ctx
+        if self.served_project(project):
+            return ctx._replace(project_id=None)
         if not self.allow_project_header:
-            raise self._reject("project", PermissionDeniedError(
+            err = PermissionDeniedError(
                 "this gateway serves one project: send no project header or the configured "
-                "one", lakekeeper_type="ProjectNotAllowed"))
-        if not self.policy.allows_project(caller, project):
-            raise self._reject("project", PermissionDeniedError(
+                "one", lakekeeper_type="ProjectNotAllowed")
+        elif not self.policy.allows_project(caller, project):
+            err = PermissionDeniedError(
                 f"caller '{caller.name}' has no grant in the requested project",
-                lakekeeper_type="ProjectNotAllowed"))
+                lakekeeper_type="ProjectNotAllowed")
+        else:
+            return ctx
+        scope = _scope_or_none(where)
+        credential_event(ctx, caller, scope or _NO_SCOPE, None, err.type_name)
+        raise self._reject("project", err, caller=caller.name, project=project, scope=scope)
 
     async def authorize(
         self, caller: CallerIdentity, ctx: RequestContext, scope: Scope, access: AccessMode
@@ -207,6 +298,7 @@ class Gate:
         Raises:
             PermissionDeniedError: the caller may not use `access` on the table.
         """
+        note_table(ctx, caller, scope, access)  # audited with the answer (audit.TableNotes)
         if not self.policy.enabled or await self.allowed(caller, ctx, scope, access):
             return  # (no policy: no `allowed` coroutine on the hot path)
         credential_event(ctx, caller, scope, access, DENIED)

@@ -50,9 +50,14 @@ def json_response(
                         headers=headers)
 
 
-def json_body_response(body: bytes, date: HttpDate) -> BytesResponse:
+# The Cache-Control of an answer carrying credentials on the native and AWS surfaces.
+NO_STORE = "no-store"
+
+
+def json_body_response(body: bytes, date: HttpDate,
+                       cache_control: str | None = None) -> BytesResponse:
     """A 200 with JSON bytes rendered beforehand, written as one prebuilt message."""
-    return BytesResponse(body, date)
+    return BytesResponse(body, date, cache_control)
 
 
 def error_response(err: GatewayError, request_id: str) -> web.Response:

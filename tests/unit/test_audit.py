@@ -198,3 +198,25 @@ def test_audit_interval_setting_defaults_to_10_s_and_is_validated() -> None:
         environ=base | {"LAKEGATE__LOG__AUDIT_INTERVAL_S": "0"}).log.audit_interval_s == 0.0
     with pytest.raises(SettingsError, match="LAKEGATE__LOG__AUDIT_INTERVAL_S"):
         Settings.load(environ=base | {"LAKEGATE__LOG__AUDIT_INTERVAL_S": "-1"})
+
+
+def test_audit_lines_name_tables_in_the_folded_form(audit_stream: io.StringIO) -> None:
+    """Issue #35 finding 7: lines spelt names as sent, so `STRASSE` and `straße` were two
+    tables to an operator, one to the policy and the cache."""
+    configure_audit(True)
+    credential_event(CTX, ALICE, ("Demo", ("Team_A", "\uff33ub"), "STRASSE"), AccessMode.WRITE,
+                     "miss")
+    doc = json.loads(audit_stream.getvalue())
+    assert (doc["warehouse"], doc["namespace"], doc["table"]) == ("demo", "team_a.sub", "strasse")
+
+
+def test_folded_hits_of_every_spelling_of_a_table_are_one_line(
+    audit_stream: io.StringIO,
+) -> None:
+    configure_audit(True)
+    trail = AuditTrail(FakeClock(), 10.0)
+    for table in ("straße", "STRASSE", "strasse"):
+        trail.credential(_trail_ctx(), ("demo", ("a",), table), AccessMode.READ, "hit")
+    assert trail.flush() == 3
+    (doc,) = [json.loads(x) for x in audit_stream.getvalue().splitlines()]
+    assert (doc["table"], doc["count"]) == ("strasse", 3)

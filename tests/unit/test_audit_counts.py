@@ -29,7 +29,9 @@ MARK = {"X-Lakegate-Request": "1"}
 
 def _audit(text: str) -> list[dict[str, Any]]:
     docs = (json.loads(line) for line in text.splitlines() if line.startswith("{"))
-    return [d for d in docs if d.get("logger") == AUDIT_LOGGER]
+    # The credential lines (the promise counted here); a refused or failed request also has a
+    # `table` line (audit.TableNotes), another kind.
+    return [d for d in docs if d.get("logger") == AUDIT_LOGGER and d.get("audit") == "credential"]
 
 
 def _http_path(surface: str, table: str, access: str) -> str:

@@ -155,3 +155,12 @@ def test_allowed_hosts_are_exact_names() -> None:
         with pytest.raises(SettingsError, match="LAKEGATE__LISTEN__ALLOWED_HOSTS"):
             load(lakegate__listen__allowed_hosts=bad)
 
+
+
+def test_the_auth_failure_delay_defaults_to_1_s_and_is_bounded() -> None:
+    base = {"LAKEGATE__UPSTREAM__URL": "http://127.0.0.1:1", "LAKEGATE__TOKEN__KIND": "none"}
+    assert Settings.load(environ=base).callers.auth_failure_delay_s == 1.0
+    assert Settings.load(environ=base | {
+        "LAKEGATE__CALLERS__AUTH_FAILURE_DELAY_S": "0"}).callers.auth_failure_delay_s == 0.0
+    with pytest.raises(SettingsError, match="AUTH_FAILURE_DELAY_S"):
+        Settings.load(environ=base | {"LAKEGATE__CALLERS__AUTH_FAILURE_DELAY_S": "60"})

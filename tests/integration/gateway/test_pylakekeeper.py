@@ -107,3 +107,22 @@ def test_rename_and_credentials_over_raw_http(info: StackInfo) -> None:
         assert moved.status_code == 200
         assert moved.json()["table"]["base-location"] == created["table"]["base-location"]
         assert raw.get(f"{base}/{name}/credentials").status_code == 404
+
+
+def test_pylakekeepers_own_usage_with_the_default_projects_nil_uuid(info: StackInfo) -> None:
+    """Issue #35 finding 6: pylakekeeper's own integration test passes
+    `project_id="00000000-0000-0000-0000-000000000000"` (Lakekeeper's default project); a
+    gateway without UPSTREAM__PROJECT_ID, which serves that very project, answered its first
+    list call 403 ProjectNotAllowed."""
+    lk = Client(base_url=info.gateway_url, warehouse="demo", auth=StaticToken("any-token-at-all"),
+                project_id="00000000-0000-0000-0000-000000000000")
+    try:
+        ns = info.namespace
+        name = f"nilproj_{uuid.uuid4().hex[:8]}"
+        lk.generic_tables.create(ns, name, format="lance")
+        assert name in [t.name for t in lk.generic_tables.list(ns)]
+        loaded = lk.generic_tables.load(ns, name, vended=True)
+        assert "aws_access_key_id" in loaded.lance_storage_options
+        lk.generic_tables.drop(ns, name)
+    finally:
+        lk.close()

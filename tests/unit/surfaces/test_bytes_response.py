@@ -35,6 +35,21 @@ def regular(request: web.BaseRequest) -> Any:
                         headers={"x-request-id": "rid-1", **dict(EXTRA)})
 
 
+def prebuilt_no_store(request: web.BaseRequest) -> Any:
+    """A native or AWS credential answer: its own Cache-Control, no Lakekeeper headers."""
+    answer = BytesResponse(BODY, HttpDate(), "no-store")
+    answer.request_id = "rid-1"
+    return answer
+
+
+def regular_no_store(request: web.BaseRequest) -> Any:
+    return web.Response(body=BODY, content_type="application/json",
+                        headers={"x-request-id": "rid-1", "Cache-Control": "no-store"})
+
+
+SHAPES = {"lakekeeper": (prebuilt, regular), "no-store": (prebuilt_no_store, regular_no_store)}
+
+
 async def _serve(handler: Handler) -> AsyncIterator[int]:
     async def handle(request: web.BaseRequest) -> Any:
         return handler(request)
@@ -97,11 +112,13 @@ CASES = {
 }
 
 
+@pytest.mark.parametrize("shape", sorted(SHAPES))
 @pytest.mark.parametrize("case", sorted(CASES))
-async def test_writes_the_message_aiohttp_writes(case: str) -> None:
+async def test_writes_the_message_aiohttp_writes(case: str, shape: str) -> None:
     request, head = CASES[case]
-    ours, our_closed = await _exchange(prebuilt, request, head=head)
-    theirs, their_closed = await _exchange(regular, request, head=head)
+    ours_handler, theirs_handler = SHAPES[shape]
+    ours, our_closed = await _exchange(ours_handler, request, head=head)
+    theirs, their_closed = await _exchange(theirs_handler, request, head=head)
     (status, headers, body), = ours
     (want_status, want_headers, want_body), = theirs
     assert status == want_status
@@ -187,3 +204,10 @@ def test_headers_view_and_regular_response_agree() -> None:
     assert regular_answer.headers["x-request-id"] == "rid-9"
     assert regular_answer.headers["Cache-Control"] == "private"
     assert answer.headers["Content-Length"] == str(len(BODY))
+
+
+def test_a_cache_control_is_in_the_headers_view_and_the_regular_response() -> None:
+    answer = BytesResponse(BODY, HttpDate(), "no-store")
+    assert answer.headers["Cache-Control"] == "no-store"
+    assert answer.to_response().headers["Cache-Control"] == "no-store"
+    assert "Cache-Control" not in BytesResponse(BODY, HttpDate()).headers

@@ -12,7 +12,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from gateway.errors import UnauthenticatedError
+from gateway.errors import CallerAuthUnavailableError, UnauthenticatedError
 from gateway.surfaces.callers import (
     ANONYMOUS,
     JwksKeys,
@@ -183,3 +183,33 @@ async def test_known_keys_stay_in_use_while_the_jwks_is_down(jwt_auth, rsa_key, 
     await jwks_server.close()
     clock.advance(400)
     assert (await jwt_auth.authenticate(tok)).name == "spark-exec"
+
+
+@pytest.mark.parametrize("body", [b"<html>502 Bad Gateway</html>", b"\xff\xfe not utf-8",
+                                  b'["a", "list"]'])
+async def test_a_jwks_answering_non_json_refuses_the_caller_with_401(
+        rsa_key, clock: FakeClock, body: bytes, make_client, fake_ops) -> None:  # type: ignore[no-untyped-def]
+    """Issue #35 finding 7: an HTML error page from the JWKS endpoint escaped as a 500."""
+    async def jwks(request: web.Request) -> web.Response:
+        return web.Response(body=body, content_type="text/html")
+
+    app = web.Application()
+    app.router.add_get("/jwks", jwks)
+    server = TestServer(app)
+    await server.start_server()
+    try:
+        clock.step_wall(time.time() - clock.now())
+        auth = JwtCallerAuth(JwksKeys(str(server.make_url("/jwks")), clock), clock,
+                             audience=AUD, issuer=ISS)
+        tok = f"Bearer {token(rsa_key, exp=int(time.time()) + 600)}"
+        with pytest.raises(CallerAuthUnavailableError):
+            await auth.authenticate(tok)
+        client = await make_client(auth=auth)
+        clock.advance(60)  # past the refetch interval: the surface's request fetches again
+        resp = await client.get(
+            "/v1/warehouses/demo/namespaces/demo_ns/tables/orders/credentials",
+            headers={"Authorization": tok})
+        assert resp.status == 401
+        assert (await resp.json())["error"]["type"] == "Unauthenticated"
+    finally:
+        await server.close()

@@ -89,3 +89,12 @@ async def test_the_aws_endpoint_asks_for_more_than_botocores_refresh_window(
     (min_left,) = fake_ops.min_left
     assert min_left is not None
     assert min_left > BOTOCORE_ADVISORY_S
+
+
+async def test_the_aws_answer_says_no_store(make_client: MakeClient) -> None:
+    """Issue #35 finding 7: the container-credentials answer carried no Cache-Control."""
+    client = await make_client()
+    for _ in range(2):
+        resp = await client.get(AWS, headers={"Authorization": "anything"})
+        assert resp.status == 200
+        assert resp.headers.getall("Cache-Control") == ["no-store"]

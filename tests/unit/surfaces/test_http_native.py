@@ -319,3 +319,18 @@ async def test_identity_mismatch_is_409_with_its_type(
     resp = await client.get(CREDS, params={"expected_location": "s3://b/old"}, headers=MARK)
     assert resp.status == 409
     assert (await resp.json())["error"]["type"] == "TableIdentityMismatch"
+
+
+async def test_answers_carrying_credentials_say_no_store(make_client: MakeClient) -> None:
+    """Issue #35 finding 7: credential answers carried no Cache-Control, so a proxy or a
+    client cache could keep storage keys. The credential answer is the prebuilt one."""
+    client = await make_client()
+    for _ in range(2):  # a miss, then the cached (memoized body) answer
+        resp = await client.get(CREDS, headers=MARK)
+        assert resp.status == 200
+        assert resp.headers.getall("Cache-Control") == ["no-store"]
+    load = "/v1/warehouses/demo/namespaces/demo_ns/tables/orders"
+    resp = await client.get(load + "?vended=true", headers=MARK)
+    assert resp.headers["Cache-Control"] == "no-store"
+    resp = await client.get(load, headers=MARK)  # no credentials in it
+    assert "Cache-Control" not in resp.headers

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import io
+import json
+import logging
+
 import pytest
 
+from gateway.audit import configure_audit
 from gateway.errors import PermissionDeniedError, RateLimitedCallerError
 from gateway.metrics import Metrics
 from gateway.models import AccessMode, CallerIdentity, RequestContext
@@ -247,3 +252,105 @@ async def test_ops_endpoints_answer_a_pod_ip_host(make_client: MakeClient) -> No
     client = await make_client()
     for path in ("/livez", "/readyz", "/metrics"):
         assert (await client.get(path, headers={"Host": "10.1.2.3:9465"})).status == 200
+
+
+# ---- the served project (issue #35, finding 6) ------------------------------------------------
+
+NIL_PROJECT = "00000000-0000-0000-0000-000000000000"
+
+
+@pytest.mark.parametrize("header", ["x-project-id", "x-project-ident"])
+async def test_a_header_naming_the_catalogs_default_project_is_the_served_project(
+    make_client: MakeClient, fake_ops: FakeOperations, header: str
+) -> None:
+    """The issue: pylakekeeper's own tests send the NIL UUID (Lakekeeper's default project),
+    and a gateway without UPSTREAM__PROJECT_ID, which serves exactly that project, said 403."""
+    policy = CallerPolicy(parse_rules({"callers": {"alice": TEAM_A_IN_DEFAULT["callers"]["alice"]}},
+                                      "t"))  # no UPSTREAM__PROJECT_ID
+    client = await make_client(policy=policy, auth=StaticTokenCallerAuth(TOKENS))
+    alice = {"Authorization": "Bearer tok-alice-123"}
+    for path in (CRED_PATH, "/v1/warehouses/demo/namespaces/team_a/tables"):
+        resp = await client.get(path, headers={**alice, header: NIL_PROJECT})
+        assert resp.status == 200, await resp.text()
+    # ...and it is the project of a request naming none: the header is not passed on
+    assert (await client.get("/v1/warehouses/demo/namespaces/team_b/tables/x/credentials",
+                             headers={**alice, header: NIL_PROJECT})).status == 403
+
+
+async def test_the_configured_project_in_any_case_is_the_served_project(
+    make_client: MakeClient,
+) -> None:
+    served = "6f1c2a34-0b5e-4d7a-9c11-2e3f4a5b6c7d"
+    client = await make_client(policy=CallerPolicy(None, served))
+    for value in (served, served.upper()):
+        resp = await client.get(CRED_PATH, headers={**AUTH_MARK, "x-project-id": value})
+        assert resp.status == 200
+    # the NIL UUID is another project once one is configured
+    resp = await client.get(CRED_PATH, headers={**AUTH_MARK, "x-project-id": NIL_PROJECT})
+    assert resp.status == 403
+
+
+async def test_grpc_serves_the_default_project_by_its_nil_uuid(server_factory) -> None:  # type: ignore[no-untyped-def]
+    from lakegate.v1 import common_pb2, credentials_pb2
+
+    server = await server_factory(policy=CallerPolicy(parse_rules({"callers": {
+        "anonymous": TEAM_A_IN_DEFAULT["callers"]["alice"]}}, "t")))
+    req = credentials_pb2.GetTableCredentialsRequest(table=common_pb2.TableRef(
+        warehouse="demo", namespace=["team_a"], name="sales"))
+    resp = await server.creds.GetTableCredentials(
+        req, metadata=(("x-project-id", NIL_PROJECT),), timeout=5)
+    assert resp.warehouse_id
+
+
+async def test_a_project_refusal_is_audited_with_the_caller_and_the_folded_table(
+    make_client: MakeClient, audit_stream: io.StringIO,
+) -> None:
+    """Issue #35 finding 7: a ProjectNotAllowed refusal wrote no audit line, and its log line
+    named neither caller nor table."""
+    configure_audit(True)
+    ingress_log = logging.getLogger("lakegate.ingress")
+    level = ingress_log.level
+    ingress_log.setLevel(logging.INFO)
+    try:
+        client = await make_client(policy=CallerPolicy(None, "p1"),
+                                   auth=StaticTokenCallerAuth(TOKENS))
+        resp = await client.get(
+            "/v1/warehouses/Demo/namespaces/TEAM_A/tables/Sales/credentials",
+            headers={"Authorization": "Bearer tok-alice-123", "x-project-id": "p2"})
+    finally:
+        ingress_log.setLevel(level)
+    assert resp.status == 403
+    docs = [json.loads(x) for x in audit_stream.getvalue().splitlines()]
+    (audit,) = [d for d in docs if d.get("audit") == "credential"]
+    assert {k: audit[k] for k in ("caller", "warehouse", "namespace", "table", "outcome")} == {
+        "caller": "alice", "warehouse": "demo", "namespace": "team_a", "table": "sales",
+        "outcome": "ProjectNotAllowed"}
+    (refused,) = [d for d in docs if d.get("msg") == "request refused"]
+    assert {k: refused[k] for k in ("caller", "project", "warehouse", "namespace", "table")} == {
+        "caller": "alice", "project": "p2", "warehouse": "demo", "namespace": "team_a",
+        "table": "sales"}
+    assert "tok-alice-123" not in audit_stream.getvalue()
+
+
+async def test_a_grpc_project_refusal_is_audited_with_the_folded_table(
+    server_factory, audit_stream: io.StringIO,  # type: ignore[no-untyped-def]
+) -> None:
+    import grpc
+
+    from lakegate.v1 import catalog_pb2, common_pb2, credentials_pb2
+
+    configure_audit(True)
+    server = await server_factory(policy=CallerPolicy(None, "p1"))
+    md = (("x-project-id", "p2"),)
+    req = credentials_pb2.GetTableCredentialsRequest(table=common_pb2.TableRef(
+        warehouse="Demo", namespace=["TEAM_A"], name="Sales"))
+    with pytest.raises(grpc.aio.AioRpcError):
+        await server.creds.GetTableCredentials(req, metadata=md, timeout=5)
+    with pytest.raises(grpc.aio.AioRpcError):
+        await server.catalog.ListTables(catalog_pb2.ListTablesRequest(
+            warehouse="Demo", namespace=["TEAM_A"]), metadata=md, timeout=5)
+    docs = [json.loads(x) for x in audit_stream.getvalue().splitlines()]
+    assert [(d["warehouse"], d["namespace"], d["table"], d["outcome"], d["surface"])
+            for d in docs if d.get("audit") == "credential"] == [
+        ("demo", "team_a", "sales", "ProjectNotAllowed", "grpc"),
+        ("demo", "team_a", None, "ProjectNotAllowed", "grpc")]

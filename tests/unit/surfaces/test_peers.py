@@ -1,4 +1,4 @@
-"""Peers and failed-authentication limits (issue #28, finding 7)."""
+"""Peers and failed-authentication limits (issue #28, finding 7; issue #35, finding 2)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from gateway.errors import RateLimitedCallerError
 from gateway.metrics import Metrics
 from gateway.models import CallerIdentity
 from gateway.surfaces.callers import StaticTokenCallerAuth
-from gateway.surfaces.peers import AuthFailureLimiter, Peer, socket_peer
+from gateway.surfaces.peers import AuthFailures, Peer, credential_key, grpc_peer_key, socket_peer
 from tests.fakes.clock import FakeClock
 from tests.unit.surfaces.conftest import MakeClient
 
@@ -28,23 +28,59 @@ def test_a_unix_peer_is_its_uid_and_pid() -> None:
     assert peer == Peer(f"uid:{os.getuid()}", f"uid:{os.getuid()}/pid:{os.getpid()}")
 
 
-def test_a_tcp_peer_is_the_connection() -> None:
-    assert socket_peer(None, ("127.0.0.1", 40000)) == Peer("tcp:127.0.0.1:40000",
-                                                           "tcp:127.0.0.1:40000")
+def test_a_tcp_peer_is_its_address_not_the_connection() -> None:
+    """Issue #35: the bucket was the connection, so reconnecting escaped the limit."""
+    assert socket_peer(None, ("127.0.0.1", 40000)) == socket_peer(None, ("127.0.0.1", 40001))
+    assert socket_peer(None, ("127.0.0.1", 40000)) == Peer("tcp:127.0.0.1", "tcp:127.0.0.1")
 
 
-def test_a_peer_past_its_burst_is_refused_until_it_regains_a_failure(clock: FakeClock) -> None:
-    limiter = AuthFailureLimiter(0.5, 3, clock)
-    assert not limiter.active
+@pytest.mark.parametrize(("peer", "key"), [
+    ("ipv4:127.0.0.1:5555", "ipv4:127.0.0.1"),
+    ("ipv6:[::1]:5555", "ipv6:[::1]"),
+    ("unix:", "unix"),
+    ("unix:/run/lakegate/grpc.sock", "unix"),
+    ("", "unknown"),
+])
+def test_a_grpc_peer_is_its_address_without_the_port(peer: str, key: str) -> None:
+    assert grpc_peer_key(peer) == key
+
+
+def test_a_credential_past_its_burst_is_refused_until_it_regains_a_failure(
+        clock: FakeClock) -> None:
+    failures = AuthFailures(0.5, 3, clock)
+    assert not failures.active
+    bad, other = credential_key("bad-token"), credential_key("other-token")
+    assert "bad-token" not in bad  # a digest, never the token
     for _ in range(3):
-        limiter.check("uid:1")
-        limiter.failed("uid:1")
+        failures.check_credential(bad)
+        failures.failed(bad, "uid:1")
     with pytest.raises(RateLimitedCallerError) as info:
-        limiter.check("uid:1")
+        failures.check_credential(bad)
     assert info.value.retry_after_s == pytest.approx(2.0)
-    limiter.check("uid:2")  # another peer is not affected
+    failures.check_credential(other)  # another credential is not affected, on the same peer
+    assert failures.peer_wait_s("uid:1") == pytest.approx(2.0)
+    assert failures.peer_wait_s("uid:2") == 0
     clock.advance(2.0)
-    limiter.check("uid:1")
+    failures.check_credential(bad)
+    failures.failed(bad, None)
+    failures.forget_credentials()  # a reload: the token may be valid now
+    failures.check_credential(bad)
+
+
+async def test_a_refusal_is_held_at_most_delay_s_and_only_so_many_at_once(
+        clock: FakeClock) -> None:
+    """Issue #35: answered at once, one process's refusals paced by the event loop doubled a
+    neighbour's p99; held, the flood runs at the pace of its connections."""
+    import asyncio
+
+    failures = AuthFailures(1.0, 1, clock, delay_s=0.5, max_delayed=1)
+    held = asyncio.create_task(failures.hold(30.0))
+    await asyncio.sleep(0)
+    assert clock.sleepers == 1
+    await asyncio.wait_for(failures.hold(30.0), 1)  # past max_delayed: answered at once
+    await asyncio.wait_for(failures.hold(0.0), 1)  # nothing to wait for
+    clock.advance(0.5)
+    await asyncio.wait_for(held, 1)
 
 
 class CountingAuth(StaticTokenCallerAuth):
@@ -57,26 +93,39 @@ class CountingAuth(StaticTokenCallerAuth):
         return await super().authenticate(authorization)
 
 
-async def test_bad_tokens_are_limited_before_they_are_verified(
+async def test_a_failing_credential_is_refused_before_it_is_verified_again(
     make_client: MakeClient, metrics: Metrics, clock: FakeClock
 ) -> None:
-    """The issue: 3,000 bad tokens all got 401 (each verified), never 429."""
+    """Issue #28: 3,000 bad tokens all got 401, each verified. The same bad token is refused
+    (429) once it has used up its failures, without another verification."""
     CountingAuth.verified = 0
     client = await make_client(auth=CountingAuth({"good-token-123": "alice"}),
-                               failures=AuthFailureLimiter(1.0, 5, clock))
-    statuses = [(await client.get(CREDS, headers={"Authorization": f"Bearer bad-{i}"})).status
-                for i in range(50)]
+                               failures=AuthFailures(1.0, 5, clock))
+    bad = {"Authorization": "Bearer bad-token"}
+    statuses = [(await client.get(CREDS, headers=bad)).status for _ in range(50)]
     assert statuses == [401] * 5 + [429] * 45
     assert CountingAuth.verified == 5
-    # The peer is refused whatever it sends now, a good token too, until it regains a failure.
+    clock.advance(1.0)
+    assert (await client.get(CREDS, headers=bad)).status == 401
+    assert metrics.registry.get_sample_value(
+        "lakegate_ingress_rejected_total", {"reason": "auth_ratelimit"}) == 45
+
+
+async def test_a_peers_failures_never_refuse_a_token_that_verifies(
+    make_client: MakeClient, metrics: Metrics, clock: FakeClock
+) -> None:
+    """Issue #35: a neighbour's bad tokens (one peer: a shared uid, address or the gRPC
+    socket) gave the valid caller 429. Now the failing requests get 429, the valid one 200."""
+    client = await make_client(auth=StaticTokenCallerAuth({"good-token-123": "alice"}),
+                               failures=AuthFailures(1.0, 5, clock))
+    statuses = [(await client.get(CREDS, headers={"Authorization": f"Bearer bad-{i}"})).status
+                for i in range(50)]
+    assert statuses == [401] * 5 + [429] * 45  # distinct tokens: the peer's limit answers 429
     good = {"Authorization": "Bearer good-token-123"}
-    resp = await client.get(CREDS, headers=good)
+    assert [(await client.get(CREDS, headers=good)).status for _ in range(3)] == [200] * 3
+    resp = await client.get(CREDS, headers={"X-Lakegate-Request": "1"})  # no token: limited
     assert resp.status == 429
     assert resp.headers["Retry-After"] == "1"
-    clock.advance(1.0)
-    assert (await client.get(CREDS, headers=good)).status == 200
-    assert metrics.registry.get_sample_value(
-        "lakegate_ingress_rejected_total", {"reason": "auth_ratelimit"}) == 46
 
 
 def _uds_get(path: str, target: str, token: str | None = None) -> int:
@@ -110,11 +159,84 @@ async def test_over_uds_failures_count_per_uid_across_connections(tmp_path, fake
     settings = settings_for(tmp_path, LAKEGATE__CALLERS__MODE="token",
                             LAKEGATE__CALLERS__TOKENS_FILE=str(tokens),
                             LAKEGATE__CALLERS__AUTH_FAILURES_PER_S="0.001",
-                            LAKEGATE__CALLERS__AUTH_FAILURE_BURST="3")
+                            LAKEGATE__CALLERS__AUTH_FAILURE_BURST="3",
+                            LAKEGATE__CALLERS__AUTH_FAILURE_DELAY_S="0.05")
     async with running(app_for(settings, fake_ops)):
         sock = str(tmp_path / "http.sock")
         statuses = [await asyncio.to_thread(_uds_get, sock, CREDS, f"bad-{i}") for i in range(6)]
         assert statuses == [401, 401, 401, 429, 429, 429]  # a new connection each: one uid
+        # ...and the uid's valid caller is not locked out (issue #35: it got 429).
+        assert await asyncio.to_thread(_uds_get, sock, CREDS, "good-token-123") == 200
+
+
+async def test_over_tcp_failures_count_per_address_across_connections(  # type: ignore[no-untyped-def]
+        tmp_path, fake_ops) -> None:
+    """Issue #35: over TCP the bucket was the connection: 200 bad tokens on new connections,
+    0 limited. Now the address is the peer, and its valid caller is still admitted."""
+    import asyncio
+    import json
+    import urllib.error
+    import urllib.request
+
+    from tests.unit.app_harness import app_for, running, settings_for
+
+    tokens = tmp_path / "tokens.yaml"
+    tokens.write_text('{"good-token-123": "alice"}')
+    settings = settings_for(tmp_path, LAKEGATE__CALLERS__MODE="token",
+                            LAKEGATE__CALLERS__TOKENS_FILE=str(tokens),
+                            LAKEGATE__CALLERS__AUTH_FAILURES_PER_S="0.001",
+                            LAKEGATE__CALLERS__AUTH_FAILURE_BURST="3",
+                            LAKEGATE__CALLERS__AUTH_FAILURE_DELAY_S="0.05")
+    async with running(app_for(settings, fake_ops)):
+        port = json.loads((tmp_path / "ports.json").read_text())["http_port"]
+
+        def get(token: str) -> int:  # urllib: one new connection per request
+            req = urllib.request.Request(f"http://127.0.0.1:{port}{CREDS}",
+                                         headers={"Authorization": f"Bearer {token}"})
+            try:
+                with urllib.request.urlopen(req, timeout=10) as resp:  # noqa: S310
+                    return int(resp.status)
+            except urllib.error.HTTPError as exc:
+                return exc.code
+
+        statuses = [await asyncio.to_thread(get, f"bad-{i}") for i in range(6)]
+        assert statuses == [401, 401, 401, 429, 429, 429]
+        assert await asyncio.to_thread(get, "good-token-123") == 200
+
+
+async def test_over_the_grpc_socket_a_neighbours_bad_tokens_do_not_lock_out_a_caller(  # type: ignore[no-untyped-def]
+        tmp_path, fake_ops) -> None:
+    """Issue #35: every gRPC client on the Unix socket is the peer `unix:`, one bucket: a
+    neighbour's bad tokens gave every valid caller RESOURCE_EXHAUSTED."""
+    import grpc
+
+    from lakegate.v1 import common_pb2, credentials_pb2, credentials_pb2_grpc
+    from tests.unit.app_harness import app_for, running, settings_for
+
+    tokens = tmp_path / "tokens.yaml"
+    tokens.write_text('{"good-token-123": "alice"}')
+    settings = settings_for(tmp_path, LAKEGATE__CALLERS__MODE="token",
+                            LAKEGATE__CALLERS__TOKENS_FILE=str(tokens),
+                            LAKEGATE__CALLERS__AUTH_FAILURES_PER_S="0.001",
+                            LAKEGATE__CALLERS__AUTH_FAILURE_BURST="3",
+                            LAKEGATE__CALLERS__AUTH_FAILURE_DELAY_S="0.05")
+    request = credentials_pb2.GetTableCredentialsRequest(
+        table=common_pb2.TableRef(warehouse="demo", namespace=["demo_ns"], name="orders"))
+    async with running(app_for(settings, fake_ops)):
+        codes = []
+        for i in range(6):  # the neighbour, on its own channels
+            async with grpc.aio.insecure_channel(f"unix:{tmp_path / 'grpc.sock'}") as ch:
+                try:
+                    await credentials_pb2_grpc.CredentialServiceStub(ch).GetTableCredentials(
+                        request, metadata=(("authorization", f"Bearer bad-{i}"),), timeout=10)
+                except grpc.aio.AioRpcError as exc:
+                    codes.append(exc.code())
+        assert codes == [grpc.StatusCode.UNAUTHENTICATED] * 3 + [
+            grpc.StatusCode.RESOURCE_EXHAUSTED] * 3
+        async with grpc.aio.insecure_channel(f"unix:{tmp_path / 'grpc.sock'}") as ch:
+            resp = await credentials_pb2_grpc.CredentialServiceStub(ch).GetTableCredentials(
+                request, metadata=(("authorization", "Bearer good-token-123"),), timeout=10)
+        assert resp.warehouse_id
 
 
 _CHILD = """
