@@ -23,7 +23,7 @@ from gateway.errors import GatewayError, PermissionDeniedError, RateLimitedCalle
 from gateway.metrics import Metrics
 from gateway.models import AccessMode, CallerIdentity, RequestContext, Scope
 from gateway.surfaces.callers import CallerAuthenticator
-from gateway.surfaces.hosts import HostAllowList
+from gateway.surfaces.hosts import HostAllowList, well_formed
 from gateway.surfaces.memo import BoundedLru
 from gateway.surfaces.operations import Operations
 from gateway.surfaces.peers import AuthFailureLimiter, Peer
@@ -44,7 +44,8 @@ _LOOPBACK_ONLY = HostAllowList()
 
 
 def check_not_forged(headers: Mapping[str, str], *, require_marker: bool,
-                     hosts: HostAllowList = _LOOPBACK_ONLY) -> None:
+                     hosts: HostAllowList = _LOOPBACK_ONLY,
+                     uds: Callable[[], bool] | None = None) -> None:
     """Refuse what a browser or an SSRF could send (like Vault's X-Vault-Request).
 
     Why: deploy/README.md, "Security model".
@@ -53,11 +54,14 @@ def check_not_forged(headers: Mapping[str, str], *, require_marker: bool,
         headers: the request headers (case-insensitive mapping).
         require_marker: credential/metadata routes need Authorization or X-Lakegate-Request.
         hosts: the Host names accepted (DNS rebinding: gateway/surfaces/hosts.py).
+        uds: whether the request came over the Unix socket (asked only for a Host `hosts`
+            refuses): there any well-formed Host is accepted.
 
     Raises:
         PermissionDeniedError: type ForgeableRequest.
     """
-    if not hosts.allows(headers.get("Host")):
+    host = headers.get("Host")
+    if not hosts.allows(host) and not (uds is not None and well_formed(host) and uds()):
         raise forgeable("the Host header must name loopback (127.0.0.1, [::1], localhost) or a "
                         "name in LAKEGATE__LISTEN__ALLOWED_HOSTS")
     if "X-Forwarded-For" in headers:
@@ -140,6 +144,7 @@ class Gate:
         *,
         require_marker: bool = True,
         peer: Callable[[], Peer] | None = None,
+        uds: Callable[[], bool] | None = None,
     ) -> CallerIdentity:
         """Check a request's origin, authenticate its caller and take a rate-limit token.
 
@@ -148,10 +153,12 @@ class Gate:
             headers: HTTP headers (None on gRPC, which a browser cannot send).
             require_marker: whether the anti-SSRF marker rule applies to this route.
             peer: the connection's peer, looked up only when a limit needs it.
+            uds: whether the connection is a Unix socket (the Host rule is for TCP only).
         """
         if headers is not None:
             try:
-                check_not_forged(headers, require_marker=require_marker, hosts=self.hosts)
+                check_not_forged(headers, require_marker=require_marker, hosts=self.hosts,
+                                 uds=uds)
             except PermissionDeniedError as exc:
                 raise self._reject("ssrf_header", exc) from None
         failures = self.failures
