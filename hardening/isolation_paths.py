@@ -79,6 +79,6 @@ def path_probes(prober: Any, tokens: dict[str, str], wh: str, target: Any) -> No
         for name in hostile_names(target.table):
             path = template.format(wh=wh, ns=target.namespace, t=name)
             prober.expect_denied(
-                f"rest:raw_path {method} {template.split('/{t}')[-1] or 'table'}",
+                f"rest:raw_path {method} {template.split('/{t}')[-1] or 'table'} {name!r}",
                 lambda tok, p=path, m=method, h=headers: raw_http(base, m, p, tok, h),
                 tokens["paula"], "paula", target)
