@@ -35,6 +35,7 @@ from gateway.surfaces.http_codec import (
     call_ref,
     namespace_list,
     namespace_of,
+    parent_of,
     parse_page_size,
     warehouse_of,
 )
@@ -249,6 +250,10 @@ class LakekeeperApi(HttpApi):
         if "ns" in params:
             namespace = namespace_of(params)
             await self._authorize_namespace(call, warehouse, namespace, AccessMode.READ)
+        elif request.method == "GET":
+            parent = parent_of(request.query)
+            if parent is not None:  # the children of a namespace: that namespace's policy
+                await self._authorize_namespace(call, warehouse, parent, AccessMode.READ)
         if request.method == "POST":
             doc = await self._body(call)
             await self._authorize_namespace(call, warehouse, namespace_list(doc.get("namespace")),
@@ -270,5 +275,5 @@ class LakekeeperApi(HttpApi):
         return json_response(doc)
 
     async def warehouse(self, call: HttpCall) -> web.StreamResponse:
-        wh = await self._ops.resolve_warehouse(warehouse_of(call.params), call.ctx)
+        wh = await self._gate.authorize_warehouse(call.caller, call.ctx, warehouse_of(call.params))
         return json_response({"id": wh.id, "warehouse-id": wh.id, "name": wh.name})

@@ -21,7 +21,8 @@ from gateway.clock import Clock
 from gateway.concurrency import TokenBucket
 from gateway.errors import GatewayError, PermissionDeniedError, RateLimitedCallerError
 from gateway.metrics import Metrics
-from gateway.models import AccessMode, CallerIdentity, RequestContext, Scope
+from gateway.models import AccessMode, CallerIdentity, RequestContext, Scope, Warehouse
+from gateway.names import is_uuid
 from gateway.surfaces.callers import CallerAuthenticator
 from gateway.surfaces.hosts import HostAllowList, well_formed
 from gateway.surfaces.memo import BoundedLru
@@ -247,6 +248,31 @@ class Gate:
         wh = await self.ops.resolve_warehouse(warehouse, ctx)
         return policy.allows(caller, (warehouse, wh.id, wh.name), namespace, table, access,
                              project)
+
+    async def authorize_warehouse(self, caller: CallerIdentity, ctx: RequestContext,
+                                  warehouse: str) -> Warehouse:
+        """The warehouse, resolved, if the caller holds a grant in it (warehouse look-ups).
+
+        A name no rule covers is refused before it is resolved (an unknown and a forbidden
+        name answer alike); a UUID is decided on through the name it resolves to.
+
+        Raises:
+            PermissionDeniedError: the caller holds nothing in that warehouse.
+            NotFoundError: unknown warehouse (a UUID, or a name the caller may use).
+        """
+        policy = self.policy
+        project = ctx.project_id
+        if policy.enabled and not is_uuid(warehouse) and not policy.allows_warehouse(
+                caller, (warehouse,), project):
+            raise self._warehouse_denied(caller)
+        wh = await self.ops.resolve_warehouse(warehouse, ctx)
+        if policy.enabled and not policy.allows_warehouse(caller, (warehouse, wh.name), project):
+            raise self._warehouse_denied(caller)
+        return wh
+
+    def _warehouse_denied(self, caller: CallerIdentity) -> GatewayError:
+        return self._reject("policy", PermissionDeniedError(
+            f"caller '{caller.name}' holds no grant in this warehouse"))
 
     def authorize_global(self, caller: CallerIdentity) -> None:
         """Only a caller with a global write grant may invalidate the whole cache."""

@@ -139,6 +139,18 @@ class CallerPolicy:
         return any(r.holds_in(project, self.default_project)
                    and r.covers(names, joined, folded, access) for r in self._for(caller))
 
+    def allows_warehouse(self, caller: CallerIdentity, warehouses: Iterable[str],
+                         project: str | None = None) -> bool:
+        """Whether any of the caller's rules (in `project`) covers the warehouse, whatever its
+        namespaces and tables: what a warehouse look-up needs, so a caller learns the id of no
+        warehouse it holds nothing in. `warehouses` as in `allows` (names only are matched)."""
+        if self._rules is None:
+            return True
+        names = warehouse_names(warehouses)
+        return any(r.holds_in(project, self.default_project)
+                   and (r.warehouse == "*" or any(fnmatchcase(w, r.warehouse) for w in names))
+                   for r in self._for(caller))
+
     def allows_project(self, caller: CallerIdentity, project: str | None) -> bool:
         """Whether any of the caller's rules holds in `project` (None: the default project):
         a request naming a project the caller has no grant in is refused whatever its route."""

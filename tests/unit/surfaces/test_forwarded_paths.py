@@ -19,7 +19,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote, unquote
+from urllib.parse import parse_qs, quote, unquote
 
 import pytest
 from aiohttp import web
@@ -326,7 +326,8 @@ def test_the_catalog_receives_the_object_the_policy_decided_on(stack: Stack,
         else:
             parts.append(pat)
     target = "/" + "/".join(parts)
-    if route.pattern[-1] == "namespaces" and data.draw(st.booleans(), label="parent"):
+    if (route.pattern[-1] == "namespaces" and route.method == "GET"
+            and data.draw(st.booleans(), label="parent")):
         target += "?parent=" + data.draw(raw_namespace(), label="parent")
     body, _ = _body(route, data.draw)
     assert stack.gate is not None
@@ -350,6 +351,12 @@ def test_the_catalog_receives_the_object_the_policy_decided_on(stack: Stack,
             route.name, target, raw_path, decided)
     else:
         assert got == {"warehouse": WAREHOUSE.id}
+    parents = parse_qs(raw_path.partition("?")[2]).get("parent")
+    if route.name == "namespace list" and parents is not None:  # that namespace was decided on
+        assert len(parents) == 1, (target, raw_path)
+        levels = tuple(p.replace("+", " ") for p in parents[0].split(NAMESPACE_SEPARATOR))
+        assert any(tuple(p.replace("+", " ") for p in s[1]) == levels for s in decided), (
+            target, raw_path, decided)
     if route.body in {"rename", "namespace", "create"}:  # body objects were decided on too
         doc = json.loads(sent_body)
         if route.body == "rename":
