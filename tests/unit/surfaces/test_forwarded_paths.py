@@ -109,15 +109,36 @@ def spell(char: str, how: str) -> str:
     return encoded if how != "lower" else encoded.lower()
 
 
+# Characters a valid name may hold, some of which a URL library treats specially when raw.
+NAME_CHARS = ["a", "b", "Z", "0", "_", "-", "+", " ", ";", "~", "&", "=", "\\", "ü", "ẞ",
+              "/", "%", "!", "'", "(", "*", "@", ":", ","]
+
+
 @st.composite
-def raw_segment(draw: st.DrawFn) -> str:
-    """A raw (as sent) path segment: plain names, hostile characters and tricks mixed."""
+def valid_segment(draw: st.DrawFn) -> str:
+    """A raw segment of a valid name, spelt raw or percent-encoded character by character
+    (`/` and `%` always encoded: raw they would split the path or start an escape)."""
+    chars = draw(st.lists(st.tuples(st.sampled_from(NAME_CHARS), SPELLINGS),
+                          min_size=1, max_size=8))
+    return "".join(spell(c, "upper" if c in "/%" and how == "raw" else how)
+                   for c, how in chars)
+
+
+@st.composite
+def hostile_segment(draw: st.DrawFn) -> str:
+    """A raw segment mixing hostile characters and tricks with plain names."""
     parts = draw(st.lists(st.one_of(
         st.tuples(st.sampled_from(ALPHABET), SPELLINGS).map(lambda p: spell(*p)),
         st.sampled_from(TRICKS),
         st.sampled_from(["orders", "team_a", "x"]),
     ), min_size=1, max_size=5))
     return "".join(parts)
+
+
+def raw_segment() -> st.SearchStrategy[str]:
+    """Two in three segments name a valid object (so most requests are forwarded), one in
+    three is hostile."""
+    return st.one_of(valid_segment(), valid_segment(), hostile_segment())
 
 
 @st.composite
