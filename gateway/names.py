@@ -13,6 +13,11 @@ The rules follow Lakekeeper (lakekeeper `server/namespace.rs` `validate_namespac
   overrides such as U+202E, zero-width joiners, soft hyphens), U+2028/U+2029 and the other
   default-ignorable code points. They would reach logs and terminals as-is, and Lakekeeper's
   collation ignores most of them, so two spellings the policy tells apart could name one table;
+- no `#` or `?`: a URL gives them meaning (fragment, query). The gateway rebuilds every forwarded
+  path from the parsed names, each segment encoded again, so they could not cut a path short;
+  they are refused (also after folding: U+FF03 folds to `#`) so that a name means one thing in
+  the policy, the cache, the audit and the catalog, and a client that sends them raw gets a
+  clear 400;
 - a namespace: 1..5 levels (Lakekeeper's `MAX_NAMESPACE_DEPTH`), no `.` inside a level
   (Lakekeeper's `NamespacePartContainsDot`);
 - a warehouse (name or UUID, Lakekeeper's `{prefix}` segment): no `/`;
@@ -40,6 +45,7 @@ NAMESPACE_SEPARATOR = "\x1f"  # Lakekeeper joins namespace levels with 0x1F (%1F
 MAX_NAME_LEN = 255
 MAX_NAMESPACE_DEPTH = 5
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+URL_DELIMITERS = "#?"  # a URL's fragment and query delimiters: never part of a name
 # Unicode general categories never allowed in a name: format (bidi overrides, zero-width and
 # tag characters), surrogates, line and paragraph separators.
 _INVISIBLE_CATEGORIES = frozenset({"Cf", "Cs", "Zl", "Zp"})
@@ -63,8 +69,8 @@ def check_name(value: object, what: str) -> str:
         `value`, unchanged.
 
     Raises:
-        InvalidRequestError: not a string, empty, too long, `.`/`..` (as given or folded), or
-            with control or invisible characters.
+        InvalidRequestError: not a string, empty, too long, `.`/`..` (as given or folded), with
+            `#` or `?`, or with control or invisible characters.
     """
     if not isinstance(value, str) or not value:
         raise InvalidRequestError(f"{what} must be a non-empty string")
@@ -75,7 +81,10 @@ def check_name(value: object, what: str) -> str:
     ):
         raise InvalidRequestError(
             f"{what} contains control characters or invisible (format, bidi, separator) ones")
-    if value in {".", ".."} or fold(value) in {".", ".."}:
+    folded = fold(value)
+    if any(c in value or c in folded for c in URL_DELIMITERS):
+        raise InvalidRequestError(f"{what} must not contain '#' or '?' (a URL gives them meaning)")
+    if value in {".", ".."} or folded in {".", ".."}:
         raise InvalidRequestError(f"{what} must not be '.' or '..'")
     return value
 

@@ -6,7 +6,8 @@ against a JWKS the harness serves, so it can also mint tokens with a wrong audie
 expiry or signature). Both use the same policy: alice may read+write namespace team_a, bob may
 only read team_b. A probe leaks when a forbidden request is answered 2xx, or when any answer to a
 forbidden request contains a secret vended for the owner's table. Issue #28's probes (case-fold
-twins, project headers, rebinding Hosts, another uid) are in hardening/isolation_names.py.
+twins, project headers, rebinding Hosts, another uid) are in hardening/isolation_names.py, issue
+#35's hostile raw paths on the forwarded routes in hardening/isolation_paths.py.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from hardening.isolation_names import (
     project_probes,
     uid_probes,
 )
+from hardening.isolation_paths import PAULA_RULE, path_probes
 from hardening.processes import HarnessError
 from hardening.report import IsolationResult
 
@@ -70,6 +72,7 @@ POLICY = {
         "carol": [{"warehouse": "*", "namespace": "team_a*", "table": "*", "access": ["read"]}],
         "dave": [{"warehouse": "*", "namespace": "team_a*", "table": "*", "access": ["read"]}],
         "erin": [ERIN_RULE],
+        "paula": [PAULA_RULE],
     }
 }
 
@@ -577,7 +580,7 @@ def run_isolation_suite(ctx: HarnessContext, result: IsolationResult) -> dict[st
     # -- mode token --
     tokens = {
         name: f"lg-{name}-{secrets.token_urlsafe(24)}"
-        for name in ("alice", "bob", "carol", "dave", "erin")
+        for name in ("alice", "bob", "carol", "dave", "erin", "paula")
     }
     ctx.scanner.add_planted(tokens.values())
     tokens_file = ctx.run_dir / "gateways" / "iso-token" / "tokens.json"
@@ -590,6 +593,7 @@ def run_isolation_suite(ctx: HarnessContext, result: IsolationResult) -> dict[st
         prober = Prober(ctx, gw.endpoints, result, {}, "token")
         _isolation_round(prober, tokens)
         _issue_28_round(prober, tokens)
+        path_probes(prober, tokens, ctx.info.warehouse.id, TARGETS[0])
         skipped = uid_probes(prober, tokens, ctx.warehouse, TARGETS, result)
         if skipped:
             extra_info["uid_probes"] = skipped
@@ -615,11 +619,12 @@ def run_isolation_suite(ctx: HarnessContext, result: IsolationResult) -> dict[st
         }
         with _gateway(ctx, "iso-jwt", extra) as gw:
             assert gw.endpoints is not None
-            jwt_tokens = {name: jwks.mint(name) for name in ("alice", "bob", "erin")}
+            jwt_tokens = {name: jwks.mint(name) for name in ("alice", "bob", "erin", "paula")}
             ctx.scanner.add_planted(jwt_tokens.values())
             prober = Prober(ctx, gw.endpoints, result, {}, "jwt")
             _isolation_round(prober, jwt_tokens)
             _issue_28_round(prober, jwt_tokens)
+            path_probes(prober, jwt_tokens, ctx.info.warehouse.id, TARGETS[0])
             for name, bad in jwks.bad_tokens().items():
                 ctx.scanner.add_planted([bad])
                 for surface, call in prober.surfaces(TARGETS[0]).items():

@@ -282,7 +282,8 @@ class CatalogServicer(_Servicer):
     async def ResolveWarehouse(
         self, request: catalog_pb2.ResolveWarehouseRequest, call: GrpcCall
     ) -> catalog_pb2.ResolveWarehouseResponse:
-        wh = await self._ops.resolve_warehouse(check_warehouse(request.warehouse), call.ctx)
+        wh = await self._gate.authorize_warehouse(call.caller, call.ctx,
+                                                  check_warehouse(request.warehouse))
         return catalog_pb2.ResolveWarehouseResponse(warehouse_id=wh.id, name=wh.name)
 
 

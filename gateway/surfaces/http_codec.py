@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from aiohttp import web
+from multidict import MultiMapping
 
 from gateway.errors import InvalidRequestError, PayloadTooLargeError
 from gateway.models import (
@@ -69,6 +70,22 @@ def decode_segment(raw: str, what: str) -> str:
 def parse_namespace(decoded: str) -> tuple[str, ...]:
     """Split a decoded namespace segment on U+001F into validated levels."""
     return check_namespace(decoded.split(NAMESPACE_SEPARATOR))
+
+
+def parent_of(query: MultiMapping[str]) -> tuple[str, ...] | None:
+    """The `?parent=` namespace of a namespace listing (levels joined by U+001F, as Lakekeeper
+    reads it), checked; None when absent.
+
+    Raises:
+        InvalidRequestError: given twice (the policy and the catalog could read different
+            ones), or not a valid namespace.
+    """
+    values = query.getall("parent", [])
+    if not values:
+        return None
+    if len(values) > 1:
+        raise InvalidRequestError("query parameter 'parent' given more than once")
+    return check_namespace(values[0].split(NAMESPACE_SEPARATOR), "parent")
 
 
 def warehouse_of(params: Mapping[str, str]) -> str:

@@ -38,6 +38,7 @@ from gateway.surfaces.http_lakekeeper import (
     LakekeeperApi,
     load_kind,
     upstream_path,
+    upstream_query,
     wants_credentials,
 )
 from gateway.surfaces.http_routing import HttpCall, Route
@@ -56,6 +57,9 @@ _PASS_HEADERS = ("Content-Type", "Retry-After", "ETag")
 _EXPIRY_KEYS = ("s3.session-token-expires-at-ms", "expiration-time",
                 "adls.sas-token-expires-at-ms", "gcs.oauth2.token-expires-at")
 CLIENT_MANAGED = {DELEGATION_HEADER: "client-managed"}
+# What a forward is rebuilt from: (warehouse, namespace levels or None, table or None), the
+# objects the policy decided on.
+Target = tuple[str, tuple[str, ...] | None, str | None]
 
 
 def iceberg_ref(call: HttpCall) -> TableRef:
@@ -181,22 +185,24 @@ class IcebergApi(LakekeeperApi):
             cfg["endpoints"] = [e for e in cfg["endpoints"] if e in served]
         return json_response(cfg)
 
-    async def _upstream(self, call: HttpCall, body: bytes | None = None,
+    async def _upstream(self, call: HttpCall, target: Target, body: bytes | None = None,
                         headers: dict[str, str] | None = None) -> tuple[int, bytes, dict[str, str]]:
-        """Forward the request as is (prefix = the warehouse UUID) with the gateway's token."""
+        """Forward the request with the gateway's token to the path rebuilt from `target`
+        (prefix = the warehouse UUID): the objects the policy decided on, never the raw path."""
         request = call.request
-        wh = await self._ops.resolve_warehouse(warehouse_of(call.params), call.ctx)
-        path, query = upstream_path(request, wh.id)
-        upstream = await self._ops.forward(request.method, path, query, body, call.ctx,
-                                           headers=headers)
+        warehouse, namespace, table = target
+        wh = await self._ops.resolve_warehouse(warehouse, call.ctx)
+        path = upstream_path(call.match.route.pattern, wh.id, namespace, table)
+        upstream = await self._ops.forward(request.method, path, upstream_query(request), body,
+                                           call.ctx, headers=headers)
         if upstream.status >= 400:
             call.tally.served("error")
         out_headers = {k: v for k, v in upstream.headers.items() if k.title() in _PASS_HEADERS}
         return upstream.status, upstream.body, out_headers
 
-    async def _passthrough(self, call: HttpCall, body: bytes | None = None,
+    async def _passthrough(self, call: HttpCall, target: Target, body: bytes | None = None,
                            headers: dict[str, str] | None = None) -> web.StreamResponse:
-        status, out, out_headers = await self._upstream(call, body, headers)
+        status, out, out_headers = await self._upstream(call, target, body, headers)
         out = gateway_refresh_endpoints(out, _base(call))
         return web.Response(status=status, body=out, headers=out_headers)
 
@@ -207,22 +213,23 @@ class IcebergApi(LakekeeperApi):
 
     # ------------------------------------------------------------------ reads
     async def list_iceberg(self, call: HttpCall) -> web.StreamResponse:
-        await self._authorize_namespace(call, warehouse_of(call.params), namespace_of(call.params),
-                                        AccessMode.READ)
-        return await self._passthrough(call)
+        warehouse, namespace = warehouse_of(call.params), namespace_of(call.params)
+        await self._authorize_namespace(call, warehouse, namespace, AccessMode.READ)
+        return await self._passthrough(call, (warehouse, namespace, None))
 
     async def forward_table(self, call: HttpCall) -> web.StreamResponse:
-        await self._authorize(call, iceberg_ref(call), AccessMode.READ)
-        return await self._passthrough(call)
+        ref = iceberg_ref(call)
+        await self._authorize(call, ref, AccessMode.READ)
+        return await self._passthrough(call, ref.scope)
 
     async def load_iceberg(self, call: HttpCall) -> web.StreamResponse:
         """Metadata from the catalog (client-managed), credentials from the cache."""
         ref = iceberg_ref(call)
         access = await self._vend_access(call, ref)
         if not wants_credentials(call.request):
-            return await self._passthrough(call, headers=CLIENT_MANAGED)
+            return await self._passthrough(call, ref.scope, headers=CLIENT_MANAGED)
         # Metadata first: a load of a missing table (create-if-absent) costs no credential call.
-        status, body, headers = await self._upstream(call, headers=CLIENT_MANAGED)
+        status, body, headers = await self._upstream(call, ref.scope, headers=CLIENT_MANAGED)
         if status >= 400:
             return web.Response(status=status, body=body, headers=headers)
         try:
@@ -268,7 +275,7 @@ class IcebergApi(LakekeeperApi):
         await self._authorize(call, ref, AccessMode.WRITE)
         self._ops.invalidate(ref)
         try:
-            return await self._passthrough(call, raw)
+            return await self._passthrough(call, (warehouse, namespace, None), raw)
         finally:
             self._ops.invalidate(ref)
 
@@ -277,7 +284,7 @@ class IcebergApi(LakekeeperApi):
         await self._authorize(call, ref, AccessMode.WRITE)
         doc, raw = await self._json_bytes(call)
         try:
-            return await self._passthrough(call, raw)
+            return await self._passthrough(call, ref.scope, raw)
         finally:
             if _moves_table(doc):
                 self._ops.invalidate(ref)
@@ -286,7 +293,7 @@ class IcebergApi(LakekeeperApi):
         ref = iceberg_ref(call)
         await self._authorize(call, ref, AccessMode.WRITE)
         try:
-            return await self._passthrough(call)
+            return await self._passthrough(call, ref.scope)
         finally:
             self._ops.invalidate(ref)
 
@@ -297,7 +304,7 @@ class IcebergApi(LakekeeperApi):
         for ref in refs:
             await self._authorize(call, ref, AccessMode.WRITE)
         try:
-            return await self._passthrough(call, raw)
+            return await self._passthrough(call, (warehouse, None, None), raw)
         finally:
             for ref in refs:
                 self._ops.invalidate(ref)

@@ -16,10 +16,10 @@ policy allows); mutations are forwarded and invalidate the cache. `/management/v
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote, urlencode
 
 from aiohttp import web
 
-from gateway.errors import InvalidRequestError
 from gateway.models import (
     AccessMode,
     CredentialLookup,
@@ -27,12 +27,15 @@ from gateway.models import (
     LoadResult,
     TableRef,
 )
+from gateway.names import join_namespace
 from gateway.surfaces.accounting import Kind
 from gateway.surfaces.bytes_response import BytesResponse
 from gateway.surfaces.callers import whoami
 from gateway.surfaces.http_codec import (
     call_ref,
+    namespace_list,
     namespace_of,
+    parent_of,
     parse_page_size,
     warehouse_of,
 )
@@ -40,7 +43,6 @@ from gateway.surfaces.http_pipeline import HttpApi
 from gateway.surfaces.http_routing import HttpCall, Match, Route
 from gateway.surfaces.lakekeeper_compat import (
     client_managed,
-    gateway_refresh_endpoints,
     header_lines,
     lakekeeper_bool,
 )
@@ -110,12 +112,38 @@ def load_kind(request: web.BaseRequest) -> Kind:
     return "credential" if wants_credentials(request) else "metadata"
 
 
-def upstream_path(request: web.BaseRequest, warehouse_id: str) -> tuple[str, str]:
-    """(raw path with the `{prefix}` segment replaced by the warehouse UUID, raw query)."""
-    raw_path, _, query = request.raw_path.partition("?")
-    segments = raw_path.strip("/").split("/")
-    segments[2] = warehouse_id  # the catalog only understands the warehouse UUID as prefix
-    return "/" + "/".join(segments), query
+def upstream_path(pattern: tuple[str, ...], warehouse_id: str,
+                  namespace: tuple[str, ...] | None = None, table: str | None = None) -> str:
+    """The catalog path of a forwarded route, rebuilt from what the request was parsed into.
+
+    The route's literals, the warehouse UUID (the catalog's `{prefix}`), and the namespace levels
+    and table name the policy decided on, each percent-encoded again (levels joined with
+    Lakekeeper's `%1F`). Never the raw request path: a segment the caller spelt so that the URL
+    library or the catalog reads it differently (a `#`, `%2E%2E`) cannot name another object.
+
+    Raises:
+        ValueError: the pattern captures a namespace or table that was not given (a bug).
+    """
+    out = []
+    for part in pattern:
+        if part == "{wh}":
+            out.append(quote(warehouse_id, safe=""))
+        elif part == "{ns}":
+            if namespace is None:
+                raise ValueError(f"route {pattern} forwards a namespace it was not given")
+            out.append(quote(join_namespace(namespace), safe=""))
+        elif part == "{table}":
+            if table is None:
+                raise ValueError(f"route {pattern} forwards a table it was not given")
+            out.append(quote(table, safe=""))
+        else:
+            out.append(part)
+    return "/" + "/".join(out)
+
+
+def upstream_query(request: web.BaseRequest) -> str:
+    """The query as the gateway parsed it, encoded again (a `?parent=` namespace included)."""
+    return urlencode(list(request.query.items()), quote_via=quote)
 
 
 class LakekeeperApi(HttpApi):
@@ -177,9 +205,9 @@ class LakekeeperApi(HttpApi):
         no credentials), passed through from the catalog: rare (pylakekeeper never asks for
         it), and only the catalog knows the storage profile's keys."""
         wh = await self._ops.resolve_warehouse(ref.warehouse, call.ctx)
-        path, query = upstream_path(call.request, wh.id)
+        path = upstream_path(call.match.route.pattern, wh.id, ref.namespace, ref.name)
         upstream = await self._ops.forward(
-            "GET", path, query, None, call.ctx,
+            "GET", path, upstream_query(call.request), None, call.ctx,
             headers={"X-Iceberg-Access-Delegation": "client-managed"})
         call.tally.served("error" if upstream.status >= 400 else "miss")
         headers = {k: v for k, v in upstream.headers.items() if k.title() in _PASS_HEADERS}
@@ -217,29 +245,28 @@ class LakekeeperApi(HttpApi):
     async def forward_namespaces(self, call: HttpCall) -> web.StreamResponse:
         request, params, ctx = call.request, call.params, call.ctx
         warehouse = warehouse_of(params)
+        namespace: tuple[str, ...] | None = None
         body: bytes | None = None
-        if "table" in params:
-            await self._authorize(call, call_ref(call), AccessMode.READ)
-        elif "ns" in params:
-            await self._authorize_namespace(call, warehouse, namespace_of(params),
-                                            AccessMode.READ)
+        if "ns" in params:
+            namespace = namespace_of(params)
+            await self._authorize_namespace(call, warehouse, namespace, AccessMode.READ)
+        elif request.method == "GET":
+            parent = parent_of(request.query)
+            if parent is not None:  # the children of a namespace: that namespace's policy
+                await self._authorize_namespace(call, warehouse, parent, AccessMode.READ)
         if request.method == "POST":
             doc = await self._body(call)
-            ns_value = doc.get("namespace")
-            if not isinstance(ns_value, list) or not all(isinstance(p, str) for p in ns_value):
-                raise InvalidRequestError("'namespace' must be an array of strings")
-            await self._authorize_namespace(call, warehouse, tuple(ns_value), AccessMode.WRITE)
+            await self._authorize_namespace(call, warehouse, namespace_list(doc.get("namespace")),
+                                            AccessMode.WRITE)
             body = await request.read()
         wh = await self._ops.resolve_warehouse(warehouse, ctx)
-        path, query = upstream_path(request, wh.id)
-        upstream = await self._ops.forward(request.method, path, query, body, ctx)
+        path = upstream_path(call.match.route.pattern, wh.id, namespace)
+        upstream = await self._ops.forward(request.method, path, upstream_query(request), body,
+                                           ctx)
         if upstream.status >= 400:
             call.tally.served("error")
         headers = {k: v for k, v in upstream.headers.items() if k.title() in _PASS_HEADERS}
-        out = upstream.body
-        if "table" in params:  # Iceberg credentials: the refresh URL must name the gateway
-            out = gateway_refresh_endpoints(out, f"{request.scheme}://{request.host}")
-        return web.Response(status=upstream.status, body=out, headers=headers)
+        return web.Response(status=upstream.status, body=upstream.body, headers=headers)
 
     async def whoami(self, call: HttpCall) -> web.StreamResponse:
         call.tally.served("hit")
@@ -248,5 +275,5 @@ class LakekeeperApi(HttpApi):
         return json_response(doc)
 
     async def warehouse(self, call: HttpCall) -> web.StreamResponse:
-        wh = await self._ops.resolve_warehouse(warehouse_of(call.params), call.ctx)
+        wh = await self._gate.authorize_warehouse(call.caller, call.ctx, warehouse_of(call.params))
         return json_response({"id": wh.id, "warehouse-id": wh.id, "name": wh.name})

@@ -180,7 +180,8 @@ class NativeApi(HttpApi):
         return json_response(list_doc(result))
 
     async def warehouse(self, call: HttpCall) -> web.StreamResponse:
-        wh = await self._ops.resolve_warehouse(warehouse_of(call.params), call.ctx)
+        wh = await self._gate.authorize_warehouse(call.caller, call.ctx,
+                                                  warehouse_of(call.params))
         return json_response({"warehouse_id": wh.id, "name": wh.name})
 
     async def invalidate(self, call: HttpCall) -> web.StreamResponse:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Coroutine, Hashable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, cast
 
 from aiohttp import hdrs, web
@@ -35,6 +36,7 @@ from gateway.metrics import Metrics
 from gateway.models import AccessMode, ListResult, LoadResult, TableRef
 from gateway.surfaces.accounting import Recorder
 from gateway.surfaces.bytes_response import BytesResponse, HttpDate, header_value_ok
+from gateway.surfaces.hosts import over_unix_socket
 from gateway.surfaces.http_codec import (
     call_ref,
     context_of,
@@ -164,8 +166,10 @@ class HttpPipeline:
                     notes = TableNotes(successes=kind != "credential")
                     headers = request.headers
                     with self._recorder.track(route.surface, kind) as tally:
-                        caller = await self._gate.admit(headers.get("Authorization"), headers,
-                                                        peer=LazyPeer(request.transport))
+                        transport = request.transport
+                        caller = await self._gate.admit(
+                            headers.get("Authorization"), headers, peer=LazyPeer(transport),
+                            uds=partial(over_unix_socket, transport))
                         ctx = context_of(request, request_id, caller, route.surface)
                         if ctx.project_id is not None:
                             ctx = self._gate.check_project(

@@ -27,9 +27,10 @@ from gateway.errors import (
     RateLimitedCallerError,
 )
 from gateway.metrics import Metrics
-from gateway.models import AccessMode, CallerIdentity, RequestContext, Scope
+from gateway.models import AccessMode, CallerIdentity, RequestContext, Scope, Warehouse
+from gateway.names import is_uuid
 from gateway.surfaces.callers import CallerAuthenticator, bearer_value
-from gateway.surfaces.hosts import HostAllowList
+from gateway.surfaces.hosts import HostAllowList, well_formed
 from gateway.surfaces.memo import BoundedLru
 from gateway.surfaces.operations import Operations
 from gateway.surfaces.peers import AuthFailures, Peer, credential_key
@@ -74,7 +75,8 @@ _LOOPBACK_ONLY = HostAllowList()
 
 
 def check_not_forged(headers: Mapping[str, str], *, require_marker: bool,
-                     hosts: HostAllowList = _LOOPBACK_ONLY) -> None:
+                     hosts: HostAllowList = _LOOPBACK_ONLY,
+                     uds: Callable[[], bool] | None = None) -> None:
     """Refuse what a browser or an SSRF could send (like Vault's X-Vault-Request).
 
     Why: deploy/README.md, "Security model".
@@ -83,11 +85,14 @@ def check_not_forged(headers: Mapping[str, str], *, require_marker: bool,
         headers: the request headers (case-insensitive mapping).
         require_marker: credential/metadata routes need Authorization or X-Lakegate-Request.
         hosts: the Host names accepted (DNS rebinding: gateway/surfaces/hosts.py).
+        uds: whether the request came over the Unix socket (asked only for a Host `hosts`
+            refuses): there any well-formed Host is accepted.
 
     Raises:
         PermissionDeniedError: type ForgeableRequest.
     """
-    if not hosts.allows(headers.get("Host")):
+    host = headers.get("Host")
+    if not hosts.allows(host) and not (uds is not None and well_formed(host) and uds()):
         raise forgeable("the Host header must name loopback (127.0.0.1, [::1], localhost) or a "
                         "name in LAKEGATE__LISTEN__ALLOWED_HOSTS")
     if "X-Forwarded-For" in headers:
@@ -180,6 +185,7 @@ class Gate:
         *,
         require_marker: bool = True,
         peer: Callable[[], Peer] | None = None,
+        uds: Callable[[], bool] | None = None,
     ) -> CallerIdentity:
         """Check a request's origin, authenticate its caller and take a rate-limit token.
 
@@ -188,10 +194,12 @@ class Gate:
             headers: HTTP headers (None on gRPC, which a browser cannot send).
             require_marker: whether the anti-SSRF marker rule applies to this route.
             peer: the connection's peer, looked up only when a limit needs it.
+            uds: whether the connection is a Unix socket (the Host rule is for TCP only).
         """
         if headers is not None:
             try:
-                check_not_forged(headers, require_marker=require_marker, hosts=self.hosts)
+                check_not_forged(headers, require_marker=require_marker, hosts=self.hosts,
+                                 uds=uds)
             except PermissionDeniedError as exc:
                 raise self._reject("ssrf_header", exc) from None
         failures = self.failures
@@ -332,6 +340,31 @@ class Gate:
         wh = await self.ops.resolve_warehouse(warehouse, ctx)
         return policy.allows(caller, (warehouse, wh.id, wh.name), namespace, table, access,
                              project)
+
+    async def authorize_warehouse(self, caller: CallerIdentity, ctx: RequestContext,
+                                  warehouse: str) -> Warehouse:
+        """The warehouse, resolved, if the caller holds a grant in it (warehouse look-ups).
+
+        A name no rule covers is refused before it is resolved (an unknown and a forbidden
+        name answer alike); a UUID is decided on through the name it resolves to.
+
+        Raises:
+            PermissionDeniedError: the caller holds nothing in that warehouse.
+            NotFoundError: unknown warehouse (a UUID, or a name the caller may use).
+        """
+        policy = self.policy
+        project = ctx.project_id
+        if policy.enabled and not is_uuid(warehouse) and not policy.allows_warehouse(
+                caller, (warehouse,), project):
+            raise self._warehouse_denied(caller)
+        wh = await self.ops.resolve_warehouse(warehouse, ctx)
+        if policy.enabled and not policy.allows_warehouse(caller, (warehouse, wh.name), project):
+            raise self._warehouse_denied(caller)
+        return wh
+
+    def _warehouse_denied(self, caller: CallerIdentity) -> GatewayError:
+        return self._reject("policy", PermissionDeniedError(
+            f"caller '{caller.name}' holds no grant in this warehouse"))
 
     def authorize_global(self, caller: CallerIdentity) -> None:
         """Only a caller with a global write grant may invalidate the whole cache."""

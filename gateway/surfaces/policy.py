@@ -6,8 +6,11 @@ model"). It runs before the cache
 is consulted. Patterns are fnmatch globs matched on the comparison form of names
 (`gateway.names.fold`: case- and compatibility-folded, `+` read as a space in namespace levels
 and table names), the same form the cache key and the upstream request use, so every spelling
-of one catalog name gets one decision; the warehouse pattern matches the warehouse name OR its
-UUID; the namespace pattern matches the levels joined with ".".
+of one catalog name gets one decision; the warehouse pattern matches warehouse NAMES only: a
+request naming the warehouse by its UUID matches a rule only through the name the UUID resolves
+to (a rule on `d*` must not admit warehouse `prod_a` because its UUID starts with `d`), and a
+UUID whose name is unknown matches only `*`; the namespace pattern matches the levels joined
+with ".".
 
 Projects: the catalog call goes to the project the request names (`x-project-id`), so a grant
 holds in one project. A rule's `project` pattern (matched exactly, case-sensitively) names where
@@ -27,7 +30,7 @@ from typing import Any
 import yaml
 
 from gateway.models import AccessMode, CallerIdentity
-from gateway.names import fold, fold_level, fold_namespace, fold_table
+from gateway.names import fold, fold_level, fold_namespace, fold_table, is_uuid
 
 ANY_CALLER = "*"
 
@@ -61,7 +64,8 @@ class Rule:
         the names are in their folded form (`CallerPolicy.allows` folds them)."""
         if access not in self.access:
             return False
-        if not any(fnmatchcase(w, self.warehouse) for w in warehouses if w):
+        if self.warehouse != "*" and not any(fnmatchcase(w, self.warehouse)
+                                             for w in warehouses if w):
             return False
         if not fnmatchcase(namespace, self.namespace):
             return False
@@ -118,7 +122,8 @@ class CallerPolicy:
 
         Args:
             caller: the authenticated caller.
-            warehouses: every name the warehouse is known by (as given, name, UUID).
+            warehouses: what the warehouse is known by (as given, name, UUID); only names are
+                matched, a UUID among them is left out.
             namespace: the namespace levels.
             table: the table name, or None for namespace-level operations (list).
             access: read or write.
@@ -128,11 +133,23 @@ class CallerPolicy:
             return True
         # One form for every spelling: `+` is a space in a table name too (a generic table name
         # cannot hold `+`, so reading it as a space there can only refuse more).
-        names = tuple(fold(w) for w in warehouses if w)
+        names = warehouse_names(warehouses)
         joined = ".".join(fold_namespace(namespace))
         folded = None if table is None else fold_table(table, plus_is_space=True)
         return any(r.holds_in(project, self.default_project)
                    and r.covers(names, joined, folded, access) for r in self._for(caller))
+
+    def allows_warehouse(self, caller: CallerIdentity, warehouses: Iterable[str],
+                         project: str | None = None) -> bool:
+        """Whether any of the caller's rules (in `project`) covers the warehouse, whatever its
+        namespaces and tables: what a warehouse look-up needs, so a caller learns the id of no
+        warehouse it holds nothing in. `warehouses` as in `allows` (names only are matched)."""
+        if self._rules is None:
+            return True
+        names = warehouse_names(warehouses)
+        return any(r.holds_in(project, self.default_project)
+                   and (r.warehouse == "*" or any(fnmatchcase(w, r.warehouse) for w in names))
+                   for r in self._for(caller))
 
     def allows_project(self, caller: CallerIdentity, project: str | None) -> bool:
         """Whether any of the caller's rules holds in `project` (None: the default project):
@@ -175,6 +192,8 @@ class CallerPolicy:
         """
         if self._rules is None:
             return False
+        if is_uuid(given):  # a UUID is never matched itself: only its name can decide
+            return any(r.warehouse != "*" for r in self._for(caller))
         folded = fold(given)
         return not all(fnmatchcase(folded, r.warehouse) for r in self._for(caller))
 
@@ -193,6 +212,12 @@ class CallerPolicy:
         except (OSError, yaml.YAMLError) as exc:
             raise PolicyFileError(f"cannot read policy file {path}: {type(exc).__name__}") from exc
         return cls(parse_rules(doc, str(path)), default_project)
+
+
+def warehouse_names(warehouses: Iterable[str]) -> tuple[str, ...]:
+    """The folded names among what a warehouse is known by: a UUID is an id, not a name, so
+    no pattern matches it."""
+    return tuple(fold(w) for w in warehouses if w and not is_uuid(w))
 
 
 def parse_rules(doc: Any, source: str) -> dict[str, tuple[Rule, ...]]:

@@ -141,3 +141,17 @@ def test_a_level_with_a_dot_or_a_warehouse_with_a_slash_after_folding_is_refused
         check_namespace(["a\uff0eb"])
     with pytest.raises(InvalidRequestError, match="'/'"):
         check_warehouse("a\uff0fb")
+
+
+@pytest.mark.parametrize("name", ["orders#_public", "#", "a?b", "?", "x\uff03y", "q\uff1f"])
+def test_url_delimiters_are_refused_in_every_name_also_after_folding(name: str) -> None:
+    """A URL reads `#` as a fragment and `?` as a query: a name holding one would be decided on
+    as itself and could reach the catalog as another object (issue #35)."""
+    with pytest.raises(InvalidRequestError, match="'#' or '\\?'"):
+        check_name(name, "table")
+    with pytest.raises(InvalidRequestError):
+        TableRef("demo", (name,), "t")
+    with pytest.raises(InvalidRequestError):
+        TableRef(name, ("ns",), "t")
+    with pytest.raises(InvalidRequestError):
+        TableRef("demo", ("ns",), name)

@@ -333,3 +333,23 @@ async def test_repeated_tables_reuse_one_validated_ref(server_factory,
                 credentials_pb2.GetTableCredentialsRequest(table=bad), timeout=5)
         assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert fake_ops.calls["get_credentials"] == 4
+
+
+async def test_resolve_warehouse_applies_the_caller_policy(server_factory) -> None:
+    """Issue #35 item 6: ResolveWarehouse told any caller any warehouse's id."""
+    policy = CallerPolicy(parse_rules(
+        {"callers": {"alice": [{"warehouse": "other", "namespace": "*", "table": "*"}],
+                     "bob": [{"warehouse": "demo", "namespace": "x", "table": "y"}]}}, "test"))
+    s = await server_factory(auth=StaticTokenCallerAuth({"tok-alice-123": "alice",
+                                                         "tok-bob-12345": "bob"}),
+                             policy=policy)
+    for given in ("demo", WAREHOUSE.id):
+        with pytest.raises(grpc.aio.AioRpcError) as info:
+            await s.catalog.ResolveWarehouse(
+                catalog_pb2.ResolveWarehouseRequest(warehouse=given),
+                metadata=(("authorization", "Bearer tok-alice-123"),), timeout=5)
+        assert info.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        wh = await s.catalog.ResolveWarehouse(
+            catalog_pb2.ResolveWarehouseRequest(warehouse=given),
+            metadata=(("authorization", "Bearer tok-bob-12345"),), timeout=5)
+        assert wh.warehouse_id == WAREHOUSE.id

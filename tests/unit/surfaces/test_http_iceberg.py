@@ -283,3 +283,17 @@ async def test_load_of_a_missing_table_asks_no_credentials(make_client: MakeClie
     client = await make_client(ops=ops)
     assert (await client.get(TABLE, headers=VENDED)).status == 404
     assert ops.calls["get_credentials"] == 0
+
+
+async def test_a_hash_in_a_forwarded_table_name_is_a_400_in_lakekeepers_envelope(
+    make_client: MakeClient,
+) -> None:
+    ops = _ops()
+    client = await make_client(ops=ops)
+    resp = await client.delete("/catalog/v1/demo/namespaces/demo_ns/tables/orders%23_public",
+                               headers=AUTH)
+    assert resp.status == 400
+    doc = await resp.json()
+    assert doc["error"]["code"] == 400
+    assert "'#' or '?'" in doc["error"]["message"]
+    assert ops.sent == []

@@ -294,3 +294,45 @@ async def test_the_credentials_answer_echoes_any_request_id(make_client: MakeCli
     assert resp.headers["Cache-Control"] == "private"
     assert resp.headers["Vary"].startswith("authorization")
     assert list(await resp.json()) == ["storage-credentials"]
+
+
+def _alice_policy(warehouse: str = "demo") -> CallerPolicy:
+    return CallerPolicy(parse_rules({"callers": {"alice": [
+        {"warehouse": warehouse, "namespace": "team_a", "table": "*", "access": "read"}]}}, "t"))
+
+
+ALICE_AUTH = {"Authorization": "Bearer tok-alice-123"}
+
+
+@pytest.mark.parametrize(("rule", "given", "status"), [
+    ("demo", "demo", 200), ("demo", WAREHOUSE.id, 200), ("other", "demo", 403),
+    ("other", WAREHOUSE.id, 403), (WAREHOUSE.id[:2] + "*", WAREHOUSE.id, 403),
+])
+async def test_the_warehouse_look_up_applies_the_caller_policy(
+    make_client: MakeClient, rule: str, given: str, status: int
+) -> None:
+    """Issue #35 item 6: `/management/v1/warehouse/{wh}` told any caller any warehouse's id."""
+    client = await make_client(policy=_alice_policy(rule),
+                               auth=StaticTokenCallerAuth({"tok-alice-123": "alice"}))
+    resp = await client.get(f"/management/v1/warehouse/{given}", headers=ALICE_AUTH)
+    assert resp.status == status
+    if status == 200:
+        assert (await resp.json())["id"] == WAREHOUSE.id
+
+
+@pytest.mark.parametrize(("parent", "status", "forwarded"), [
+    ("team_a", 200, True), ("team_b", 403, False), ("team_a&parent=team_b", 400, False),
+    ("team_a%1Fsub", 403, False), ("a%23b", 400, False),
+])
+async def test_a_namespace_listing_under_a_parent_applies_the_caller_policy(
+    make_client: MakeClient, fake_ops: FakeOperations, parent: str, status: int,
+    forwarded: bool,
+) -> None:
+    """Issue #35 item 6: `?parent=` listed any namespace's children for any caller."""
+    client = await make_client(policy=_alice_policy(),
+                               auth=StaticTokenCallerAuth({"tok-alice-123": "alice"}))
+    resp = await client.get(f"/catalog/v1/demo/namespaces?parent={parent}", headers=ALICE_AUTH)
+    assert resp.status == status
+    assert bool(fake_ops.forwarded) is forwarded
+    if forwarded:
+        assert fake_ops.forwarded[-1][2] == f"parent={parent}"

@@ -8,6 +8,8 @@ from yarl import URL
 from gateway.errors import TableIdentityMismatchError, UnavailableError
 from gateway.identity import ExpectedIdentity
 from gateway.models import AccessMode, Outcome
+from gateway.surfaces.callers import StaticTokenCallerAuth
+from gateway.surfaces.policy import CallerPolicy, parse_rules
 from tests.unit.surfaces.conftest import MakeClient, count, total_requests
 from tests.unit.surfaces.fake_operations import (
     ROTATED_KEYS,
@@ -249,6 +251,25 @@ async def test_resolve_warehouse(make_client: MakeClient) -> None:
     client = await make_client()
     resp = await client.get("/v1/warehouses/demo", headers=MARK)
     assert (await resp.json()) == {"warehouse_id": WAREHOUSE.id, "name": "demo"}
+
+
+@pytest.mark.parametrize(("rule", "given", "status"), [
+    ("demo", "demo", 200), ("demo", WAREHOUSE.id, 200), ("other", "demo", 403),
+    ("other", WAREHOUSE.id, 403), (WAREHOUSE.id[:2] + "*", WAREHOUSE.id, 403),
+])
+async def test_the_native_warehouse_look_up_applies_the_caller_policy(
+    make_client: MakeClient, rule: str, given: str, status: int
+) -> None:
+    """Issue #35 item 6: `/v1/warehouses/{wh}` told any caller any warehouse's id."""
+    policy = CallerPolicy(parse_rules({"callers": {"alice": [
+        {"warehouse": rule, "namespace": "*", "table": "*", "access": "read"}]}}, "t"))
+    client = await make_client(policy=policy,
+                               auth=StaticTokenCallerAuth({"tok-alice-123": "alice"}))
+    resp = await client.get(f"/v1/warehouses/{given}",
+                            headers={"Authorization": "Bearer tok-alice-123"})
+    assert resp.status == status
+    if status == 200:
+        assert (await resp.json())["warehouse_id"] == WAREHOUSE.id
 
 
 # ---------------------------------------------------------------- hot path: memo and pre-render

@@ -78,16 +78,28 @@ async def test_rate_limited_caller_gets_429_with_retry_after(
     assert rejected(metrics, "ratelimit") == 1
 
 
-async def test_policy_checked_against_warehouse_id_after_resolution(
+async def test_a_uuid_is_decided_on_through_the_name_it_resolves_to(
     fake_ops: FakeOperations, metrics: Metrics, clock: FakeClock
 ) -> None:
-    gate, caller = await alice_on_team_a(fake_ops, metrics, clock, WAREHOUSE.id)
+    gate, caller = await alice_on_team_a(fake_ops, metrics, clock, "demo")
     ctx = RequestContext(request_id="r")
-    await gate.authorize(caller, ctx, ("demo", ("team_a",), "t"), AccessMode.READ)
+    await gate.authorize(caller, ctx, (WAREHOUSE.id, ("team_a",), "t"), AccessMode.READ)
     assert fake_ops.calls["resolve_warehouse"] == 1
     with pytest.raises(PermissionDeniedError):
-        await gate.authorize(caller, ctx, ("demo", ("team_b",), "t"), AccessMode.READ)
+        await gate.authorize(caller, ctx, (WAREHOUSE.id, ("team_b",), "t"), AccessMode.READ)
     assert rejected(metrics, "policy") == 1
+
+
+@pytest.mark.parametrize("pattern", [WAREHOUSE.id, WAREHOUSE.id[:1] + "*", "*-*"])
+async def test_warehouse_patterns_never_match_the_uuid_itself(
+    fake_ops: FakeOperations, metrics: Metrics, clock: FakeClock, pattern: str
+) -> None:
+    """Issue #35 finding 5: a rule on `d*` admitted warehouse `prod_a` through its UUID,
+    which starts with `d`. Here the UUID starts with `0`, its name is `demo`."""
+    gate, caller = await alice_on_team_a(fake_ops, metrics, clock, pattern)
+    ctx = RequestContext(request_id="r")
+    for given in (WAREHOUSE.id, "demo"):
+        assert not await gate.allowed(caller, ctx, (given, ("team_a",), "t"), AccessMode.READ)
 
 
 async def test_policy_decisions_are_memoized_but_name_dependent_ones_resolve_every_time(

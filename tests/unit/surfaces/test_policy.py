@@ -1,4 +1,5 @@
-"""Caller policy: fnmatch patterns, name-or-id warehouses, read/write, file validation."""
+"""Caller policy: fnmatch patterns, warehouse names (a UUID only through its name), read/write,
+file validation."""
 
 from __future__ import annotations
 
@@ -186,3 +187,24 @@ def test_a_rule_names_its_project_with_a_pattern() -> None:
 def test_a_malformed_project_is_refused(project: object) -> None:
     with pytest.raises(PolicyFileError, match="project"):
         parse_rules({"callers": {"a": [{"project": project}]}}, "t")
+
+
+PROD_A_ID = "d1f0c2a4-6c1e-7d32-9a51-3f0b2c7e9d10"  # warehouse prod_a: its UUID starts with d
+
+
+def test_warehouse_patterns_match_names_never_uuids() -> None:
+    """Issue #35 finding 5: a rule on `d*` must not admit `prod_a` through its UUID."""
+    policy = CallerPolicy(parse_rules({"callers": {"alice": [
+        {"warehouse": "d*", "namespace": "*", "table": "*"}]}}, "t"))
+    assert not policy.allows(ALICE, (PROD_A_ID,), ("ns",), "t", AccessMode.READ)
+    assert not policy.allows(ALICE, (PROD_A_ID, PROD_A_ID, "prod_a"), ("ns",), "t",
+                             AccessMode.READ)
+    assert policy.allows(ALICE, (PROD_A_ID, PROD_A_ID, "dev_a"), ("ns",), "t", AccessMode.READ)
+    assert policy.needs_warehouse_names(ALICE, PROD_A_ID)  # only its name can decide
+
+
+def test_a_uuid_whose_name_is_unknown_matches_only_the_any_warehouse_rule() -> None:
+    policy = CallerPolicy(parse_rules({"callers": {"alice": [
+        {"warehouse": "*", "namespace": "team_a", "table": "*"}]}}, "t"))
+    assert policy.allows(ALICE, (PROD_A_ID,), ("team_a",), "t", AccessMode.READ)
+    assert not policy.needs_warehouse_names(ALICE, PROD_A_ID)
