@@ -12,7 +12,11 @@ from types import ModuleType
 from typing import Any
 
 from lakegate_client._config import ClientConfig
-from lakegate_client._errors import ConfigurationError
+from lakegate_client._errors import (
+    ConfigurationError,
+    GatewayConnectionError,
+    GatewayTimeoutError,
+)
 from lakegate_client._facade import ClientState, Facade
 from lakegate_client._models import Access, LoadedTable, Namespace, TableKind
 from lakegate_client._ops import ListPage, Page
@@ -24,6 +28,8 @@ __all__ = ["AsyncClient", "Client", "ClientState"]
 
 
 GRPC_EXTRA = "lakegate-client[grpc]"
+# The gateway could not be reached at all (not an answer of the gateway's).
+UNREACHABLE = (GatewayConnectionError, GatewayTimeoutError)
 
 
 def _grpc(config: ClientConfig) -> bool:
@@ -87,8 +93,11 @@ class Client(Facade[SyncTransport]):
     ) -> TableCredentials:
         """Vended storage credentials for a table.
 
-        Answered from the per-process memo while the last answer has more than the floor left
-        (``outcome == "memo"``), else from the gateway (whose cache makes that cheap too).
+        Answered from the per-process memo (``outcome == "memo"``) while the last answer has
+        more than the floor left and the gateway's word on its table identity holds (its
+        ``identity_ttl_s``, else 5 s), else from the gateway (whose cache makes that cheap
+        too). When the gateway cannot be reached, the memo's last answer for the table is
+        served while above the floor, as the gateway does while its catalog is unreachable.
 
         Args:
             namespace: ``"ns"``, ``"a.b"`` or ``["a", "b"]``.
@@ -107,11 +116,17 @@ class Client(Facade[SyncTransport]):
             GatewayTimeoutError: see the error tree in ``lakegate_client._errors``.
             TableIdentityMismatchError: not the expected table (see above).
         """
-        memoised, op = self._credentials_op(namespace, table, warehouse, access, kind,
-                                            expected_location, table_id)
-        if memoised is not None:
+        call = self._credentials_call(namespace, table, warehouse, access, kind,
+                                      expected_location, table_id)
+        if (memoised := call.memoised) is not None:
             return memoised
-        return self._remember(op, self._transport().send(op))
+        try:
+            answer = self._transport().send(call.op)
+        except UNREACHABLE:
+            if (last := call.unreachable()) is None:
+                raise
+            return last
+        return call.answered(answer)
 
     def load(
         self,
@@ -218,11 +233,17 @@ class AsyncClient(Facade[AsyncTransport]):
         table_id: str | None = None,
     ) -> TableCredentials:
         """Vended storage credentials for a table (see :meth:`Client.credentials`)."""
-        memoised, op = self._credentials_op(namespace, table, warehouse, access, kind,
-                                            expected_location, table_id)
-        if memoised is not None:
+        call = self._credentials_call(namespace, table, warehouse, access, kind,
+                                      expected_location, table_id)
+        if (memoised := call.memoised) is not None:
             return memoised
-        return self._remember(op, await self._transport().send(op))
+        try:
+            answer = await self._transport().send(call.op)
+        except UNREACHABLE:
+            if (last := call.unreachable()) is None:
+                raise
+            return last
+        return call.answered(answer)
 
     async def load(
         self,
