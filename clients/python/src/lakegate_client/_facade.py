@@ -14,11 +14,17 @@ import enum
 import os
 import threading
 from collections.abc import Callable, Mapping
+from types import ModuleType
 from typing import Generic, TypeVar
 
 from lakegate_client._clock import Clock, SystemClock
 from lakegate_client._config import ClientConfig
-from lakegate_client._errors import ClientClosedError, ConfigurationError
+from lakegate_client._errors import (
+    ClientClosedError,
+    ConfigurationError,
+    GatewayConnectionError,
+    GatewayTimeoutError,
+)
 from lakegate_client._memo import CredentialMemo, MemoKey, memo_key
 from lakegate_client._models import (
     Namespace,
@@ -31,9 +37,45 @@ from lakegate_client._models import (
 from lakegate_client._ops import CreateTable, DropTable, GetCredentials, LoadTable, RenameTable
 from lakegate_client.credentials import TableCredentials
 
-__all__ = ["ClientState", "CredentialsCall", "Facade", "resolve_warehouse"]
+__all__ = [
+    "GRPC_EXTRA",
+    "UNREACHABLE",
+    "ClientState",
+    "CredentialsCall",
+    "Facade",
+    "grpc_transports",
+    "resolve_warehouse",
+    "uses_grpc",
+]
 
 T = TypeVar("T")
+GRPC_EXTRA = "lakegate-client[grpc]"
+# The gateway could not be reached at all (not an answer of the gateway's).
+UNREACHABLE = (GatewayConnectionError, GatewayTimeoutError)
+
+
+def uses_grpc(config: ClientConfig) -> bool:
+    """Whether the URL's scheme picks the gRPC transport."""
+    return config.endpoint.protocol == "grpc"
+
+
+def grpc_transports() -> ModuleType:
+    """The gRPC transport module, or a ConfigurationError naming the extra that brings it.
+
+    Why imported here and only here: the core client depends on httpx alone, so grpcio and
+    protobuf may be missing, or be an executor image's older pins that the committed stubs
+    refuse (ImportError for a missing package or module, RuntimeError from the stubs' grpcio
+    check, protobuf's VersionError); every one of them means the same fix.
+    """
+    try:
+        from lakegate_client import _grpc as transports
+    except Exception as exc:
+        raise ConfigurationError(
+            f"grpc:// and grpc+unix: URLs need the gRPC extra: pip install '{GRPC_EXTRA}'"
+            f" (grpcio>=1.72.1, protobuf>=6.30,<8); importing it failed:"
+            f" {type(exc).__name__}: {exc}"
+        ) from exc
+    return transports
 
 
 def resolve_warehouse(config: ClientConfig, warehouse: str | None) -> str:
