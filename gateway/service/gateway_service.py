@@ -183,9 +183,9 @@ class GatewayService:
         `EVENTS_CALLER_IDENTITY_TTL_S` (an event reaches this gateway, never the caller)."""
         left = self.identity.confirmed_for(key, creds)
         detail = self.events_detail
-        if detail is not None and detail() is None:  # subscribed
-            left = min(left, EVENTS_CALLER_IDENTITY_TTL_S)
-        return round(left, 3)
+        if detail is not None and detail() is None and left > EVENTS_CALLER_IDENTITY_TTL_S:
+            return EVENTS_CALLER_IDENTITY_TTL_S  # subscribed
+        return left
 
     async def _renewed(self, key: CacheKey, min_left_s: float,
                        got: tuple[CredentialSet, Outcome, float | None],
