@@ -20,30 +20,16 @@ FORMS = ["http", "http+uds", "grpc", "grpc+uds"]
 IDENTITY_TTL_S = 600.0  # what fake_gateway_server.py states (IDENTITY_TTL_S there)
 
 
-class FakeClock:
-    """The memo's clock, moved by the test; it starts at real time (the fake's expiries are)."""
-
-    def __init__(self) -> None:
-        self.t = time.time()
-
-    def now(self) -> float:
-        return self.t
-
-    def monotonic(self) -> float:
-        return self.t
-
-    def advance(self, seconds: float) -> None:
-        self.t += seconds
-
-
 @pytest.fixture(params=FORMS)
 def url(request: pytest.FixtureRequest, fake_gateway: Any) -> str:
     return fake_gateway.urls[request.param]  # type: ignore[no-any-return]
 
 
 @pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
+def clock(fake_clock: Any) -> Any:
+    """conftest's fake clock, at real time (the fake gateway's expiries are)."""
+    fake_clock.t = time.time()
+    return fake_clock
 
 
 def table(prefix: str = "t") -> str:
@@ -58,7 +44,7 @@ def test_the_gateways_identity_ttl_reaches_the_caller(url: str) -> None:
 
 
 def test_a_replaced_table_is_served_new_once_the_stated_ttl_passes(
-    url: str, fake_gateway: Any, clock: FakeClock
+    url: str, fake_gateway: Any, clock: Any
 ) -> None:
     name = table()
     with Client(url, warehouse="demo", timeout_s=5, clock=clock) as client:
@@ -75,7 +61,7 @@ def test_a_replaced_table_is_served_new_once_the_stated_ttl_passes(
 
 
 def test_a_task_planned_against_the_replaced_table_gets_409_once_the_ttl_passes(
-    url: str, fake_gateway: Any, clock: FakeClock
+    url: str, fake_gateway: Any, clock: Any
 ) -> None:
     name = table()
     with Client(url, warehouse="demo", timeout_s=5, clock=clock) as client:
@@ -88,7 +74,7 @@ def test_a_task_planned_against_the_replaced_table_gets_409_once_the_ttl_passes(
 
 
 def test_an_older_gateway_that_states_no_ttl_is_asked_again_after_the_default(
-    url: str, fake_gateway: Any, clock: FakeClock
+    url: str, fake_gateway: Any, clock: Any
 ) -> None:
     name = table("legacy")
     with Client(url, warehouse="demo", timeout_s=5, clock=clock) as client:
@@ -99,7 +85,7 @@ def test_an_older_gateway_that_states_no_ttl_is_asked_again_after_the_default(
 
 
 async def test_the_async_client_follows_the_same_bound(
-    url: str, fake_gateway: Any, clock: FakeClock
+    url: str, fake_gateway: Any, clock: Any
 ) -> None:
     name = table()
     async with AsyncClient(url, warehouse="demo", timeout_s=5, clock=clock) as client:
