@@ -13,7 +13,7 @@ export NO_PROXY := localhost,127.0.0.1
 export SPARK_LOCAL_IP := 127.0.0.1
 export no_proxy := localhost,127.0.0.1
 
-.PHONY: venv prometheus-bin demo long-job test test-unit test-integration bench harden soak proto proto-check lint clean devstack-up devstack-down client-min-deps lock
+.PHONY: venv prometheus-bin demo long-job test test-unit test-integration bench harden soak proto proto-check unasync lint clean devstack-up devstack-down client-min-deps lock
 
 venv: $(STAMP)
 
@@ -57,6 +57,7 @@ lint: venv
 test: venv prometheus-bin
 	$(MAKE) --no-print-directory lint
 	$(PY) proto/generate.py --check
+	$(PY) clients/python/unasync.py --check
 	$(MAKE) --no-print-directory client-min-deps
 	$(PY) -m pytest -p no:cacheprovider tests clients/python/tests
 
@@ -89,6 +90,10 @@ long-job: venv
 
 proto: venv
 	$(PY) proto/generate.py
+
+# The blocking Client, generated from the asyncio AsyncClient (clients/python/unasync.py).
+unasync: venv
+	$(PY) clients/python/unasync.py
 
 devstack-up: venv
 	$(PY) -m devstack up

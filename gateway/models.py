@@ -208,6 +208,9 @@ class CredentialLookup(NamedTuple):
     credentials: CredentialSet
     outcome: Outcome
     remaining_s: float | None
+    # How long from now a caller may keep using this answer's table identity without asking
+    # again (None: not stated, e.g. a surface that does not carry it).
+    identity_ttl_s: float | None = None
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,12 @@ WAREHOUSE_STALE_RETRY_S = 5.0
 WAREHOUSE_STALE_WAIT_S = 1.0
 """How long a caller holding a lapsed mapping waits for its refresh before using it."""
 
+# ---- table identity ----------------------------------------------------------------------------
+EVENTS_CALLER_IDENTITY_TTL_S = 2.0
+"""While change events are up, the longest a caller (the client's per-process memo) may keep an
+answer's table identity without asking again: an event reaches this gateway within about this
+long, a caller never, so the caller's bound follows the gateway's by at most this much."""
+
 # ---- readiness ---------------------------------------------------------------------------------
 HEALTH_TTL_S = 2.0
 """A readiness answer is reused this long (probes of several kubelets cost one check)."""

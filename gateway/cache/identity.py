@@ -140,6 +140,14 @@ class IdentityGuard:
             return rec.served
         return None
 
+    def confirmed_for(self, key: CacheKey, served: CredentialSet) -> float:
+        """Seconds from now until `served` (this guard's answer for `key`) is due to be
+        confirmed again: how long a caller may keep using its identity (0 when unknown)."""
+        rec = self._last.get(key)
+        if rec is None or (rec.served is not served and rec.source is not served):
+            return 0.0
+        return max(0.0, rec.due_mono - self._clock.monotonic())
+
     # ------------------------------------------------------------------ the slow path
     async def confirm(self, key: CacheKey, ctx: RequestContext,
                       expect: ExpectedIdentity | None, got: Lookup) -> Lookup:

@@ -41,7 +41,7 @@ from gateway.models import (
 )
 from gateway.names import is_uuid
 from gateway.settings import Settings
-from gateway.tuning import HEALTH_TTL_S
+from gateway.tuning import EVENTS_CALLER_IDENTITY_TTL_S, HEALTH_TTL_S
 from gateway.upstream.lakekeeper import CatalogClient
 from gateway.upstream.token_source import TokenSource
 
@@ -174,8 +174,18 @@ class GatewayService:
                                defer=outcome is _COALESCED and access is _READ)
         return CredentialLookup(
             warehouse=wh, ref=ref, access=access, credentials=creds, outcome=outcome,
-            remaining_s=remaining,
+            remaining_s=remaining, identity_ttl_s=self._identity_ttl(key, creds),
         )
+
+    def _identity_ttl(self, key: CacheKey, creds: CredentialSet) -> float:
+        """How long the caller may keep using the answer's identity (the client's memo does):
+        until this gateway confirms it again, and while change events are up at most
+        `EVENTS_CALLER_IDENTITY_TTL_S` (an event reaches this gateway, never the caller)."""
+        left = self.identity.confirmed_for(key, creds)
+        detail = self.events_detail
+        if detail is not None and detail() is None and left > EVENTS_CALLER_IDENTITY_TTL_S:
+            return EVENTS_CALLER_IDENTITY_TTL_S  # subscribed
+        return left
 
     async def _renewed(self, key: CacheKey, min_left_s: float,
                        got: tuple[CredentialSet, Outcome, float | None],

@@ -43,6 +43,7 @@ from lakegate.v1 import catalog_pb2, common_pb2, credentials_pb2
 # Wire tags: (field number << 3) | wire type (1 = 64-bit, 0 = varint).
 _REMAINING_TAG = bytes(((5 << 3) | 1,))
 _OUTCOME_TAG = bytes(((6 << 3) | 0,))
+_IDENTITY_TTL_TAG = bytes(((9 << 3) | 1,))
 _DOUBLE = struct.Struct("<d")
 _OUTCOMES = {
     Outcome.HIT: common_pb2.CACHE_OUTCOME_HIT,
@@ -97,13 +98,14 @@ def credentials_pb(lookup: CredentialLookup) -> credentials_pb2.GetTableCredenti
         outcome=_OUTCOMES.get(lookup.outcome, common_pb2.CACHE_OUTCOME_UNSPECIFIED),
         access=access_pb(lookup.access),
         table_id=creds.table_id or "",
+        identity_ttl_seconds=lookup.identity_ttl_s,
     )
 
 
 def credentials_pb_parts(lookup: CredentialLookup) -> tuple[bytes, bytes]:
-    """The serialized fields before (1-4) and after (7, 8) the two per-call fields (5, 6).
+    """The serialized fields before (1-4) and after (7, 8) the per-call fields 5, 6 (and 9).
 
-    Fields are written in number order, so head + fields 5, 6 + tail are the bytes
+    Fields are written in number order, so head + fields 5, 6 + tail + field 9 are the bytes
     `credentials_pb(lookup).SerializeToString()` writes.
     """
     full = credentials_pb(lookup)
@@ -113,6 +115,7 @@ def credentials_pb_parts(lookup: CredentialLookup) -> tuple[bytes, bytes]:
     full.ClearField("table_id")
     full.ClearField("remaining_seconds")
     full.ClearField("outcome")
+    full.ClearField("identity_ttl_seconds")
     return full.SerializeToString(), tail.SerializeToString()
 
 
@@ -127,6 +130,13 @@ def _pb_fields(lookup: CredentialLookup) -> bytes:
     if outcome:
         out += _OUTCOME_TAG + bytes((outcome,))  # enum values < 128: a one-byte varint
     return out
+
+
+def _pb_identity_ttl(lookup: CredentialLookup) -> bytes:
+    """Field 9 (optional double identity_ttl_seconds), written whenever it is stated, 0 too."""
+    if lookup.identity_ttl_s is None:
+        return b""
+    return _IDENTITY_TTL_TAG + _DOUBLE.pack(lookup.identity_ttl_s)
 
 
 def load_pb(result: LoadResult) -> catalog_pb2.LoadTableResponse:
@@ -189,7 +199,7 @@ class CredentialServicer(_Servicer):
         if body is None or not body.fits(lookup):
             body = RenderedBody(lookup, *credentials_pb_parts(lookup))
             self._bodies.put(key, body)
-        return body.splice(_pb_fields(lookup))
+        return body.splice(_pb_fields(lookup)) + _pb_identity_ttl(lookup)
 
     async def InvalidateCredentials(
         self, request: credentials_pb2.InvalidateCredentialsRequest, call: GrpcCall

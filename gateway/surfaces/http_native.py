@@ -65,12 +65,13 @@ def credentials_doc(lookup: CredentialLookup) -> dict[str, Any]:
         "expires_at_ms": creds.expires_at_ms,
         "remaining_s": lookup.remaining_s,
         "outcome": lookup.outcome.value,
+        "identity_ttl_s": lookup.identity_ttl_s,
         "credentials": [credential_json(c, with_expiry=True) for c in creds.credentials],
     }
 
 
 def credentials_body(lookup: CredentialLookup) -> RenderedBody:
-    """`credentials_doc` pre-rendered around its two per-request fields.
+    """`credentials_doc` pre-rendered around its per-request fields.
 
     The rendered bytes equal `json.dumps(credentials_doc(lookup), separators=(",", ":"))`.
     """

@@ -61,6 +61,8 @@ _SCHEMAS: dict[str, Any] = {
         "table_id": {"type": ["string", "null"]},
         "remaining_s": {"type": ["number", "null"]},
         "outcome": {"type": "string", "enum": ["hit", "miss", "coalesced", "stale"]},
+        "identity_ttl_s": {"type": ["number", "null"], "minimum": 0, "description": (
+            "seconds from this answer the caller may keep using its table identity")},
         "credentials": {"type": "array",
                         "items": {"$ref": "#/components/schemas/StorageCredential"}}}},
     "GenericTable": {"type": "object", "properties": {

@@ -82,6 +82,7 @@ def _json_number(value: float | None) -> bytes:
 
 _COALESCED = Outcome.COALESCED  # bound once: enum class attributes are slow on 3.11
 _OUTCOME_KEY = b',"outcome":'
+_IDENTITY_TTL_KEY = b',"identity_ttl_s":'
 _OUTCOME_JSON: dict[str, bytes] = {o.value: json.dumps(o.value).encode() for o in Outcome}
 
 
@@ -90,7 +91,8 @@ class RenderedBody:
 
     Everything fixed by (warehouse, table, access, credential set) is rendered once. A static
     body (`tail` None) is `head` itself; a spliced one (the native CredentialsResponse) is
-    `head + remaining_s + ,"outcome": + outcome + tail`, the two fields that change per request.
+    `head + remaining_s + ,"outcome": + outcome + ,"identity_ttl_s": + identity_ttl_s + tail`,
+    the fields that change per request.
     A rotated credential is a new CredentialSet object: `fits()` compares identities, so it is
     re-rendered at once.
 
@@ -134,7 +136,7 @@ class RenderedBody:
             return self._coalesced
         outcome = _OUTCOME_JSON.get(lookup.outcome) or json.dumps(str(lookup.outcome)).encode()
         body = b"".join((self._head, _json_number(lookup.remaining_s), _OUTCOME_KEY, outcome,
-                         self._tail))
+                         _IDENTITY_TTL_KEY, _json_number(lookup.identity_ttl_s), self._tail))
         if coalesced:
             self._coalesced = body
         return body

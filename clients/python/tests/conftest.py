@@ -64,6 +64,12 @@ class FakeGateway:
         with httpx.Client(trust_env=False, timeout=5) as client:
             return client.get(f"{self.http_url}/_fake/stats").json()  # type: ignore[no-any-return]
 
+    def replace(self, table: str) -> None:
+        """Drop and create ``table`` again behind every client's back: a new location."""
+        with httpx.Client(trust_env=False, timeout=5) as client:
+            resp = client.post(f"{self.http_url}/_fake/replace", params={"table": table})
+            resp.raise_for_status()
+
 
 @pytest.fixture
 def fake_clock() -> FakeClock:

@@ -8,6 +8,12 @@ scripted answers chosen by table name:
 ``slow`` sleeps 3 s, ``short`` expires in 100 s, ``noexpiry`` has no expiry, ``exists`` (create)
 409; anything else succeeds with a credential valid for one hour.
 
+Credential answers state ``identity_ttl_s`` (gRPC ``identity_ttl_seconds``) = ``IDENTITY_TTL_S``,
+except for tables named ``legacy*`` (a gateway that states none). ``POST /_fake/replace?table=T``
+replaces table ``T`` (drop and create again: a new location ``.../T-v<n>``); a credential request
+naming another ``expected_location`` is refused 409 ``TableIdentityMismatch``
+(``FAILED_PRECONDITION``), as the gateway refuses it.
+
 ``GET /_fake/stats`` answers call counters and the last caller headers seen; it exists only here.
 It runs in its own process so that the forking tests never fork a process with gRPC server threads.
 """
@@ -44,6 +50,8 @@ ERRORS: dict[str, tuple[int, str, grpc.StatusCode]] = {
     "down": (503, "UpstreamUnavailable", grpc.StatusCode.UNAVAILABLE),
 }
 REQUEST_ID = "0b7e3f5c-0000-4000-8000-000000000001"
+IDENTITY_TTL_S = 600.0
+MISMATCH = (409, "TableIdentityMismatch", grpc.StatusCode.FAILED_PRECONDITION)
 
 
 class State:
@@ -52,6 +60,23 @@ class State:
     def __init__(self) -> None:
         self.calls: dict[str, int] = {}
         self.last: dict[str, str] = {}
+        self.generations: dict[str, int] = {}  # table → times replaced
+
+    def location(self, namespace: list[str], table: str) -> str:
+        generation = self.generations.get(table, 0)
+        suffix = f"-v{generation}" if generation else ""
+        return f"s3://bucket/{'/'.join(namespace)}/{table}{suffix}"
+
+    def answer(self, namespace: list[str], table: str, expected_location: str) -> dict[str, Any]:
+        """The credential answer for the table as it is now; raises Mismatch for another
+        expected location."""
+        location = self.location(namespace, table)
+        if expected_location and expected_location.rstrip("/") != location:
+            raise Mismatch(f"table {table} is not at {expected_location}")
+        body = credential(namespace, table, location)
+        if not table.startswith("legacy"):
+            body["identity_ttl_s"] = IDENTITY_TTL_S
+        return body
 
     def count(self, op: str, headers: dict[str, str]) -> None:
         self.calls[op] = self.calls.get(op, 0) + 1
@@ -63,8 +88,12 @@ class State:
         }
 
 
-def credential(namespace: list[str], table: str) -> dict[str, Any]:
-    location = f"s3://bucket/{'/'.join(namespace)}/{table}"
+class Mismatch(Exception):
+    """The caller's expected identity is not the table's."""
+
+
+def credential(namespace: list[str], table: str, location: str = "") -> dict[str, Any]:
+    location = location or f"s3://bucket/{'/'.join(namespace)}/{table}"
     now_ms = int(time.time() * 1000)
     expires = {"short": now_ms + 100_000, "noexpiry": 0}.get(table, now_ms + 3_600_000)
     config = {
@@ -157,7 +186,10 @@ def http_app(state: State) -> web.Application:
 
     @handles("credentials")
     async def credentials(request: web.Request, ns: list[str], name: str) -> web.Response:
-        body = credential(ns, name)
+        try:
+            body = state.answer(ns, name, request.query.get("expected_location", ""))
+        except Mismatch as exc:
+            return envelope(MISMATCH[0], MISMATCH[1], str(exc))
         remaining = (
             max(body["expires_at_ms"] / 1000 - time.time(), 0) if body["expires_at_ms"] else 0
         )
@@ -219,6 +251,11 @@ def http_app(state: State) -> web.Application:
     async def rename(request: web.Request, ns: list[str], name: str) -> web.Response:
         return web.Response(status=204)
 
+    async def replace(request: web.Request) -> web.Response:
+        table = request.query["table"]
+        state.generations[table] = state.generations.get(table, 0) + 1
+        return web.json_response({"generation": state.generations[table]})
+
     async def stats(_: web.Request) -> web.Response:
         return web.json_response({"calls": state.calls, "last": state.last, "pid": os.getpid()})
 
@@ -231,6 +268,7 @@ def http_app(state: State) -> web.Application:
     app.router.add_delete(base + "/{table}", drop)
     app.router.add_post("/v1/warehouses/{wh}/tables/rename", rename)
     app.router.add_get("/_fake/stats", stats)
+    app.router.add_post("/_fake/replace", replace)
     return app
 
 
@@ -267,7 +305,14 @@ class Credentials(credentials_pb2_grpc.CredentialServiceServicer):
     async def GetTableCredentials(self, request: Any, context: Any) -> Any:
         self.state.count("credentials", grpc_headers(context))
         await abort_scripted(context, request.table.name)
-        body = credential(list(request.table.namespace), request.table.name)
+        try:
+            body = self.state.answer(list(request.table.namespace), request.table.name,
+                                     request.expected_location)
+        except Mismatch as exc:
+            status, type_, code = MISMATCH
+            detail = common_pb2.ErrorDetail(type=type_, message=str(exc), http_status=status)
+            await context.abort(code, str(exc), trailing_metadata=(
+                ("lakegate-error-bin", detail.SerializeToString()),))
         remaining = (
             max(body["expires_at_ms"] / 1000 - time.time(), 0) if body["expires_at_ms"] else 0
         )
@@ -279,6 +324,7 @@ class Credentials(credentials_pb2_grpc.CredentialServiceServicer):
             outcome=common_pb2.CACHE_OUTCOME_MISS,
             access=request.access,
             credentials=[common_pb2.StorageCredential(**c) for c in body["credentials"]],
+            identity_ttl_seconds=body.get("identity_ttl_s"),
         )
 
 

@@ -13,6 +13,7 @@ from lakegate_client import (
     ClientConfig,
     ClientState,
     ConfigurationError,
+    GatewayConnectionError,
     LoadedTable,
     NotFoundError,
     StorageCredential,
@@ -55,6 +56,9 @@ class FakeTransport:
         self.closed = False
         self.locations: dict[str, str] = {}  # table → location (default s3://w/<table>)
         self.sent: list[GetCredentials] = []
+        # The gateway's word on each answer's identity (long: the floor alone decides here).
+        self.identity_ttl_s: float | None = 86_400.0
+        self.down = False  # the gateway cannot be reached
 
     @property
     def connection_id(self) -> str:
@@ -62,6 +66,8 @@ class FakeTransport:
 
     def credentials(self, ref: TableRef, access: str) -> TableCredentials:
         self.calls.append(("credentials", (ref, access)))
+        if self.down:
+            raise GatewayConnectionError("cannot reach the gateway", type="GatewayUnreachable")
         if ref.name == "missing":
             raise NotFoundError("no such table", type="NoSuchGenericTableException")
         location = self.locations.get(ref.name, f"s3://w/{ref.name}")
@@ -71,6 +77,7 @@ class FakeTransport:
             expires_at_ms=int((self.clock.now() + self.lifetime_s) * 1000),
             outcome="miss",
             access=access,
+            identity_ttl_s=self.identity_ttl_s,
         )
 
     def load(self, ref: TableRef, vended: bool, access: str) -> LoadedTable:
@@ -419,3 +426,86 @@ def test_a_table_id_the_memo_cannot_confirm_goes_to_the_gateway(
     client.credentials("ns", "orders", table_id="0198-abc")
     assert transport.sent[-1].table_id == "0198-abc"
     assert credential_calls(transport) == 2
+
+
+# -- the memo and the table identity (issue #33, finding 1) ------------------------------------
+
+
+@pytest.fixture
+def bounded(transport: FakeTransport) -> FakeTransport:
+    """A gateway that vouches for each answer's identity for 30 s."""
+    transport.identity_ttl_s = 30.0
+    return transport
+
+
+def test_a_replaced_table_is_never_served_from_the_memo_past_the_gateways_identity_ttl(
+    client: Client, bounded: FakeTransport, clock: FakeClock
+) -> None:
+    old = client.credentials("ns", "orders")
+    bounded.locations["orders"] = "s3://w/orders-v2"  # dropped and created again elsewhere
+    clock.t += 29.9
+    assert (client.credentials("ns", "orders").outcome, old.outcome) == ("memo", "miss")
+    clock.t += 0.1  # the gateway's word on the identity has lapsed: ask again
+    new = client.credentials("ns", "orders")
+    assert (new.outcome, new.location) == ("miss", "s3://w/orders-v2")
+    assert client.credentials("ns", "orders").outcome == "memo"  # and memoised again
+    assert credential_calls(bounded) == 2
+
+
+def test_an_expected_location_is_not_served_from_the_memo_past_the_identity_ttl(
+    client: Client, bounded: FakeTransport, clock: FakeClock
+) -> None:
+    """A Spark task planned against the old table gets the gateway's 409, not the memo's
+    old credential for ever."""
+    old = client.credentials("ns", "orders", expected_location="s3://w/orders")
+    clock.t += 10
+    assert client.credentials("ns", "orders", expected_location=old.location).outcome == "memo"
+    clock.t += 20
+    client.credentials("ns", "orders", expected_location=old.location)
+    assert bounded.sent[-1].expected_location == "s3://w/orders"  # the gateway decides
+    assert credential_calls(bounded) == 2
+
+
+def test_an_unreachable_gateway_is_bridged_by_the_memo_only_above_the_floor(
+    client: Client, bounded: FakeTransport, clock: FakeClock
+) -> None:
+    first = client.credentials("ns", "orders")
+    bounded.down = True
+    clock.t += 60
+    bridged = client.credentials("ns", "orders")  # asked, unreachable: the last answer
+    assert (bridged.outcome, bridged.location) == ("memo", first.location)
+    with pytest.raises(GatewayConnectionError):  # not for another identity
+        client.credentials("ns", "orders", expected_location="s3://w/orders-v2")
+    with pytest.raises(GatewayConnectionError):  # nor for a table never asked for
+        client.credentials("ns", "other")
+    clock.t += 3600 - 300 - 60
+    with pytest.raises(GatewayConnectionError):  # nor below the floor
+        client.credentials("ns", "orders")
+
+
+def test_an_unreachable_gateway_is_the_callers_error_with_the_memo_off(
+    clock: FakeClock, bounded: FakeTransport
+) -> None:
+    client = Client(config=CONFIG, clock=clock, memo=False, transport_factory=lambda _: bounded)
+    client.credentials("ns", "orders")
+    bounded.down = True
+    with pytest.raises(GatewayConnectionError):
+        client.credentials("ns", "orders")
+
+
+async def test_the_async_client_follows_the_same_identity_rule(
+    clock: FakeClock, bounded: FakeTransport
+) -> None:
+    async with AsyncClient(
+        config=CONFIG, clock=clock, transport_factory=lambda _: AsyncFakeTransport(bounded)
+    ) as client:
+        await client.credentials("ns", "orders")
+        bounded.locations["orders"] = "s3://w/orders-v2"
+        clock.t += 29
+        assert (await client.credentials("ns", "orders")).location == "s3://w/orders"
+        clock.t += 1
+        assert (await client.credentials("ns", "orders")).location == "s3://w/orders-v2"
+        bounded.down = True
+        clock.t += 31
+        bridged = await client.credentials("ns", "orders")
+        assert (bridged.outcome, bridged.location) == ("memo", "s3://w/orders-v2")

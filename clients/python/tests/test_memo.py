@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from lakegate_client import StorageCredential, TableCredentials, _memo
-from lakegate_client._memo import CredentialMemo
+from lakegate_client._memo import DEFAULT_IDENTITY_TTL_S, CredentialMemo
 from lakegate_client._models import TableRef
 
 NOW = 1_800_000_000.0
@@ -24,12 +24,16 @@ class FakeClock:
         return self.t
 
 
-def snapshot(expires_in_s: float | None, now: float = NOW) -> TableCredentials:
+def snapshot(expires_in_s: float | None, now: float = NOW,
+             identity_ttl_s: float | None = 86_400.0) -> TableCredentials:
+    """A gateway answer (by default one whose identity is good for longer than its credential,
+    so the floor alone decides)."""
     expiry = int((now + expires_in_s) * 1000) if expires_in_s is not None else None
     return TableCredentials.from_parts(
         location="s3://w/t",
         credentials=[StorageCredential("s3://w/t", {"k": "v"})],
         expires_at_ms=expiry,
+        identity_ttl_s=identity_ttl_s,
     )
 
 
@@ -129,3 +133,52 @@ def test_memo_counts_down_from_the_gateways_remaining_when_it_is_smaller() -> No
     assert memo.get(key()) is creds
     clock.t += 2
     assert memo.get(key()) is None
+
+
+# -- the table identity: served only while the gateway's word on it holds ----------------------
+
+
+def test_an_entry_is_served_only_within_the_identity_ttl_the_gateway_stated() -> None:
+    clock = FakeClock(NOW)
+    memo = CredentialMemo(clock, floor_s=300, max_entries=10)
+    creds = snapshot(3600, identity_ttl_s=30.0)
+    memo.put(key(), creds)
+    clock.t += 29.9
+    assert memo.get(key()) is creds
+    clock.t += 0.1
+    assert memo.get(key()) is None  # ask the gateway again: it may know of a replacement
+    assert memo.unconfirmed(key()) is creds  # still there for a gateway that cannot be reached
+    clock.t += 3600 - 300 - 30
+    assert memo.unconfirmed(key()) is None  # never below the floor, however unreachable
+
+
+def test_the_identity_ttl_counts_from_when_the_gateway_was_asked() -> None:
+    clock = FakeClock(NOW)
+    memo = CredentialMemo(clock, floor_s=300, max_entries=10)
+    asked = clock.monotonic()
+    clock.t += 4  # a slow answer: the gateway's word was given up to 4 s before it arrived
+    memo.put(key(), snapshot(3600, now=NOW + 4, identity_ttl_s=10.0), asked_mono=asked)
+    clock.t += 5.9
+    assert memo.get(key()) is not None
+    clock.t += 0.1
+    assert memo.get(key()) is None
+
+
+def test_a_gateway_that_states_no_identity_ttl_gets_a_short_default() -> None:
+    clock = FakeClock(NOW)
+    memo = CredentialMemo(clock, floor_s=300, max_entries=10)
+    memo.put(key(), snapshot(3600, identity_ttl_s=None))
+    clock.t += DEFAULT_IDENTITY_TTL_S - 0.01
+    assert memo.get(key()) is not None
+    clock.t += 0.01
+    assert memo.get(key()) is None
+    assert DEFAULT_IDENTITY_TTL_S <= 5.0
+
+
+@pytest.mark.parametrize("stated", [0.0, -1.0])
+def test_an_identity_ttl_of_zero_is_never_served_from_the_memo(stated: float) -> None:
+    memo = CredentialMemo(FakeClock(NOW), floor_s=300, max_entries=10)
+    creds = snapshot(3600, identity_ttl_s=stated)
+    memo.put(key(), creds)
+    assert memo.get(key()) is None
+    assert memo.unconfirmed(key()) is creds

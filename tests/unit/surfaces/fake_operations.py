@@ -71,6 +71,7 @@ class FakeOperations:
 
     outcome: Outcome = Outcome.MISS
     lifetime_s: float = 3600.0
+    identity_ttl_s: float | None = 30.0
     errors: dict[str, GatewayError] = field(default_factory=dict)
     hold: asyncio.Event | None = None
     entered: asyncio.Event = field(default_factory=asyncio.Event)  # set on the first call
@@ -146,7 +147,7 @@ class FakeOperations:
         table = self._table(ref)
         return CredentialLookup(warehouse=self._wh(ref.warehouse), ref=ref, access=access,
                                 credentials=self.credential_set(table), outcome=self.outcome,
-                                remaining_s=self.lifetime_s)
+                                remaining_s=self.lifetime_s, identity_ttl_s=self.identity_ttl_s)
 
     async def load_table(self, ref: TableRef, ctx: RequestContext, *, vended: bool,
                          access: AccessMode = AccessMode.READ) -> LoadResult:

@@ -19,6 +19,7 @@ from gateway.surfaces.grpc_server import GrpcSurface
 from gateway.surfaces.grpc_servicers import (
     _OUTCOMES,
     _pb_fields,
+    _pb_identity_ttl,
     credentials_pb,
     credentials_pb_parts,
 )
@@ -53,6 +54,8 @@ async def test_get_credentials_maps_outcome_and_counts_once(
     assert resp.outcome == common_pb2.CACHE_OUTCOME_HIT
     assert resp.access == common_pb2.ACCESS_MODE_READ
     assert resp.remaining_seconds == 3600.0
+    assert resp.HasField("identity_ttl_seconds")
+    assert resp.identity_ttl_seconds == 30.0
     assert resp.credentials[0].config["s3.access-key-id"].startswith("ASIA")
     assert count(metrics, "grpc", "credential", "hit") == 1
 
@@ -269,18 +272,23 @@ async def test_identity_mismatch_maps_to_failed_precondition(
 @pytest.mark.parametrize("outcome", list(Outcome))
 @pytest.mark.parametrize("remaining", [3600.25, 0.0, None])
 @pytest.mark.parametrize("access", list(AccessMode))
+@pytest.mark.parametrize("identity_ttl", [29.5, 0.0, None])
 async def test_pre_serialized_credentials_are_the_bytes_the_message_serializes_to(
-    fake_ops: FakeOperations, outcome: Outcome, remaining: float | None, access: AccessMode
+    fake_ops: FakeOperations, outcome: Outcome, remaining: float | None, access: AccessMode,
+    identity_ttl: float | None,
 ) -> None:
     fake_ops.outcome = outcome
     ref = TableRef("demo", ("demo_ns",), "orders")
     lookup = (await fake_ops.get_credentials(ref, access, RequestContext(request_id="r"))
-              )._replace(remaining_s=remaining)
+              )._replace(remaining_s=remaining, identity_ttl_s=identity_ttl)
     head, tail = credentials_pb_parts(lookup)
-    wire = RenderedBody(lookup, head, tail).splice(_pb_fields(lookup))
+    wire = RenderedBody(lookup, head, tail).splice(_pb_fields(lookup)) + _pb_identity_ttl(lookup)
     assert wire == credentials_pb(lookup).SerializeToString()
     parsed = credentials_pb2.GetTableCredentialsResponse.FromString(wire)
     assert parsed.remaining_seconds == (remaining or 0.0)
+    # Optional: a stated 0 (ask again every time) is told apart from "not stated".
+    assert parsed.HasField("identity_ttl_seconds") is (identity_ttl is not None)
+    assert parsed.identity_ttl_seconds == (identity_ttl or 0.0)
     assert parsed.access == (common_pb2.ACCESS_MODE_WRITE if access is AccessMode.WRITE
                              else common_pb2.ACCESS_MODE_READ)
 

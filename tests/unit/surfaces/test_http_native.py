@@ -36,6 +36,7 @@ async def test_credentials_by_warehouse_name_carry_outcome_and_remaining(
     assert doc["access"] == "read"
     assert doc["outcome"] == "coalesced"
     assert doc["remaining_s"] == 3600.0
+    assert doc["identity_ttl_s"] == 30.0
     assert doc["credentials"][0]["config"]["s3.access-key-id"].startswith("ASIA")
     assert isinstance(doc["expires_at_ms"], int)
     assert count(metrics, "http", "credential", "coalesced") == 1
@@ -291,17 +292,18 @@ async def test_a_rotated_credential_is_served_at_once_on_the_next_request(
     assert total_requests(metrics) == 4
 
 
-async def test_remaining_and_outcome_change_per_request_on_the_same_body(
+async def test_remaining_outcome_and_identity_ttl_change_per_request_on_the_same_body(
     make_client: MakeClient, rotating_ops: RotatingOperations, metrics
 ) -> None:
     client = await make_client(ops=rotating_ops)
     seen = []
-    for outcome, lifetime in ((Outcome.MISS, 3600.0), (Outcome.HIT, 1234.5),
-                              (Outcome.STALE, 400.25)):
+    for outcome, lifetime, trust in ((Outcome.MISS, 3600.0, 30.0), (Outcome.HIT, 1234.5, 0.25),
+                                     (Outcome.STALE, 400.25, 0.0)):
         rotating_ops.outcome, rotating_ops.lifetime_s = outcome, lifetime
+        rotating_ops.identity_ttl_s = trust
         doc = await (await client.get(CREDS, headers=MARK)).json()
-        seen.append((doc["outcome"], doc["remaining_s"]))
-    assert seen == [("miss", 3600.0), ("hit", 1234.5), ("stale", 400.25)]
+        seen.append((doc["outcome"], doc["remaining_s"], doc["identity_ttl_s"]))
+    assert seen == [("miss", 3600.0, 30.0), ("hit", 1234.5, 0.25), ("stale", 400.25, 0.0)]
     assert count(metrics, "http", "credential", "stale") == 1
 
 

@@ -21,9 +21,10 @@ def contract_bytes(lookup: CredentialLookup) -> bytes:
     remaining=st.one_of(st.none(), st.floats(allow_nan=False, allow_infinity=False),
                         st.integers(-10**6, 10**6)),
     outcome=st.sampled_from(list(Outcome)),
+    identity_ttl=st.one_of(st.none(), st.floats(0, 3600)),
 )
 def test_pre_rendered_body_is_byte_identical_to_the_contract_json(
-    remaining: float | None, outcome: Outcome
+    remaining: float | None, outcome: Outcome, identity_ttl: float | None
 ) -> None:
     ops = RotatingOperations()
     ops.add_table(("demo_ns", "sub"), "ordérs \"x\"")
@@ -33,7 +34,7 @@ def test_pre_rendered_body_is_byte_identical_to_the_contract_json(
                              Outcome.MISS, 1.5)
     body = credentials_body(first)
     lookup = CredentialLookup(WAREHOUSE, ref, AccessMode.WRITE, first.credentials, outcome,
-                              remaining)
+                              remaining, identity_ttl)
     assert body.fits(lookup)
     assert body.render(lookup) == contract_bytes(lookup)
 

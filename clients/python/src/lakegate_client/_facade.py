@@ -14,14 +14,19 @@ import enum
 import os
 import threading
 from collections.abc import Callable, Mapping
+from types import ModuleType
 from typing import Generic, TypeVar
 
 from lakegate_client._clock import Clock, SystemClock
 from lakegate_client._config import ClientConfig
-from lakegate_client._errors import ClientClosedError, ConfigurationError
-from lakegate_client._memo import CredentialMemo, memo_key
+from lakegate_client._errors import (
+    ClientClosedError,
+    ConfigurationError,
+    GatewayConnectionError,
+    GatewayTimeoutError,
+)
+from lakegate_client._memo import CredentialMemo, MemoKey, memo_key
 from lakegate_client._models import (
-    Access,
     Namespace,
     TableRef,
     TableSpec,
@@ -32,9 +37,45 @@ from lakegate_client._models import (
 from lakegate_client._ops import CreateTable, DropTable, GetCredentials, LoadTable, RenameTable
 from lakegate_client.credentials import TableCredentials
 
-__all__ = ["ClientState", "Facade", "resolve_warehouse"]
+__all__ = [
+    "GRPC_EXTRA",
+    "UNREACHABLE",
+    "ClientState",
+    "CredentialsCall",
+    "Facade",
+    "grpc_transports",
+    "resolve_warehouse",
+    "uses_grpc",
+]
 
 T = TypeVar("T")
+GRPC_EXTRA = "lakegate-client[grpc]"
+# The gateway could not be reached at all (not an answer of the gateway's).
+UNREACHABLE = (GatewayConnectionError, GatewayTimeoutError)
+
+
+def uses_grpc(config: ClientConfig) -> bool:
+    """Whether the URL's scheme picks the gRPC transport."""
+    return config.endpoint.protocol == "grpc"
+
+
+def grpc_transports() -> ModuleType:
+    """The gRPC transport module, or a ConfigurationError naming the extra that brings it.
+
+    Why imported here and only here: the core client depends on httpx alone, so grpcio and
+    protobuf may be missing, or be an executor image's older pins that the committed stubs
+    refuse (ImportError for a missing package or module, RuntimeError from the stubs' grpcio
+    check, protobuf's VersionError); every one of them means the same fix.
+    """
+    try:
+        from lakegate_client import _grpc as transports
+    except Exception as exc:
+        raise ConfigurationError(
+            f"grpc:// and grpc+unix: URLs need the gRPC extra: pip install '{GRPC_EXTRA}'"
+            f" (grpcio>=1.72.1, protobuf>=6.30,<8); importing it failed:"
+            f" {type(exc).__name__}: {exc}"
+        ) from exc
+    return transports
 
 
 def resolve_warehouse(config: ClientConfig, warehouse: str | None) -> str:
@@ -65,6 +106,50 @@ class _ProcessLocal(Generic[T]):
         self.lock = threading.Lock()
         self.memo = CredentialMemo(clock, config.memo_floor_s, config.memo_max_entries)
         self.transport: T | None = None
+
+
+class CredentialsCall:
+    """One ``credentials(...)`` call: the memo's rule, written once for Client and AsyncClient.
+
+    ``memoised`` answers without the gateway while the credential is above the floor and the
+    gateway's stated ``identity_ttl_s`` (counted from when it was asked) has not passed, and only
+    for the identity the caller expects (a memo entry for another table is bypassed: a Python
+    worker outlives the job that filled it). Otherwise the caller sends ``op`` and hands the
+    answer to :meth:`answered`, or a transport failure to :meth:`unreachable`.
+    """
+
+    __slots__ = ("_asked", "_key", "_memo", "op")
+
+    def __init__(self, op: GetCredentials, key: MemoKey, memo: CredentialMemo | None,
+                 asked_mono: float) -> None:
+        self.op = op
+        self._key = key
+        self._memo = memo
+        self._asked = asked_mono
+
+    def _for_caller(self, creds: TableCredentials | None) -> TableCredentials | None:
+        if creds is None or not creds.is_identity(self.op.expected_location, self.op.table_id):
+            return None
+        return dataclasses.replace(creds, outcome="memo")
+
+    @property
+    def memoised(self) -> TableCredentials | None:
+        """The memo's answer, or None: ask the gateway."""
+        return self._for_caller(self._memo.get(self._key)) if self._memo is not None else None
+
+    def answered(self, creds: TableCredentials) -> TableCredentials:
+        """The gateway's answer, remembered for the next caller of this process."""
+        if self._memo is not None:
+            self._memo.put(self._key, creds, self._asked)
+        return creds
+
+    def unreachable(self) -> TableCredentials | None:
+        """The memo's last answer when the gateway cannot be reached (connection refused or
+        timed out), however old its identity, as the gateway serves while its catalog is
+        unreachable; None: the failure is the caller's."""
+        if self._memo is None:
+            return None
+        return self._for_caller(self._memo.unconfirmed(self._key))
 
 
 class Facade(Generic[T]):
@@ -152,7 +237,7 @@ class Facade(Generic[T]):
 
     # -- arguments → operations (shared by the blocking and the asyncio facade) -----------------
 
-    def _credentials_op(
+    def _credentials_call(
         self,
         namespace: Namespace,
         table: str,
@@ -161,21 +246,15 @@ class Facade(Generic[T]):
         kind: str = "generic",
         expected_location: str | None = None,
         table_id: str | None = None,
-    ) -> tuple[TableCredentials | None, GetCredentials]:
-        """The memoised answer if there is one for the expected identity (a memo entry for
-        another table is bypassed: a Python worker outlives the job that filled it), and the
-        operation that asks the gateway."""
+    ) -> CredentialsCall:
+        """What ``credentials(...)`` does, decided once for both facades: the memo's answer
+        while the gateway's word on its identity holds, else the operation to send."""
         checked = check_access(access)
         ref = dataclasses.replace(self._ref(namespace, table, warehouse), kind=check_kind(kind))
-        memoised = self._memo_get(ref, checked)
-        if memoised is not None and not memoised.is_identity(expected_location, table_id):
-            memoised = None
         op = GetCredentials(ref, checked, expected_location or None, table_id or None)
-        return memoised, op
-
-    def _remember(self, op: GetCredentials, creds: TableCredentials) -> TableCredentials:
-        self._memo_put(op.ref, op.access, creds)
-        return creds
+        key = memo_key(self._config.endpoint.url, ref, checked)
+        memo = self._process_local().memo if self._use_memo else None
+        return CredentialsCall(op, key, memo, self._clock.monotonic())
 
     def _load_op(
         self, namespace: Namespace, table: str, warehouse: str | None, vended: bool, access: str
@@ -217,18 +296,6 @@ class Facade(Generic[T]):
         return RenameTable(source, destination)
 
     # -- per-process memo ---------------------------------------------------------------------
-
-    def _memo_get(self, ref: TableRef, access: Access) -> TableCredentials | None:
-        if not self._use_memo:
-            return None
-        local = self._process_local()
-        creds = local.memo.get(memo_key(self._config.endpoint.url, ref, access))
-        return dataclasses.replace(creds, outcome="memo") if creds is not None else None
-
-    def _memo_put(self, ref: TableRef, access: Access, creds: TableCredentials) -> None:
-        if self._use_memo:
-            key = memo_key(self._config.endpoint.url, ref, access)
-            self._process_local().memo.put(key, creds)
 
     def _memo_forget(self, ref: TableRef) -> None:
         self._process_local().memo.forget_table(self._config.endpoint.url, ref)

@@ -169,6 +169,7 @@ def credentials_from_json(
         table=str(body.get("table") or ref.name),
         served_remaining_s=_float_or_none(body.get("remaining_s")),
         table_id=str(body.get("table_id") or "") or None,
+        identity_ttl_s=_float_or_none(body.get("identity_ttl_s")),
     )
 
 

@@ -146,6 +146,8 @@ def credentials_from_proto(
         table=ref.name,
         served_remaining_s=msg.remaining_seconds,
         table_id=msg.table_id or None,
+        identity_ttl_s=(msg.identity_ttl_seconds if msg.HasField("identity_ttl_seconds")
+                        else None),
     )
 
 

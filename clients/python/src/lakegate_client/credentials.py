@@ -119,6 +119,9 @@ class TableCredentials:
         storage_credentials: every credential the gateway returned.
         served_remaining_s: remaining lifetime the gateway reported when it served this.
         table_id: the catalog's table id, when the gateway had confirmed it (else None).
+        identity_ttl_s: how long from its answer the gateway said this table identity
+            (``location``, ``table_id``) may be used without asking again; None from a gateway
+            that does not say (the memo then assumes a short default).
     """
 
     location: str
@@ -132,6 +135,7 @@ class TableCredentials:
     storage_credentials: tuple[StorageCredential, ...] = ()
     served_remaining_s: float | None = None
     table_id: str | None = None
+    identity_ttl_s: float | None = None
 
     def is_identity(self, expected_location: str | None, table_id: str | None) -> bool:
         """Whether this answer is for the named table (an unconfirmed id is not a match)."""

@@ -68,6 +68,7 @@ class VendingTransport:
             location=where,
             credentials=[StorageCredential(where, config)],
             expires_at_ms=int((self.clock.t + 3600) * 1000),
+            identity_ttl_s=3600.0,  # the table never changes here: the memo keeps it to the floor
         )
 
     def close(self) -> None:

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from lakegate.v1 import common_pb2 as lakegate_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dlakegate/v1/credentials.proto\x12\x0blakegate.v1\x1a\x18lakegate/v1/common.proto\"\xa6\x01\n\x1aGetTableCredentialsRequest\x12$\n\x05table\x18\x01 \x01(\x0b\x32\x15.lakegate.v1.TableRef\x12\'\n\x06\x61\x63\x63\x65ss\x18\x02 \x01(\x0e\x32\x17.lakegate.v1.AccessMode\x12\x0c\n\x04kind\x18\x03 \x01(\t\x12\x19\n\x11\x65xpected_location\x18\x04 \x01(\t\x12\x10\n\x08table_id\x18\x05 \x01(\t\"\x93\x02\n\x1bGetTableCredentialsResponse\x12\x14\n\x0cwarehouse_id\x18\x01 \x01(\t\x12\x10\n\x08location\x18\x02 \x01(\t\x12\x33\n\x0b\x63redentials\x18\x03 \x03(\x0b\x32\x1e.lakegate.v1.StorageCredential\x12\x15\n\rexpires_at_ms\x18\x04 \x01(\x03\x12\x19\n\x11remaining_seconds\x18\x05 \x01(\x01\x12*\n\x07outcome\x18\x06 \x01(\x0e\x32\x19.lakegate.v1.CacheOutcome\x12\'\n\x06\x61\x63\x63\x65ss\x18\x07 \x01(\x0e\x32\x17.lakegate.v1.AccessMode\x12\x10\n\x08table_id\x18\x08 \x01(\t\"Q\n\x1cInvalidateCredentialsRequest\x12$\n\x05table\x18\x01 \x01(\x0b\x32\x15.lakegate.v1.TableRef\x12\x0b\n\x03\x61ll\x18\x02 \x01(\x08\"4\n\x1dInvalidateCredentialsResponse\x12\x13\n\x0binvalidated\x18\x01 \x01(\r2\xed\x01\n\x11\x43redentialService\x12h\n\x13GetTableCredentials\x12\'.lakegate.v1.GetTableCredentialsRequest\x1a(.lakegate.v1.GetTableCredentialsResponse\x12n\n\x15InvalidateCredentials\x12).lakegate.v1.InvalidateCredentialsRequest\x1a*.lakegate.v1.InvalidateCredentialsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dlakegate/v1/credentials.proto\x12\x0blakegate.v1\x1a\x18lakegate/v1/common.proto\"\xa6\x01\n\x1aGetTableCredentialsRequest\x12$\n\x05table\x18\x01 \x01(\x0b\x32\x15.lakegate.v1.TableRef\x12\'\n\x06\x61\x63\x63\x65ss\x18\x02 \x01(\x0e\x32\x17.lakegate.v1.AccessMode\x12\x0c\n\x04kind\x18\x03 \x01(\t\x12\x19\n\x11\x65xpected_location\x18\x04 \x01(\t\x12\x10\n\x08table_id\x18\x05 \x01(\t\"\xcf\x02\n\x1bGetTableCredentialsResponse\x12\x14\n\x0cwarehouse_id\x18\x01 \x01(\t\x12\x10\n\x08location\x18\x02 \x01(\t\x12\x33\n\x0b\x63redentials\x18\x03 \x03(\x0b\x32\x1e.lakegate.v1.StorageCredential\x12\x15\n\rexpires_at_ms\x18\x04 \x01(\x03\x12\x19\n\x11remaining_seconds\x18\x05 \x01(\x01\x12*\n\x07outcome\x18\x06 \x01(\x0e\x32\x19.lakegate.v1.CacheOutcome\x12\'\n\x06\x61\x63\x63\x65ss\x18\x07 \x01(\x0e\x32\x17.lakegate.v1.AccessMode\x12\x10\n\x08table_id\x18\x08 \x01(\t\x12!\n\x14identity_ttl_seconds\x18\t \x01(\x01H\x00\x88\x01\x01\x42\x17\n\x15_identity_ttl_seconds\"Q\n\x1cInvalidateCredentialsRequest\x12$\n\x05table\x18\x01 \x01(\x0b\x32\x15.lakegate.v1.TableRef\x12\x0b\n\x03\x61ll\x18\x02 \x01(\x08\"4\n\x1dInvalidateCredentialsResponse\x12\x13\n\x0binvalidated\x18\x01 \x01(\r2\xed\x01\n\x11\x43redentialService\x12h\n\x13GetTableCredentials\x12\'.lakegate.v1.GetTableCredentialsRequest\x1a(.lakegate.v1.GetTableCredentialsResponse\x12n\n\x15InvalidateCredentials\x12).lakegate.v1.InvalidateCredentialsRequest\x1a*.lakegate.v1.InvalidateCredentialsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,11 +35,11 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_GETTABLECREDENTIALSREQUEST']._serialized_start=73
   _globals['_GETTABLECREDENTIALSREQUEST']._serialized_end=239
   _globals['_GETTABLECREDENTIALSRESPONSE']._serialized_start=242
-  _globals['_GETTABLECREDENTIALSRESPONSE']._serialized_end=517
-  _globals['_INVALIDATECREDENTIALSREQUEST']._serialized_start=519
-  _globals['_INVALIDATECREDENTIALSREQUEST']._serialized_end=600
-  _globals['_INVALIDATECREDENTIALSRESPONSE']._serialized_start=602
-  _globals['_INVALIDATECREDENTIALSRESPONSE']._serialized_end=654
-  _globals['_CREDENTIALSERVICE']._serialized_start=657
-  _globals['_CREDENTIALSERVICE']._serialized_end=894
+  _globals['_GETTABLECREDENTIALSRESPONSE']._serialized_end=577
+  _globals['_INVALIDATECREDENTIALSREQUEST']._serialized_start=579
+  _globals['_INVALIDATECREDENTIALSREQUEST']._serialized_end=660
+  _globals['_INVALIDATECREDENTIALSRESPONSE']._serialized_start=662
+  _globals['_INVALIDATECREDENTIALSRESPONSE']._serialized_end=714
+  _globals['_CREDENTIALSERVICE']._serialized_start=717
+  _globals['_CREDENTIALSERVICE']._serialized_end=954
 # @@protoc_insertion_point(module_scope)

@@ -22,7 +22,7 @@ class GetTableCredentialsRequest(_message.Message):
     def __init__(self, table: _Optional[_Union[_common_pb2.TableRef, _Mapping]] = ..., access: _Optional[_Union[_common_pb2.AccessMode, str]] = ..., kind: _Optional[str] = ..., expected_location: _Optional[str] = ..., table_id: _Optional[str] = ...) -> None: ...
 
 class GetTableCredentialsResponse(_message.Message):
-    __slots__ = ("warehouse_id", "location", "credentials", "expires_at_ms", "remaining_seconds", "outcome", "access", "table_id")
+    __slots__ = ("warehouse_id", "location", "credentials", "expires_at_ms", "remaining_seconds", "outcome", "access", "table_id", "identity_ttl_seconds")
     WAREHOUSE_ID_FIELD_NUMBER: _ClassVar[int]
     LOCATION_FIELD_NUMBER: _ClassVar[int]
     CREDENTIALS_FIELD_NUMBER: _ClassVar[int]
@@ -31,6 +31,7 @@ class GetTableCredentialsResponse(_message.Message):
     OUTCOME_FIELD_NUMBER: _ClassVar[int]
     ACCESS_FIELD_NUMBER: _ClassVar[int]
     TABLE_ID_FIELD_NUMBER: _ClassVar[int]
+    IDENTITY_TTL_SECONDS_FIELD_NUMBER: _ClassVar[int]
     warehouse_id: str
     location: str
     credentials: _containers.RepeatedCompositeFieldContainer[_common_pb2.StorageCredential]
@@ -39,7 +40,8 @@ class GetTableCredentialsResponse(_message.Message):
     outcome: _common_pb2.CacheOutcome
     access: _common_pb2.AccessMode
     table_id: str
-    def __init__(self, warehouse_id: _Optional[str] = ..., location: _Optional[str] = ..., credentials: _Optional[_Iterable[_Union[_common_pb2.StorageCredential, _Mapping]]] = ..., expires_at_ms: _Optional[int] = ..., remaining_seconds: _Optional[float] = ..., outcome: _Optional[_Union[_common_pb2.CacheOutcome, str]] = ..., access: _Optional[_Union[_common_pb2.AccessMode, str]] = ..., table_id: _Optional[str] = ...) -> None: ...
+    identity_ttl_seconds: float
+    def __init__(self, warehouse_id: _Optional[str] = ..., location: _Optional[str] = ..., credentials: _Optional[_Iterable[_Union[_common_pb2.StorageCredential, _Mapping]]] = ..., expires_at_ms: _Optional[int] = ..., remaining_seconds: _Optional[float] = ..., outcome: _Optional[_Union[_common_pb2.CacheOutcome, str]] = ..., access: _Optional[_Union[_common_pb2.AccessMode, str]] = ..., table_id: _Optional[str] = ..., identity_ttl_seconds: _Optional[float] = ...) -> None: ...
 
 class InvalidateCredentialsRequest(_message.Message):
     __slots__ = ("table", "all")
