@@ -150,8 +150,7 @@ def build_core(
                              clock, settings, tokens=tokens, identity=identity, audit=audit)
     subscription = None
     if settings.events.enabled:
-        events = ChangeEvents(service, identity, settings, metrics)
-        subscription = ChangeEventSubscription(settings.events, events.apply, events.state,
-                                               events.malformed, clock, spawn)
+        events = ChangeEvents(service, identity, settings, metrics, clock, spawn)
+        subscription = ChangeEventSubscription(settings.events, events, clock, spawn)
     return Core(service, spawn, tokens=tokens, refresher=refresher, transport=transport,
                 events=subscription, audit=audit)
