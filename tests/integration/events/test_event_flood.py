@@ -9,7 +9,6 @@ folded the event's names again), and with 2,000 keys ~236 small events a second 
 from __future__ import annotations
 
 import asyncio
-import json
 import subprocess
 import sys
 import time
@@ -17,19 +16,12 @@ from collections.abc import Callable
 
 import pytest
 
-from gateway.metrics import CHANGE_EVENT_RESULTS, Metrics
+from gateway.metrics import CHANGE_EVENT_RESULTS
 from gateway.models import AccessMode, Outcome, RequestContext, TableRef
-from gateway.service import build_core
-from tests.fakes.catalog import FakeCatalog, FakeIdP
-from tests.fakes.clock import FakeClock
-from tests.fakes.rng import seeded
-from tests.fakes.settings import make_settings
-from tests.fakes.tasks import FakeTaskRegistry
-from tests.integration.events.conftest import NatsServer
+from tests.integration.events.conftest import SUBJECT, EventsCore, NatsServer, wait_for
 
 pytestmark = pytest.mark.integration
 
-SUBJECT = "lakekeeper.events"
 KEYS = 2000
 HEAVY, SMALL, HOT = 30, 3000, 2000  # 200 KB names; distinct cached tables; one table
 BURST = 20
@@ -70,85 +62,60 @@ asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3], *map(int, sys.argv[4:]))
 """
 
 
-def counted(metrics: Metrics) -> dict[str, float]:
-    return {r: metrics.registry.get_sample_value("lakegate_change_events_total",
-                                                 {"result": r}) or 0.0
-            for r in CHANGE_EVENT_RESULTS}
-
-
-async def wait_for(check: Callable[[], bool], timeout_s: float) -> None:
-    async with asyncio.timeout(timeout_s):
-        while not check():  # noqa: ASYNC110 - polls a metric, which has no event to wait on
-            await asyncio.sleep(0.05)
-
-
 async def test_a_flood_of_events_never_holds_the_loop_and_is_accounted_for(
-    nats_server: Callable[..., NatsServer]
+    nats_server: Callable[..., NatsServer], events_core: Callable[..., EventsCore]
 ) -> None:
     server = nats_server()
-    clock = FakeClock()
-    catalog = FakeCatalog(clock, credential_lifetime_s=3600)
+    node = events_core(server.url, EVENTS__TABLE_EVENT_BURST=str(BURST))
+    service = node.core.service
+    for i in range(1, KEYS):
+        node.catalog.add_table(("ns",), f"t{i}")
+    node.catalog.add_table(("ns",), "hot")
     for i in range(KEYS):
-        catalog.add_table(("ns",), f"t{i}")
-    catalog.add_table(("ns",), "hot")
-    metrics = Metrics()
-    registry = FakeTaskRegistry()
-    settings = make_settings(EVENTS__NATS_ADDRESS=server.url, EVENTS__NATS_TOPIC=SUBJECT,
-                             EVENTS__TABLE_EVENT_BURST=str(BURST))
-    core = build_core(settings, metrics, registry.spawn, clock,
-                      transport=catalog.transport(FakeIdP(expires_in=3600, clock=clock)),
-                      rng=seeded(2))
-    try:
-        service = core.service
-        for i in range(KEYS):
-            await service.get_credentials(TableRef("demo", ("ns",), f"t{i}"),
-                                          AccessMode.READ, CTX)
-        assert len(service.cache) == KEYS
-        await core.start()
-        await wait_for(lambda: metrics.registry.get_sample_value(
-            "lakegate_change_events_up") == 1, 10)
+        await service.get_credentials(TableRef("demo", ("ns",), f"t{i}"), AccessMode.READ, CTX)
+    assert len(service.cache) == KEYS
+    await node.core.start()
+    await wait_for(lambda: node.up() == 1, 10)
 
-        longest = longest_wall = 0.0
-        ticking = True
+    def counted() -> dict[str, float]:
+        return {r: node.counted(r) for r in CHANGE_EVENT_RESULTS}
 
-        async def ticker() -> None:
-            nonlocal longest, longest_wall
-            while ticking:
-                start, start_cpu = time.perf_counter(), time.thread_time()
-                await asyncio.sleep(0.001)
-                longest = max(longest, time.thread_time() - start_cpu)
-                longest_wall = max(longest_wall, time.perf_counter() - start - 0.001)
+    longest = longest_wall = 0.0
+    ticking = True
 
-        tick = asyncio.create_task(ticker())
-        publisher = await asyncio.create_subprocess_exec(
-            sys.executable, "-c", PUBLISHER, server.url, SUBJECT, catalog.warehouse_id,
-            str(HEAVY), str(SMALL), str(HOT), stderr=subprocess.PIPE)
-        async with asyncio.timeout(60):
-            _, err = await publisher.communicate()
-        assert publisher.returncode == 0, err.decode()
-        total = HEAVY + SMALL + HOT
-        started = time.perf_counter()
-        await wait_for(lambda: sum(counted(metrics).values()) >= total, 60)
-        ticking = False
-        await tick
-        print(f"\nflood of {total} events, {KEYS} cached keys: longest loop block "
-              f"{longest * 1000:.1f} ms CPU ({longest_wall * 1000:.1f} ms wall); drained "
-              f"{time.perf_counter() - started:.2f} s after the publisher; {counted(metrics)}")
-        got = counted(metrics)
-        assert got["refused"] == HEAVY  # names deeper than a request may spell
-        assert got["dropped"] == 0  # max_pending_events is above the flood
-        assert got["applied"] == SMALL + BURST
-        assert got["rate_limited"] == HOT - BURST
-        assert longest < LONGEST_BLOCK_S, f"the loop was held {longest:.3f} s"
-        # Each small event dropped only its own table's entries.
-        assert len(service.cache) == KEYS - 1000
-        hit = await service.get_credentials(TableRef("demo", ("ns",), "t1999"),
-                                            AccessMode.READ, CTX)
-        assert hit.outcome is Outcome.HIT
-        # The refused and rate-limited events count as lost: the short TTL, `up` false.
-        assert metrics.registry.get_sample_value("lakegate_change_events_up") == 0
-        assert service.identity.ttl_s == settings.cache.identity_ttl_s
-        json.dumps(got)
-    finally:
-        await core.close()
-        await registry.cancel_all()
+    async def ticker() -> None:
+        nonlocal longest, longest_wall
+        while ticking:
+            start, start_cpu = time.perf_counter(), time.thread_time()
+            await asyncio.sleep(0.001)
+            longest = max(longest, time.thread_time() - start_cpu)
+            longest_wall = max(longest_wall, time.perf_counter() - start - 0.001)
+
+    tick = asyncio.create_task(ticker())
+    publisher = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", PUBLISHER, server.url, SUBJECT, node.catalog.warehouse_id,
+        str(HEAVY), str(SMALL), str(HOT), stderr=subprocess.PIPE)
+    async with asyncio.timeout(60):
+        _, err = await publisher.communicate()
+    assert publisher.returncode == 0, err.decode()
+    total = HEAVY + SMALL + HOT
+    started = time.perf_counter()
+    await wait_for(lambda: sum(counted().values()) >= total, 60)
+    ticking = False
+    await tick
+    got = counted()
+    print(f"\nflood of {total} events, {KEYS} cached keys: longest loop block "
+          f"{longest * 1000:.1f} ms CPU ({longest_wall * 1000:.1f} ms wall); drained "
+          f"{time.perf_counter() - started:.2f} s after the publisher; {got}")
+    assert got["refused"] == HEAVY  # names deeper than a request may spell
+    assert got["dropped"] == 0  # max_pending_events is above the flood
+    assert got["applied"] == SMALL + BURST
+    assert got["rate_limited"] == HOT - BURST
+    assert longest < LONGEST_BLOCK_S, f"the loop was held {longest:.3f} s"
+    # Each small event dropped only its own table's entries.
+    assert len(service.cache) == KEYS - 1000
+    hit = await service.get_credentials(TableRef("demo", ("ns",), "t1999"), AccessMode.READ, CTX)
+    assert hit.outcome is Outcome.HIT
+    # The refused and rate-limited events count as lost: the short TTL, `up` false.
+    assert node.up() == 0
+    assert service.identity.ttl_s == node.settings.cache.identity_ttl_s
