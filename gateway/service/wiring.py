@@ -135,7 +135,10 @@ def build_core(
                             deadline_s=wait_s, rng=rng, skew=skew)
     refresher = RefreshAhead(cache, settings.cache, clock, metrics, spawn)
     warehouses = WarehouseResolver(
-        catalog, clock, spawn, ttl_s=settings.cache.warehouse_ttl_s, wait_s=wait_s,
+        catalog, clock, spawn, wait_s=wait_s,
+        # A name reused for another warehouse has no event, and the identity check reloads by
+        # id: the name is re-checked within the identity TTL (without events: §4).
+        ttl_s=min(settings.cache.warehouse_ttl_s, settings.cache.identity_ttl_s),
         negative_ttl_s=settings.cache.negative_ttl_s,
     )
     metadata = MetadataCache(
