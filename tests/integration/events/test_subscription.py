@@ -8,12 +8,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import secrets
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import nats
+import nkeys
 import pytest
 
 from tests.integration.events.conftest import SUBJECT, EventsCore, NatsServer, wait_for
@@ -120,3 +122,29 @@ async def test_tls_with_a_ca_file_and_a_client_certificate(
     await other.core.start()
     await asyncio.sleep(2.0)
     assert other.up() == 0
+
+
+def nkey_seed(directory: Path, name: str) -> tuple[Path, str]:
+    """A fresh user nkey: (seed file, public key)."""
+    seed = nkeys.encode_seed(os.urandom(32), nkeys.PREFIX_BYTE_USER)
+    path = directory / f"{name}.nk"
+    path.write_bytes(seed + b"\n")
+    return path, nkeys.from_seed(bytearray(seed)).public_key.decode()
+
+
+async def test_an_nkey_seed_file_authenticates(
+    nats_server: Callable[..., NatsServer], events_core: Callable[..., EventsCore],
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    seed, public = nkey_seed(tmp_path, "gateway")
+    other_seed, _ = nkey_seed(tmp_path, "stranger")
+    server = nats_server(f'authorization {{ users = [ {{ nkey: "{public}" }} ] }}')
+    caplog.set_level(logging.WARNING, logger="gateway.upstream.events")
+    node = events_core(server.url, EVENTS__NATS_NKEY_SEED_FILE=str(seed))
+    await node.core.start()
+    await wait_for(lambda: node.up() == 1, 10)
+    assert not any("plaintext" in r.getMessage() for r in caplog.records)  # the seed never leaves
+    stranger = events_core(server.url, EVENTS__NATS_NKEY_SEED_FILE=str(other_seed))
+    await stranger.core.start()
+    await asyncio.sleep(2.0)
+    assert stranger.up() == 0
