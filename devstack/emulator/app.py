@@ -27,6 +27,7 @@ from devstack.emulator import (
     routes_iceberg,
     routes_management,
     routes_tables,
+    routes_transactions,
 )
 from devstack.emulator.auth import JwtAuthenticator
 from devstack.emulator.config import EmulatorConfig
@@ -109,5 +110,6 @@ def create_app(config: EmulatorConfig) -> web.Application:
     routes_management.add_routes(app)
     routes_tables.add_routes(app)
     routes_iceberg.setup(app, config.db_path)
+    routes_transactions.add_routes(app)
     app.on_cleanup.append(_close)
     return app

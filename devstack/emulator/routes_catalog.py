@@ -21,6 +21,7 @@ from devstack.emulator.pagination import (
     encode_token,
 )
 from devstack.emulator.routes_iceberg import ENDPOINTS as ICEBERG_TABLE_ENDPOINTS
+from devstack.emulator.routes_transactions import ENDPOINTS as TRANSACTION_ENDPOINTS
 from devstack.emulator.state import (
     namespace_from_path,
     project_of,
@@ -40,6 +41,7 @@ ENDPOINTS = (
     "HEAD /v1/{prefix}/namespaces/{namespace}",
     "DELETE /v1/{prefix}/namespaces/{namespace}",
     *ICEBERG_TABLE_ENDPOINTS,  # routes_iceberg.py
+    *TRANSACTION_ENDPOINTS,  # routes_transactions.py
 )
 
 
