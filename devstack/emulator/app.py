@@ -28,6 +28,7 @@ from devstack.emulator import (
     routes_management,
     routes_tables,
     routes_transactions,
+    routes_views,
 )
 from devstack.emulator.auth import JwtAuthenticator
 from devstack.emulator.config import EmulatorConfig
@@ -111,5 +112,6 @@ def create_app(config: EmulatorConfig) -> web.Application:
     routes_tables.add_routes(app)
     routes_iceberg.setup(app, config.db_path)
     routes_transactions.add_routes(app)
+    routes_views.setup(app, config.db_path)
     app.on_cleanup.append(_close)
     return app

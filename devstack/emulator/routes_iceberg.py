@@ -1,15 +1,15 @@
 """Iceberg REST table routes (`/catalog/v1/{prefix}/...`), as Lakekeeper serves them.
 
 Create, list, load (with `X-Iceberg-Access-Delegation` vending), exists, commit (requirements
-and updates, pyiceberg's semantics via `iceberg_meta`), drop, rename and the credential refresh
-endpoint. Vended credentials come from the same STS vending and STC cache as generic tables,
-scoped to the table location; the S3 credential maps also carry Lakekeeper's
+and updates, pyiceberg's semantics via `iceberg_meta`), drop, rename, register and the
+credential refresh endpoint. Vended credentials come from the same STS vending and STC cache as
+generic tables, scoped to the table location; the S3 credential maps also carry Lakekeeper's
 `client.refresh-credentials-endpoint`. Metadata files are really written to storage.
 
 Deviations: ETag/304 on client-managed loads only (a weak `lk2.` tag over warehouse and
-metadata location), no remote signing, no views (multi-table commits: routes_transactions.py);
-Iceberg tables are always hard-deleted (soft-delete warehouses too) and never purged by a
-recursive namespace drop (their rows are dropped, their files kept).
+metadata location), no remote signing (views: routes_views.py; multi-table commits:
+routes_transactions.py); Iceberg tables are always hard-deleted (soft-delete warehouses too)
+and never purged by a recursive namespace drop (their rows are dropped, their files kept).
 """
 
 from __future__ import annotations

@@ -127,3 +127,60 @@ def test_register_publishes_register_table_and_may_overwrite(catalog: Catalog) -
         assert e["tabular-id"] == str(table.metadata.table_uuid)
     loaded = rest.load_table((catalog.ns, name + "_again"))
     assert loaded.metadata.table_uuid == table.metadata.table_uuid
+
+
+def _version(sql: str, ns: str) -> dict[str, Any]:
+    return {"version-id": 1, "schema-id": -1 if sql.endswith("2") else 0,
+            "timestamp-ms": 1_700_000_000_000, "summary": {"engine-name": "test"},
+            "representations": [{"type": "sql", "sql": sql, "dialect": "spark"}],
+            "default-namespace": [ns]}
+
+
+def test_views_publish_create_update_rename_and_drop(catalog: Catalog) -> None:
+    name = f"View_{uuid.uuid4().hex[:8]}"
+    views = f"/catalog/v1/{catalog.wh}/namespaces/{catalog.ns}/views"
+    schema = {"type": "struct", "schema-id": 0,
+              "fields": [{"id": 1, "name": "x", "type": "long", "required": False}]}
+    created: dict[str, Any] = {}
+
+    def lifecycle() -> None:
+        resp = catalog.http.post(views, json={"name": name, "schema": schema,
+                                              "view-version": _version("select 1", catalog.ns),
+                                              "properties": {"a": "b"}})
+        assert resp.status_code == 200, resp.text
+        created.update(resp.json())
+        assert catalog.http.post(views, json={  # one tabular per name
+            "name": name, "schema": schema,
+            "view-version": _version("select 1", catalog.ns)}).status_code == 409
+        uuid_ = created["metadata"]["view-uuid"]
+        resp = catalog.http.post(f"{views}/{name}", json={
+            "requirements": [{"type": "assert-view-uuid", "uuid": uuid_}],
+            "updates": [{"action": "add-view-version",
+                         "view-version": _version("select 2", catalog.ns)},
+                        {"action": "set-current-view-version", "view-version-id": -1}]})
+        assert resp.status_code == 200, resp.text
+        assert resp.json()["metadata"]["current-version-id"] == 2
+        resp = catalog.http.post(f"/catalog/v1/{catalog.wh}/views/rename", json={
+            "source": {"namespace": [catalog.ns.upper()], "name": name.lower()},
+            "destination": {"namespace": [catalog.ns], "name": name + "_v1"}})
+        assert resp.status_code == 204, resp.text
+        assert catalog.http.get(f"{views}/{name}_v1").status_code == 200
+        assert catalog.http.delete(f"{views}/{name}_v1").status_code == 204
+        assert catalog.http.get(f"{views}/{name}_v1").status_code == 404
+
+    events = collect(catalog, lifecycle, 4)
+    assert [e["type"] for e in events] == ["createView", "updateView", "renameView", "dropView"]
+    create, update, rename, drop = events
+    assert {e["tabular-type"] for e in events} == {"View"}
+    assert {e["tabular-id"] for e in events} == {created["metadata"]["view-uuid"]}
+    assert (create["name"], create["namespace"], create["prefix"]) == (name, catalog.ns,
+                                                                       catalog.wh)
+    assert create["data"]["name"] == name
+    assert create["data"]["properties"] == {"a": "b"}
+    assert update["data"]["updates"][1] == {"action": "set-current-view-version",
+                                            "view-version-id": -1}
+    assert (rename["name"], rename["namespace"], rename["prefix"]) == (
+        name.lower(), catalog.ns.upper(), "")
+    assert rename["data"] is None
+    assert drop["data"] is None
+    assert (drop["name"], drop["prefix"]) == (name + "_v1", catalog.wh)

@@ -108,6 +108,7 @@ async def _subscriber(url: str, subject: str, got: list[dict[str, Any]]) -> Any:
         got.append(json.loads(msg.data))
 
     await nc.subscribe(subject, cb=cb)
+    await nc.flush(timeout=5)  # subscribed at the server before the test acts (no lost event)
     return nc
 
 
