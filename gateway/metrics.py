@@ -36,6 +36,9 @@ SKEW_CLOCKS = ("catalog", "idp")  # remote clocks whose `Date` the gateway compa
 # (304), error (the cached entry was served, retried soon); and per cache key: changed (the
 # cached table was replaced, the entry refetched).
 IDENTITY_RESULTS = ("loaded", "not_modified", "error", "changed")
+# Change events (service/change_events.py) by result: applied, ignored (commits, views), and the
+# ones not applied: malformed, refused (over a limit), rate_limited, dropped (by the client).
+CHANGE_EVENT_RESULTS = ("applied", "ignored", "malformed", "refused", "rate_limited", "dropped")
 
 
 class Metrics:
@@ -132,7 +135,9 @@ class Metrics:
         )
         self.change_events = Counter(
             "lakegate_change_events",
-            "Change events received, by result (applied, ignored, malformed).", ["result"],
+            "Change events received, by result (applied, ignored, malformed; refused: over a "
+            "size, depth or name limit; rate_limited: over one table's rate; dropped: by the "
+            "NATS client, the consumer fell behind).", ["result"],
             registry=r,
         )
         # process_cpu_seconds_total, process_resident_memory_bytes, open fds, start time.
@@ -164,7 +169,7 @@ class Metrics:
             self.clock_skew.labels(clock)
         for result in IDENTITY_RESULTS:
             self.identity_checks.labels(result)
-        for result in ("applied", "ignored", "malformed"):
+        for result in CHANGE_EVENT_RESULTS:
             self.change_events.labels(result)
 
 

@@ -24,6 +24,9 @@ MATCH_CACHE_MAX_TARGET = 1024
 DECISION_MEMO_SIZE = 4096
 """Policy decisions memoized per (caller, warehouse as given, namespace, table, access)."""
 
+EVENT_RATE_TABLES_MAX = 10_000
+"""Tables whose change events are rate-limited at once (a per-table bucket each, LRU)."""
+
 # ---- warehouse resolution ----------------------------------------------------------------------
 WAREHOUSE_STALE_RETRY_S = 5.0
 """While a lapsed warehouse mapping is served stale, how often a refresh is tried."""

@@ -27,6 +27,8 @@ from devstack.emulator import (
     routes_iceberg,
     routes_management,
     routes_tables,
+    routes_transactions,
+    routes_views,
 )
 from devstack.emulator.auth import JwtAuthenticator
 from devstack.emulator.config import EmulatorConfig
@@ -109,5 +111,7 @@ def create_app(config: EmulatorConfig) -> web.Application:
     routes_management.add_routes(app)
     routes_tables.add_routes(app)
     routes_iceberg.setup(app, config.db_path)
+    routes_transactions.add_routes(app)
+    routes_views.setup(app, config.db_path)
     app.on_cleanup.append(_close)
     return app

@@ -37,12 +37,18 @@ DOT = "."
 UNIT = "\x1f"
 
 
+TRACE_KEY: web.RequestKey[str] = web.RequestKey("emulator_trace_id", str)
+
+
 def _trace_id(request: web.Request) -> str:
+    """The request's id: its `x-request-id` if a UUID, else one UUIDv7 for all its events."""
     rid = request.headers.get("x-request-id", "")
     try:
         return str(uuid.UUID(rid))
     except ValueError:
-        return str(uuid7())
+        if TRACE_KEY not in request:
+            request[TRACE_KEY] = str(uuid7())
+        return request[TRACE_KEY]
 
 
 def _actor(request: web.Request) -> str:

@@ -1,5 +1,6 @@
 """Fault injection for tests: latency, error status (next N calls or with probability),
-`Retry-After`, dropped connections, and a shorter advertised credential lifetime.
+`Retry-After`, dropped connections, a shorter advertised credential lifetime, and reads that
+lag writes (`replica_lag_ms`: replica.py).
 
 `count > 0` fails the next N matching calls; else `probability > 0` fails each call with that
 probability; else a `status` (or `drop_connection`) alone fails every matching call.
@@ -17,6 +18,8 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from devstack.emulator.replica import ReplicaLag
+
 
 class FaultSpec(BaseModel):
     """Body of `POST /_emulator/faults` (all optional)."""
@@ -31,6 +34,8 @@ class FaultSpec(BaseModel):
     drop_connection: bool = False
     operations: list[str] | None = None
     credential_lifetime_s: int | None = Field(default=None, ge=1)
+    # Table reads (loads, credentials) answer what the name held this long ago (replica.py).
+    replica_lag_ms: float = Field(default=0.0, ge=0, le=60_000)
     clear: bool = False
 
 
@@ -58,10 +63,12 @@ class Faults:
         self._spec = FaultSpec()
         self._remaining = 0
         self._rng = rng or random.Random()  # noqa: S311 - test fault injection, not crypto
+        self.replica = ReplicaLag()
 
     def set(self, spec: FaultSpec) -> None:
         self._spec = FaultSpec() if spec.clear else spec
         self._remaining = self._spec.count
+        self.replica.set_lag(self._spec.replica_lag_ms / 1000.0)
 
     def current(self) -> dict[str, object]:
         out = self._spec.model_dump(exclude={"clear"})

@@ -27,7 +27,7 @@ from pyiceberg.catalog import MetastoreCatalog
 from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC, PartitionSpec
 from pyiceberg.schema import Schema
-from pyiceberg.serializers import ToOutputFile
+from pyiceberg.serializers import FromInputFile, ToOutputFile
 from pyiceberg.table import TableIdentifier
 from pyiceberg.table.locations import load_location_provider
 from pyiceberg.table.metadata import TableMetadata, TableMetadataUtil, new_table_metadata
@@ -109,6 +109,26 @@ def parse_metadata(raw: str) -> TableMetadata:
 def dump_metadata(metadata: TableMetadata) -> str:
     """The JSON pyiceberg writes to the metadata file (and the catalog keeps as its copy)."""
     return metadata.model_dump_json(exclude_none=True)
+
+
+class RegisterIcebergTable(Body):
+    """Iceberg `RegisterTableRequest`."""
+
+    name: str
+    metadata_location: str = Field(alias="metadata-location")
+    overwrite: bool = False
+
+
+def _read_blocking(location: str, io_props: dict[str, str]) -> TableMetadata:
+    io = PyArrowFileIO(properties=io_props)
+    return FromInputFile.table_metadata(io.new_input(location))
+
+
+async def read_metadata(location: str, io_props: dict[str, str]) -> TableMetadata:
+    """Read a metadata file from storage (worker thread; bounded like `write_metadata`)."""
+    return await asyncio.wait_for(
+        asyncio.to_thread(_read_blocking, location, io_props), timeout=60.0
+    )
 
 
 def _write_blocking(metadata: TableMetadata, location: str, io_props: dict[str, str]) -> None:

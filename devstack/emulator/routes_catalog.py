@@ -8,7 +8,7 @@ from typing import Any
 
 from aiohttp import web
 
-from devstack.emulator import routes_iceberg
+from devstack.emulator import routes_iceberg, routes_views
 from devstack.emulator.errors import ApiError, not_found_warehouse
 from devstack.emulator.models import Namespace, Warehouse
 from devstack.emulator.names import decode_namespace_segment, validate_namespace
@@ -21,6 +21,8 @@ from devstack.emulator.pagination import (
     encode_token,
 )
 from devstack.emulator.routes_iceberg import ENDPOINTS as ICEBERG_TABLE_ENDPOINTS
+from devstack.emulator.routes_transactions import ENDPOINTS as TRANSACTION_ENDPOINTS
+from devstack.emulator.routes_views import ENDPOINTS as VIEW_ENDPOINTS
 from devstack.emulator.state import (
     namespace_from_path,
     project_of,
@@ -40,6 +42,8 @@ ENDPOINTS = (
     "HEAD /v1/{prefix}/namespaces/{namespace}",
     "DELETE /v1/{prefix}/namespaces/{namespace}",
     *ICEBERG_TABLE_ENDPOINTS,  # routes_iceberg.py
+    *TRANSACTION_ENDPOINTS,  # routes_transactions.py
+    *VIEW_ENDPOINTS,  # routes_views.py
 )
 
 
@@ -143,6 +147,7 @@ async def drop_namespace(request: web.Request) -> web.Response:
     recursive = query_bool(request, "recursive", False)
     if not recursive and (
         st.store.namespace_has_children(ns) or routes_iceberg.namespace_has_tables(request, ns)
+        or routes_views.namespace_has_views(request, ns)
     ):
         raise ApiError(409, "NamespaceNotEmptyException", "Namespace is not empty")
     st.store.drop_namespace(ns, recursive=recursive)

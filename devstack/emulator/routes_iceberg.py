@@ -1,15 +1,15 @@
 """Iceberg REST table routes (`/catalog/v1/{prefix}/...`), as Lakekeeper serves them.
 
 Create, list, load (with `X-Iceberg-Access-Delegation` vending), exists, commit (requirements
-and updates, pyiceberg's semantics via `iceberg_meta`), drop, rename and the credential refresh
-endpoint. Vended credentials come from the same STS vending and STC cache as generic tables,
-scoped to the table location; the S3 credential maps also carry Lakekeeper's
+and updates, pyiceberg's semantics via `iceberg_meta`), drop, rename, register and the
+credential refresh endpoint. Vended credentials come from the same STS vending and STC cache as
+generic tables, scoped to the table location; the S3 credential maps also carry Lakekeeper's
 `client.refresh-credentials-endpoint`. Metadata files are really written to storage.
 
 Deviations: ETag/304 on client-managed loads only (a weak `lk2.` tag over warehouse and
-metadata location), no remote signing, no views, no multi-table transactions;
-Iceberg tables are always hard-deleted (soft-delete warehouses too) and never purged by a
-recursive namespace drop (their rows are dropped, their files kept).
+metadata location), no remote signing (views: routes_views.py; multi-table commits:
+routes_transactions.py); Iceberg tables are always hard-deleted (soft-delete warehouses too)
+and never purged by a recursive namespace drop (their rows are dropped, their files kept).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from devstack.emulator.events import DOT, UNIT, emit
 from devstack.emulator.iceberg_meta import (
     CommitIcebergTable,
     CreateIcebergTable,
+    RegisterIcebergTable,
     RenameIcebergTable,
     TableLocks,
     apply_commit,
@@ -36,6 +37,7 @@ from devstack.emulator.iceberg_meta import (
     metadata_dict,
     metadata_file_location,
     parse_metadata,
+    read_metadata,
     write_metadata,
 )
 from devstack.emulator.iceberg_store import IcebergStore, IcebergTable
@@ -60,6 +62,7 @@ from devstack.emulator.wire import read_json
 
 TABLES = "/catalog/v1/{prefix}/namespaces/{namespace}/tables"
 RENAME = "/catalog/v1/{prefix}/tables/rename"
+REGISTER = "/catalog/v1/{prefix}/namespaces/{namespace}/register"
 ENDPOINTS = (
     "GET /v1/{prefix}/namespaces/{namespace}/tables",
     "POST /v1/{prefix}/namespaces/{namespace}/tables",
@@ -68,6 +71,7 @@ ENDPOINTS = (
     "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}",
     "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}",
     "POST /v1/{prefix}/tables/rename",
+    "POST /v1/{prefix}/namespaces/{namespace}/register",
     "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials",
 )
 
@@ -162,11 +166,16 @@ def catalog_of(request: web.Request) -> IcebergCatalog:
     return request.app[ICEBERG]
 
 
-def _table_from_path(request: web.Request) -> tuple[Warehouse, Namespace, IcebergTable]:
+def _table_from_path(request: web.Request, *, replica: bool = False
+                     ) -> tuple[Warehouse, Namespace, IcebergTable]:
+    """The table the path names; `replica`: as the read pool sees it (the replica-lag fault)."""
     wh = warehouse_from_prefix(request)
     ns = namespace_from_path(request, wh)
     name = request.match_info["table"].replace("+", " ")
     table = catalog_of(request).store.get(ns, name)
+    if replica:
+        lag = state_of(request).faults.replica
+        table = lag.read(lag.key("iceberg", ns.id, name), table)
     if table is None:
         raise _not_found()
     return wh, ns, table
@@ -223,6 +232,7 @@ async def create_table(request: web.Request) -> web.Response:
             raise ApiError(400, "Misconfiguration", "Writing metadata needs an STS warehouse")
         metadata_location = metadata_file_location(metadata, 0)
         await write_metadata(metadata, metadata_location, _io_props(wh, cred))
+        st.faults.replica.wrote(st.faults.replica.key("iceberg", ns.id, body.name), None)
         try:
             cat.store.create(
                 table_id=table_id, ns=ns, name=body.name, location=location,
@@ -259,7 +269,7 @@ def _etag(wh: Warehouse, table: IcebergTable) -> str:
 
 
 async def load_table(request: web.Request) -> web.Response:
-    wh, ns, table = _table_from_path(request)
+    wh, ns, table = _table_from_path(request, replica=True)
     vend = not client_managed(request)
     if not vend:  # no expiring credential in the answer: Lakekeeper may answer 304
         etag = _etag(wh, table)
@@ -274,7 +284,7 @@ async def load_table(request: web.Request) -> web.Response:
 
 
 async def table_exists(request: web.Request) -> web.Response:
-    _table_from_path(request)
+    _table_from_path(request, replica=True)
     return web.Response(status=204)
 
 
@@ -332,6 +342,8 @@ async def commit_table(request: web.Request) -> web.Response:
 async def drop_table(request: web.Request) -> web.Response:
     wh, ns, table = _table_from_path(request)
     purge = query_bool(request, "purgeRequested", False)
+    lag = state_of(request).faults.replica
+    lag.wrote(lag.key("iceberg", ns.id, table.name), table)
     catalog_of(request).store.delete(table.id)
     if purge:
         schedule_purge(request.app, wh, _as_tabular(table.id, ns, table.name, table.location))
@@ -359,12 +371,15 @@ async def rename_table(request: web.Request) -> web.Response:
     other = cat.store.get(dst_ns, dst.name)
     if (other is not None and other.id != table.id) or st.store.get_table(dst_ns, dst.name):
         raise _already_exists()
+    st.faults.replica.wrote(st.faults.replica.key("iceberg", src_ns.id, table.name), table)
+    st.faults.replica.wrote(st.faults.replica.key("iceberg", dst_ns.id, dst.name), other)
     try:
         cat.store.rename(table.id, dst_ns, dst.name)
     except ConflictError as exc:
         raise _already_exists() from exc
+    # Lakekeeper names the source as the request spelled it (not as stored), U+001F-joined.
     await emit(request, "renameTable", tabular_type="Table", tabular_id=table.id,
-               warehouse_id=wh.id, name=table.name, namespace=src_ns.parts, join=UNIT,
+               warehouse_id=wh.id, name=src.name, namespace=list(src.namespace.root), join=UNIT,
                prefix="", data={"source": {"namespace": list(src.namespace.root),
                                            "name": src.name},
                                 "destination": {"namespace": list(dst.namespace.root),
@@ -372,8 +387,50 @@ async def rename_table(request: web.Request) -> web.Response:
     return web.Response(status=204)
 
 
+async def register_table(request: web.Request) -> web.Response:
+    """Register a metadata file already in storage as a table (`overwrite`: replace the table
+    of that name, as Lakekeeper does, with only a `registerTable` event)."""
+    st = state_of(request)
+    cat = catalog_of(request)
+    wh = warehouse_from_prefix(request)
+    ns = namespace_from_path(request, wh)
+    body = await read_json(request, RegisterIcebergTable)
+    _validate_name(body.name)
+    existing = cat.store.get(ns, body.name)
+    if (existing is not None and not body.overwrite) or st.store.get_table(ns, body.name):
+        raise _already_exists()
+    if not wh.storage_profile.get("sts-enabled"):
+        raise ApiError(400, "Misconfiguration", "Reading metadata needs an STS warehouse")
+    # The table's root holds `metadata/<file>`: read the file with a credential for that root.
+    root = body.metadata_location.rsplit("/", 2)[0]
+    cred = await _vend(request, wh, ns, str(uuid7()), body.name, root, Permission.READ)
+    try:
+        metadata = await read_metadata(body.metadata_location, _io_props(wh, cred))
+    except (OSError, ValueError) as exc:
+        raise ApiError(400, "BadRequestException", f"Cannot read the metadata: {exc}") from exc
+    if metadata.location.rstrip("/") != root:
+        raise ApiError(400, "BadRequestException", "The metadata file is not under its table")
+    table_id = str(metadata.table_uuid)
+    st.faults.replica.wrote(st.faults.replica.key("iceberg", ns.id, body.name), existing)
+    if existing is not None:
+        cat.store.delete(existing.id)
+    try:
+        cat.store.create(
+            table_id=table_id, ns=ns, name=body.name, location=metadata.location,
+            metadata_location=body.metadata_location, metadata_json=dump_metadata(metadata),
+        )  # fmt: skip
+    except ConflictError as exc:
+        raise _already_exists() from exc
+    await emit(request, "registerTable", tabular_type="Table", tabular_id=table_id,
+               warehouse_id=wh.id, name=body.name, namespace=ns.parts, join=DOT, prefix=None)
+    table = cat.store.get(ns, body.name)
+    assert table is not None
+    return web.json_response(await _table_response(request, wh, ns, table,
+                                                   vend=not client_managed(request)))
+
+
 async def load_table_credentials(request: web.Request) -> web.Response:
-    wh, ns, table = _table_from_path(request)
+    wh, ns, table = _table_from_path(request, replica=True)
     if not wh.storage_profile.get("sts-enabled"):
         return web.json_response({"storage-credentials": []})
     cred = await _vend(
@@ -414,4 +471,5 @@ def setup(app: web.Application, db_path: str) -> None:
         t + "/credentials", load_table_credentials, name="load_table_credentials", allow_head=False
     )
     app.router.add_post(RENAME, rename_table, name="rename_table")
+    app.router.add_post(REGISTER, register_table, name="register_table")
     app.on_cleanup.append(_close)

@@ -105,6 +105,7 @@ async def create_generic_table(request: web.Request) -> web.Response:
         )
     if st.store.get_table(ns, body.name) is not None:
         raise ApiError(409, "GenericTableAlreadyExists", "Generic table already exists")
+    st.faults.replica.wrote(st.faults.replica.key("generic", ns.id, body.name), None)
     try:
         table = st.store.create_table(
             table_id=table_id,
@@ -161,18 +162,23 @@ async def list_generic_tables(request: web.Request) -> web.Response:
     return web.json_response({"identifiers": identifiers, **next_page(rows)})
 
 
-def _table_from_path(request: web.Request) -> tuple[Warehouse, GenericTable]:
+def _table_from_path(request: web.Request, *, replica: bool = False
+                     ) -> tuple[Warehouse, GenericTable]:
+    """The table the path names; `replica`: as the read pool sees it (the replica-lag fault)."""
     st = state_of(request)
     wh = warehouse_from_prefix(request)
     ns = namespace_from_path(request, wh)
-    table = st.store.get_table(ns, request.match_info["table"])
+    name = request.match_info["table"]
+    table = st.store.get_table(ns, name)
+    if replica:
+        table = st.faults.replica.read(st.faults.replica.key("generic", ns.id, name), table)
     if table is None:
         raise not_found_table()
     return wh, table
 
 
 async def load_generic_table(request: web.Request) -> web.Response:
-    wh, table = _table_from_path(request)
+    wh, table = _table_from_path(request, replica=True)
     profile = wh.storage_profile
     out: dict[str, Any] = {"table": table_json(table)}
     # `config` always carries the region/endpoint keys; `storage-credentials` only a real one.
@@ -191,7 +197,7 @@ async def load_generic_table(request: web.Request) -> web.Response:
 
 
 async def load_generic_table_credentials(request: web.Request) -> web.Response:
-    wh, table = _table_from_path(request)
+    wh, table = _table_from_path(request, replica=True)
     profile = wh.storage_profile
     # Lakekeeper maps `client-managed` to "not specified" here, so the server chooses: it vends.
     if not profile.get("sts-enabled"):
@@ -217,6 +223,8 @@ async def drop_generic_table(request: web.Request) -> web.Response:
             "ProtectedTabularDeletionWithoutForce",
             "Generic table is protected and force is not set",
         )
+    ns = namespace_from_path(request, wh)
+    st.faults.replica.wrote(st.faults.replica.key("generic", ns.id, table.name), table)
     if wh.soft_delete and not force:
         expiration = int(wh.delete_profile.get("expiration-seconds", 604800))
         st.store.soft_delete_table(table.id, expiration)
@@ -225,8 +233,7 @@ async def drop_generic_table(request: web.Request) -> web.Response:
         if purge:
             schedule_purge(request.app, wh, table)
     await emit(request, "dropGenericTable", tabular_type="GenericTable", tabular_id=table.id,
-               warehouse_id=wh.id, name=table.name,
-               namespace=namespace_from_path(request, wh).parts, join=DOT, prefix=None)
+               warehouse_id=wh.id, name=table.name, namespace=ns.parts, join=DOT, prefix=None)
     return web.Response(status=204)
 
 
@@ -255,6 +262,9 @@ async def rename_generic_table(request: web.Request) -> web.Response:
     existing = st.store.get_table(dst_ns, dst.name)
     if existing is not None and existing.id != table.id:
         raise ApiError(409, "AlreadyExistsException", "Generic table already exists")
+    replica = st.faults.replica
+    replica.wrote(replica.key("generic", src_ns.id, table.name), table)
+    replica.wrote(replica.key("generic", dst_ns.id, dst.name), existing)
     try:
         st.store.rename_table(table.id, dst_ns, dst.name)
     except ConflictError as exc:

@@ -13,6 +13,7 @@ from typing import Any
 
 from cachetools import TTLCache
 
+from gateway.cache.table_index import TableIndex, TableMatch
 from gateway.clock import Clock
 from gateway.concurrency import SingleFlight, Spawn
 from gateway.errors import UpstreamTimeoutError
@@ -41,6 +42,7 @@ class MetadataCache:
         self._tables: TTLCache[CacheKey, GenericTable] = TTLCache(
             maxsize=max_entries, ttl=max(ttl_s, 1e-9), timer=clock.monotonic,
         )
+        self._by_table = TableIndex(self._tables)  # an event costs O(its table's keys)
 
     def __len__(self) -> int:
         return len(self._tables)
@@ -63,6 +65,7 @@ class MetadataCache:
             table = await load()
             if self._ttl_s > 0 and self._generation() == gen:
                 self._tables[key] = table
+                self._by_table.add(key)
             return table
 
         try:
@@ -74,9 +77,8 @@ class MetadataCache:
 
     def invalidate_table(self, warehouse_id: str, namespace: tuple[str, ...],
                          table: str) -> int:
-        """Drop every stored load of one table; returns how many."""
-        keys = [k for k in list(self._tables.keys())
-                if k.same_table(warehouse_id, namespace, table)]
+        """Drop every stored load of one table; returns how many (O(its keys))."""
+        keys = self._by_table.keys_of(TableMatch.of(warehouse_id, namespace, table))
         for key in keys:
             self._tables.pop(key, None)
         return len(keys)

@@ -8,10 +8,9 @@ the hit path pays one truth test.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from cachetools import LRUCache
 
+from gateway.cache.table_index import TableIndex, TableMatch
 from gateway.errors import GatewayError
 from gateway.models import CacheKey
 
@@ -21,6 +20,7 @@ class NegativeCache:
 
     def __init__(self, max_entries: int) -> None:
         self._errors: LRUCache[CacheKey, tuple[GatewayError, float]] = LRUCache(max_entries)
+        self._by_table = TableIndex(self._errors)
 
     def check(self, key: CacheKey, now_mono: float) -> None:
         """Raise a copy of the error remembered for `key`, until its deadline."""
@@ -35,12 +35,14 @@ class NegativeCache:
 
     def remember(self, key: CacheKey, err: GatewayError, until_mono: float) -> None:
         self._errors[key] = (err, until_mono)
+        self._by_table.add(key)
 
     def forget(self, key: CacheKey) -> None:
         self._errors.pop(key, None)
 
-    def forget_where(self, match: Callable[[CacheKey], bool]) -> None:
-        for key in [k for k in self._errors if match(k)]:
+    def forget_table(self, table: TableMatch) -> None:
+        """Forget every key of one table (O(its keys))."""
+        for key in self._by_table.keys_of(table):
             del self._errors[key]
 
     def clear(self) -> None:

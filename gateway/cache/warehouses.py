@@ -31,7 +31,9 @@ class WarehouseResolver:
         catalog: the upstream client.
         clock: time source (the TTL cache runs on monotonic time).
         spawn: owner of the shared lookups.
-        ttl_s: how long a resolution is trusted.
+        ttl_s: how long a resolution is trusted (the wiring caps it at the identity TTL
+            without events: Lakekeeper announces no warehouse rename or delete, so a name
+            reused for another warehouse is noticed only by resolving it again).
         wait_s: how long one caller waits for a shared lookup.
         negative_ttl_s: how long an unknown name is remembered (0: not at all).
         stale_retry_s: while a lapsed mapping is served stale, how often a refresh is tried.

@@ -135,7 +135,10 @@ def build_core(
                             deadline_s=wait_s, rng=rng, skew=skew)
     refresher = RefreshAhead(cache, settings.cache, clock, metrics, spawn)
     warehouses = WarehouseResolver(
-        catalog, clock, spawn, ttl_s=settings.cache.warehouse_ttl_s, wait_s=wait_s,
+        catalog, clock, spawn, wait_s=wait_s,
+        # A name reused for another warehouse has no event, and the identity check reloads by
+        # id: the name is re-checked within the identity TTL (without events: §4).
+        ttl_s=min(settings.cache.warehouse_ttl_s, settings.cache.identity_ttl_s),
         negative_ttl_s=settings.cache.negative_ttl_s,
     )
     metadata = MetadataCache(
@@ -150,8 +153,7 @@ def build_core(
                              clock, settings, tokens=tokens, identity=identity, audit=audit)
     subscription = None
     if settings.events.enabled:
-        events = ChangeEvents(service, identity, settings, metrics)
-        subscription = ChangeEventSubscription(settings.events, events.apply, events.state,
-                                               events.malformed, clock, spawn)
+        events = ChangeEvents(service, identity, settings, metrics, clock, spawn)
+        subscription = ChangeEventSubscription(settings.events, events, clock, spawn)
     return Core(service, spawn, tokens=tokens, refresher=refresher, transport=transport,
                 events=subscription, audit=audit)

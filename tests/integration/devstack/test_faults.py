@@ -84,3 +84,24 @@ def test_sts_fault_surfaces_as_412_short_term_credential_error(catalog, hooks):
     assert failed.json()["error"]["type"] == "ShortTermCredentialError"
     assert catalog.http.get(url).status_code == 200  # errors are not cached
     assert hooks.stats()["sts_assume_role"] == 2
+
+
+def test_replica_lag_makes_reads_answer_the_table_of_a_moment_ago(catalog, hooks):
+    name = f"lag_{uuid.uuid4().hex[:8]}"
+    assert catalog.create(name).status_code == 200
+    url = f"{catalog.tables_path()}/{name}"
+    old = catalog.http.get(url).json()["table"]["base-location"]
+    hooks.set_faults(replica_lag_ms=1500)
+    assert hooks.faults()["replica_lag_ms"] == 1500
+    changed = time.monotonic()
+    assert catalog.http.delete(url).status_code == 204
+    assert catalog.create(name).status_code == 200  # the primary has the new table at once
+    # Loads and credentials read the replica: still the old table.
+    assert catalog.http.get(url).json()["table"]["base-location"] == old
+    creds = catalog.http.get(f"{url}/credentials").json()["storage-credentials"]
+    assert creds[0]["prefix"] == old
+    while time.monotonic() - changed < 1.6:
+        time.sleep(0.1)
+    new = catalog.http.get(url).json()["table"]["base-location"]
+    assert new != old
+    hooks.clear_faults()

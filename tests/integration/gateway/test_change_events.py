@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from devstack.gateway_proc import events_settings
 from devstack.launcher import start_component, stop_component
 from devstack.stack_info import StackInfo
 from tests.gateway_process import running_gateway, stack_env
-from tests.integration.gateway.conftest import MARK
+from tests.integration.gateway.conftest import MARK, idp_token
 
 pytestmark = pytest.mark.integration
 
@@ -108,6 +109,7 @@ async def _subscriber(url: str, subject: str, got: list[dict[str, Any]]) -> Any:
         got.append(json.loads(msg.data))
 
     await nc.subscribe(subject, cb=cb)
+    await nc.flush(timeout=5)  # subscribed at the server before the test acts (no lost event)
     return nc
 
 
@@ -179,3 +181,38 @@ def test_killing_nats_mid_run_keeps_requests_going_within_the_fallback_ttl(
     # Events work again (the emulator reconnected too).
     newer = _recreate(gw, ns, name, "drop")
     _wait_for(lambda: _location(node_b, ns, name) == newer, EVENT_BOUND_S)
+
+
+def test_a_table_replaced_by_register_overwrite_is_served_new_within_2s(
+    info: StackInfo, node_b: httpx.Client
+) -> None:
+    # `registerTable` with overwrite replaces a table with no drop event: only the
+    # registerTable event tells node B (its identity TTL while subscribed is an hour).
+    catalog = httpx.Client(base_url=info.catalog.url, timeout=30, trust_env=False, headers={
+        "Authorization": f"Bearer {idp_token(info, 'direct')}",
+        "X-Iceberg-Access-Delegation": "vended-credentials"})
+    tables = f"/catalog/v1/{info.warehouse.id}/namespaces/{info.namespace}"
+    schema = {"type": "struct", "schema-id": 0,
+              "fields": [{"id": 1, "name": "x", "type": "long", "required": False}]}
+    name, donor = f"reg_{uuid.uuid4().hex[:8]}", f"donor_{uuid.uuid4().hex[:8]}"
+    with catalog:
+        for each in (name, donor):
+            resp = catalog.post(f"{tables}/tables", json={"name": each, "schema": schema})
+            assert resp.status_code == 200, resp.text
+        donor_doc = catalog.get(f"{tables}/tables/{donor}").json()
+        assert catalog.delete(f"{tables}/tables/{donor}").status_code == 204  # files kept
+
+        def location() -> str:
+            resp = node_b.get(f"{tables}/tables/{name}/credentials")
+            assert resp.status_code == 200, resp.text
+            return str(resp.json()["storage-credentials"][0]["prefix"])
+
+        old = location()
+        resp = catalog.post(f"{tables}/register", json={
+            "name": name, "metadata-location": donor_doc["metadata-location"],
+            "overwrite": True})
+        assert resp.status_code == 200, resp.text
+        new = donor_doc["metadata"]["location"]
+        assert new != old
+        took = _wait_for(lambda: location() == new, EVENT_BOUND_S)
+        assert took < EVENT_BOUND_S

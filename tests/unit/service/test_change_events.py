@@ -1,3 +1,5 @@
+import asyncio
+
 import pytest
 
 from gateway.metrics import Metrics
@@ -21,10 +23,11 @@ def drop_event(catalog: FakeCatalog, name: str = "orders") -> ChangeEvent:
                        tabular_id="t-1", names=((("ns",), name),))
 
 
-async def test_an_event_drops_every_access_mode_of_its_table(core, catalog):
+async def test_an_event_drops_every_access_mode_of_its_table(core, catalog, clock):
     core_, metrics = core
     service = core_.service
-    events = ChangeEvents(service, service.identity, service.settings, metrics)
+    events = ChangeEvents(service, service.identity, service.settings, metrics, clock,
+                           core_.spawn)
     for access in (AccessMode.READ, AccessMode.WRITE):
         await service.get_credentials(REF, access, CTX)
     events.apply(drop_event(catalog, "other"))  # another table: nothing happens
@@ -41,7 +44,8 @@ async def test_an_event_drops_every_access_mode_of_its_table(core, catalog):
 async def test_losing_the_subscription_shortens_the_identity_ttl_at_once(core, catalog, clock):
     core_, metrics = core
     service = core_.service
-    events = ChangeEvents(service, service.identity, service.settings, metrics)
+    events = ChangeEvents(service, service.identity, service.settings, metrics, clock,
+                           core_.spawn)
     events.state(True)
     assert service.identity.ttl_s == 300  # events.identity_ttl_s while subscribed
     assert await service.readiness() == (True, "ok")
@@ -60,13 +64,101 @@ async def test_losing_the_subscription_shortens_the_identity_ttl_at_once(core, c
     assert catalog.calls["load_generic_table"] == 1  # the entry confirmed earlier is due now
 
 
-async def test_a_commit_event_costs_no_refetch(core, catalog):
+async def test_a_commit_event_costs_no_refetch(core, catalog, clock):
     core_, metrics = core
     service = core_.service
-    events = ChangeEvents(service, service.identity, service.settings, metrics)
+    events = ChangeEvents(service, service.identity, service.settings, metrics, clock,
+                           core_.spawn)
     await service.get_credentials(REF, AccessMode.READ, CTX)
     events.apply(ChangeEvent(type="updateTable", warehouse_id=catalog.warehouse_id,
                              tabular_id="t-1", names=()))
     assert (await service.get_credentials(REF, AccessMode.READ, CTX)).outcome is Outcome.HIT
     assert metrics.registry.get_sample_value("lakegate_change_events_total",
                                              {"result": "ignored"}) == 1
+
+
+def subscribed(core_, metrics, clock) -> ChangeEvents:
+    service = core_.service
+    events = ChangeEvents(service, service.identity, service.settings, metrics, clock,
+                          core_.spawn)
+    events.state(True)
+    return events
+
+
+def result(metrics: Metrics, name: str) -> float | None:
+    return metrics.registry.get_sample_value("lakegate_change_events_total", {"result": name})
+
+
+async def settle() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+async def test_one_tables_events_over_its_rate_are_dropped_and_count_as_lost(
+    make_core, catalog, clock
+):
+    metrics = Metrics()
+    core_ = make_core(metrics, CACHE__IDENTITY_TTL_S="20", EVENTS__TABLE_EVENTS_PER_S="1",
+                      EVENTS__TABLE_EVENT_BURST="3")
+    service = core_.service
+    events = subscribed(core_, metrics, clock)
+    for _ in range(5):  # a burst of 3, then the bucket is empty
+        events.apply(drop_event(catalog))
+    events.apply(drop_event(catalog, "other"))  # another table has its own bucket
+    assert (result(metrics, "applied"), result(metrics, "rate_limited")) == (4, 2)
+    # A dropped event may have been the one that mattered: the short TTL, at once, as when the
+    # subscription is lost; `up` is false and readiness says why.
+    assert (events.up, service.identity.ttl_s) == (False, 20)
+    assert metrics.registry.get_sample_value("lakegate_change_events_up") == 0
+    assert "change events lost, resynchronising" in (await service.readiness())[1]
+    clock.advance(1)
+    events.apply(drop_event(catalog))  # one token back after a second
+    assert result(metrics, "applied") == 5
+    # Resynchronised once cache.identity_ttl_s has passed since the last loss: every entry
+    # confirmed before it has been confirmed again by then.
+    clock.advance(18.5)
+    await settle()
+    assert events.up is False
+    clock.advance(1)
+    await settle()
+    assert (events.up, service.identity.ttl_s) == (True, 300)
+    assert metrics.registry.get_sample_value("lakegate_change_events_up") == 1
+    assert await service.readiness() == (True, "ok")
+
+
+async def test_a_loss_while_resynchronising_restarts_the_wait(core, catalog, clock):
+    core_, metrics = core
+    events = subscribed(core_, metrics, clock)
+    events.rejected("dropped", lossy=True)  # the NATS client dropped one (slow consumer)
+    clock.advance(15)
+    await settle()
+    events.rejected("refused", lossy=True)  # an event over the size limit
+    clock.advance(15)
+    await settle()
+    assert events.up is False  # 15 s after the last loss, of 20
+    clock.advance(5)
+    await settle()
+    assert events.up is True
+    assert (result(metrics, "dropped"), result(metrics, "refused")) == (1, 1)
+
+
+async def test_a_malformed_message_that_names_no_table_costs_nothing(core, catalog, clock):
+    core_, metrics = core
+    events = subscribed(core_, metrics, clock)
+    events.rejected("malformed", lossy=False)  # not JSON, or not a table event
+    assert (events.up, core_.service.identity.ttl_s) == (True, 300)
+    assert result(metrics, "malformed") == 1
+
+
+async def test_a_lost_event_while_unsubscribed_keeps_the_short_ttl_after_reconnecting(
+    core, catalog, clock
+):
+    core_, metrics = core
+    events = subscribed(core_, metrics, clock)
+    events.state(False)
+    events.rejected("dropped", lossy=True)
+    events.state(True)  # reconnected, but the loss is not resynchronised yet
+    assert (events.up, core_.service.identity.ttl_s) == (False, 20)
+    clock.advance(20)
+    await settle()
+    assert (events.up, core_.service.identity.ttl_s) == (True, 300)

@@ -2,7 +2,9 @@ import json
 
 import pytest
 
-from gateway.upstream.events import parse_event
+from gateway.upstream.events import BadEvent, parse_event
+
+MAX = 256 * 1024
 
 WH = "0198E000-0000-7000-8000-0000000000A1"
 TID = "0198f0c4-5d6e-7f80-9a1b-2c3d4e5f6a7b"
@@ -20,7 +22,7 @@ def event(type_: str, **over: object) -> bytes:
 
 
 def test_a_drop_names_its_table_with_dot_joined_levels() -> None:
-    ev = parse_event(event("dropGenericTable"))
+    ev = parse_event(event("dropGenericTable"), max_bytes=MAX)
     assert ev is not None
     assert (ev.type, ev.warehouse_id, ev.tabular_id) == ("dropGenericTable", WH.lower(), TID)
     assert ev.names == ((("sales", "eu"), "orders"),)
@@ -29,7 +31,8 @@ def test_a_drop_names_its_table_with_dot_joined_levels() -> None:
 def test_a_rename_names_source_and_destination_and_splits_unit_separators() -> None:
     data = {"source": {"namespace": ["sales", "eu"], "name": "orders"},
             "destination": {"namespace": ["sales", "eu"], "name": "orders_v1"}}
-    ev = parse_event(event("renameTable", namespace="sales\x1feu", prefix="", data=data))
+    ev = parse_event(event("renameTable", namespace="sales\x1feu", prefix="", data=data),
+                     max_bytes=MAX)
     assert ev is not None
     assert ev.names == ((("sales", "eu"), "orders"), (("sales", "eu"), "orders_v1"))
 
@@ -38,7 +41,7 @@ def test_a_rename_names_source_and_destination_and_splits_unit_separators() -> N
 def test_commits_and_views_name_no_table_to_invalidate(type_: str) -> None:
     # An Iceberg table's location is immutable: a commit never changes its identity.
     data = {"identifier": {"namespace": ["a"], "name": "T"}, "requirements": [], "updates": []}
-    ev = parse_event(event(type_, namespace="a", name="T", data=data))
+    ev = parse_event(event(type_, namespace="a", name="T", data=data), max_bytes=MAX)
     assert ev is not None
     assert (ev.type, ev.names) == (type_, ())
 
@@ -48,4 +51,37 @@ def test_commits_and_views_name_no_table_to_invalidate(type_: str) -> None:
     event("dropTable", **{"warehouse-id": 7}), b"\xff\xfe",
 ])
 def test_anything_else_is_not_an_event(payload: bytes) -> None:
-    assert parse_event(payload) is None
+    with pytest.raises(BadEvent) as bad:
+        parse_event(payload, max_bytes=MAX)
+    assert bad.value.result == "malformed"
+    # Only a table identity event that cannot be read may have lost an invalidation.
+    assert bad.value.lossy is (payload == event("dropTable", name=None)
+                               or payload == event("dropTable", **{"warehouse-id": 7}))
+
+
+@pytest.mark.parametrize(("over", "why"), [
+    ({"namespace": ".".join(f"l{i}" for i in range(6))}, "namespace depth 6"),
+    ({"name": "t" * 256}, "name too long"),
+    ({"namespace": "a." + "n" * 256}, "name too long"),
+    ({"data": {"source": {"namespace": ["a"], "name": "t"},
+               "destination": {"namespace": ["a"] * 6, "name": "t"}}}, "namespace depth 6"),
+    ({"warehouse-id": "w" * 65}, "id too long"),
+])
+def test_names_deeper_or_longer_than_a_request_may_spell_are_refused(
+    over: dict[str, object], why: str
+) -> None:
+    # The gateway's requests take at most 5 levels of 255 characters (gateway.names): an event
+    # beyond that is refused whole, and counts as lost (the short TTL applies).
+    with pytest.raises(BadEvent, match=why) as bad:
+        parse_event(event("renameGenericTable", **over), max_bytes=MAX)
+    assert (bad.value.result, bad.value.lossy) == ("refused", True)
+
+
+def test_an_event_over_the_size_limit_is_refused_before_it_is_parsed() -> None:
+    big = event("createTable", data={"schema": "x" * 4096})
+    assert parse_event(big, max_bytes=len(big)).names == ((("sales", "eu"), "orders"),)
+    with pytest.raises(BadEvent) as bad:
+        parse_event(big, max_bytes=len(big) - 1)
+    assert (bad.value.result, bad.value.lossy) == ("refused", True)
+    with pytest.raises(BadEvent):  # not even read: a broken document of that size is "refused"
+        parse_event(b"{" * len(big), max_bytes=len(big) - 1)
