@@ -63,7 +63,8 @@ async def test_no_caller_may_keep_a_replaced_identity_past_the_gateways_bound(
 async def test_while_events_are_up_the_caller_keeps_an_identity_only_briefly(
     service, clock: FakeClock
 ) -> None:
-    events = ChangeEvents(service, service.identity, service.settings, Metrics())
+    events = ChangeEvents(service, service.identity, service.settings, Metrics(), clock,
+                          asyncio.ensure_future)
     events.state(True)  # the guard now trusts its own entries for events.identity_ttl_s
     got = await service.get_credentials(REF, AccessMode.READ, CTX)
     assert got.identity_ttl_s == EVENTS_CALLER_IDENTITY_TTL_S
