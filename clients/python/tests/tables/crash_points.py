@@ -17,7 +17,7 @@ from typing import Protocol
 
 from .fake_s3 import FakeS3, Fault, Killed
 
-KINDS = ("error", "kill")
+KINDS = ("error", "kill", "lost")  # "lost": the call's effect lands, its answer is a 503
 
 
 class Scenario(Protocol):
@@ -68,8 +68,11 @@ class CrashReport:
 
 
 def fault_of(kind: str) -> Fault:
-    """The failure injected at one call: a 503 (S3's "slow down, try again") or a kill."""
-    return Fault(kind="kill") if kind == "kill" else Fault(code="ServiceUnavailable", status=503)
+    """The failure injected at one call: a 503 (S3's "slow down, try again"), the same after
+    the call took effect (an ambiguous failure), or a kill."""
+    if kind == "kill":
+        return Fault(kind="kill")
+    return Fault(code="ServiceUnavailable", status=503, after=kind == "lost")
 
 
 def run_point(scenario: Scenario, n: int, kind: str, call: tuple[str, str] = ("", "")) -> Point:

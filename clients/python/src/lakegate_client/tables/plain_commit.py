@@ -264,14 +264,14 @@ def _exclusive(s3: Any, where: S3Location, fmt: str, plan: PlainPlan, intent: _I
     fence the intent, release the marker and raise."""
     marker = json.dumps({"write_id": write_id, "state": "committing",
                          "at": intent.timing.now()}).encode()
-    held = False
+    held = True  # also when the PUT's answer is lost: the release checks the marker names us
     try:
         if put_conditional(s3, where.bucket, where.key(MARKER), marker, plan.marker_etag) is None:
+            held = False
             raise WriteConflictError(
                 "another overwrite of this table committed since this job planned; "
                 "nothing was written, retry the job"
             )
-        held = True
         now, planned = _data(s3, where, fmt), dict(plan.files)
         if now != planned:
             changed = sorted(set(now.items()) ^ set(planned.items()))
