@@ -4,7 +4,8 @@ Why: the write matrix races real jobs a few rounds; this tries a failure at *eve
 that a commit and its abort make, as an error (a 503), as a lost answer (the call took effect,
 the client saw a 503), as a driver killed right there, and as a stall (the job pauses there past
 every lease while a rival overwrite recovers what it finds and commits: a commit slower than the
-stale time), and checks the invariant after the next writer recovered (``clients/python/tests/tables/crash_points.py``; scenarios per format, e.g.
+stale time), and checks the invariant after the next writer recovered
+(``clients/python/tests/tables/crash_points.py``; scenarios per format, e.g.
 ``plain_scenarios.py``). It runs on the in-memory fake store, so it is exhaustive and quick; the
 unit tests run the same enumeration.
 """

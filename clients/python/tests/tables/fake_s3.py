@@ -13,8 +13,8 @@ Beyond a well-behaved store it can play the stores the protocol must survive or 
 - ``faults``: ``{n: Fault}``: call number ``n`` (1-based, counted on this client) fails with an
   error, or "kills" the process: that call and every later one raise :class:`Killed`, as if the
   driver had died there (nothing after it runs), or "stalls": ``on_stall()`` runs before the call
-  (the process was paused there while the world moved on), then the call proceeds. ``view()`` is a fresh client (a new process)
-  on the same stored objects: the one that recovers.
+  (the process was paused there while the world moved on), then the call proceeds. ``view()``
+  is a fresh client (a new process) on the same stored objects: the one that recovers.
 """
 
 from __future__ import annotations
