@@ -252,3 +252,52 @@ def test_the_commit_reports_its_point_of_no_return_once_after_the_first_completi
     commit_plain(s3, WHERE, "parquet", plan, ups, overwrite=True, write_id="w1", timing=timing)
     # old files + marker + intent + the first new file
     assert seen == [("point_of_no_return", len(OLD) + 3)]
+
+
+def _killed_overwrite_an_hour_ago(s3: FakeS3) -> None:
+    """An overwrite whose driver died right after its first upload completion, an hour ago."""
+    from lakegate_client.tables.plain_commit import CommitTiming
+
+    _seed(s3)
+    plan, ups = plan_plain(s3, WHERE, "parquet"), _stage(s3, "w1", 2)
+    numbered = _overwrite_calls()
+    n = [i for i, (op, _) in enumerate(numbered.calls, 1) if op == "CompleteMultipartUpload"][1]
+    old_clock = CommitTiming(now=lambda: time.time() - 3600)
+    with pytest.raises(Killed):
+        commit_plain(s3.view(faults={n: Fault(kind="kill")}), WHERE, "parquet", plan, ups,
+                     overwrite=True, write_id="w1", timing=old_clock)
+    assert _data(s3) == sorted(OLD + _mine("w1", 1))  # torn, until someone touches it
+
+
+def _creds(storage: str = "s3") -> Any:
+    return type("C", (), {"location": "s3://b/wh/t1", "storage": storage})()
+
+
+def test_a_reader_finishes_a_commit_whose_driver_died(monkeypatch: pytest.MonkeyPatch) -> None:
+    from lakegate_client.spark import committer
+
+    s3 = FakeS3()
+    _killed_overwrite_an_hour_ago(s3)
+    monkeypatch.setattr(committer, "s3_client", lambda _c: s3.view())
+    assert committer.finish_abandoned(_creds(), _creds) == 1
+    assert _data(s3) == _mine("w1", 2)
+    assert not [k for k in s3.objects if "_lakegate_intent-" in k]
+    assert committer.finish_abandoned(_creds(), _creds) == 0  # nothing left: one listing
+
+
+def test_a_read_only_reader_reads_on_when_it_cannot_finish_a_commit(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+) -> None:
+    from lakegate_client._errors import PermissionDeniedError
+    from lakegate_client.spark import committer
+
+    s3 = FakeS3()
+    _killed_overwrite_an_hour_ago(s3)
+    monkeypatch.setattr(committer, "s3_client", lambda _c: s3.view())
+
+    def no_write_credential() -> Any:
+        raise PermissionDeniedError("read only")
+
+    assert committer.finish_abandoned(_creds(), no_write_credential) == 0
+    assert "could not finish an abandoned commit" in caplog.text
+    assert committer.finish_abandoned(_creds("gcs"), _creds) == 0  # no intents off S3
