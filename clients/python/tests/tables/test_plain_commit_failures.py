@@ -301,3 +301,35 @@ def test_a_read_only_reader_reads_on_when_it_cannot_finish_a_commit(
     assert committer.finish_abandoned(_creds(), no_write_credential) == 0
     assert "could not finish an abandoned commit" in caplog.text
     assert committer.finish_abandoned(_creds("gcs"), _creds) == 0  # no intents off S3
+
+
+def test_an_intent_put_retried_by_the_sdk_after_a_lost_answer_is_adopted() -> None:
+    """botocore retries a 503: when the first PUT had landed, the retry meets If-None-Match."""
+
+    class RetriedOnce(FakeS3):
+        def put_object(self, **kw: Any) -> dict[str, Any]:
+            answer = super().put_object(**kw)
+            if "_lakegate_intent-" in kw["Key"] and "IfNoneMatch" in kw:
+                return super().put_object(**kw)  # the retry of a lost answer: 412
+            return answer
+
+    s3 = RetriedOnce()
+    _seed(s3)
+    plan, ups = plan_plain(s3, WHERE, "parquet"), _stage(s3, "w1", 2)
+    commit_plain(s3, WHERE, "parquet", plan, ups, overwrite=True, write_id="w1")
+    assert _data(s3) == _mine("w1", 2)
+
+
+def test_a_marker_put_retried_by_the_sdk_after_a_lost_answer_is_ours() -> None:
+    class RetriedOnce(FakeS3):
+        def put_object(self, **kw: Any) -> dict[str, Any]:
+            answer = super().put_object(**kw)
+            if kw["Key"].endswith(MARKER) and b"committing" in kw["Body"]:
+                return super().put_object(**kw)  # the retry of a lost answer: 412
+            return answer
+
+    s3 = RetriedOnce()
+    _seed(s3)
+    plan, ups = plan_plain(s3, WHERE, "parquet"), _stage(s3, "w1", 2)
+    commit_plain(s3, WHERE, "parquet", plan, ups, overwrite=True, write_id="w1")
+    assert _data(s3) == _mine("w1", 2)

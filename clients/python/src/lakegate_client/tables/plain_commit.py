@@ -250,7 +250,7 @@ def commit_plain(
         "uploads": [[u.key, u.upload_id, [list(p) for p in u.parts], u.size] for u in uploads],
         "delete": doomed,
     }, None, timing)
-    if not intent.write():
+    if not intent.write() and not _adopt(intent):
         raise WriteConflictError(f"write {write_id} already has a commit intent; nothing was "
                                  "written, retry the job")
     with _Heartbeat(intent):
@@ -258,6 +258,23 @@ def commit_plain(
             _exclusive(s3, where, fmt, plan, intent, write_id)
         _roll_forward(intent, who=write_id)
     return doomed
+
+
+def _adopt(intent: _Intent) -> bool:
+    """Our own first PUT landed though its answer was lost (the SDK's retry then met
+    ``If-None-Match``): take the intent as ours if it is exactly what we wrote."""
+    etag, body = _read_json(intent.s3, intent.where, intent_name(str(intent.body["write_id"])))
+    mine = {k: v for k, v in intent.body.items() if k != "at"}
+    if etag is None or {k: v for k, v in body.items() if k != "at"} != mine:
+        return False
+    intent.body, intent.etag = body, etag
+    return True
+
+
+def _ours(s3: Any, where: S3Location, write_id: str) -> bool:
+    """The marker names us as committing: our PUT landed though its answer was lost."""
+    _, body = _read_json(s3, where, MARKER)
+    return body.get("state") == "committing" and body.get("write_id") == write_id
 
 
 def _exclusive(s3: Any, where: S3Location, fmt: str, plan: PlainPlan, intent: _Intent,
@@ -268,7 +285,8 @@ def _exclusive(s3: Any, where: S3Location, fmt: str, plan: PlainPlan, intent: _I
                          "at": intent.timing.now()}).encode()
     held = True  # also when the PUT's answer is lost: the release checks the marker names us
     try:
-        if put_conditional(s3, where.bucket, where.key(MARKER), marker, plan.marker_etag) is None:
+        if (put_conditional(s3, where.bucket, where.key(MARKER), marker, plan.marker_etag)
+                is None and not _ours(s3, where, write_id)):
             held = False
             raise WriteConflictError(
                 "another overwrite of this table committed since this job planned; "
