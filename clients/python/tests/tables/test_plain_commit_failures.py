@@ -333,3 +333,24 @@ def test_a_marker_put_retried_by_the_sdk_after_a_lost_answer_is_ours() -> None:
     plan, ups = plan_plain(s3, WHERE, "parquet"), _stage(s3, "w1", 2)
     commit_plain(s3, WHERE, "parquet", plan, ups, overwrite=True, write_id="w1")
     assert _data(s3) == _mine("w1", 2)
+
+
+def test_a_reader_asks_for_no_write_credential_while_the_commit_is_alive() -> None:
+    from lakegate_client.tables.plain_commit import CommitTiming, finish_abandoned
+
+    s3 = FakeS3()
+    _seed(s3)
+    plan, ups = plan_plain(s3, WHERE, "parquet"), _stage(s3, "w1", 2)
+    n = [i for i, (op, _) in enumerate(_overwrite_calls().calls, 1)
+         if op == "CompleteMultipartUpload"][1]
+    with pytest.raises(Killed):  # killed just now: its lease has a minute to run
+        commit_plain(s3.view(faults={n: Fault(kind="kill")}), WHERE, "parquet", plan, ups,
+                     overwrite=True, write_id="w1")
+
+    def no_writer() -> Any:
+        raise AssertionError("a live commit needs no recovery")
+
+    assert finish_abandoned(s3.view(), WHERE, no_writer) == 0
+    later = CommitTiming(now=lambda: time.time() + 3600)
+    assert finish_abandoned(s3.view(), WHERE, s3.view, later) == 1
+    assert _data(s3) == _mine("w1", 2)

@@ -50,7 +50,8 @@ from lakegate_client.tables.directory import data_files
 from lakegate_client.tables.staged import PendingUpload, S3Location
 
 __all__ = ["INTENT_PREFIX", "MARKER", "CommitTiming", "PlainPlan", "WriteConflictError",
-           "abort_plain", "commit_plain", "delete_job_files", "plan_plain", "recover_plain"]
+           "abort_plain", "commit_plain", "delete_job_files", "finish_abandoned", "plan_plain",
+           "recover_plain"]
 
 MARKER = "_lakegate_commit.json"
 INTENT_PREFIX = "_lakegate_intent-"
@@ -438,6 +439,19 @@ def recover_plain(s3: Any, where: S3Location, timing: CommitTiming | None = None
 def pending_intents(s3: Any, where: S3Location) -> list[str]:
     """The table's commit intents (cheap: one listing under the intent prefix)."""
     return sorted(list_objects(s3, where, INTENT_PREFIX))
+
+
+def finish_abandoned(read_s3: Any, where: S3Location, write_s3: Callable[[], Any],
+                     timing: CommitTiming | None = None) -> int:
+    """A reader's part in recovery: find (with its read credential) an intent whose lease
+    expired, and only then get a write client (``write_s3``) and finish it. Returns how many
+    commits it finished."""
+    timing = timing or CommitTiming()
+    for rel in pending_intents(read_s3, where):
+        etag, body = _read_json(read_s3, where, rel)
+        if etag is not None and body.get("write_id") and not _fresh(body, timing):
+            return recover_plain(write_s3(), where, timing)
+    return 0
 
 
 def _discard(intent: _Intent) -> None:
