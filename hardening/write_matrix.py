@@ -10,10 +10,14 @@ serial order of the successful jobs produces), orphan objects and unexpected err
 Cases: ``retry`` (tasks fail once, Spark retries), ``abort_late`` (one task always fails while the
 others are slowed before their file completes, to finish after ``abort``), ``before_commit`` (the
 driver fails after every task reported), ``append+append``, ``overwrite+overwrite``,
-``overwrite+append`` and ``create+create`` (two jobs at once, both drivers committing at the same
-wall-clock moment), and ``speculation`` (partition 0's first attempt lags, a speculative copy
-wins, the killed duplicate finishes its file after the commit; on a two-host standalone cluster,
-see ``write_speculation.py`` for why not ``local-cluster``).
+``overwrite+append``, ``create+create`` and ``create+overwrite`` (two jobs at once, both drivers
+committing at the same wall-clock moment; ``create+overwrite``: an append and an overwrite that
+both find no table), ``slow_commit`` (parquet: an overwrite whose commit sleeps 8 s past its
+point of no return on a 2 s lease while a second overwrite plans and commits: the lease is
+renewed, so the second conflicts and the first keeps its table), and ``speculation``
+(partition 0's first attempt lags, a speculative copy wins, the killed duplicate finishes its
+file after the commit; on a two-host standalone cluster, see ``write_speculation.py`` for why
+not ``local-cluster``).
 """
 
 from __future__ import annotations
@@ -39,8 +43,11 @@ if TYPE_CHECKING:
 
 FORMATS = ("parquet", "delta", "lance", "iceberg")
 CASES = ("retry", "abort_late", "before_commit", "append+append", "overwrite+overwrite",
-         "overwrite+append", "create+create")  # on the local[2,2] session
+         "overwrite+append", "create+create", "create+overwrite")  # on the local[2,2] session
+PLAIN_CASES = ("slow_commit",)  # plain tables only (the commit lease is theirs)
 SPECULATION = "speculation"  # on its own speculating cluster session
+SLOW_COMMIT = "lease@0=2,slow_commit@0=8"  # an 8 s commit on a 2 s lease, renewed every 0.5 s
+SLOW_RIVAL_AFTER_S = 4.0  # the rival overwrite starts (and plans) while the first sleeps
 SEED = list(range(1000, 1012))
 A = list(range(0, 40))
 B = list(range(100, 140))
@@ -145,26 +152,44 @@ def _run_case(r: _Round, case: str, counts: CaseCounts) -> None:
                 counts.notes.append(_last_line(exc))
         time.sleep(8 if case == "abort_late" else 0)  # let the slowed tasks finish
         allowed = [SEED]
+    elif case == "slow_commit":
+        r.write(SEED, "overwrite")
+        start = time.time() + RACE_START_S
+        slow = f"{SLOW_COMMIT},commit_at@0={start}"
+
+        def rival() -> None:  # plans after the first job's lease would have run out unrenewed
+            time.sleep(max(0.0, start + SLOW_RIVAL_AFTER_S - time.time()))
+            r.write(B, "overwrite")
+
+        errors = concurrently(r.spark, r.job(A, "overwrite", slow), rival)
+        allowed = _allowed("overwrite+overwrite", errors)
+        _count_errors(counts, case, errors)
     else:
         first, second = case.split("+")
         if first != "create":
             r.write(SEED, "overwrite")
-        modes = ("append", "append") if first == "create" else (first, second)
+        # create+overwrite: an append and an overwrite that both find no table yet
+        modes = ("append", "append" if second == "create" else second) if first == "create" \
+            else (first, second)
         at = f"commit_at@0={time.time() + RACE_START_S}"  # both drivers commit at one moment
         errors = concurrently(r.spark, r.job(A, modes[0], at), r.job(B, modes[1], at))
         allowed = _allowed(case, errors)
-        for error in errors:
-            if error is None:
-                continue
-            # appends never conflict (README): only a race with an overwrite may fail loudly
-            if is_conflict(error) and "overwrite" in case:
-                counts.expected_conflicts += 1
-                counts.notes.append(f"conflict: {_last_line(error)}")
-            else:
-                counts.unexpected_errors += 1
-                counts.notes.append(_last_line(error))
+        _count_errors(counts, case, errors)
     _judge(counts, r.observe(), allowed)
     counts.ok += 1
+
+
+def _count_errors(counts: CaseCounts, case: str, errors: list[BaseException | None]) -> None:
+    for error in errors:
+        if error is None:
+            continue
+        # appends never conflict (README): only a race with an overwrite may fail loudly
+        if is_conflict(error) and ("overwrite" in case or case == "slow_commit"):
+            counts.expected_conflicts += 1
+            counts.notes.append(f"conflict: {_last_line(error)}")
+        else:
+            counts.unexpected_errors += 1
+            counts.notes.append(_last_line(error))
 
 
 def _run_speculation(make_round: Callable[[], _Round], counts: CaseCounts) -> None:
@@ -212,7 +237,11 @@ def _last_line(error: BaseException) -> str:
 def _allowed(case: str, errors: list[BaseException | None]) -> list[list[int]]:
     """The outcomes a serial order of the jobs that succeeded can produce."""
     a_ok, b_ok = errors[0] is None, errors[1] is None
-    base = [] if case == "create+create" else SEED
+    base = [] if case.startswith("create+") else SEED
+    if case == "create+overwrite":  # append A, overwrite B, on no table
+        if a_ok and b_ok:
+            return [sorted(B), sorted(A + B)]
+        return [sorted(A)] if a_ok else [sorted(B)] if b_ok else [[]]
     if case in ("append+append", "create+create"):
         return [sorted(base + (A if a_ok else []) + (B if b_ok else []))]
     if case == "overwrite+overwrite":
@@ -232,8 +261,10 @@ def run_write_suite(run_dir: Path, *, rounds: int = 3, formats: tuple[str, ...] 
     ``speculation`` case on a two-host cluster session; stop everything."""
     from demo.pipeline import spark_session
     from devstack.launcher import start_stack, stop_stack
+    from hardening.crash_enumeration import run_crash_enumeration
     from hardening.write_speculation import speculation_session
 
+    crash = run_crash_enumeration()  # in-process on the fake store: exhaustive and quick
     stack = start_stack(run_dir / "stack", with_gateway=True)
     results: dict[str, dict[str, CaseCounts]] = {}
     try:
@@ -247,7 +278,7 @@ def run_write_suite(run_dir: Path, *, rounds: int = 3, formats: tuple[str, ...] 
                                   conf={"spark.python.task.killTimeout": "30s"})
         try:
             for fmt in formats:
-                for case in CASES:
+                for case in CASES + (PLAIN_CASES if fmt == "parquet" else ()):
                     _rounds(results, fmt, case, rounds,
                             lambda c, f=fmt, k=case: _run_case(  # type: ignore[misc]
                                 _Round(spark, info, auditor, f), k, c))
@@ -263,7 +294,9 @@ def run_write_suite(run_dir: Path, *, rounds: int = 3, formats: tuple[str, ...] 
         stop_stack(run_dir / "stack")
     return {
         "rounds": rounds,
-        "violations": sum(c.violations for cases in results.values() for c in cases.values()),
+        "violations": sum(c.violations for cases in results.values() for c in cases.values())
+        + crash["violations"],
+        "crash_points": crash,
         "cases": {fmt: {case: {**asdict(c), "notes": c.notes[:5]} for case, c in cases.items()}
                   for fmt, cases in results.items()},
     }
@@ -296,4 +329,8 @@ def render_write_suite(writes: dict[str, Any]) -> list[str]:
                 f"| {c['orphans']} | {c['unexpected_errors']} | {c.get('pending_uploads', 0)} "
                 f"| {c.get('speculative_attempts', 0)} ({c.get('speculative_wins', 0)}) "
                 f"| {'; '.join(c['notes'])[:300]} |")
+    if "crash_points" in writes:
+        from hardening.crash_enumeration import render_crash_enumeration
+
+        lines += render_crash_enumeration(writes["crash_points"])
     return lines
