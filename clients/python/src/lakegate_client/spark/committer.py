@@ -102,25 +102,71 @@ def publish_delta(creds: TableCredentials, schema: pa.Schema, files: Sequence[An
     """Complete the staged files, then add them (``files``: ``WrittenFile``) in one Delta commit.
 
     Completed-but-uncommitted files are unreferenced (no Delta reader sees them); a failed
-    transaction deletes them.
+    transaction deletes them. A failed commit call may still have landed (a lost answer, a
+    timeout): the log then decides (:func:`delta_committed`), and when it cannot be read the
+    files are kept and the job fails with :class:`CommitUnknownError`.
     """
     s3 = s3_client(creds) if uploads else None
     where = S3Location.parse(creds.location)
     if s3 is not None:
         complete_uploads(s3, where.bucket, uploads)
     try:
-        _delta_transaction(creds, schema, files, overwrite=overwrite)
-    except BaseException:
-        drop_job_files(creds, write_id, keep=())
-        raise
+        _delta_transaction(creds, schema, files, overwrite=overwrite, write_id=write_id)
+    except BaseException as exc:
+        state = delta_committed(creds, write_id)
+        if state is None:
+            raise CommitUnknownError(
+                f"the Delta commit of write {write_id} at {creds.location} failed ({exc!r}) and "
+                f"the log could not show whether it landed: its files are KEPT; look for the "
+                f"transaction {delta_app_id(write_id)!r} in the log before retrying the job"
+            ) from exc
+        if not state:
+            drop_job_files(creds, write_id, keep=())
+            raise
+        log.warning("the Delta commit of write %s failed (%r) but landed", write_id, exc)
     after_commit("removing unused files", write_id,
                  lambda: drop_job_files(creds, write_id, keep=[f.path for f in files]))
     if s3 is not None:
         after_commit("the upload sweep", write_id, lambda: sweep(s3, where, write_id))
 
 
+class CommitUnknownError(RuntimeError):
+    """A commit call failed and the table could not show whether it landed (files kept)."""
+
+
+def delta_app_id(write_id: str) -> str:
+    """The Delta transaction id (``txn.appId``) a write commits with: its proof in the log."""
+    return f"lakegate-{write_id}"
+
+
+def delta_committed(creds: TableCredentials, write_id: str) -> bool | None:
+    """Whether the Delta log holds this write's commit (None: the log cannot be read)."""
+    from deltalake import DeltaTable
+
+    options = creds.delta_storage_options()
+    try:
+        if not DeltaTable.is_deltatable(creds.location, storage_options=options):
+            return False
+        table = DeltaTable(creds.location, storage_options=options)
+        return table.transaction_version(delta_app_id(write_id)) is not None
+    except Exception:  # the log cannot answer: undecided
+        log.warning("could not read the Delta log of write %s", write_id, exc_info=True)
+        return None
+
+
+def discard_delta(creds: TableCredentials, write_id: str) -> None:
+    """The abort of a Delta job: delete its files unless the log may reference them (its
+    commit landed, or the log cannot be read: kept, logged)."""
+    state = delta_committed(creds, write_id)
+    if state is not False:
+        log.error("abort of write %s keeps its files: the Delta log %s", write_id,
+                  "holds its commit" if state else "could not be read")
+        return
+    drop_job_files(creds, write_id, keep=())
+
+
 def _delta_transaction(creds: TableCredentials, schema: pa.Schema, files: Sequence[Any], *,
-                       overwrite: bool) -> None:
+                       overwrite: bool, write_id: str = "") -> None:
     from deltalake.transaction import AddAction
 
     options = creds.delta_storage_options()
@@ -129,34 +175,47 @@ def _delta_transaction(creds: TableCredentials, schema: pa.Schema, files: Sequen
                   data_change=True, stats=json.dumps({"numRecords": f.rows}))
         for f in files
     ]
-    delta_commit(creds.location, options, schema, adds, overwrite=overwrite)
+    delta_commit(creds.location, options, schema, adds, overwrite=overwrite, write_id=write_id)
 
 
 def delta_commit(location: str, options: dict[str, str], schema: pa.Schema, adds: Sequence[Any],
-                 *, overwrite: bool) -> None:
-    """One Delta commit of ``adds`` (``AddAction``), creating the table when there is none.
+                 *, overwrite: bool, write_id: str = "") -> None:
+    """One Delta commit of ``adds`` (``AddAction``), creating the table when there is none;
+    with ``write_id`` the commit carries the transaction :func:`delta_app_id`.
 
     Of two jobs creating the table at once one loses the create (version 0 exists by then); it
     then commits to the table the other created, unless its own create did land after all.
     """
     from deltalake import DeltaTable, Schema
-    from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
+    from deltalake.transaction import (
+        AddAction,
+        CommitProperties,
+        RemoveAction,
+        Transaction,
+        create_table_with_add_actions,
+    )
 
     mode: Literal["overwrite", "append"] = "overwrite" if overwrite else "append"
+    props = (CommitProperties(app_transactions=[Transaction(delta_app_id(write_id), 1)])
+             if write_id else None)
     if not DeltaTable.is_deltatable(location, storage_options=options):
         try:
             create_table_with_add_actions(location, Schema.from_arrow(schema), list(adds),
-                                          mode=mode, storage_options=options)
+                                          mode=mode, storage_options=options,
+                                          commit_properties=props)
             return
         except Exception:
             if not DeltaTable.is_deltatable(location, storage_options=options):
                 raise
-            uris = DeltaTable(location, storage_options=options).file_uris()
+            table = DeltaTable(location, storage_options=options)
+            if write_id and table.transaction_version(delta_app_id(write_id)) is not None:
+                return  # our create committed; the error came after it
+            uris = table.file_uris()
             if adds and all(any(u.endswith(f"/{a.path}") for u in uris) for a in adds):
                 return  # our create committed; the error came after it
     table = DeltaTable(location, storage_options=options)
     actions: list[AddAction | RemoveAction] = [*adds]  # the API takes the wider list type
-    table.create_write_transaction(actions, mode=mode, schema=schema)
+    table.create_write_transaction(actions, mode=mode, schema=schema, commit_properties=props)
 
 
 def drop_job_files(creds: TableCredentials, write_id: str, keep: Sequence[str]) -> list[str]:

@@ -199,6 +199,9 @@ class LakekeeperWriter(DataSourceArrowWriter):
         if self._plan.staged:
             s3, where = committer.s3_client(creds), S3Location.parse(creds.location)
             committer.discard_staged(s3, where, uploads, self._plan.write_id)
+        if self._plan.info.format == "delta":  # files its log may reference stay
+            committer.discard_delta(creds, self._plan.write_id)
+            return
         committer.drop_job_files(creds, self._plan.write_id, keep=())
 
 
