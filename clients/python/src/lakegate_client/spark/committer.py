@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     from lakegate_client import TableCredentials
 
 LANCE_CREATE_WAIT_S = 180.0  # longer than a dead job's create claim lives (STALE_CREATE_S)
+WRITE_ID_PROPERTY = "lakegate.write-id"  # in the transaction (Lance) a write commits
+LANCE_CONFLICT_RETRIES = 4  # an append redone after a concurrent overwrite
 log = logging.getLogger(__name__)
 
 
@@ -234,9 +236,11 @@ def commit_lance(creds: TableCredentials, schema: pa.Schema, fragments_json: Seq
     cleanup of every fragment file the commit does not use.
 
     Overwrite replaces whatever version is current (last writer wins, a serial order). Append
-    never overwrites: it appends against the version that exists at commit time, creating an
-    empty dataset first when there is none (of two creators one gets "already exists" and both
-    then append), and Lance's own commit retries rebase concurrent appends (``max_retries``).
+    never overwrites: it appends against the version that exists at commit time. A job that
+    finds no dataset (append or overwrite) first creates an empty one (on S3 only the holder of
+    the create claim does, :func:`create_lance`), and Lance's own commit retries rebase
+    concurrent appends (``max_retries``). A failed commit call is resolved from the versions
+    (:func:`lance_committed`): landed, the job succeeds; undecidable, :class:`CommitUnknownError`.
     """
     ledger = lance_ledger(creds) if write_id else None
     if ledger is not None:
@@ -244,11 +248,9 @@ def commit_lance(creds: TableCredentials, schema: pa.Schema, fragments_json: Seq
     _commit_lance(creds, schema, fragments_json, overwrite=overwrite, read_version=read_version,
                   ledger=ledger, write_id=write_id)
     if ledger is not None:
-        try:  # after a commit, a failure here must not turn into an abort of committed files
-            attempts.discard_unused(*ledger, write_id, lance_files(fragments_json))
-        except Exception:  # debris only: logged, never raised
-            log.warning("could not remove the unused fragment files of write %s", write_id,
-                        exc_info=True)
+        after_commit("removing the unused fragment files", write_id,
+                     lambda: attempts.discard_unused(*ledger, write_id,
+                                                     lance_files(fragments_json)))
 
 
 def lance_ledger(creds: TableCredentials) -> tuple[Any, S3Location] | None:
@@ -264,25 +266,78 @@ def _commit_lance(creds: TableCredentials, schema: pa.Schema, fragments_json: Se
 
     fragments = [FragmentMetadata.from_json(f) for f in fragments_json]
     options = creds.lance_storage_options()
-    if overwrite:
-        lance.LanceDataset.commit(creds.location, lance.LanceOperation.Overwrite(schema, fragments),
-                                  read_version=read_version, storage_options=options)
-        return
-    version = lance_version(creds)
-    if version is None:
+    version = read_version if overwrite and read_version is not None else lance_version(creds)
+    if version is None:  # an overwrite too: a create outside the claim would race the holder's
         version = create_lance(creds.location, options, schema, ledger, write_id)
-    lance.LanceDataset.commit(creds.location, lance.LanceOperation.Append(fragments),
-                              read_version=version, storage_options=options)
+    operation = (lance.LanceOperation.Overwrite(schema, fragments) if overwrite
+                 else lance.LanceOperation.Append(fragments))
+    for attempt in range(LANCE_CONFLICT_RETRIES + 1):
+        transaction = lance.Transaction(version, operation,
+                                        transaction_properties={WRITE_ID_PROPERTY: write_id})
+        try:
+            lance.LanceDataset.commit(creds.location, transaction, storage_options=options)
+            return
+        except BaseException as exc:
+            state = lance_committed(creds.location, options, write_id, since=version)
+            if state is None:
+                raise CommitUnknownError(
+                    f"the Lance commit of write {write_id} at {creds.location} failed ({exc!r}) "
+                    f"and the versions could not show whether it landed: its fragment files "
+                    f"are KEPT; look for transaction property {WRITE_ID_PROPERTY}={write_id} "
+                    f"before retrying the job") from exc
+            if state:
+                log.warning("the Lance commit of write %s failed (%r) but landed", write_id, exc)
+                return
+            # an append Lance cannot rebase over a concurrent overwrite: append to its result
+            if overwrite or attempt == LANCE_CONFLICT_RETRIES or not _lance_conflict(exc):
+                raise
+        version = lance_version(creds)
+        if version is None:
+            raise RuntimeError(f"the Lance dataset at {creds.location} vanished during a commit")
+
+
+def _lance_conflict(exc: BaseException) -> bool:
+    from lance.commit import CommitConflictError
+
+    return isinstance(exc, CommitConflictError)
+
+
+def lance_committed(location: str, options: dict[str, str], write_id: str,
+                    since: int | None) -> bool | None:
+    """Whether a version after ``since`` is this write's commit (its transaction properties
+    name the write id); None: the dataset cannot be read."""
+    import lance
+
+    if not write_id:
+        return False
+    try:
+        dataset = lance.dataset(location, storage_options=options)
+    except Exception as exc:
+        if isinstance(exc, ValueError) and "not found" in str(exc):
+            return False  # no dataset: nothing landed
+        # the store cannot answer: undecided
+        log.warning("could not read the Lance dataset of write %s", write_id, exc_info=True)
+        return None
+    try:
+        for version in range(int(dataset.latest_version), (since or 0), -1):
+            transaction = dataset.read_transaction(version)
+            if transaction is not None and (
+                    transaction.transaction_properties or {}).get(WRITE_ID_PROPERTY) == write_id:
+                return True
+    except Exception:  # a manifest or transaction file cannot be read: undecided
+        log.warning("could not read the Lance versions of write %s", write_id, exc_info=True)
+        return None
+    return False
 
 
 def create_lance(location: str, options: dict[str, str], schema: pa.Schema,
                  ledger: tuple[Any, S3Location] | None, write_id: str) -> int:
-    """Create the empty dataset an append found missing; returns the version to append on.
+    """Create the empty dataset a job found missing; returns the version to commit on.
 
     Lance's create is not exclusive: of two at once, the later commits as an Overwrite on top of
-    the first, wiping an append that landed in between (or failing it). On S3 only the holder of
-    the ledger's create claim creates; the other jobs wait until the dataset exists. Elsewhere
-    (no conditional PUT here) every job tries to create, as before.
+    the first, wiping an append or overwrite that landed in between (or failing it). On S3 only
+    the holder of the ledger's create claim creates; the other jobs wait until the dataset
+    exists. Elsewhere (no conditional PUT here) every job tries to create, as before.
     """
     import lance
 
@@ -311,9 +366,17 @@ def lance_files(fragments_json: Sequence[str]) -> list[str]:
 
 
 def drop_lance_fragments(creds: TableCredentials, fragments_json: Sequence[str],
-                         write_id: str = "") -> None:
+                         write_id: str = "", since: int | None = None) -> None:
     """Delete the data files of uncommitted fragments (a failed job's, or a failed task's); with
-    ``write_id`` (the job's abort) also every file its attempts recorded in the ledger."""
+    ``write_id`` (the job's abort) also every file its attempts recorded in the ledger, unless a
+    version after ``since`` may be the job's commit (it landed, or the dataset cannot be read:
+    every file is kept, logged)."""
+    if write_id:
+        state = lance_committed(creds.location, creds.lance_storage_options(), write_id, since)
+        if state is not False:
+            log.error("abort of write %s keeps its fragment files: the Lance dataset %s",
+                      write_id, "holds its commit" if state else "could not be read")
+            return
     delete_under(creds, creds.location, lance_files(fragments_json))
     ledger = lance_ledger(creds) if write_id else None
     if ledger is not None:

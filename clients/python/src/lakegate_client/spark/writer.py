@@ -193,7 +193,8 @@ class LakekeeperWriter(DataSourceArrowWriter):
         creds = table_credentials(self._plan.opts, "write", self._plan.info.location)
         if self._plan.info.format == "lance":
             reported = [f for m in messages if isinstance(m, TaskResult) for f in m.fragments]
-            committer.drop_lance_fragments(creds, reported, self._plan.write_id)
+            committer.drop_lance_fragments(creds, reported, self._plan.write_id,
+                                           since=self._plan.read_version)
             return
         uploads = [u for m in messages if isinstance(m, TaskResult) for u in m.uploads]
         if self._plan.staged:
