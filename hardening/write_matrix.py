@@ -10,8 +10,9 @@ serial order of the successful jobs produces), orphan objects and unexpected err
 Cases: ``retry`` (tasks fail once, Spark retries), ``abort_late`` (one task always fails while the
 others are slowed before their file completes, to finish after ``abort``), ``before_commit`` (the
 driver fails after every task reported), ``append+append``, ``overwrite+overwrite``,
-``overwrite+append`` and ``create+create`` (two jobs at once, both drivers committing at the same
-wall-clock moment), and ``speculation`` (partition 0's first attempt lags, a speculative copy
+``overwrite+append``, ``create+create`` and ``create+overwrite`` (two jobs at once, both drivers
+committing at the same wall-clock moment; ``create+overwrite``: an append and an overwrite that
+both find no table), and ``speculation`` (partition 0's first attempt lags, a speculative copy
 wins, the killed duplicate finishes its file after the commit; on a two-host standalone cluster,
 see ``write_speculation.py`` for why not ``local-cluster``).
 """
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
 
 FORMATS = ("parquet", "delta", "lance", "iceberg")
 CASES = ("retry", "abort_late", "before_commit", "append+append", "overwrite+overwrite",
-         "overwrite+append", "create+create")  # on the local[2,2] session
+         "overwrite+append", "create+create", "create+overwrite")  # on the local[2,2] session
 SPECULATION = "speculation"  # on its own speculating cluster session
 SEED = list(range(1000, 1012))
 A = list(range(0, 40))
@@ -149,7 +150,9 @@ def _run_case(r: _Round, case: str, counts: CaseCounts) -> None:
         first, second = case.split("+")
         if first != "create":
             r.write(SEED, "overwrite")
-        modes = ("append", "append") if first == "create" else (first, second)
+        # create+overwrite: an append and an overwrite that both find no table yet
+        modes = ("append", "append" if second == "create" else second) if first == "create" \
+            else (first, second)
         at = f"commit_at@0={time.time() + RACE_START_S}"  # both drivers commit at one moment
         errors = concurrently(r.spark, r.job(A, modes[0], at), r.job(B, modes[1], at))
         allowed = _allowed(case, errors)
@@ -212,7 +215,11 @@ def _last_line(error: BaseException) -> str:
 def _allowed(case: str, errors: list[BaseException | None]) -> list[list[int]]:
     """The outcomes a serial order of the jobs that succeeded can produce."""
     a_ok, b_ok = errors[0] is None, errors[1] is None
-    base = [] if case == "create+create" else SEED
+    base = [] if case.startswith("create+") else SEED
+    if case == "create+overwrite":  # append A, overwrite B, on no table
+        if a_ok and b_ok:
+            return [sorted(B), sorted(A + B)]
+        return [sorted(A)] if a_ok else [sorted(B)] if b_ok else [[]]
     if case in ("append+append", "create+create"):
         return [sorted(base + (A if a_ok else []) + (B if b_ok else []))]
     if case == "overwrite+overwrite":
@@ -232,8 +239,10 @@ def run_write_suite(run_dir: Path, *, rounds: int = 3, formats: tuple[str, ...] 
     ``speculation`` case on a two-host cluster session; stop everything."""
     from demo.pipeline import spark_session
     from devstack.launcher import start_stack, stop_stack
+    from hardening.crash_enumeration import run_crash_enumeration
     from hardening.write_speculation import speculation_session
 
+    crash = run_crash_enumeration()  # in-process on the fake store: exhaustive and quick
     stack = start_stack(run_dir / "stack", with_gateway=True)
     results: dict[str, dict[str, CaseCounts]] = {}
     try:
@@ -263,7 +272,9 @@ def run_write_suite(run_dir: Path, *, rounds: int = 3, formats: tuple[str, ...] 
         stop_stack(run_dir / "stack")
     return {
         "rounds": rounds,
-        "violations": sum(c.violations for cases in results.values() for c in cases.values()),
+        "violations": sum(c.violations for cases in results.values() for c in cases.values())
+        + crash["violations"],
+        "crash_points": crash,
         "cases": {fmt: {case: {**asdict(c), "notes": c.notes[:5]} for case, c in cases.items()}
                   for fmt, cases in results.items()},
     }
@@ -296,4 +307,8 @@ def render_write_suite(writes: dict[str, Any]) -> list[str]:
                 f"| {c['orphans']} | {c['unexpected_errors']} | {c.get('pending_uploads', 0)} "
                 f"| {c.get('speculative_attempts', 0)} ({c.get('speculative_wins', 0)}) "
                 f"| {'; '.join(c['notes'])[:300]} |")
+    if "crash_points" in writes:
+        from hardening.crash_enumeration import render_crash_enumeration
+
+        lines += render_crash_enumeration(writes["crash_points"])
     return lines

@@ -82,16 +82,17 @@ def test_a_job_planned_while_another_overwrite_commits_conflicts(
     _seed(s3)
     plan_1 = plan_plain(s3, WHERE, "parquet")
     seen: list[plain_commit.PlainPlan] = []
-    real_complete = plain_commit.complete_uploads
+    real_complete = plain_commit._complete
 
     def complete_and_plan(*args: object, **kwargs: object) -> None:
-        seen.append(plan_plain(s3, WHERE, "parquet"))  # planned mid-commit, listing unchanged
+        if not seen:  # planned mid-commit, listing unchanged
+            seen.append(plan_plain(s3, WHERE, "parquet"))
         real_complete(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(plain_commit, "complete_uploads", complete_and_plan)
+    monkeypatch.setattr(plain_commit, "_complete", complete_and_plan)
     commit_plain(s3, WHERE, "parquet", plan_1, _stage(s3, "w1", 1), overwrite=True,
                  write_id="w1")
-    monkeypatch.setattr(plain_commit, "complete_uploads", real_complete)
+    monkeypatch.setattr(plain_commit, "_complete", real_complete)
     assert seen[0].blocked_by == "w1"
     with pytest.raises(WriteConflictError, match="was committing"):
         commit_plain(s3, WHERE, "parquet", seen[0], _stage(s3, "w3", 1), overwrite=True,

@@ -24,7 +24,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from lakegate_client.tables import attempts
 from lakegate_client.tables.directory import delete_files, fs_path, list_files, write_id_of
-from lakegate_client.tables.plain_commit import PlainPlan, commit_plain
+from lakegate_client.tables.plain_commit import (
+    PlainPlan,
+    abort_plain,
+    commit_plain,
+    pending_intents,
+    recover_plain,
+)
 from lakegate_client.tables.staged import (
     PendingUpload,
     S3Location,
@@ -51,7 +57,7 @@ def s3_client(creds: TableCredentials) -> Any:
     return boto3.session.Session().client("s3", **creds.boto3_kwargs())
 
 
-def sweep(s3: Any, where: S3Location, write_id: str) -> int:
+def sweep(s3: Any, where: S3Location, write_id: str, keep: Sequence[str] = ()) -> int:
     """Abort the job's pending uploads left by failed, duplicate or late attempts.
 
     Lakekeeper's session policy grants no ``s3:ListBucketMultipartUploads``, so under a vended
@@ -60,7 +66,7 @@ def sweep(s3: Any, where: S3Location, write_id: str) -> int:
     Returns how many uploads were aborted (-1: listing refused).
     """
     try:
-        return sweep_uploads(s3, where, write_id)
+        return sweep_uploads(s3, where, write_id, keep)
     except s3.exceptions.ClientError as exc:
         if exc.response.get("Error", {}).get("Code") == "AccessDenied":
             return -1
@@ -89,14 +95,48 @@ def discard_staged(s3: Any, where: S3Location, uploads: Sequence[PendingUpload],
 
 def publish_plain(creds: TableCredentials, fmt: str, plan: PlainPlan,
                   uploads: Sequence[PendingUpload], *, overwrite: bool, write_id: str) -> None:
-    """Complete a plain job's uploads under the conflict protocol; on failure abort them."""
+    """Complete a plain job's uploads under the commit protocol (``tables/plain_commit.py``).
+
+    ``commit_plain`` raises only before the point of no return; then the uploads are aborted
+    (unless another process took the commit over to finish it). The sweep never aborts an
+    upload of the plan: a step left to recovery may still need it.
+    """
     s3, where = s3_client(creds), S3Location.parse(creds.location)
     try:
         commit_plain(s3, where, fmt, plan, uploads, overwrite=overwrite, write_id=write_id)
     except BaseException:
-        discard_staged(s3, where, uploads, write_id)
+        abort_plain_job(s3, where, uploads, write_id)
         raise
-    after_commit("the upload sweep", write_id, lambda: sweep(s3, where, write_id))
+    keep = [u.upload_id for u in uploads]
+    after_commit("the upload sweep", write_id, lambda: sweep(s3, where, write_id, keep))
+
+
+def abort_plain_job(s3: Any, where: S3Location, uploads: Sequence[PendingUpload],
+                    write_id: str) -> None:
+    """A plain job's abort: never deletes an object, only aborts what its commit did not take
+    past the point of no return (``abort_plain``), then sweeps its other pending uploads."""
+    if abort_plain(s3, where, uploads, write_id):
+        sweep(s3, where, write_id)
+
+
+def finish_abandoned(creds: TableCredentials,
+                     write_creds: Callable[[], TableCredentials]) -> int:
+    """A reader planning a plain table on S3 first finishes commits whose driver died
+    (``recover_plain``), so a crashed job never leaves it torn once someone reads it.
+
+    Best effort (logged): listing the intents needs only the read credential; a recovery needs
+    a write one, which a read-only caller may not get. Returns how many commits it finished.
+    """
+    if creds.storage != "s3":
+        return 0
+    try:
+        s3, where = s3_client(creds), S3Location.parse(creds.location)
+        if not pending_intents(s3, where):
+            return 0
+        return recover_plain(s3_client(write_creds()), where)
+    except Exception:  # the read goes on with the table as it is
+        log.warning("could not finish an abandoned commit of %s", creds.location, exc_info=True)
+        return 0
 
 
 def publish_delta(creds: TableCredentials, schema: pa.Schema, files: Sequence[Any],

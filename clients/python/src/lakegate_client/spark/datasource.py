@@ -11,7 +11,9 @@ Usage::
 Options: ``table`` (``"ns.table"``, ``"a.b.table"``; or ``namespace`` + ``table``), ``warehouse``
 (name or id; default ``$LAKEGATE_WAREHOUSE``), ``url`` (gateway; default ``$LAKEGATE_URL`` of the
 process that runs the task, i.e. its node's gateway), ``format`` (for a write that creates the
-table; checked against the table otherwise), ``create`` (``true``: create a missing table).
+table; checked against the table otherwise), ``create`` (``true``: create a missing table),
+``accept_single_writer_risk`` (``true``: write even to a store that ignores conditional PUTs,
+which the writer otherwise refuses before writing anything; only with one writer at a time).
 Reads: parquet, csv, json, delta, lance. Writes (append, overwrite): parquet, delta, lance.
 Iceberg tables: ``.option("format", "iceberg")`` (spark/iceberg.py; plus ``catalog_url``, the
 gateway's HTTP address for the driver's pyiceberg catalog calls).
@@ -36,6 +38,7 @@ from lakegate_client.spark.faults import Faults
 from lakegate_client.spark.options import SourceOptions
 from lakegate_client.spark.reader import LakekeeperReader, arrow_schema, spark_schema
 from lakegate_client.spark.writer import WRITABLE_FORMATS, LakekeeperWriter, WritePlan
+from lakegate_client.tables.conditional_writes import process_probe
 from lakegate_client.tables.directory import fs_path
 from lakegate_client.tables.plain_commit import plan_plain
 from lakegate_client.tables.snapshot import convert_to_plain
@@ -101,7 +104,10 @@ class LakekeeperDataSource(DataSource):
         staged = creds.storage == "s3" and info.format != "lance"
         plain = None
         if staged and info.format in tables.DIRECTORY_FORMATS:
-            plain = plan_plain(s3_client(creds), S3Location.parse(creds.location), info.format)
+            s3, where = s3_client(creds), S3Location.parse(creds.location)
+            process_probe().ensure(s3, where.bucket, where.prefix,
+                                   accept_risk=opts.accept_single_writer_risk)
+            plain = plan_plain(s3, where, info.format)
         plan = WritePlan(
             opts=opts,
             info=info,

@@ -34,6 +34,8 @@ class SourceOptions:
     create: bool = False
     # The gateway's HTTP address for the driver's Iceberg catalog calls (spark/iceberg.py).
     catalog_url: str | None = None
+    # Write to a store that ignores conditional PUTs anyway (tables/conditional_writes.py).
+    accept_single_writer_risk: bool = False
     # Test-only write faults (spark/faults.py); refused unless $LAKEGATE_TEST_FAULTS=1.
     test_fault: str = ""
 
@@ -83,6 +85,7 @@ class SourceOptions:
             format=_check_format(fmt),
             create=_parse_bool(opts.get("create", "false")),
             catalog_url=opts.get("catalog_url") or None,
+            accept_single_writer_risk=_parse_bool(opts.get("accept_single_writer_risk", "false")),
             test_fault=fault,
         )
 

@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
+from lakegate_client.spark.committer import finish_abandoned
 from lakegate_client.spark.connection import table_credentials
-from lakegate_client.tables.catalog import TableFormatError, TableInfo
+from lakegate_client.tables.catalog import DIRECTORY_FORMATS, TableFormatError, TableInfo
 from lakegate_client.tables.directory import fs_path
 from lakegate_client.tables.files import read_file
 from lakegate_client.tables.snapshot import current_snapshot
@@ -150,8 +151,11 @@ class LakekeeperReader(DataSourceReader):
         self._schema = schema
 
     def partitions(self) -> Sequence[InputPartition]:
-        return plan_partitions(self._info,
-                               table_credentials(self._opts, "read", self._info.location))
+        creds = table_credentials(self._opts, "read", self._info.location)
+        if self._info.format in DIRECTORY_FORMATS:  # a crashed commit is finished, not read torn
+            finish_abandoned(creds, lambda: table_credentials(self._opts, "write",
+                                                              self._info.location))
+        return plan_partitions(self._info, creds)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         from pyspark.sql.pandas.types import to_arrow_schema

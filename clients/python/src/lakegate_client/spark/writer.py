@@ -199,6 +199,9 @@ class LakekeeperWriter(DataSourceArrowWriter):
         uploads = [u for m in messages if isinstance(m, TaskResult) for u in m.uploads]
         if self._plan.staged:
             s3, where = committer.s3_client(creds), S3Location.parse(creds.location)
+            if self._plan.plain is not None:  # a visible file is a committed one: never deleted
+                committer.abort_plain_job(s3, where, uploads, self._plan.write_id)
+                return
             committer.discard_staged(s3, where, uploads, self._plan.write_id)
         if self._plan.info.format == "delta":  # files its log may reference stay
             committer.discard_delta(creds, self._plan.write_id)

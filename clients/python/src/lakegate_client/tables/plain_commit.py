@@ -1,49 +1,79 @@
-"""Commit a job's staged files into a plain directory table on S3, or fail loudly on a conflict.
+"""Commit a job's staged files into a plain directory table on S3: a serial order of the jobs, a
+loud :class:`WriteConflictError`, or (after a crash) a commit that the next writer or reader
+finishes. Never a torn table once anyone touched it.
 
-Why: a plain table has no log, so two jobs that each "delete every file that is not mine" tear it.
-The protocol here makes every outcome either a serial order of the jobs or a
-:class:`WriteConflictError`:
+Why: a plain table has no log, so two jobs that each "delete every file that is not mine" tear it,
+and a commit is many calls (complete N uploads, delete M files), any of which can fail or be the
+last one a dying driver makes.
 
-- Planning (driver, before tasks run) records the table's data files with their ETags and the
-  commit marker ``_lakegate_commit.json`` (hidden from every reader by its ``_`` prefix).
-- An overwrite commits only against the marker it planned with: it swaps the marker to
-  "committing" with a conditional PUT (``If-Match`` the planned ETag, ``If-None-Match: *`` when
-  there was none), so of two overwrites planned against the same state only one proceeds. It then
-  re-lists and compares with its plan: a file added, replaced or removed by anyone meanwhile (an
-  append, a non-Lakegate writer) is a conflict. Only then does it complete its uploads, delete the
-  planned files, and mark the marker "done". A job that planned while another overwrite was
-  "committing" conflicts too (a committing marker older than ``STALE_COMMIT_S`` is a crashed job's
-  and is ignored).
-- An append deletes nothing, so it conflicts with nobody: it completes its uploads, and an
-  overwrite that planned before it notices the new files when it re-lists.
+- **Planning** (driver, before tasks run) first rolls forward any abandoned commit (below), then
+  records the table's data files with their ETags and the commit marker ``_lakegate_commit.json``.
+- **The intent.** A commit first writes ``_lakegate_intent-<write id>.json`` (``If-None-Match:
+  *``): the plan (every upload to complete, every file to delete), its owner and a lease that a
+  heartbeat renews (``If-Match`` its own ETag) while the commit runs. All ``_``-prefixed: hidden
+  from every reader.
+- **Overwrite exclusion.** The intent starts ``staged``. The commit swaps the marker to
+  "committing" against the marker it planned with (``If-Match``, or ``If-None-Match: *``), so of
+  two overwrites planned against the same state only one proceeds, then re-lists: a file added,
+  replaced or removed meanwhile is a conflict. Only then does the intent become ``committing``.
+  A job that planned while a live overwrite was committing conflicts too.
+- **Point of no return**: the first ``CompleteMultipartUpload`` call (an append's intent is
+  ``committing`` from the start). Before it, a failure fences the intent (``aborted``), releases
+  the marker and raises: nothing became visible and the caller aborts the uploads. After it,
+  every step (complete, delete, release the marker, remove the intent) is retried, then logged,
+  never raised: Spark's abort would otherwise delete rows that are already committed.
+- **Recovery.** Anyone (a writer planning, a reader planning, the same job's abort) who finds an
+  intent whose lease expired takes it over with a PUT conditional on its ETag (so exactly one
+  recoverer wins, and the old owner's next renewal fails), then rolls a ``committing`` intent
+  forward (every step is idempotent) or discards a ``staged``/``aborted`` one.
 
 Remaining windows (documented in the README): a writer that does not use the marker and lands a
 file after an overwrite's re-list but before its deletes survives next to the new rows; a reader
-listing during the complete/delete steps sees a mix (nothing here is one atomic step). SeaweedFS
-and AWS S3 both honour ``If-Match``/``If-None-Match`` on PUT (probed on the local stack).
+listing during the complete/delete steps sees a mix (nothing here is one atomic step); leases
+compare wall clocks of different hosts.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import threading
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from lakegate_client._errors import ConflictError
+from lakegate_client.tables.conditional_writes import put_conditional
 from lakegate_client.tables.directory import data_files
-from lakegate_client.tables.staged import PendingUpload, S3Location, complete_uploads
+from lakegate_client.tables.staged import PendingUpload, S3Location
 
-__all__ = ["MARKER", "PlainPlan", "WriteConflictError", "commit_plain", "delete_job_files",
-           "plan_plain"]
+__all__ = ["INTENT_PREFIX", "MARKER", "CommitTiming", "PlainPlan", "WriteConflictError",
+           "abort_plain", "commit_plain", "delete_job_files", "plan_plain", "recover_plain"]
 
 MARKER = "_lakegate_commit.json"
-STALE_COMMIT_S = 300.0
+INTENT_PREFIX = "_lakegate_intent-"
+LEASE_S = 60.0
+RETRIES = 4
+BACKOFF_S = 0.5  # times the attempt number
+log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class WriteConflictError(ConflictError):
     """Another writer changed the table between this job's planning and its commit."""
+
+
+@dataclass(frozen=True)
+class CommitTiming:
+    """Clock, sleep and lease of the protocol (injected: tests shrink or fake them)."""
+
+    now: Callable[[], float] = time.time
+    sleep: Callable[[float], None] = time.sleep
+    lease_s: float = field(default_factory=lambda: LEASE_S)
+    retries: int = RETRIES
+    backoff_s: float = field(default_factory=lambda: BACKOFF_S)
 
 
 @dataclass(frozen=True)
@@ -52,13 +82,13 @@ class PlainPlan:
 
     files: tuple[tuple[str, str], ...]  # (relative path, ETag) of every data file
     marker_etag: str | None
-    blocked_by: str | None  # write id of an overwrite that was committing at planning
+    blocked_by: str | None  # write id of a live overwrite that was committing at planning
 
 
-def list_objects(s3: Any, where: S3Location) -> dict[str, str]:
-    """Every object under the table: relative path → ETag (all pages)."""
+def list_objects(s3: Any, where: S3Location, under: str = "") -> dict[str, str]:
+    """Every object under the table (``under``: a relative key prefix): path → ETag."""
     out: dict[str, str] = {}
-    kwargs: dict[str, str] = {"Bucket": where.bucket, "Prefix": f"{where.prefix}/"}
+    kwargs: dict[str, str] = {"Bucket": where.bucket, "Prefix": f"{where.prefix}/{under}"}
     while True:
         page = s3.list_objects_v2(**kwargs)
         for obj in page.get("Contents", ()):
@@ -73,38 +103,117 @@ def _data(s3: Any, where: S3Location, fmt: str) -> dict[str, str]:
     return {rel: objects[rel] for rel in data_files(objects, fmt)}
 
 
-def _marker(s3: Any, where: S3Location) -> tuple[str | None, dict[str, Any]]:
+def _read_json(s3: Any, where: S3Location, rel: str) -> tuple[str | None, dict[str, Any]]:
     try:
-        answer = s3.get_object(Bucket=where.bucket, Key=where.key(MARKER))
+        answer = s3.get_object(Bucket=where.bucket, Key=where.key(rel))
     except s3.exceptions.NoSuchKey:
         return None, {}
     body = json.loads(answer["Body"].read() or b"{}")
     return str(answer["ETag"]), body if isinstance(body, dict) else {}
 
 
-def plan_plain(s3: Any, where: S3Location, fmt: str) -> PlainPlan:
-    """Record what a job's commit will check: the data files and the commit marker."""
-    etag, body = _marker(s3, where)
-    committing = body.get("state") == "committing"
-    fresh = time.time() - float(body.get("at", 0)) < STALE_COMMIT_S
-    blocked = str(body.get("write_id")) if committing and fresh else None
+def intent_name(write_id: str) -> str:
+    return f"{INTENT_PREFIX}{write_id}.json"
+
+
+def _retried(what: str, step: Callable[[], T], timing: CommitTiming) -> T:
+    """Run ``step``; on an error retry with backoff, then re-raise the last error."""
+    for attempt in range(timing.retries):
+        try:
+            return step()
+        except Exception:
+            if attempt == timing.retries - 1:
+                raise
+            log.info("%s failed (attempt %d), retrying", what, attempt + 1, exc_info=True)
+            timing.sleep(timing.backoff_s * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
+@dataclass
+class _Intent:
+    """One commit's intent object and this process's hold on it (its ETag)."""
+
+    s3: Any
+    where: S3Location
+    body: dict[str, Any]
+    etag: str | None
+    timing: CommitTiming
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def key(self) -> str:
+        return self.where.key(intent_name(str(self.body["write_id"])))
+
+    @property
+    def uploads(self) -> list[PendingUpload]:
+        return [PendingUpload(str(k), str(u), tuple((int(n), str(e)) for n, e in parts), int(s))
+                for k, u, parts, s in self.body.get("uploads", [])]
+
+    def write(self, **changes: Any) -> bool:
+        """Replace the intent (``If-Match`` our ETag, ``If-None-Match`` at first) with the lease
+        renewed; False when someone else took it over (we are fenced)."""
+        with self.lock:
+            body = {**self.body, **changes, "at": self.timing.now()}
+            etag = put_conditional(self.s3, self.where.bucket, self.key,
+                                   json.dumps(body).encode(), self.etag)
+            if etag is None:
+                return False
+            self.body, self.etag = body, etag
+            return True
+
+    def remove(self) -> None:
+        self.s3.delete_object(Bucket=self.where.bucket, Key=self.key)
+
+
+class _Heartbeat:
+    """Renews an intent's lease every quarter lease until stopped or fenced."""
+
+    def __init__(self, intent: _Intent) -> None:
+        self._intent = intent
+        self._stop = threading.Event()
+        self.fenced = False
+        self._thread = threading.Thread(target=self._run, name="lakegate-commit-lease",
+                                        daemon=True)
+
+    def __enter__(self) -> _Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=self._intent.timing.lease_s)
+
+    def _run(self) -> None:
+        while not self._stop.wait(max(self._intent.timing.lease_s / 4, 0.01)):
+            try:
+                if not self._intent.write():
+                    self.fenced = True
+                    log.warning("write %s: another process took over this commit's intent "
+                                "(lease expired); it finishes the commit",
+                                self._intent.body.get("write_id"))
+                    return
+            except BaseException:  # a missed renewal; the next one may pass
+                log.info("could not renew the commit lease", exc_info=True)
+
+
+def plan_plain(s3: Any, where: S3Location, fmt: str,
+               timing: CommitTiming | None = None) -> PlainPlan:
+    """Finish abandoned commits, then record what this job's commit will check."""
+    timing = timing or CommitTiming()
+    recover_plain(s3, where, timing)
+    etag, body = _read_json(s3, where, MARKER)
+    blocked = None
+    if body.get("state") == "committing":
+        writer = str(body.get("write_id"))
+        _, intent = _read_json(s3, where, intent_name(writer))
+        if intent and _fresh(intent, timing):
+            blocked = writer
     return PlainPlan(tuple(sorted(_data(s3, where, fmt).items())), etag, blocked)
 
 
-def _put_marker(s3: Any, where: S3Location, state: str, write_id: str, etag: str | None) -> str:
-    """Conditionally replace the marker; a lost race is a :class:`WriteConflictError`."""
-    body = json.dumps({"write_id": write_id, "state": state, "at": time.time()}).encode()
-    condition = {"IfMatch": etag} if etag else {"IfNoneMatch": "*"}
-    try:
-        answer = s3.put_object(Bucket=where.bucket, Key=where.key(MARKER), Body=body, **condition)
-    except s3.exceptions.ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") in ("PreconditionFailed", "412"):
-            raise WriteConflictError(
-                "another overwrite of this table committed since this job planned; "
-                "nothing was written, retry the job"
-            ) from None
-        raise
-    return str(answer["ETag"])
+def _fresh(intent: dict[str, Any], timing: CommitTiming) -> bool:
+    lease = float(intent.get("lease_s", timing.lease_s))
+    return timing.now() - float(intent.get("at", 0)) < lease
 
 
 def commit_plain(
@@ -116,40 +225,214 @@ def commit_plain(
     *,
     overwrite: bool,
     write_id: str,
+    timing: CommitTiming | None = None,
 ) -> list[str]:
-    """Publish ``uploads`` (and on overwrite remove the planned files); returns what it deleted.
+    """Publish ``uploads`` (and on overwrite remove the planned files); returns what it was to
+    delete.
 
-    Raises :class:`WriteConflictError` before anything becomes visible when another writer got
-    in the way; the caller then aborts the uploads.
+    Raises (:class:`WriteConflictError` or the store's error) only before anything became
+    visible; the caller then aborts the uploads (:func:`abort_plain`). Once the first upload
+    completion was attempted it returns: what it could not finish is logged, and the intent
+    stays for the next writer or reader to roll forward.
     """
-    if not overwrite:
-        complete_uploads(s3, where.bucket, uploads)
-        return []
-    if plan.blocked_by is not None:
+    timing = timing or CommitTiming()
+    if overwrite and plan.blocked_by is not None:
         raise WriteConflictError(
             f"an overwrite of this table (write {plan.blocked_by}) was committing when this job "
             "planned; nothing was written, retry the job"
         )
-    etag = _put_marker(s3, where, "committing", write_id, plan.marker_etag)
+    doomed = sorted(dict(plan.files)) if overwrite else []
+    intent = _Intent(s3, where, {
+        "write_id": write_id, "owner": write_id, "overwrite": overwrite,
+        "state": "staged" if overwrite else "committing", "lease_s": timing.lease_s,
+        "uploads": [[u.key, u.upload_id, [list(p) for p in u.parts], u.size] for u in uploads],
+        "delete": doomed,
+    }, None, timing)
+    if not intent.write():
+        raise WriteConflictError(f"write {write_id} already has a commit intent; nothing was "
+                                 "written, retry the job")
+    with _Heartbeat(intent):
+        if overwrite:
+            _exclusive(s3, where, fmt, plan, intent, write_id)
+        _roll_forward(intent, who=write_id)
+    return doomed
+
+
+def _exclusive(s3: Any, where: S3Location, fmt: str, plan: PlainPlan, intent: _Intent,
+               write_id: str) -> None:
+    """Take the marker and check the listing (before the point of no return); on failure
+    fence the intent, release the marker and raise."""
+    marker = json.dumps({"write_id": write_id, "state": "committing",
+                         "at": intent.timing.now()}).encode()
+    held = True  # also when the PUT's answer is lost: the release checks the marker names us
     try:
-        now = _data(s3, where, fmt)
-        planned = dict(plan.files)
+        if put_conditional(s3, where.bucket, where.key(MARKER), marker, plan.marker_etag) is None:
+            held = False
+            raise WriteConflictError(
+                "another overwrite of this table committed since this job planned; "
+                "nothing was written, retry the job"
+            )
+        now, planned = _data(s3, where, fmt), dict(plan.files)
         if now != planned:
             changed = sorted(set(now.items()) ^ set(planned.items()))
             raise WriteConflictError(
                 f"the table changed since this job planned ({len(changed)} data files differ, "
                 f"e.g. {changed[0][0]!r}); nothing was written, retry the job"
             )
-        complete_uploads(s3, where.bucket, uploads)
-        doomed = sorted(planned)
-        delete_job_files(s3, where, doomed)
-    finally:
-        _put_marker(s3, where, "done", write_id, etag)
-    return doomed
+        if not intent.write(state="committing"):
+            raise WriteConflictError("this job's commit intent was taken over before it "
+                                     "committed; nothing was written, retry the job")
+    except Exception:
+        _give_up(intent, release_marker=held)
+        raise
+
+
+def _give_up(intent: _Intent, *, release_marker: bool) -> None:
+    """Before the point of no return: fence the intent as aborted and free the marker (best
+    effort: a stale ``staged`` intent is discarded by whoever finds it)."""
+    try:
+        _retried("fencing the intent", lambda: intent.write(state="aborted"), intent.timing)
+    except Exception:
+        log.warning("could not mark the intent of write %s aborted", intent.body["write_id"],
+                    exc_info=True)
+    if release_marker:
+        try:
+            _retried("releasing the marker",
+                     lambda: _release_marker(intent.s3, intent.where, intent.body["write_id"],
+                                             intent.timing), intent.timing)
+        except Exception:
+            log.warning("could not release the commit marker", exc_info=True)
+
+
+def _release_marker(s3: Any, where: S3Location, write_id: str, timing: CommitTiming) -> None:
+    """Mark the marker "done" if it still names ``write_id`` as committing."""
+    etag, body = _read_json(s3, where, MARKER)
+    if etag is None or body.get("state") != "committing" or body.get("write_id") != write_id:
+        return
+    done = json.dumps({"write_id": write_id, "state": "done", "at": timing.now()}).encode()
+    put_conditional(s3, where.bucket, where.key(MARKER), done, etag)
+
+
+def _roll_forward(intent: _Intent, *, who: str) -> None:
+    """The point of no return and after: every step retried, then logged, never raised."""
+    s3, where, timing = intent.s3, intent.where, intent.timing
+    write_id = str(intent.body["write_id"])
+    steps: list[tuple[str, Callable[[], object]]] = [
+        (f"completing {up.key}", lambda up=up: _complete(s3, where, up))  # type: ignore[misc]
+        for up in intent.uploads
+    ]
+    steps += [(f"deleting {rel}", lambda rel=rel: s3.delete_object(  # type: ignore[misc]
+        Bucket=where.bucket, Key=where.key(rel))) for rel in intent.body.get("delete", [])]
+    if intent.body.get("overwrite"):
+        steps.append(("releasing the marker",
+                      lambda: _release_marker(s3, where, write_id, timing)))
+    left = 0
+    for what, step in steps:
+        try:
+            _retried(what, step, timing)
+        except Exception:  # committed: logged, the next writer or reader finishes it
+            left += 1
+            log.warning("write %s (finished by %s): %s failed; the next write or read of the "
+                        "table finishes it", write_id, who, what, exc_info=True)
+    if left:  # the intent stays: it is the plan the next recoverer finishes
+        log.warning("write %s committed with %d step(s) left to recovery", write_id, left)
+        return
+    try:
+        _retried("removing the intent", intent.remove, timing)
+    except Exception:  # the next recoverer re-runs the (idempotent) plan and removes it
+        log.warning("write %s committed; its intent could not be removed", write_id,
+                    exc_info=True)
+
+
+def _complete(s3: Any, where: S3Location, up: PendingUpload) -> None:
+    """Complete one upload; already completed (by us or a recoverer) is fine."""
+    try:
+        s3.complete_multipart_upload(
+            Bucket=where.bucket, Key=up.key, UploadId=up.upload_id,
+            MultipartUpload={"Parts": [{"PartNumber": n, "ETag": e} for n, e in up.parts]},
+        )
+    except s3.exceptions.NoSuchUpload:
+        s3.head_object(Bucket=where.bucket, Key=up.key)  # raises if it never completed
+
+
+def abort_plain(s3: Any, where: S3Location, uploads: Sequence[PendingUpload],
+                write_id: str, timing: CommitTiming | None = None) -> bool:
+    """Spark's abort of a plain job: abort its uploads unless its commit is in other hands.
+
+    Never deletes an object: an upload becomes visible only by a commit's completion, which
+    is past the point of no return. Returns False (touching nothing) when another process took
+    the job's intent over to finish it.
+    """
+    timing = timing or CommitTiming()
+    etag, body = _retried("reading the intent",
+                          lambda: _read_json(s3, where, intent_name(write_id)), timing)
+    if etag is not None and body.get("owner") != write_id:
+        log.warning("write %s: its commit was taken over and is being finished; the abort "
+                    "leaves it alone", write_id)
+        return False
+    if etag is not None:
+        intent = _Intent(s3, where, body, etag, timing)
+        if body.get("state") != "aborted" and not _retried(
+                "fencing the intent", lambda: intent.write(state="aborted"), timing):
+            return False  # taken over just now
+    from lakegate_client.tables.staged import abort_uploads
+
+    pairs = [(u.key, u.upload_id) for u in uploads]
+    _retried("aborting the uploads", lambda: abort_uploads(s3, where.bucket, pairs), timing)
+    if etag is not None:
+        _retried("removing the intent", lambda: s3.delete_object(
+            Bucket=where.bucket, Key=where.key(intent_name(write_id))), timing)
+    return True
+
+
+def recover_plain(s3: Any, where: S3Location, timing: CommitTiming | None = None) -> int:
+    """Finish or discard every commit whose owner's lease expired; returns how many.
+
+    Exactly one recoverer takes an intent (a PUT conditional on its ETag); a ``committing``
+    one is rolled forward, a ``staged`` or ``aborted`` one discarded (its uploads aborted).
+    """
+    timing = timing or CommitTiming()
+    me = f"recovery-{uuid.uuid4().hex[:12]}"
+    done = 0
+    for rel in sorted(list_objects(s3, where, INTENT_PREFIX)):
+        etag, body = _read_json(s3, where, rel)
+        if etag is None or not body.get("write_id") or _fresh(body, timing):
+            continue
+        intent = _Intent(s3, where, body, etag, timing)
+        if not intent.write(owner=me):
+            continue  # another recoverer (or the owner) got there first
+        log.warning("write %s: its owner's lease expired with the commit %s; %s", body["write_id"],
+                    body.get("state"), "rolling it forward" if body.get("state") == "committing"
+                    else "discarding it")
+        with _Heartbeat(intent):
+            if body.get("state") == "committing":
+                _roll_forward(intent, who=me)
+            else:
+                _discard(intent)
+        done += 1
+    return done
+
+
+def pending_intents(s3: Any, where: S3Location) -> list[str]:
+    """The table's commit intents (cheap: one listing under the intent prefix)."""
+    return sorted(list_objects(s3, where, INTENT_PREFIX))
+
+
+def _discard(intent: _Intent) -> None:
+    from lakegate_client.tables.staged import abort_uploads
+
+    s3, where = intent.s3, intent.where
+    try:
+        abort_uploads(s3, where.bucket, [(u.key, u.upload_id) for u in intent.uploads])
+        if intent.body.get("overwrite"):
+            _release_marker(s3, where, str(intent.body["write_id"]), intent.timing)
+        intent.remove()
+    except Exception:
+        log.warning("could not discard the abandoned intent of write %s",
+                    intent.body["write_id"], exc_info=True)
 
 
 def delete_job_files(s3: Any, where: S3Location, relative: Sequence[str]) -> None:
     """Delete objects under the table (already gone is fine: S3 DELETE is idempotent)."""
     for rel in relative:
         s3.delete_object(Bucket=where.bucket, Key=where.key(rel))
-

@@ -1,0 +1,131 @@
+"""Conditional PUTs on S3-compatible stores: what counts as "refused", and whether a store honours
+them at all.
+
+Why: every exclusion the writers rely on (the plain-table commit marker and intents, the Lance
+create claim, the attempt ledger) is a PUT with ``If-None-Match: *`` or ``If-Match: <etag>``. A
+store that ignores those headers (older SeaweedFS and MinIO releases, Backblaze B2, Alibaba OSS)
+lets every such PUT succeed, so two writers both "win" and tear the table with no error at all.
+Stores also refuse differently: 412 ``PreconditionFailed``; AWS adds 409
+``ConditionalRequestConflict`` (a concurrent conditional write) and 404 ``NoSuchKey`` for
+``If-Match`` on a missing key. All three mean "someone else got there first".
+
+:class:`ConditionalWriteProbe` proves the behaviour before a writer's first exclusive step on a
+bucket (a probe object under the table's own prefix, which a vended credential may write), and
+remembers the answer per endpoint and bucket for the life of the process.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from functools import lru_cache
+from typing import Any
+
+from lakegate_client._errors import UnsupportedStorageError
+
+__all__ = ["ACCEPT_RISK_OPTION", "ConditionalWriteProbe", "UnsafeStoreError", "is_conflict",
+           "process_probe", "put_conditional"]
+
+ACCEPT_RISK_OPTION = "accept_single_writer_risk"
+PROBE_PREFIX = "_lakegate_probe-"
+_CONFLICT_CODES = frozenset({"PreconditionFailed", "412", "ConditionalRequestConflict", "409"})
+log = logging.getLogger(__name__)
+
+
+class UnsafeStoreError(UnsupportedStorageError):
+    """The store does not refuse conflicting conditional writes: no exclusion would hold."""
+
+
+def _code(exc: BaseException) -> tuple[str, int]:
+    response = getattr(exc, "response", None) or {}
+    code = str(response.get("Error", {}).get("Code", ""))
+    status = int(response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
+    return code, status
+
+
+def is_conflict(exc: BaseException, *, if_match: bool = False) -> bool:
+    """True when a conditional PUT was refused because the condition failed.
+
+    ``if_match``: the PUT carried ``If-Match``, so AWS's 404 for a missing key is a conflict too
+    (the object the writer expected is gone: someone else moved it).
+    """
+    code, status = _code(exc)
+    if code in _CONFLICT_CODES or status in (409, 412):
+        return True
+    return if_match and (code in ("NoSuchKey", "404") or status == 404)
+
+
+def put_conditional(s3: Any, bucket: str, key: str, body: bytes, etag: str | None) -> str | None:
+    """PUT ``key`` only if it is still at ``etag`` (``None``: only if absent); returns the new
+    ETag, or None when the store refused (someone else wrote first)."""
+    condition = {"IfMatch": etag} if etag else {"IfNoneMatch": "*"}
+    try:
+        answer = s3.put_object(Bucket=bucket, Key=key, Body=body, **condition)
+    except s3.exceptions.ClientError as exc:
+        if is_conflict(exc, if_match=etag is not None):
+            return None
+        raise
+    return str(answer["ETag"])
+
+
+class ConditionalWriteProbe:
+    """Checks, once per endpoint and bucket, that conflicting conditional PUTs are refused."""
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[str, str], str | None] = {}  # → None (honoured) or the failure
+        self._lock = threading.Lock()
+
+    def ensure(self, s3: Any, bucket: str, prefix: str, *, accept_risk: bool = False) -> None:
+        """Raise :class:`UnsafeStoreError` unless the store refuses conflicting conditional
+        PUTs (``accept_risk``: log it and go on, for a store with one writer at a time)."""
+        endpoint = str(getattr(getattr(s3, "meta", None), "endpoint_url", "") or "")
+        with self._lock:
+            known = (endpoint, bucket) in self._known
+            failure = self._known.get((endpoint, bucket))
+        if not known:
+            failure = self._probe(s3, bucket, prefix)
+            with self._lock:
+                self._known[(endpoint, bucket)] = failure
+        if failure is None:
+            return
+        message = (
+            f"the object store at {endpoint or 'the default endpoint'} (bucket {bucket!r}) does "
+            f"not honour conditional writes: {failure}. Lakegate's writers rely on them to "
+            "exclude concurrent writers; without them two jobs can both commit and tear a table "
+            f"silently. Upgrade the store, or set the option {ACCEPT_RISK_OPTION}=true (Spark "
+            "data source option, or accept_single_writer_risk=True in the client) only if one "
+            "writer at a time is guaranteed by other means"
+        )
+        if not accept_risk:
+            raise UnsafeStoreError(message)
+        log.warning("%s; going on because %s is set", message, ACCEPT_RISK_OPTION)
+
+    @staticmethod
+    def _probe(s3: Any, bucket: str, prefix: str) -> str | None:
+        """Write a probe object under ``prefix`` and try to overwrite it against the rules;
+        returns what the store wrongly accepted, or None."""
+        key = f"{prefix.strip('/')}/{PROBE_PREFIX}{uuid.uuid4().hex}"
+        first = put_conditional(s3, bucket, key, b"probe-1", None)
+        try:
+            if first is None:
+                return "a first If-None-Match: * PUT of a fresh key was refused"
+            if put_conditional(s3, bucket, key, b"probe-2", None) is not None:
+                return "a second If-None-Match: * PUT of the same key succeeded"
+            if put_conditional(s3, bucket, key, b"probe-3", '"0123456789abcdef"') is not None:
+                return "an If-Match PUT with a wrong ETag succeeded"
+            if put_conditional(s3, bucket, f"{key}-absent", b"probe-4", first) is not None:
+                return "an If-Match PUT of a missing key succeeded"
+            return None
+        finally:
+            for doomed in (key, f"{key}-absent"):
+                try:
+                    s3.delete_object(Bucket=bucket, Key=doomed)
+                except Exception:  # debris only (hidden by its "_" prefix): logged
+                    log.warning("could not delete the probe object %s", doomed, exc_info=True)
+
+
+@lru_cache(maxsize=1)
+def process_probe() -> ConditionalWriteProbe:
+    """The process's probe (its memory of which stores passed)."""
+    return ConditionalWriteProbe()

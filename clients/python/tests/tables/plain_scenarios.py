@@ -1,0 +1,153 @@
+"""Plain-table crash scenarios (append, overwrite, create) for ``crash_points``: the job as Spark
+runs it on the driver (``commit``, then ``abort`` when it raised, nothing after a kill), recovery
+as the next writer's planning, and the invariant.
+
+Invariant after recovery: the data files are exactly the old ones or exactly the new ones; the
+job reported success if and only if the new ones are visible (nothing to check after a kill); no
+intent, committing marker or probe object is left. Pending uploads are counted, not judged: an
+upload staged by a task whose driver died before writing its intent is known to nobody but the
+bucket's ``AbortIncompleteMultipartUpload`` rule.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from lakegate_client.spark import committer
+from lakegate_client.tables.plain_commit import (
+    INTENT_PREFIX,
+    MARKER,
+    CommitTiming,
+    PlainPlan,
+    commit_plain,
+    plan_plain,
+)
+from lakegate_client.tables.staged import PendingUpload, S3Location
+
+from .fake_s3 import FakeS3, Killed
+
+WHERE = S3Location.parse("s3://b/wh/t1")
+WRITE_ID = "w1"
+CASES = ("append", "overwrite", "create", "conflict")
+OTHER = "part-other-00000-r.parquet"  # "conflict": another job's append after planning
+
+
+class FakeClock:
+    """Wall-clock seconds that only move when told (leases expire on ``advance``)."""
+
+    def __init__(self) -> None:
+        self.t = 1_000_000.0
+
+    def now(self) -> float:
+        return self.t
+
+    def advance(self, seconds: float) -> None:
+        self.t += seconds
+
+
+@dataclass
+class PlainScenario:
+    """One case on a table of two old files (none for ``create``); the job stages two files.
+
+    ``conflict``: an overwrite that must fail (another job appended after it planned), so that
+    its abort's calls are enumerated too.
+    """
+
+    case: str
+    uploads: int = 2
+    store: dict[str, bool] = field(default_factory=dict)  # FakeS3 behaviour flags
+    clock: FakeClock = field(default_factory=FakeClock)
+    _plan: PlainPlan | None = None
+    _staged: list[PendingUpload] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return f"parquet/{self.case}"
+
+    @property
+    def timing(self) -> CommitTiming:
+        return CommitTiming(now=self.clock.now, sleep=lambda _s: None, lease_s=60.0)
+
+    def old(self) -> list[str]:
+        if self.case == "create":
+            return []
+        old = [f"part-old-{i:05d}-r.parquet" for i in range(2)]
+        return sorted([*old, OTHER]) if self.case == "conflict" else old
+
+    def new(self) -> list[str]:
+        """What the table is when the job committed (``conflict``: it never may)."""
+        mine = [f"part-{WRITE_ID}-{i:05d}-r.parquet" for i in range(self.uploads)]
+        if self.case == "conflict":
+            return self.old()
+        return sorted(self.old() + mine) if self.case == "append" else mine
+
+    def mine(self) -> list[str]:
+        return [f"part-{WRITE_ID}-{i:05d}-r.parquet" for i in range(self.uploads)]
+
+    def fresh(self) -> FakeS3:
+        self.clock = FakeClock()
+        s3 = FakeS3(**self.store)
+        for rel in self.old():
+            if rel != OTHER:
+                s3.objects[WHERE.key(rel)] = rel.encode()
+        if self.case != "create":
+            s3.objects[WHERE.key(MARKER)] = json.dumps({"state": "done"}).encode()
+        self._plan = plan_plain(s3, WHERE, "parquet", self.timing)
+        if self.case == "conflict":
+            s3.objects[WHERE.key(OTHER)] = OTHER.encode()
+        self._staged = []
+        for rel in self.mine():
+            key = WHERE.key(rel)
+            uid = s3.create_multipart_upload(Bucket="b", Key=key)["UploadId"]
+            etag = s3.upload_part(Bucket="b", Key=key, UploadId=uid, PartNumber=1,
+                                  Body=rel.encode())["ETag"]
+            self._staged.append(PendingUpload(key, uid, ((1, etag),), len(rel)))
+        return s3
+
+    def run(self, s3: FakeS3) -> bool:
+        """``publish_plain`` and then Spark's ``abort`` (which runs after a raising commit)."""
+        assert self._plan is not None
+        overwrite = self.case != "append"
+        try:
+            commit_plain(s3, WHERE, "parquet", self._plan, self._staged, overwrite=overwrite,
+                         write_id=WRITE_ID, timing=self.timing)
+        except Killed:
+            raise
+        except Exception:  # noqa: BLE001 - the job failed: Spark aborts it
+            for _ in range(2):  # publish_plain's own abort, then Spark's abort
+                try:
+                    committer.abort_plain_job(s3, WHERE, self._staged, WRITE_ID)
+                except Killed:
+                    raise
+                except Exception:  # noqa: BLE001, S110 - Spark logs a failed abort and goes on
+                    pass
+            return False
+        keep = [u.upload_id for u in self._staged]
+        committer.after_commit("the upload sweep", WRITE_ID,
+                               lambda: committer.sweep(s3, WHERE, WRITE_ID, keep))
+        return True
+
+    def recover(self, s3: FakeS3) -> None:
+        """The next writer plans after every lease ran out."""
+        self.clock.advance(3600)
+        plan_plain(s3, WHERE, "parquet", self.timing)
+
+    def violations(self, s3: FakeS3, committed: bool | None) -> list[str]:
+        data = sorted(WHERE.relative(k) for k in s3.objects if k.endswith(".parquet"))
+        out = []
+        if data not in (self.old(), self.new()):
+            out.append(f"torn: {data}")
+        if committed is True and data != self.new():
+            out.append("reported committed, new rows not visible")
+        if committed is False and data == self.new() != self.old():
+            out.append("reported failed, new rows visible")
+        if self.case == "conflict" and committed:
+            out.append("an overwrite that had to conflict reported success")
+        hidden = [WHERE.relative(k) for k in s3.objects if not k.endswith(".parquet")]
+        out += [f"orphan {rel}" for rel in hidden
+                if rel.startswith((INTENT_PREFIX, "_lakegate_probe"))]
+        marker = s3.objects.get(WHERE.key(MARKER))
+        if marker is not None and json.loads(marker).get("state") == "committing":
+            out.append("marker left committing")
+        return out

@@ -1,0 +1,241 @@
+"""Issue 32, plain tables: an error after the point of no return, a commit slower than the
+lease, a driver killed mid-commit and AWS's conflict answers never tear a table or make a
+committed job report failure (tables/plain_commit.py, spark/committer.py)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from lakegate_client.tables import plain_commit
+from lakegate_client.tables.plain_commit import (
+    MARKER,
+    WriteConflictError,
+    commit_plain,
+    plan_plain,
+)
+from lakegate_client.tables.staged import PendingUpload, S3Location
+
+from .fake_s3 import FakeS3, Fault, Killed
+
+WHERE = S3Location.parse("s3://b/wh/t1")
+OLD = ["part-old-00000-r.parquet", "part-old-00001-r.parquet"]
+
+
+def _stage(s3: FakeS3, write_id: str, n: int) -> list[PendingUpload]:
+    out = []
+    for i in range(n):
+        key = WHERE.key(f"part-{write_id}-{i:05d}-r.parquet")
+        uid = s3.create_multipart_upload(Bucket="b", Key=key)["UploadId"]
+        etag = s3.upload_part(Bucket="b", Key=key, UploadId=uid, PartNumber=1,
+                              Body=f"{write_id}{i}".encode())["ETag"]
+        out.append(PendingUpload(key, uid, ((1, etag),), 3))
+    return out
+
+
+def _data(s3: FakeS3) -> list[str]:
+    return sorted(WHERE.relative(k) for k in s3.objects if k.endswith(".parquet"))
+
+
+def _seed(s3: FakeS3) -> None:
+    for rel in OLD:
+        s3.objects[WHERE.key(rel)] = rel.encode()
+
+
+def _mine(write_id: str, n: int) -> list[str]:
+    return [f"part-{write_id}-{i:05d}-r.parquet" for i in range(n)]
+
+
+def _first_call(s3: FakeS3, op: str) -> int:
+    """The 1-based number of the first ``op`` call a fault-free run made."""
+    return next(i for i, (name, _) in enumerate(s3.calls, 1) if name == op)
+
+
+@pytest.fixture(autouse=True)
+def _quick_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(plain_commit, "BACKOFF_S", 0.0, raising=False)
+
+
+def _overwrite_calls() -> FakeS3:
+    """A fault-free overwrite, to number its calls."""
+    s3 = FakeS3()
+    _seed(s3)
+    plan, ups = plan_plain(s3, WHERE, "parquet"), _stage(s3, "w1", 2)
+    job = s3.view()
+    commit_plain(job, WHERE, "parquet", plan, ups, overwrite=True, write_id="w1")
+    return job
+
+
+@pytest.mark.parametrize("op", ["DeleteObject", "PutObject-after"])
+def test_an_error_after_the_uploads_completed_does_not_fail_the_commit(op: str) -> None:
+    """Finding 1: one 503 on a delete of an old file (or on the last marker PUT) escaped
+    commit, Spark's abort then deleted the new files, and the job said "nothing was written"."""
+    numbered = _overwrite_calls()
+    completes = [i for i, (name, _) in enumerate(numbered.calls, 1)
+                 if name == "CompleteMultipartUpload"]
+    if op == "DeleteObject":
+        n = _first_call(numbered, "DeleteObject")
+    else:  # the first marker PUT after the uploads completed
+        n = next(i for i, (name, key) in enumerate(numbered.calls, 1)
+                 if name == "PutObject" and key.endswith(MARKER) and i > completes[-1])
+    s3 = FakeS3()
+    _seed(s3)
+    plan, ups = plan_plain(s3, WHERE, "parquet"), _stage(s3, "w1", 2)
+    job = s3.view(faults={n: Fault()})
+    commit_plain(job, WHERE, "parquet", plan, ups, overwrite=True, write_id="w1")  # no raise
+    assert _data(s3) == _mine("w1", 2)
+    # the table is released: the next overwrite goes through
+    commit_plain(s3, WHERE, "parquet", plan_plain(s3, WHERE, "parquet"), _stage(s3, "w2", 1),
+                 overwrite=True, write_id="w2")
+    assert _data(s3) == _mine("w2", 1)
+
+
+def test_the_spark_abort_of_a_plain_job_deletes_no_visible_file(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Finding 1, second half: ``abort`` deleted every file of the write id, committed ones
+    included (``drop_job_files``)."""
+    from lakegate_client.spark import committer, writer
+    from lakegate_client.spark.faults import Faults
+    from lakegate_client.spark.options import SourceOptions
+    from lakegate_client.tables.catalog import TableInfo
+
+    s3 = FakeS3()
+    _seed(s3)
+    plan = plan_plain(s3, WHERE, "parquet")
+    ups = _stage(s3, "w1", 2)
+    for up in ups:  # the commit got past the point of no return (both files visible)
+        s3.complete_multipart_upload(Bucket="b", Key=up.key, UploadId=up.upload_id,
+                                     MultipartUpload={"Parts": [{"PartNumber": 1,
+                                                                 "ETag": up.parts[0][1]}]})
+    creds = type("C", (), {"location": "s3://b/wh/t1", "storage": "s3"})()
+    dropped: list[str] = []
+
+    def drop(_c: Any, write_id: str, keep: Any) -> list[str]:
+        doomed = [rel for rel in _data(s3) if f"-{write_id}-" in rel and rel not in keep]
+        for rel in doomed:
+            s3.objects.pop(WHERE.key(rel))
+        dropped.extend(doomed)
+        return doomed
+
+    monkeypatch.setattr(writer, "table_credentials", lambda *_a, **_k: creds)
+    monkeypatch.setattr(committer, "s3_client", lambda _c: s3)
+    monkeypatch.setattr(committer, "drop_job_files", drop)
+    info = TableInfo(namespace=("wh",), name="t1", format="parquet", location="s3://b/wh/t1")
+    plan_w = writer.WritePlan(opts=SourceOptions(namespace=("wh",), table="t1"), info=info,
+                              overwrite=False, write_id="w1", read_version=None, staged=True,
+                              plain=plan, faults=Faults())
+    w = writer.LakekeeperWriter(plan_w, None)  # type: ignore[arg-type]
+    w.abort([writer.TaskResult(partition=i, uploads=(up,)) for i, up in enumerate(ups)])
+    assert dropped == []
+    assert _data(s3) == sorted(OLD + _mine("w1", 2))
+
+
+class _SlowFirstComplete(FakeS3):
+    """The first completion of ``slow_key`` takes ``delay`` seconds (outside the store lock)."""
+
+    def __init__(self, slow_key: str, delay: float, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.slow_key, self.delay = slow_key, delay
+        self.entered = threading.Event()
+
+    def complete_multipart_upload(self, **kw: Any) -> dict[str, Any]:
+        if kw["Key"] == self.slow_key and not self.entered.is_set():
+            self.entered.set()
+            time.sleep(self.delay)
+        return super().complete_multipart_upload(**kw)
+
+
+def test_an_overwrite_slower_than_the_stale_time_keeps_its_table(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Finding 2: a second overwrite took the first's marker over as stale, the first's last
+    marker PUT then failed, and both jobs failed with the table torn or empty. Now the first
+    renews its lease while it commits: the second conflicts, the first commits."""
+    monkeypatch.setattr(plain_commit, "STALE_COMMIT_S", 0.4, raising=False)  # the old protocol
+    monkeypatch.setattr(plain_commit, "LEASE_S", 0.4, raising=False)
+    base = FakeS3()
+    _seed(base)
+    a_ups = _stage(base, "wa", 2)
+    s3 = _SlowFirstComplete(a_ups[0].key, 1.6)
+    s3._store = base._store  # same objects
+    plan_a = plan_plain(s3, WHERE, "parquet")
+    errors: list[BaseException] = []
+
+    def job_a() -> None:
+        try:
+            commit_plain(s3, WHERE, "parquet", plan_a, a_ups, overwrite=True, write_id="wa")
+        except BaseException as exc:  # noqa: BLE001 - asserted below
+            errors.append(exc)
+
+    thread = threading.Thread(target=job_a)
+    thread.start()
+    assert s3.entered.wait(10)
+    time.sleep(0.8)  # twice the stale time, while job a is still committing
+    other = base.view()
+    plan_b = plan_plain(other, WHERE, "parquet")
+    with pytest.raises(WriteConflictError):
+        commit_plain(other, WHERE, "parquet", plan_b, _stage(other, "wb", 1), overwrite=True,
+                     write_id="wb")
+    thread.join(20)
+    assert errors == []
+    assert _data(base) == _mine("wa", 2)
+
+
+@pytest.mark.parametrize("op", ["CompleteMultipartUpload#2", "DeleteObject"])
+def test_a_driver_killed_mid_commit_is_rolled_forward_by_the_next_writer(
+    monkeypatch: pytest.MonkeyPatch, op: str,
+) -> None:
+    """The driver crash: killed after its first upload completed (or after its first delete),
+    the table stayed torn (part of the new files, or new plus part of the old) until an
+    overwrite more than 5 min later. Now the next writer's planning finishes the commit."""
+    monkeypatch.setattr(plain_commit, "STALE_COMMIT_S", 0.2, raising=False)
+    monkeypatch.setattr(plain_commit, "LEASE_S", 0.2, raising=False)
+    numbered = _overwrite_calls()
+    name, _, nth = op.partition("#")
+    n = [i for i, (call, _) in enumerate(numbered.calls, 1) if call == name][int(nth or 1) - 1]
+    s3 = FakeS3()
+    _seed(s3)
+    plan, ups = plan_plain(s3, WHERE, "parquet"), _stage(s3, "w1", 2)
+    with pytest.raises(Killed):
+        commit_plain(s3.view(faults={n: Fault(kind="kill")}), WHERE, "parquet", plan, ups,
+                     overwrite=True, write_id="w1")
+    time.sleep(0.5)  # the dead driver's lease (or stale time) runs out
+    plan_plain(s3.view(), WHERE, "parquet")  # the next writer plans
+    assert _data(s3) == _mine("w1", 2)
+
+
+class _AwsConflicts(FakeS3):
+    """AWS answers a conditional PUT of the marker racing another with 409."""
+
+    def put_object(self, **kw: Any) -> dict[str, Any]:
+        if kw["Key"].endswith(MARKER):
+            raise FakeS3.exceptions.ClientError(
+                {"Error": {"Code": "ConditionalRequestConflict"},
+                 "ResponseMetadata": {"HTTPStatusCode": 409}}, "PutObject")
+        return super().put_object(**kw)
+
+
+def test_aws_409_on_the_marker_is_a_conflict_and_nothing_is_written() -> None:
+    """Finding 3: only 412 was recognised; AWS's 409 was a raw error."""
+    s3 = _AwsConflicts()
+    _seed(s3)
+    plan, ups = plan_plain(s3, WHERE, "parquet"), _stage(s3, "w1", 1)
+    with pytest.raises(WriteConflictError):
+        commit_plain(s3, WHERE, "parquet", plan, ups, overwrite=True, write_id="w1")
+    assert _data(s3) == OLD
+
+
+def test_aws_404_on_if_match_of_a_vanished_marker_is_a_conflict() -> None:
+    """Finding 3: AWS answers If-Match on a missing key with 404 NoSuchKey."""
+    s3 = FakeS3(aws_conflicts=True)
+    _seed(s3)
+    s3.objects[WHERE.key(MARKER)] = b'{"state": "done"}'
+    plan, ups = plan_plain(s3, WHERE, "parquet"), _stage(s3, "w1", 1)
+    del s3.objects[WHERE.key(MARKER)]  # someone removed it since
+    with pytest.raises(WriteConflictError):
+        commit_plain(s3, WHERE, "parquet", plan, ups, overwrite=True, write_id="w1")
+    assert _data(s3) == OLD

@@ -1,0 +1,34 @@
+"""Crash points of the plain-table commit (issue 32): an error and a kill at every store call
+that commit and abort make, for append, overwrite, create and a conflicting overwrite; then the
+next writer recovers and the invariant must hold (``plain_scenarios``). The full enumeration is
+fast on the fake store, so it all runs here; ``make harden`` (suite ``writes``) reports it."""
+
+from __future__ import annotations
+
+import pytest
+
+from .crash_points import enumerate_points
+from .plain_scenarios import CASES, PlainScenario
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_every_crash_point_leaves_old_or_new_rows_and_an_honest_message(case: str) -> None:
+    report = enumerate_points(PlainScenario(case))
+    assert len(report.calls) >= 4
+    assert len(report.points) == 1 + 3 * len(report.calls)
+    failed = [(p.n, p.call, p.kind, p.committed, p.violations) for p in report.failed]
+    assert failed == []
+
+
+def test_the_enumeration_catches_a_broken_protocol(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The harness can fail: with the roll-forward's retries removed, an error after the point
+    of no return leaves a torn table (and recovery never runs for a job that was not killed)."""
+    from lakegate_client.tables import plain_commit
+
+    def no_retry(what: str, step: object, timing: object) -> object:
+        return step()  # type: ignore[operator]
+
+    monkeypatch.setattr(plain_commit, "_retried", no_retry)
+    monkeypatch.setattr(plain_commit, "recover_plain", lambda *_a, **_k: 0)
+    report = enumerate_points(PlainScenario("overwrite"), kinds=("error",))
+    assert report.failed
