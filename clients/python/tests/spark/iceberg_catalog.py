@@ -45,8 +45,8 @@ class MemoryCatalog(MetastoreCatalog):
         if self.fault is not None:
             self.fault("before")
         ident = self.identifier_to_tuple(table.name())
-        staged = self._update_and_stage_table(self.load_table(ident), ident, requirements,
-                                              updates)
+        current = MemoryCatalog.load_table(self, ident)  # the catalog's own read, not a call
+        staged = self._update_and_stage_table(current, ident, requirements, updates)
         self._write_metadata(staged.metadata, staged.io, staged.metadata_location)
         self.tables[ident] = staged.metadata_location
         self.commits += 1
