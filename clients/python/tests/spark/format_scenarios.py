@@ -38,7 +38,8 @@ from lakegate_client.tables.directory import new_data_file
 from ..tables.fake_s3 import Killed
 
 FORMATS = ("delta", "iceberg", "lance")
-CASES = ("append", "overwrite", "create")
+CASES = ("append", "overwrite", "create", "refused")
+COMMIT_CALLS = ("delta: commit", "catalog: commit", "lance: commit")
 KINDS = ("error", "lost", "kill")
 SCHEMA = pa.schema([("id", pa.int64())])
 OLD = [0, 1]
@@ -49,11 +50,13 @@ class Calls:
     """The recorded calls of one run; ``faults`` maps call number N (1-based) to a kind."""
 
     def __init__(self, faults: dict[int, str] | None = None,
-                 error: Callable[[str], BaseException] | None = None) -> None:
+                 error: Callable[[str], BaseException] | None = None,
+                 refusal: BaseException | None = None) -> None:
         self.log: list[str] = []
         self.faults = faults or {}
         self.dead = False
         self._error = error or (lambda name: OSError(f"injected 503 at {name}"))
+        self._refusal = refusal  # every commit call is refused (a clear 403: never landed)
 
     def call(self, name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         if self.dead:
@@ -65,6 +68,8 @@ class Calls:
             raise Killed(name)
         if kind == "error":
             raise self._error(name)
+        if self._refusal is not None and name in COMMIT_CALLS:
+            raise self._refusal
         result = fn(*args, **kwargs)
         if kind == "lost":
             raise self._error(name)
@@ -134,6 +139,8 @@ class FormatScenario:
 
     @property
     def expected(self) -> list[int]:
+        if self.case == "refused":  # the commit never lands: the new rows never show
+            return OLD
         return sorted(OLD + NEW) if self.case == "append" else NEW
 
     @property
@@ -144,10 +151,11 @@ class FormatScenario:
         where = self.root / f"{self.fmt}-{self.case}-{next(self._runs)}"
         where.mkdir(parents=True)
         world = {"delta": DeltaWorld, "iceberg": IcebergWorld, "lance": LanceWorld}[self.fmt]
-        job = world(where, self.case)
-        calls = Calls(faults, job.error)
+        job = world(where, "append" if self.case == "refused" else self.case)
+        calls = Calls(faults, job.error, job.refusal() if self.case == "refused" else None)
         reported = "committed"
-        with patched(job.patches(calls)):
+        no_wait = (committer.time, "sleep", lambda _s: None)  # retries pause for nothing
+        with patched([*job.patches(calls), no_wait]):
             try:
                 job.commit()
             except Killed:
@@ -156,8 +164,8 @@ class FormatScenario:
                 reported = "unknown" if "KEPT" in str(exc) else "failed"
                 try:
                     job.abort()
-                except Killed:
-                    pass
+                except Killed:  # the driver died before Spark could report anything
+                    reported = "killed"
                 except Exception:  # noqa: BLE001, S110 - Spark logs an abort's failure
                     pass
         return calls.log, job.outcome(reported)
@@ -169,6 +177,8 @@ class FormatScenario:
             return ["the table does not read (a referenced file was deleted)"], 0
         if out.rows not in (self.old, self.expected):
             wrong.append(f"torn table: {out.rows}")
+        if self.case == "refused" and out.reported == "committed":
+            wrong.append("a refused commit reported committed")
         if out.reported == "committed" and out.rows != self.expected:
             wrong.append("reported committed, the new rows are not visible")
         if out.reported == "failed" and out.rows != self.old:
@@ -231,6 +241,10 @@ class DeltaWorld:
     @staticmethod
     def error(name: str) -> BaseException:
         return OSError(f"injected 503 at {name}")
+
+    @staticmethod
+    def refusal() -> BaseException:
+        return PermissionError("403 Forbidden")
 
     def patches(self, calls: Calls) -> list[tuple[Any, str, Any]]:
         import deltalake
@@ -311,6 +325,12 @@ class IcebergWorld:
             return CommitStateUnknownException(f"injected 504 at {name}")
         return OSError(f"injected 503 at {name}")
 
+    @staticmethod
+    def refusal() -> BaseException:
+        from pyiceberg.exceptions import ForbiddenError
+
+        return ForbiddenError("403 Forbidden")
+
     def patches(self, calls: Calls) -> list[tuple[Any, str, Any]]:
         from lakegate_client.spark import iceberg
 
@@ -360,6 +380,10 @@ class LanceWorld:
     @staticmethod
     def error(name: str) -> BaseException:
         return OSError(f"injected 503 at {name}")
+
+    @staticmethod
+    def refusal() -> BaseException:
+        return PermissionError("403 Forbidden")
 
     def patches(self, calls: Calls) -> list[tuple[Any, str, Any]]:
         import lance

@@ -20,7 +20,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from lakegate_client.tables import attempts
 from lakegate_client.tables.directory import delete_files, fs_path, list_files, write_id_of
@@ -44,10 +44,12 @@ if TYPE_CHECKING:
 
     from lakegate_client import TableCredentials
 
+RETRIES = 3  # attempts of an idempotent step (a read, a listing, a delete) before giving up
 LANCE_CREATE_WAIT_S = 180.0  # longer than a dead job's create claim lives (STALE_CREATE_S)
 WRITE_ID_PROPERTY = "lakegate.write-id"  # in the transaction (Lance) a write commits
 LANCE_CONFLICT_RETRIES = 4  # an append redone after a concurrent overwrite
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 def s3_client(creds: TableCredentials) -> Any:
@@ -73,15 +75,32 @@ def sweep(s3: Any, where: S3Location, write_id: str, keep: Sequence[str] = ()) -
         raise
 
 
+def retried(step: Callable[[], T], attempts: int = RETRIES) -> T:
+    """``step()``, run again after a short pause when it raises (``attempts`` in all).
+
+    Why: after a commit's point of no return, and when deciding whether a commit landed, one
+    throttled or dropped call must not leave debris nor make the outcome look unknown. Only
+    idempotent steps (reads, deletes, listings) are retried.
+    """
+    for attempt in range(attempts - 1):
+        try:
+            return step()
+        except Exception:  # tried again below; the last attempt raises
+            log.debug("retrying after a failed step", exc_info=True)
+            time.sleep(min(0.2 * 2**attempt, 2.0))
+    return step()
+
+
 def after_commit(what: str, write_id: str, cleanup: Callable[[], object]) -> None:
     """Run a cleanup that follows a durable commit, never raising.
 
     Spark calls ``abort`` when ``commit`` raises, and ``abort`` deletes the job's files: an
     error in the cleanup after the table already references them must not turn into that.
-    What is left behind is debris (unreferenced files, pending uploads), logged.
+    What is left behind is debris (unreferenced files, pending uploads), logged, once the
+    cleanup failed :data:`RETRIES` times.
     """
     try:
-        cleanup()
+        retried(cleanup)
     except Exception:  # debris only: logged, never raised
         log.warning("after the commit of write %s, %s failed", write_id, what, exc_info=True)
 
@@ -186,11 +205,14 @@ def delta_committed(creds: TableCredentials, write_id: str) -> bool | None:
     from deltalake import DeltaTable
 
     options = creds.delta_storage_options()
-    try:
+
+    def read() -> bool:
         if not DeltaTable.is_deltatable(creds.location, storage_options=options):
             return False
         table = DeltaTable(creds.location, storage_options=options)
         return table.transaction_version(delta_app_id(write_id)) is not None
+    try:
+        return retried(read)
     except Exception:  # the log cannot answer: undecided
         log.warning("could not read the Delta log of write %s", write_id, exc_info=True)
         return None
@@ -204,7 +226,7 @@ def discard_delta(creds: TableCredentials, write_id: str) -> None:
         log.error("abort of write %s keeps its files: the Delta log %s", write_id,
                   "holds its commit" if state else "could not be read")
         return
-    drop_job_files(creds, write_id, keep=())
+    retried(lambda: drop_job_files(creds, write_id, keep=()))
 
 
 def _delta_transaction(creds: TableCredentials, schema: pa.Schema, files: Sequence[Any], *,
@@ -350,24 +372,25 @@ def lance_committed(location: str, options: dict[str, str], write_id: str,
 
     if not write_id:
         return False
-    try:
-        dataset = lance.dataset(location, storage_options=options)
-    except Exception as exc:
-        if isinstance(exc, ValueError) and "not found" in str(exc):
-            return False  # no dataset: nothing landed
-        # the store cannot answer: undecided
-        log.warning("could not read the Lance dataset of write %s", write_id, exc_info=True)
-        return None
-    try:
+
+    def read() -> bool:
+        try:
+            dataset = lance.dataset(location, storage_options=options)
+        except ValueError as exc:
+            if "not found" in str(exc):
+                return False  # no dataset: nothing landed
+            raise
         for version in range(int(dataset.latest_version), (since or 0), -1):
             transaction = dataset.read_transaction(version)
             if transaction is not None and (
                     transaction.transaction_properties or {}).get(WRITE_ID_PROPERTY) == write_id:
                 return True
-    except Exception:  # a manifest or transaction file cannot be read: undecided
+        return False
+    try:
+        return retried(read)
+    except Exception:  # the store cannot answer: undecided
         log.warning("could not read the Lance versions of write %s", write_id, exc_info=True)
         return None
-    return False
 
 
 def create_lance(location: str, options: dict[str, str], schema: pa.Schema,
@@ -417,7 +440,7 @@ def drop_lance_fragments(creds: TableCredentials, fragments_json: Sequence[str],
             log.error("abort of write %s keeps its fragment files: the Lance dataset %s",
                       write_id, "holds its commit" if state else "could not be read")
             return
-    delete_under(creds, creds.location, lance_files(fragments_json))
+    retried(lambda: delete_under(creds, creds.location, lance_files(fragments_json)))
     ledger = lance_ledger(creds) if write_id else None
     if ledger is not None:
         attempts.close_job(*ledger, write_id)

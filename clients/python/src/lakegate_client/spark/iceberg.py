@@ -36,7 +36,7 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
-from lakegate_client.spark.committer import after_commit, delete_under, s3_client
+from lakegate_client.spark.committer import after_commit, delete_under, retried, s3_client
 from lakegate_client.spark.connection import client_for
 from lakegate_client.spark.faults import Faults
 from lakegate_client.spark.options import OptionsError
@@ -302,7 +302,7 @@ class IcebergWriter(DataSourceArrowWriter):
     def committed(self) -> bool | None:
         """Whether a snapshot of this write is in the table (None: the table cannot be read)."""
         try:
-            table = load_table(self._opts)
+            table = retried(lambda: load_table(self._opts))
         except Exception:  # the catalog cannot answer: undecided
             log.warning("could not read the Iceberg table of write %s", self._write_id,
                         exc_info=True)
@@ -336,7 +336,7 @@ class IcebergWriter(DataSourceArrowWriter):
                       "references them" if state else "could not be read", WRITE_ID_PROPERTY,
                       self._write_id)
             return
-        self._drop_files(creds, keep=())
+        retried(lambda: self._drop_files(creds, keep=()))
 
     def _drop_files(self, creds: TableCredentials, keep: Sequence[str]) -> None:
         """Delete this job's data files that no snapshot references (not in ``keep``)."""
