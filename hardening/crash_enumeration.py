@@ -2,8 +2,10 @@
 
 Why: the write matrix races real jobs a few rounds; this tries a failure at *every* store call
 that a commit and its abort make, as an error (a 503), as a lost answer (the call took effect,
-the client saw a 503) and as a driver killed right there, and checks the invariant after the next
-writer recovered (``clients/python/tests/tables/crash_points.py``; scenarios per format, e.g.
+the client saw a 503), as a driver killed right there, and as a stall (the job pauses there past
+every lease while a rival overwrite recovers what it finds and commits: a commit slower than the
+stale time), and checks the invariant after the next writer recovered
+(``clients/python/tests/tables/crash_points.py``; scenarios per format, e.g.
 ``plain_scenarios.py``). It runs on the in-memory fake store, so it is exhaustive and quick; the
 unit tests run the same enumeration.
 """
@@ -13,7 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from clients.python.tests.tables.crash_points import KINDS, CrashReport, enumerate_points
+from clients.python.tests.tables.crash_points import KINDS, STALL, CrashReport, enumerate_points
 from clients.python.tests.tables.fake_s3 import FakeS3
 from clients.python.tests.tables.plain_scenarios import CASES, PlainScenario
 from hardening.format_crash_enumeration import run_format_enumeration
@@ -22,7 +24,7 @@ STORES: dict[str, dict[str, bool]] = {"s3-412": {}, "aws-409-404": {"aws_conflic
 
 
 def _summary(report: CrashReport) -> dict[str, Any]:
-    kinds = Counter(p.kind for p in report.points if p.kind in KINDS)
+    kinds = Counter(p.kind for p in report.points if p.kind in (*KINDS, STALL))
     return {
         "calls": len(report.calls),
         "crash_points": sum(kinds.values()),
@@ -52,7 +54,8 @@ def run_crash_enumeration() -> dict[str, Any]:
     cases: dict[str, Any] = {}
     for store, flags in STORES.items():
         for case in CASES:
-            report = enumerate_points(PlainScenario(case, store=dict(flags)))
+            report = enumerate_points(PlainScenario(case, store=dict(flags)),
+                                      kinds=(*KINDS, STALL))
             cases[f"{report.scenario} ({store})"] = _summary(report)
     cases.update(run_format_enumeration())  # Delta, Iceberg, Lance: on local files
     unsafe = _unsafe_store_refused()
@@ -65,7 +68,7 @@ def run_crash_enumeration() -> dict[str, Any]:
 
 def render_crash_enumeration(result: dict[str, Any]) -> list[str]:
     """Markdown rows for the hardening report."""
-    lines = ["", "## Commit crash points (every store call: error, lost answer, kill)", "",
+    lines = ["", "## Commit crash points (every store call: error, lost answer, kill, stall)", "",
              "| scenario | calls | crash points | violations | first failures |",
              "|---|---|---|---|---|"]
     for name, c in result["cases"].items():

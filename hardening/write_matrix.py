@@ -12,9 +12,12 @@ others are slowed before their file completes, to finish after ``abort``), ``bef
 driver fails after every task reported), ``append+append``, ``overwrite+overwrite``,
 ``overwrite+append``, ``create+create`` and ``create+overwrite`` (two jobs at once, both drivers
 committing at the same wall-clock moment; ``create+overwrite``: an append and an overwrite that
-both find no table), and ``speculation`` (partition 0's first attempt lags, a speculative copy
-wins, the killed duplicate finishes its file after the commit; on a two-host standalone cluster,
-see ``write_speculation.py`` for why not ``local-cluster``).
+both find no table), ``slow_commit`` (parquet: an overwrite whose commit sleeps 8 s past its
+point of no return on a 2 s lease while a second overwrite plans and commits: the lease is
+renewed, so the second conflicts and the first keeps its table), and ``speculation``
+(partition 0's first attempt lags, a speculative copy wins, the killed duplicate finishes its
+file after the commit; on a two-host standalone cluster, see ``write_speculation.py`` for why
+not ``local-cluster``).
 """
 
 from __future__ import annotations
@@ -41,7 +44,10 @@ if TYPE_CHECKING:
 FORMATS = ("parquet", "delta", "lance", "iceberg")
 CASES = ("retry", "abort_late", "before_commit", "append+append", "overwrite+overwrite",
          "overwrite+append", "create+create", "create+overwrite")  # on the local[2,2] session
+PLAIN_CASES = ("slow_commit",)  # plain tables only (the commit lease is theirs)
 SPECULATION = "speculation"  # on its own speculating cluster session
+SLOW_COMMIT = "lease@0=2,slow_commit@0=8"  # an 8 s commit on a 2 s lease, renewed every 0.5 s
+SLOW_RIVAL_AFTER_S = 4.0  # the rival overwrite starts (and plans) while the first sleeps
 SEED = list(range(1000, 1012))
 A = list(range(0, 40))
 B = list(range(100, 140))
@@ -146,6 +152,18 @@ def _run_case(r: _Round, case: str, counts: CaseCounts) -> None:
                 counts.notes.append(_last_line(exc))
         time.sleep(8 if case == "abort_late" else 0)  # let the slowed tasks finish
         allowed = [SEED]
+    elif case == "slow_commit":
+        r.write(SEED, "overwrite")
+        start = time.time() + RACE_START_S
+        slow = f"{SLOW_COMMIT},commit_at@0={start}"
+
+        def rival() -> None:  # plans after the first job's lease would have run out unrenewed
+            time.sleep(max(0.0, start + SLOW_RIVAL_AFTER_S - time.time()))
+            r.write(B, "overwrite")
+
+        errors = concurrently(r.spark, r.job(A, "overwrite", slow), rival)
+        allowed = _allowed("overwrite+overwrite", errors)
+        _count_errors(counts, case, errors)
     else:
         first, second = case.split("+")
         if first != "create":
@@ -156,18 +174,22 @@ def _run_case(r: _Round, case: str, counts: CaseCounts) -> None:
         at = f"commit_at@0={time.time() + RACE_START_S}"  # both drivers commit at one moment
         errors = concurrently(r.spark, r.job(A, modes[0], at), r.job(B, modes[1], at))
         allowed = _allowed(case, errors)
-        for error in errors:
-            if error is None:
-                continue
-            # appends never conflict (README): only a race with an overwrite may fail loudly
-            if is_conflict(error) and "overwrite" in case:
-                counts.expected_conflicts += 1
-                counts.notes.append(f"conflict: {_last_line(error)}")
-            else:
-                counts.unexpected_errors += 1
-                counts.notes.append(_last_line(error))
+        _count_errors(counts, case, errors)
     _judge(counts, r.observe(), allowed)
     counts.ok += 1
+
+
+def _count_errors(counts: CaseCounts, case: str, errors: list[BaseException | None]) -> None:
+    for error in errors:
+        if error is None:
+            continue
+        # appends never conflict (README): only a race with an overwrite may fail loudly
+        if is_conflict(error) and ("overwrite" in case or case == "slow_commit"):
+            counts.expected_conflicts += 1
+            counts.notes.append(f"conflict: {_last_line(error)}")
+        else:
+            counts.unexpected_errors += 1
+            counts.notes.append(_last_line(error))
 
 
 def _run_speculation(make_round: Callable[[], _Round], counts: CaseCounts) -> None:
@@ -256,7 +278,7 @@ def run_write_suite(run_dir: Path, *, rounds: int = 3, formats: tuple[str, ...] 
                                   conf={"spark.python.task.killTimeout": "30s"})
         try:
             for fmt in formats:
-                for case in CASES:
+                for case in CASES + (PLAIN_CASES if fmt == "parquet" else ()):
                     _rounds(results, fmt, case, rounds,
                             lambda c, f=fmt, k=case: _run_case(  # type: ignore[misc]
                                 _Round(spark, info, auditor, f), k, c))

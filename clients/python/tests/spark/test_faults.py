@@ -53,3 +53,22 @@ def test_a_slow_rule_with_once_slows_only_the_first_attempt(
     assert slept == [7.0, 3.0]
     with pytest.raises(ValueError, match="test_fault flag"):
         Faults.parse("commit_at@0=5#once")
+
+
+def test_a_slow_commit_sleeps_after_the_point_of_no_return_on_its_lease(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What the write matrix's slow_commit case needs: a plain commit outliving its lease."""
+    monkeypatch.setenv(ENABLE_ENV, "1")
+    slept: list[float] = []
+    monkeypatch.setattr("lakegate_client.spark.faults.time.sleep", slept.append)
+    faults = Faults.parse("lease@0=2,slow_commit@0=8")
+    assert faults.lease_s() == 2.0
+    assert Faults.parse("").lease_s() is None
+    faults.hit("before_commit", 0)
+    faults.hit("input_done", 0)
+    assert slept == []
+    faults.hit("point_of_no_return", 0)
+    assert slept == [8.0]
+    with pytest.raises(ValueError, match="test_fault flag"):
+        Faults.parse("lease@0=2#once")

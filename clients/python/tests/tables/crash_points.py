@@ -18,6 +18,7 @@ from typing import Protocol
 from .fake_s3 import FakeS3, Fault, Killed
 
 KINDS = ("error", "kill", "lost")  # "lost": the call's effect lands, its answer is a 503
+STALL = "stall"  # opt-in: the job pauses at the call past every lease while a rival acts
 
 
 class Scenario(Protocol):
@@ -41,6 +42,9 @@ class Scenario(Protocol):
     def violations(self, s3: FakeS3, committed: bool | None) -> list[str]:
         """What is wrong with the store now (``committed``: None after a kill)."""
         ...
+
+    # Optional, for the "stall" kind: ``stall(s3)`` is what a rival does (on its own client)
+    # while the job is paused past every lease.
 
 
 @dataclass(frozen=True)
@@ -70,8 +74,8 @@ class CrashReport:
 def fault_of(kind: str) -> Fault:
     """The failure injected at one call: a 503 (S3's "slow down, try again"), the same after
     the call took effect (an ambiguous failure), or a kill."""
-    if kind == "kill":
-        return Fault(kind="kill")
+    if kind in ("kill", STALL):
+        return Fault(kind=kind)
     return Fault(code="ServiceUnavailable", status=503, after=kind == "lost")
 
 
@@ -79,6 +83,9 @@ def run_point(scenario: Scenario, n: int, kind: str, call: tuple[str, str] = (""
     """The job with a failure at call ``n``, then recovery by a fresh process, then the check."""
     s3 = scenario.fresh()
     job = s3.view(faults={n: fault_of(kind)})
+    stall = getattr(scenario, "stall", None)
+    if kind == STALL and stall is not None:
+        job.on_stall = lambda: stall(s3.view())
     committed: bool | None
     try:
         committed = scenario.run(job)

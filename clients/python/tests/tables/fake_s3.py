@@ -12,8 +12,9 @@ Beyond a well-behaved store it can play the stores the protocol must survive or 
 - ``calls``: every call, in order, as ``(operation, key)``.
 - ``faults``: ``{n: Fault}``: call number ``n`` (1-based, counted on this client) fails with an
   error, or "kills" the process: that call and every later one raise :class:`Killed`, as if the
-  driver had died there (nothing after it runs). ``view()`` is a fresh client (a new process)
-  on the same stored objects: the one that recovers.
+  driver had died there (nothing after it runs), or "stalls": ``on_stall()`` runs before the call
+  (the process was paused there while the world moved on), then the call proceeds. ``view()``
+  is a fresh client (a new process) on the same stored objects: the one that recovers.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
@@ -54,7 +56,7 @@ class Fault:
     failure: the client cannot tell whether the write landed).
     """
 
-    kind: str = "error"  # "error" | "kill"
+    kind: str = "error"  # "error" | "kill" | "stall"
     code: str = "ServiceUnavailable"
     status: int = 503
     after: bool = False
@@ -95,6 +97,7 @@ class FakeS3:
         self.faults: dict[int, Fault] = dict(faults or {})
         self.calls: list[tuple[str, str]] = []
         self.killed = False
+        self.on_stall: Callable[[], None] = lambda: None
         self.meta = SimpleNamespace(endpoint_url=endpoint)
 
     def view(self, *, faults: dict[int, Fault] | None = None) -> FakeS3:
@@ -125,6 +128,9 @@ class FakeS3:
             self.calls.append((op, key))
             fault = self.faults.get(len(self.calls))
         if fault is None:
+            return None
+        if fault.kind == "stall":
+            self.on_stall()
             return None
         if fault.kind == "kill":
             self.killed = True

@@ -11,6 +11,7 @@ bucket's ``AbortIncompleteMultipartUpload`` rule.
 
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import dataclass, field
 
@@ -31,6 +32,8 @@ WHERE = S3Location.parse("s3://b/wh/t1")
 WRITE_ID = "w1"
 CASES = ("append", "overwrite", "create", "conflict")
 OTHER = "part-other-00000-r.parquet"  # "conflict": another job's append after planning
+RIVAL = "w2"  # the rival overwrite of the "stall" kind
+RIVAL_FILE = f"part-{RIVAL}-00000-r.parquet"
 
 
 class FakeClock:
@@ -58,6 +61,7 @@ class PlainScenario:
     uploads: int = 2
     store: dict[str, bool] = field(default_factory=dict)  # FakeS3 behaviour flags
     clock: FakeClock = field(default_factory=FakeClock)
+    rival_committed: bool = False
     _plan: PlainPlan | None = None
     _staged: list[PendingUpload] = field(default_factory=list)
 
@@ -86,7 +90,7 @@ class PlainScenario:
         return [f"part-{WRITE_ID}-{i:05d}-r.parquet" for i in range(self.uploads)]
 
     def fresh(self) -> FakeS3:
-        self.clock = FakeClock()
+        self.clock, self.rival_committed = FakeClock(), False
         s3 = FakeS3(**self.store)
         for rel in self.old():
             if rel != OTHER:
@@ -133,15 +137,50 @@ class PlainScenario:
         self.clock.advance(3600)
         plan_plain(s3, WHERE, "parquet", self.timing)
 
+    def stall(self, s3: FakeS3) -> None:
+        """While the job is paused past every lease: a rival overwrite plans (recovering what
+        it finds abandoned) and commits one file of its own."""
+        self.clock.advance(3600)
+        try:
+            plan = plan_plain(s3, WHERE, "parquet", self.timing)
+            key = WHERE.key(RIVAL_FILE)
+            uid = s3.create_multipart_upload(Bucket="b", Key=key)["UploadId"]
+            etag = s3.upload_part(Bucket="b", Key=key, UploadId=uid, PartNumber=1,
+                                  Body=b"rival")["ETag"]
+            upload = PendingUpload(key, uid, ((1, etag),), 5)
+        except Exception:  # noqa: BLE001 - the rival could not even start
+            return
+        try:
+            commit_plain(s3, WHERE, "parquet", plan, [upload], overwrite=True, write_id=RIVAL,
+                         timing=self.timing)
+            self.rival_committed = True
+        except Exception:  # noqa: BLE001 - a loud conflict: the rival failed, honestly
+            committer.abort_plain_job(s3, WHERE, [upload], RIVAL)
+
+    def _finals(self, job: bool | None) -> list[list[str]]:
+        """Every table a serial order of the jobs that reported success can leave (the job
+        itself either way after a kill)."""
+        mine = self.mine()
+        jobs: list[tuple[bool, list[str]]] = []  # (overwrite, files)
+        if self.rival_committed:
+            jobs.append((True, [RIVAL_FILE]))
+        outcomes: list[list[str]] = []
+        for with_job in ([True, False] if job is None else [job]):
+            run = jobs + ([(self.case != "append", mine)] if with_job else [])
+            for order in itertools.permutations(run):
+                state = self.old()
+                for overwrite, files in order:
+                    state = sorted(files if overwrite else state + files)
+                outcomes.append(state)
+        return outcomes
+
     def violations(self, s3: FakeS3, committed: bool | None) -> list[str]:
         data = sorted(WHERE.relative(k) for k in s3.objects if k.endswith(".parquet"))
         out = []
-        if data not in (self.old(), self.new()):
-            out.append(f"torn: {data}")
-        if committed is True and data != self.new():
-            out.append("reported committed, new rows not visible")
-        if committed is False and data == self.new() != self.old():
-            out.append("reported failed, new rows visible")
+        landed = False if self.case == "conflict" else committed  # a conflict never lands
+        if data not in self._finals(landed):
+            out.append(f"{data} is no serial outcome (job reported {committed}, rival "
+                       f"{self.rival_committed})")
         if self.case == "conflict" and committed:
             out.append("an overwrite that had to conflict reported success")
         hidden = [WHERE.relative(k) for k in s3.objects if not k.endswith(".parquet")]

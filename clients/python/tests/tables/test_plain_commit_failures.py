@@ -239,3 +239,16 @@ def test_aws_404_on_if_match_of_a_vanished_marker_is_a_conflict() -> None:
     with pytest.raises(WriteConflictError):
         commit_plain(s3, WHERE, "parquet", plan, ups, overwrite=True, write_id="w1")
     assert _data(s3) == OLD
+
+
+def test_the_commit_reports_its_point_of_no_return_once_after_the_first_completion() -> None:
+    from lakegate_client.tables.plain_commit import CommitTiming
+
+    s3 = FakeS3()
+    _seed(s3)
+    plan, ups = plan_plain(s3, WHERE, "parquet"), _stage(s3, "w1", 2)
+    seen: list[tuple[str, int]] = []
+    timing = CommitTiming(on_step=lambda step: seen.append((step, len(s3.objects))))
+    commit_plain(s3, WHERE, "parquet", plan, ups, overwrite=True, write_id="w1", timing=timing)
+    # old files + marker + intent + the first new file
+    assert seen == [("point_of_no_return", len(OLD) + 3)]

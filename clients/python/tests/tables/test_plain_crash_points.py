@@ -7,15 +7,21 @@ from __future__ import annotations
 
 import pytest
 
-from .crash_points import enumerate_points
+from .crash_points import KINDS, STALL, enumerate_points
 from .plain_scenarios import CASES, PlainScenario
 
 
+@pytest.mark.parametrize("aws", [False, True])
 @pytest.mark.parametrize("case", CASES)
-def test_every_crash_point_leaves_old_or_new_rows_and_an_honest_message(case: str) -> None:
-    report = enumerate_points(PlainScenario(case))
+def test_every_crash_point_leaves_old_or_new_rows_and_an_honest_message(
+    case: str, aws: bool,
+) -> None:
+    """Also a commit slower than every lease ("stall"): paused at each call while a rival
+    overwrite recovers what it finds and commits; the outcome stays a serial order."""
+    report = enumerate_points(PlainScenario(case, store={"aws_conflicts": aws}),
+                              kinds=(*KINDS, STALL))
     assert len(report.calls) >= 4
-    assert len(report.points) == 1 + 3 * len(report.calls)
+    assert len(report.points) == 1 + 4 * len(report.calls)
     failed = [(p.n, p.call, p.kind, p.committed, p.violations) for p in report.failed]
     assert failed == []
 

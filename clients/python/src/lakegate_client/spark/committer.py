@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from lakegate_client.tables import attempts
 from lakegate_client.tables.directory import delete_files, fs_path, list_files, write_id_of
 from lakegate_client.tables.plain_commit import (
+    CommitTiming,
     PlainPlan,
     abort_plain,
     commit_plain,
@@ -113,7 +114,8 @@ def discard_staged(s3: Any, where: S3Location, uploads: Sequence[PendingUpload],
 
 
 def publish_plain(creds: TableCredentials, fmt: str, plan: PlainPlan,
-                  uploads: Sequence[PendingUpload], *, overwrite: bool, write_id: str) -> None:
+                  uploads: Sequence[PendingUpload], *, overwrite: bool, write_id: str,
+                  timing: CommitTiming | None = None) -> None:
     """Complete a plain job's uploads under the commit protocol (``tables/plain_commit.py``).
 
     ``commit_plain`` raises only before the point of no return; then the uploads are aborted
@@ -122,7 +124,8 @@ def publish_plain(creds: TableCredentials, fmt: str, plan: PlainPlan,
     """
     s3, where = s3_client(creds), S3Location.parse(creds.location)
     try:
-        commit_plain(s3, where, fmt, plan, uploads, overwrite=overwrite, write_id=write_id)
+        commit_plain(s3, where, fmt, plan, uploads, overwrite=overwrite, write_id=write_id,
+                     timing=timing)
     except BaseException:
         abort_plain_job(s3, where, uploads, write_id)
         raise

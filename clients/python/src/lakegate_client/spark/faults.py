@@ -15,7 +15,10 @@ it by accident. Rules, comma-separated, each ``<stage>@<partition>[#once]`` or
   ``spark.python.task.killTimeout`` lets a cancelled task run that long); ``slow@p=s#once``
   slows only the first attempt (a speculative copy of the task then overtakes it);
 - ``commit_at@0=t``: the driver's commit waits until the epoch time ``t``, so that two racing
-  jobs commit at the same moment.
+  jobs commit at the same moment;
+- ``lease@0=s``: a plain table's commit holds its intent on an ``s``-second lease (instead of
+  60 s); ``slow_commit@0=s``: it sleeps ``s`` seconds right after its point of no return (the
+  first upload completion), so the commit outlives that lease unless it is renewed.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ T = TypeVar("T")
 
 ENABLE_ENV = "LAKEGATE_TEST_FAULTS"
 STAGES = ("before_land", "after_land", "before_commit")
+_VALUED = ("slow", "commit_at", "lease", "slow_commit")  # <stage>@<partition>=<seconds>
 
 
 class InjectedFault(RuntimeError):
@@ -73,8 +77,17 @@ class Faults:
                     time.sleep(rule.delay_s)
             elif rule.stage == "commit_at" and stage == "before_commit":
                 time.sleep(max(0.0, rule.delay_s - time.time()))
+            elif rule.stage == "slow_commit" and stage == "point_of_no_return":
+                time.sleep(rule.delay_s)
+            elif rule.stage in _VALUED:
+                continue
             elif rule.stage == stage and not (rule.once and attempt > 0):
                 raise InjectedFault(f"injected fault {stage}@{partition} (attempt {attempt})")
+
+
+    def lease_s(self) -> float | None:
+        """The commit lease a ``lease@0=s`` rule sets (None: the default)."""
+        return next((r.delay_s for r in self.rules if r.stage == "lease"), None)
 
 
 def _midway(faults: Faults, items: Iterator[T], partition: int, attempt: int) -> Iterator[T]:
@@ -87,12 +100,12 @@ def _midway(faults: Faults, items: Iterator[T], partition: int, attempt: int) ->
 
 def _rule(text: str) -> Rule:
     stage, sep, rest = text.partition("@")
-    if not sep or (stage not in STAGES and stage not in ("slow", "commit_at")):
+    if not sep or (stage not in STAGES and stage not in _VALUED):
         raise ValueError(f"bad test_fault rule {text!r}: want <stage>@<partition>[#once]")
     rest, _, flag = rest.partition("#")
-    if flag not in ("", "once") or (flag and stage == "commit_at"):
+    if flag not in ("", "once") or (flag and stage in ("commit_at", "lease", "slow_commit")):
         raise ValueError(f"bad test_fault flag {flag!r} in {text!r}")
-    if stage in ("slow", "commit_at"):
+    if stage in _VALUED:
         part, _, value = rest.partition("=")
         return Rule(stage, int(part), once=flag == "once", delay_s=float(value or 0))
     return Rule(stage, int(rest), once=flag == "once")

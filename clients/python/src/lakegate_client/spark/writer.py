@@ -20,6 +20,7 @@ never keys. ``WritePlan.faults`` is the test-only fault hook (``faults.py``).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import time
@@ -36,7 +37,7 @@ from lakegate_client.tables import attempts
 from lakegate_client.tables.catalog import TableFormatError, TableInfo
 from lakegate_client.tables.directory import fs_path, new_data_file, replace_files
 from lakegate_client.tables.files import write_parquet_batches
-from lakegate_client.tables.plain_commit import PlainPlan
+from lakegate_client.tables.plain_commit import CommitTiming, PlainPlan
 from lakegate_client.tables.staged import PendingUpload, S3Location, abort_uploads, stage_parquet
 
 if TYPE_CHECKING:
@@ -182,8 +183,12 @@ class LakekeeperWriter(DataSourceArrowWriter):
             committer.publish_delta(creds, self._schema, files, uploads,
                                     overwrite=plan.overwrite, write_id=plan.write_id)
         elif plan.plain is not None:
-            committer.publish_plain(creds, fmt, plan.plain, uploads,
-                                    overwrite=plan.overwrite, write_id=plan.write_id)
+            lease = plan.faults.lease_s()
+            timing = CommitTiming(on_step=lambda step: plan.faults.hit(step, 0))
+            if lease is not None:  # test faults only
+                timing = dataclasses.replace(timing, lease_s=lease)
+            committer.publish_plain(creds, fmt, plan.plain, uploads, overwrite=plan.overwrite,
+                                    write_id=plan.write_id, timing=timing)
         else:
             replace_files(creds.pyarrow_filesystem(), fs_path(creds.location), "parquet",
                           [f.path for f in files], overwrite=plan.overwrite,

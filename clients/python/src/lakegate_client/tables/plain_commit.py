@@ -74,6 +74,8 @@ class CommitTiming:
     lease_s: float = field(default_factory=lambda: LEASE_S)
     retries: int = RETRIES
     backoff_s: float = field(default_factory=lambda: BACKOFF_S)
+    # Called with "point_of_no_return" just after the first upload completion (test faults).
+    on_step: Callable[[str], None] = lambda _step: None
 
 
 @dataclass(frozen=True)
@@ -327,13 +329,15 @@ def _roll_forward(intent: _Intent, *, who: str) -> None:
         steps.append(("releasing the marker",
                       lambda: _release_marker(s3, where, write_id, timing)))
     left = 0
-    for what, step in steps:
+    for index, (what, step) in enumerate(steps):
         try:
             _retried(what, step, timing)
         except Exception:  # committed: logged, the next writer or reader finishes it
             left += 1
             log.warning("write %s (finished by %s): %s failed; the next write or read of the "
                         "table finishes it", write_id, who, what, exc_info=True)
+        if index == 0 and who == write_id:
+            timing.on_step("point_of_no_return")
     if left:  # the intent stays: it is the plan the next recoverer finishes
         log.warning("write %s committed with %d step(s) left to recovery", write_id, left)
         return
