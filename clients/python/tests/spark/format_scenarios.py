@@ -33,9 +33,11 @@ from typing import Any
 import pyarrow as pa
 
 from lakegate_client.spark import committer
+from lakegate_client.tables import attempts
 from lakegate_client.tables.directory import new_data_file
+from lakegate_client.tables.staged import S3Location
 
-from ..tables.fake_s3 import Killed
+from ..tables.fake_s3 import FakeS3, Killed
 
 FORMATS = ("delta", "iceberg", "lance")
 CASES = ("append", "overwrite", "create", "refused")
@@ -360,7 +362,9 @@ class IcebergWorld:
 
 
 class LanceWorld:
-    """A Lance dataset of the old rows (none: create); the job's tasks wrote its fragments."""
+    """A Lance dataset of the old rows (none: create); the job's tasks wrote its fragments and
+    recorded them in the attempt ledger, kept on a fake S3 (as on S3: close, create claim,
+    cleanup of the records are store calls of the commit and the abort)."""
 
     def __init__(self, where: Path, case: str) -> None:
         import lance
@@ -376,9 +380,18 @@ class LanceWorld:
         fragments = write_fragments(pa.table({"id": NEW}, schema=SCHEMA), str(self.location),
                                     schema=SCHEMA)
         self.fragments = [json.dumps(f.to_json()) for f in fragments]
+        self.s3, self.where = FakeS3(), S3Location("b", "wh/ds")
+        attempts.check_in(self.s3, self.where, self.write_id, 0, 0,
+                          committer.lance_files(self.fragments))
 
     @staticmethod
     def error(name: str) -> BaseException:
+        if name.startswith("s3:"):
+            import botocore.exceptions
+
+            return botocore.exceptions.ClientError(
+                {"Error": {"Code": "ServiceUnavailable"},
+                 "ResponseMetadata": {"HTTPStatusCode": 503}}, name)
         return OSError(f"injected 503 at {name}")
 
     @staticmethod
@@ -395,7 +408,15 @@ class LanceWorld:
                                                                        real_commit))),
                 (lance.LanceDataset, "read_transaction",
                  lambda ds, v: calls.call("lance: read transaction", real_read, ds, v)),
-                (committer, "delete_files", calls.wrap("store: delete", committer.delete_files))]
+                (committer, "delete_files", calls.wrap("store: delete", committer.delete_files)),
+                (committer, "lance_ledger", lambda _creds: (self._ledger(calls), self.where))]
+
+    def _ledger(self, calls: Calls) -> Any:
+        """The fake S3 with each ledger call recorded (a fresh client view per process)."""
+        client = SimpleNamespace(exceptions=self.s3.exceptions)
+        for op in ("put_object", "get_object", "delete_object", "list_objects_v2"):
+            setattr(client, op, calls.wrap(f"s3: {op}", getattr(self.s3, op)))
+        return client
 
     def commit(self) -> None:
         committer.commit_lance(self.creds, SCHEMA, self.fragments,
