@@ -252,3 +252,105 @@ def test_the_commit_reports_its_point_of_no_return_once_after_the_first_completi
     commit_plain(s3, WHERE, "parquet", plan, ups, overwrite=True, write_id="w1", timing=timing)
     # old files + marker + intent + the first new file
     assert seen == [("point_of_no_return", len(OLD) + 3)]
+
+
+def _killed_overwrite_an_hour_ago(s3: FakeS3) -> None:
+    """An overwrite whose driver died right after its first upload completion, an hour ago."""
+    from lakegate_client.tables.plain_commit import CommitTiming
+
+    _seed(s3)
+    plan, ups = plan_plain(s3, WHERE, "parquet"), _stage(s3, "w1", 2)
+    numbered = _overwrite_calls()
+    n = [i for i, (op, _) in enumerate(numbered.calls, 1) if op == "CompleteMultipartUpload"][1]
+    old_clock = CommitTiming(now=lambda: time.time() - 3600)
+    with pytest.raises(Killed):
+        commit_plain(s3.view(faults={n: Fault(kind="kill")}), WHERE, "parquet", plan, ups,
+                     overwrite=True, write_id="w1", timing=old_clock)
+    assert _data(s3) == sorted(OLD + _mine("w1", 1))  # torn, until someone touches it
+
+
+def _creds(storage: str = "s3") -> Any:
+    return type("C", (), {"location": "s3://b/wh/t1", "storage": storage})()
+
+
+def test_a_reader_finishes_a_commit_whose_driver_died(monkeypatch: pytest.MonkeyPatch) -> None:
+    from lakegate_client.spark import committer
+
+    s3 = FakeS3()
+    _killed_overwrite_an_hour_ago(s3)
+    monkeypatch.setattr(committer, "s3_client", lambda _c: s3.view())
+    assert committer.finish_abandoned(_creds(), _creds) == 1
+    assert _data(s3) == _mine("w1", 2)
+    assert not [k for k in s3.objects if "_lakegate_intent-" in k]
+    assert committer.finish_abandoned(_creds(), _creds) == 0  # nothing left: one listing
+
+
+def test_a_read_only_reader_reads_on_when_it_cannot_finish_a_commit(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+) -> None:
+    from lakegate_client._errors import PermissionDeniedError
+    from lakegate_client.spark import committer
+
+    s3 = FakeS3()
+    _killed_overwrite_an_hour_ago(s3)
+    monkeypatch.setattr(committer, "s3_client", lambda _c: s3.view())
+
+    def no_write_credential() -> Any:
+        raise PermissionDeniedError("read only")
+
+    assert committer.finish_abandoned(_creds(), no_write_credential) == 0
+    assert "could not finish an abandoned commit" in caplog.text
+    assert committer.finish_abandoned(_creds("gcs"), _creds) == 0  # no intents off S3
+
+
+def test_an_intent_put_retried_by_the_sdk_after_a_lost_answer_is_adopted() -> None:
+    """botocore retries a 503: when the first PUT had landed, the retry meets If-None-Match."""
+
+    class RetriedOnce(FakeS3):
+        def put_object(self, **kw: Any) -> dict[str, Any]:
+            answer = super().put_object(**kw)
+            if "_lakegate_intent-" in kw["Key"] and "IfNoneMatch" in kw:
+                return super().put_object(**kw)  # the retry of a lost answer: 412
+            return answer
+
+    s3 = RetriedOnce()
+    _seed(s3)
+    plan, ups = plan_plain(s3, WHERE, "parquet"), _stage(s3, "w1", 2)
+    commit_plain(s3, WHERE, "parquet", plan, ups, overwrite=True, write_id="w1")
+    assert _data(s3) == _mine("w1", 2)
+
+
+def test_a_marker_put_retried_by_the_sdk_after_a_lost_answer_is_ours() -> None:
+    class RetriedOnce(FakeS3):
+        def put_object(self, **kw: Any) -> dict[str, Any]:
+            answer = super().put_object(**kw)
+            if kw["Key"].endswith(MARKER) and b"committing" in kw["Body"]:
+                return super().put_object(**kw)  # the retry of a lost answer: 412
+            return answer
+
+    s3 = RetriedOnce()
+    _seed(s3)
+    plan, ups = plan_plain(s3, WHERE, "parquet"), _stage(s3, "w1", 2)
+    commit_plain(s3, WHERE, "parquet", plan, ups, overwrite=True, write_id="w1")
+    assert _data(s3) == _mine("w1", 2)
+
+
+def test_a_reader_asks_for_no_write_credential_while_the_commit_is_alive() -> None:
+    from lakegate_client.tables.plain_commit import CommitTiming, finish_abandoned
+
+    s3 = FakeS3()
+    _seed(s3)
+    plan, ups = plan_plain(s3, WHERE, "parquet"), _stage(s3, "w1", 2)
+    n = [i for i, (op, _) in enumerate(_overwrite_calls().calls, 1)
+         if op == "CompleteMultipartUpload"][1]
+    with pytest.raises(Killed):  # killed just now: its lease has a minute to run
+        commit_plain(s3.view(faults={n: Fault(kind="kill")}), WHERE, "parquet", plan, ups,
+                     overwrite=True, write_id="w1")
+
+    def no_writer() -> Any:
+        raise AssertionError("a live commit needs no recovery")
+
+    assert finish_abandoned(s3.view(), WHERE, no_writer) == 0
+    later = CommitTiming(now=lambda: time.time() + 3600)
+    assert finish_abandoned(s3.view(), WHERE, s3.view, later) == 1
+    assert _data(s3) == _mine("w1", 2)

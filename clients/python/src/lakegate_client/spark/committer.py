@@ -29,9 +29,8 @@ from lakegate_client.tables.plain_commit import (
     PlainPlan,
     abort_plain,
     commit_plain,
-    pending_intents,
-    recover_plain,
 )
+from lakegate_client.tables.plain_commit import finish_abandoned as finish_abandoned_commits
 from lakegate_client.tables.staged import (
     PendingUpload,
     S3Location,
@@ -152,10 +151,8 @@ def finish_abandoned(creds: TableCredentials,
     if creds.storage != "s3":
         return 0
     try:
-        s3, where = s3_client(creds), S3Location.parse(creds.location)
-        if not pending_intents(s3, where):
-            return 0
-        return recover_plain(s3_client(write_creds()), where)
+        return finish_abandoned_commits(s3_client(creds), S3Location.parse(creds.location),
+                                        lambda: s3_client(write_creds()))
     except Exception:  # the read goes on with the table as it is
         log.warning("could not finish an abandoned commit of %s", creds.location, exc_info=True)
         return 0

@@ -50,7 +50,8 @@ from lakegate_client.tables.directory import data_files
 from lakegate_client.tables.staged import PendingUpload, S3Location
 
 __all__ = ["INTENT_PREFIX", "MARKER", "CommitTiming", "PlainPlan", "WriteConflictError",
-           "abort_plain", "commit_plain", "delete_job_files", "plan_plain", "recover_plain"]
+           "abort_plain", "commit_plain", "delete_job_files", "finish_abandoned", "plan_plain",
+           "recover_plain"]
 
 MARKER = "_lakegate_commit.json"
 INTENT_PREFIX = "_lakegate_intent-"
@@ -250,7 +251,7 @@ def commit_plain(
         "uploads": [[u.key, u.upload_id, [list(p) for p in u.parts], u.size] for u in uploads],
         "delete": doomed,
     }, None, timing)
-    if not intent.write():
+    if not intent.write() and not _adopt(intent):
         raise WriteConflictError(f"write {write_id} already has a commit intent; nothing was "
                                  "written, retry the job")
     with _Heartbeat(intent):
@@ -258,6 +259,23 @@ def commit_plain(
             _exclusive(s3, where, fmt, plan, intent, write_id)
         _roll_forward(intent, who=write_id)
     return doomed
+
+
+def _adopt(intent: _Intent) -> bool:
+    """Our own first PUT landed though its answer was lost (the SDK's retry then met
+    ``If-None-Match``): take the intent as ours if it is exactly what we wrote."""
+    etag, body = _read_json(intent.s3, intent.where, intent_name(str(intent.body["write_id"])))
+    mine = {k: v for k, v in intent.body.items() if k != "at"}
+    if etag is None or {k: v for k, v in body.items() if k != "at"} != mine:
+        return False
+    intent.body, intent.etag = body, etag
+    return True
+
+
+def _ours(s3: Any, where: S3Location, write_id: str) -> bool:
+    """The marker names us as committing: our PUT landed though its answer was lost."""
+    _, body = _read_json(s3, where, MARKER)
+    return body.get("state") == "committing" and body.get("write_id") == write_id
 
 
 def _exclusive(s3: Any, where: S3Location, fmt: str, plan: PlainPlan, intent: _Intent,
@@ -268,7 +286,8 @@ def _exclusive(s3: Any, where: S3Location, fmt: str, plan: PlainPlan, intent: _I
                          "at": intent.timing.now()}).encode()
     held = True  # also when the PUT's answer is lost: the release checks the marker names us
     try:
-        if put_conditional(s3, where.bucket, where.key(MARKER), marker, plan.marker_etag) is None:
+        if (put_conditional(s3, where.bucket, where.key(MARKER), marker, plan.marker_etag)
+                is None and not _ours(s3, where, write_id)):
             held = False
             raise WriteConflictError(
                 "another overwrite of this table committed since this job planned; "
@@ -420,6 +439,19 @@ def recover_plain(s3: Any, where: S3Location, timing: CommitTiming | None = None
 def pending_intents(s3: Any, where: S3Location) -> list[str]:
     """The table's commit intents (cheap: one listing under the intent prefix)."""
     return sorted(list_objects(s3, where, INTENT_PREFIX))
+
+
+def finish_abandoned(read_s3: Any, where: S3Location, write_s3: Callable[[], Any],
+                     timing: CommitTiming | None = None) -> int:
+    """A reader's part in recovery: find (with its read credential) an intent whose lease
+    expired, and only then get a write client (``write_s3``) and finish it. Returns how many
+    commits it finished."""
+    timing = timing or CommitTiming()
+    for rel in pending_intents(read_s3, where):
+        etag, body = _read_json(read_s3, where, rel)
+        if etag is not None and body.get("write_id") and not _fresh(body, timing):
+            return recover_plain(write_s3(), where, timing)
+    return 0
 
 
 def _discard(intent: _Intent) -> None:

@@ -7,6 +7,7 @@ Each format uses the matching adapter of ``TableCredentials``: directory tables 
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from lakegate_client.credentials import TableCredentials
 
 __all__ = ["Mode", "arrow_dataset", "read_table", "write_table"]
+log = logging.getLogger(__name__)
 
 Mode = Literal["append", "overwrite"]
 
@@ -60,6 +62,8 @@ def read_table(
         return lance.dataset(
             creds.location, storage_options=creds.lance_storage_options()
         ).to_table(columns=cols)
+    if creds.storage == "s3":  # a crashed writer's commit is finished, not read torn
+        _finish_abandoned(client, info, creds, warehouse)
     fs, root = creds.pyarrow_filesystem(), fs_path(creds.location)
     snapshot = current_snapshot(fs, root, info.format)
     parts = [read_file(fs, f"{root}/{rel}", info.format) for rel in snapshot.files]
@@ -67,6 +71,27 @@ def read_table(
         return pa.table({})
     merged = pa.concat_tables(parts, promote_options="default")
     return merged.select(cols) if cols is not None else merged
+
+
+def _finish_abandoned(client: Client, info: TableInfo, creds: TableCredentials,
+                      warehouse: str | None) -> None:
+    """Roll forward a plain commit whose writer died (``plain_commit.finish_abandoned``); best
+    effort: a caller without write access reads the table as it is, with a warning."""
+    import boto3
+
+    from lakegate_client.tables.plain_commit import finish_abandoned
+    from lakegate_client.tables.staged import S3Location
+
+    def writer() -> object:
+        wcreds = client.credentials(list(info.namespace), info.name, warehouse=warehouse,
+                                    access="write", expected_location=info.location)
+        return boto3.session.Session().client("s3", **wcreds.boto3_kwargs())
+
+    try:
+        reader = boto3.session.Session().client("s3", **creds.boto3_kwargs())
+        finish_abandoned(reader, S3Location.parse(creds.location), writer)
+    except Exception:  # the read goes on with the table as it is
+        log.warning("could not finish an abandoned commit of %s", info.name, exc_info=True)
 
 
 def arrow_dataset(creds: TableCredentials, fmt: str) -> pads.Dataset:
