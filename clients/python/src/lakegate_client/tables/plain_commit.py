@@ -301,8 +301,9 @@ def _exclusive(s3: Any, where: S3Location, fmt: str, plan: PlainPlan, intent: _I
                 f"e.g. {changed[0][0]!r}); nothing was written, retry the job"
             )
         if not intent.write(state="committing"):
-            raise WriteConflictError("this job's commit intent was taken over before it "
-                                     "committed; nothing was written, retry the job")
+            raise WriteConflictError("another writer discarded this job's commit (its lease "
+                                     "ran out) since this job planned; nothing was written, "
+                                     "retry the job")
     except Exception:
         _give_up(intent, release_marker=held)
         raise
