@@ -18,6 +18,7 @@ from typing import Any
 from clients.python.tests.tables.crash_points import KINDS, STALL, CrashReport, enumerate_points
 from clients.python.tests.tables.fake_s3 import FakeS3
 from clients.python.tests.tables.plain_scenarios import CASES, PlainScenario
+from hardening.format_crash_enumeration import run_format_enumeration
 
 STORES: dict[str, dict[str, bool]] = {"s3-412": {}, "aws-409-404": {"aws_conflicts": True}}
 
@@ -56,6 +57,7 @@ def run_crash_enumeration() -> dict[str, Any]:
             report = enumerate_points(PlainScenario(case, store=dict(flags)),
                                       kinds=(*KINDS, STALL))
             cases[f"{report.scenario} ({store})"] = _summary(report)
+    cases.update(run_format_enumeration())  # Delta, Iceberg, Lance: on local files
     unsafe = _unsafe_store_refused()
     return {
         "cases": cases,

@@ -42,9 +42,26 @@ def test_delta_publish_succeeds_when_its_cleanup_fails(monkeypatch: pytest.Monke
         raise OSError("the listing failed")
 
     monkeypatch.setattr(committer, "_delta_transaction", transaction)
+    monkeypatch.setattr(committer.time, "sleep", lambda _s: None)
     monkeypatch.setattr(committer, "drop_job_files", drop)
     creds = SimpleNamespace(location="s3://bucket/tables/t")
     files = [SimpleNamespace(path="part-w-1.parquet")]
     committer.publish_delta(creds, None, files, [], overwrite=False, write_id="w")  # type: ignore[arg-type]
     assert committed == [True]
-    assert dropped == [("part-w-1.parquet",)]  # tried, failed, not raised
+    assert dropped == [("part-w-1.parquet",)] * committer.RETRIES  # tried, failed, not raised
+
+
+def test_a_cleanup_that_fails_once_is_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    """After the point of no return every step is retried before it is given up (logged)."""
+    from lakegate_client.spark import committer
+
+    monkeypatch.setattr(committer.time, "sleep", lambda _s: None)
+    tries: list[int] = []
+
+    def flaky() -> None:
+        tries.append(1)
+        if len(tries) == 1:
+            raise OSError("503 Slow Down")
+
+    committer.after_commit("removing unused files", "w", flaky)
+    assert len(tries) == 2

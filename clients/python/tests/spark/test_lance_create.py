@@ -68,3 +68,48 @@ def test_two_appends_creating_one_dataset_both_land(tmp_path: Path) -> None:
         assert errors == []
         ids = sorted(lance.dataset(location).to_table().column("id").to_pylist())
         assert ids == list(range(40)) + list(range(100, 140)), f"round {round_}"
+
+
+def _commit(location: str, start: int, ledger: Any, write_id: str, overwrite: bool,
+            barrier: threading.Barrier, errors: list[BaseException]) -> None:
+    import json
+    from types import SimpleNamespace
+
+    from lance.fragment import write_fragments
+
+    from lakegate_client.spark.committer import _commit_lance
+
+    schema = pa.schema([("id", pa.int64())])
+    fragments = write_fragments(pa.table({"id": list(range(start, start + 40))}, schema=schema),
+                                location, schema=schema)
+    creds = SimpleNamespace(location=location, lance_storage_options=dict)
+    barrier.wait()
+    try:
+        _commit_lance(creds, schema, [json.dumps(f.to_json()) for f in fragments],  # type: ignore[arg-type]
+                      overwrite=overwrite, read_version=None, ledger=ledger, write_id=write_id)
+    except BaseException as exc:  # noqa: BLE001 - asserted below
+        errors.append(exc)
+
+
+def test_an_overwrite_and_an_append_creating_one_dataset_keep_a_serial_order(
+        tmp_path: Path) -> None:
+    """Regression: only appends took the create claim; an overwrite that found no dataset
+    committed directly, and the claim holder's create then landed over it (the overwrite's rows
+    lost, both jobs reporting success), a few rounds in 30. Either order is serial: the
+    overwrite's rows alone (append first), or both (overwrite first)."""
+    overwrite_ids, append_ids = list(range(40)), list(range(100, 140))
+    for round_ in range(30):
+        location = str(tmp_path / f"ds{round_}")
+        s3 = LockedS3()
+        ledger = (s3, S3Location("bucket", f"t{round_}"))
+        barrier, errors = threading.Barrier(2), []  # type: ignore[var-annotated]
+        jobs = [threading.Thread(target=_commit, args=(location, start, ledger, wid, overwrite,
+                                                       barrier, errors))
+                for start, wid, overwrite in ((0, "w-o", True), (100, "w-a", False))]
+        for job in jobs:
+            job.start()
+        for job in jobs:
+            job.join()
+        assert errors == [], f"round {round_}"
+        ids = sorted(lance.dataset(location).to_table().column("id").to_pylist())
+        assert ids in (overwrite_ids, overwrite_ids + append_ids), f"round {round_}: {ids[:3]}"

@@ -65,3 +65,31 @@ def test_closing_keeps_other_jobs_and_forgets_day_old_ones(monkeypatch: pytest.M
     close_job(s3, WHERE, "w2")
     jobs = json.loads(s3.objects[WHERE.key(CLOSED)])["jobs"]
     assert sorted(jobs) == ["w1", "w2"]
+
+
+def test_aws_conflict_answers_are_conflicts_not_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Regression (issue 32 finding 3): only 412 counted as "someone else got there first";
+    AWS's 409 ConditionalRequestConflict and its 404 to If-Match on a key gone meanwhile were
+    raised as errors (a failed create claim or a failed close of the job)."""
+    from lakegate_client.tables import attempts
+
+    from .fake_s3 import Fault
+
+    conflict = Fault(code="ConditionalRequestConflict", status=409)
+    s3 = FakeS3(aws_conflicts=True, faults={2: conflict})  # 1: read closed.json, 2: its PUT
+    close_job(s3, WHERE, "w-1")  # refused once (409), then recorded
+    assert "w-1" in json.loads(s3.objects[WHERE.key(CLOSED)])["jobs"]
+
+    import time
+
+    s3 = FakeS3(aws_conflicts=True)
+    s3.put_object(Bucket="b", Key=WHERE.key(attempts.CREATE),
+                  Body=json.dumps({"write_id": "w-a", "at": time.time()}).encode())
+    raced = s3.view(faults={1: conflict})  # our claim PUT meets a concurrent one
+    assert attempts.claim_create(raced, WHERE, "w-b") is False
+    s3.put_object(Bucket="b", Key=WHERE.key(attempts.CREATE),
+                  Body=json.dumps({"write_id": "w-a", "at": 0}).encode())  # a stale claim
+    gone = s3.view(faults={1: conflict, 3: Fault(code="NoSuchKey", status=404)})
+    assert attempts.claim_create(gone, WHERE, "w-b") is False  # takeover: the claim moved
+    empty = FakeS3(aws_conflicts=True, faults={1: conflict})  # the rival's claim not yet visible
+    assert attempts.claim_create(empty, WHERE, "w-b") is False

@@ -20,7 +20,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from lakegate_client.tables import attempts
 from lakegate_client.tables.directory import delete_files, fs_path, list_files, write_id_of
@@ -44,8 +44,12 @@ if TYPE_CHECKING:
 
     from lakegate_client import TableCredentials
 
+RETRIES = 3  # attempts of an idempotent step (a read, a listing, a delete) before giving up
 LANCE_CREATE_WAIT_S = 180.0  # longer than a dead job's create claim lives (STALE_CREATE_S)
+WRITE_ID_PROPERTY = "lakegate.write-id"  # in the transaction (Lance) a write commits
+LANCE_CONFLICT_RETRIES = 4  # an append redone after a concurrent overwrite
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 def s3_client(creds: TableCredentials) -> Any:
@@ -71,15 +75,32 @@ def sweep(s3: Any, where: S3Location, write_id: str, keep: Sequence[str] = ()) -
         raise
 
 
+def retried(step: Callable[[], T], attempts: int = RETRIES) -> T:
+    """``step()``, run again after a short pause when it raises (``attempts`` in all).
+
+    Why: after a commit's point of no return, and when deciding whether a commit landed, one
+    throttled or dropped call must not leave debris nor make the outcome look unknown. Only
+    idempotent steps (reads, deletes, listings) are retried.
+    """
+    for attempt in range(attempts - 1):
+        try:
+            return step()
+        except Exception:  # tried again below; the last attempt raises
+            log.debug("retrying after a failed step", exc_info=True)
+            time.sleep(min(0.2 * 2**attempt, 2.0))
+    return step()
+
+
 def after_commit(what: str, write_id: str, cleanup: Callable[[], object]) -> None:
     """Run a cleanup that follows a durable commit, never raising.
 
     Spark calls ``abort`` when ``commit`` raises, and ``abort`` deletes the job's files: an
     error in the cleanup after the table already references them must not turn into that.
-    What is left behind is debris (unreferenced files, pending uploads), logged.
+    What is left behind is debris (unreferenced files, pending uploads), logged, once the
+    cleanup failed :data:`RETRIES` times.
     """
     try:
-        cleanup()
+        retried(cleanup)
     except Exception:  # debris only: logged, never raised
         log.warning("after the commit of write %s, %s failed", write_id, what, exc_info=True)
 
@@ -142,25 +163,74 @@ def publish_delta(creds: TableCredentials, schema: pa.Schema, files: Sequence[An
     """Complete the staged files, then add them (``files``: ``WrittenFile``) in one Delta commit.
 
     Completed-but-uncommitted files are unreferenced (no Delta reader sees them); a failed
-    transaction deletes them.
+    transaction deletes them. A failed commit call may still have landed (a lost answer, a
+    timeout): the log then decides (:func:`delta_committed`), and when it cannot be read the
+    files are kept and the job fails with :class:`CommitUnknownError`.
     """
     s3 = s3_client(creds) if uploads else None
     where = S3Location.parse(creds.location)
     if s3 is not None:
         complete_uploads(s3, where.bucket, uploads)
     try:
-        _delta_transaction(creds, schema, files, overwrite=overwrite)
-    except BaseException:
-        drop_job_files(creds, write_id, keep=())
-        raise
+        _delta_transaction(creds, schema, files, overwrite=overwrite, write_id=write_id)
+    except BaseException as exc:
+        state = delta_committed(creds, write_id)
+        if state is None:
+            raise CommitUnknownError(
+                f"the Delta commit of write {write_id} at {creds.location} failed ({exc!r}) and "
+                f"the log could not show whether it landed: its files are KEPT; look for the "
+                f"transaction {delta_app_id(write_id)!r} in the log before retrying the job"
+            ) from exc
+        if not state:
+            drop_job_files(creds, write_id, keep=())
+            raise
+        log.warning("the Delta commit of write %s failed (%r) but landed", write_id, exc)
     after_commit("removing unused files", write_id,
                  lambda: drop_job_files(creds, write_id, keep=[f.path for f in files]))
     if s3 is not None:
         after_commit("the upload sweep", write_id, lambda: sweep(s3, where, write_id))
 
 
+class CommitUnknownError(RuntimeError):
+    """A commit call failed and the table could not show whether it landed (files kept)."""
+
+
+def delta_app_id(write_id: str) -> str:
+    """The Delta transaction id (``txn.appId``) a write commits with: its proof in the log."""
+    return f"lakegate-{write_id}"
+
+
+def delta_committed(creds: TableCredentials, write_id: str) -> bool | None:
+    """Whether the Delta log holds this write's commit (None: the log cannot be read)."""
+    from deltalake import DeltaTable
+
+    options = creds.delta_storage_options()
+
+    def read() -> bool:
+        if not DeltaTable.is_deltatable(creds.location, storage_options=options):
+            return False
+        table = DeltaTable(creds.location, storage_options=options)
+        return table.transaction_version(delta_app_id(write_id)) is not None
+    try:
+        return retried(read)
+    except Exception:  # the log cannot answer: undecided
+        log.warning("could not read the Delta log of write %s", write_id, exc_info=True)
+        return None
+
+
+def discard_delta(creds: TableCredentials, write_id: str) -> None:
+    """The abort of a Delta job: delete its files unless the log may reference them (its
+    commit landed, or the log cannot be read: kept, logged)."""
+    state = delta_committed(creds, write_id)
+    if state is not False:
+        log.error("abort of write %s keeps its files: the Delta log %s", write_id,
+                  "holds its commit" if state else "could not be read")
+        return
+    retried(lambda: drop_job_files(creds, write_id, keep=()))
+
+
 def _delta_transaction(creds: TableCredentials, schema: pa.Schema, files: Sequence[Any], *,
-                       overwrite: bool) -> None:
+                       overwrite: bool, write_id: str = "") -> None:
     from deltalake.transaction import AddAction
 
     options = creds.delta_storage_options()
@@ -169,34 +239,47 @@ def _delta_transaction(creds: TableCredentials, schema: pa.Schema, files: Sequen
                   data_change=True, stats=json.dumps({"numRecords": f.rows}))
         for f in files
     ]
-    delta_commit(creds.location, options, schema, adds, overwrite=overwrite)
+    delta_commit(creds.location, options, schema, adds, overwrite=overwrite, write_id=write_id)
 
 
 def delta_commit(location: str, options: dict[str, str], schema: pa.Schema, adds: Sequence[Any],
-                 *, overwrite: bool) -> None:
-    """One Delta commit of ``adds`` (``AddAction``), creating the table when there is none.
+                 *, overwrite: bool, write_id: str = "") -> None:
+    """One Delta commit of ``adds`` (``AddAction``), creating the table when there is none;
+    with ``write_id`` the commit carries the transaction :func:`delta_app_id`.
 
     Of two jobs creating the table at once one loses the create (version 0 exists by then); it
     then commits to the table the other created, unless its own create did land after all.
     """
     from deltalake import DeltaTable, Schema
-    from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
+    from deltalake.transaction import (
+        AddAction,
+        CommitProperties,
+        RemoveAction,
+        Transaction,
+        create_table_with_add_actions,
+    )
 
     mode: Literal["overwrite", "append"] = "overwrite" if overwrite else "append"
+    props = (CommitProperties(app_transactions=[Transaction(delta_app_id(write_id), 1)])
+             if write_id else None)
     if not DeltaTable.is_deltatable(location, storage_options=options):
         try:
             create_table_with_add_actions(location, Schema.from_arrow(schema), list(adds),
-                                          mode=mode, storage_options=options)
+                                          mode=mode, storage_options=options,
+                                          commit_properties=props)
             return
         except Exception:
             if not DeltaTable.is_deltatable(location, storage_options=options):
                 raise
-            uris = DeltaTable(location, storage_options=options).file_uris()
+            table = DeltaTable(location, storage_options=options)
+            if write_id and table.transaction_version(delta_app_id(write_id)) is not None:
+                return  # our create committed; the error came after it
+            uris = table.file_uris()
             if adds and all(any(u.endswith(f"/{a.path}") for u in uris) for a in adds):
                 return  # our create committed; the error came after it
     table = DeltaTable(location, storage_options=options)
     actions: list[AddAction | RemoveAction] = [*adds]  # the API takes the wider list type
-    table.create_write_transaction(actions, mode=mode, schema=schema)
+    table.create_write_transaction(actions, mode=mode, schema=schema, commit_properties=props)
 
 
 def drop_job_files(creds: TableCredentials, write_id: str, keep: Sequence[str]) -> list[str]:
@@ -215,9 +298,11 @@ def commit_lance(creds: TableCredentials, schema: pa.Schema, fragments_json: Seq
     cleanup of every fragment file the commit does not use.
 
     Overwrite replaces whatever version is current (last writer wins, a serial order). Append
-    never overwrites: it appends against the version that exists at commit time, creating an
-    empty dataset first when there is none (of two creators one gets "already exists" and both
-    then append), and Lance's own commit retries rebase concurrent appends (``max_retries``).
+    never overwrites: it appends against the version that exists at commit time. A job that
+    finds no dataset (append or overwrite) first creates an empty one (on S3 only the holder of
+    the create claim does, :func:`create_lance`), and Lance's own commit retries rebase
+    concurrent appends (``max_retries``). A failed commit call is resolved from the versions
+    (:func:`lance_committed`): landed, the job succeeds; undecidable, :class:`CommitUnknownError`.
     """
     ledger = lance_ledger(creds) if write_id else None
     if ledger is not None:
@@ -225,11 +310,9 @@ def commit_lance(creds: TableCredentials, schema: pa.Schema, fragments_json: Seq
     _commit_lance(creds, schema, fragments_json, overwrite=overwrite, read_version=read_version,
                   ledger=ledger, write_id=write_id)
     if ledger is not None:
-        try:  # after a commit, a failure here must not turn into an abort of committed files
-            attempts.discard_unused(*ledger, write_id, lance_files(fragments_json))
-        except Exception:  # debris only: logged, never raised
-            log.warning("could not remove the unused fragment files of write %s", write_id,
-                        exc_info=True)
+        after_commit("removing the unused fragment files", write_id,
+                     lambda: attempts.discard_unused(*ledger, write_id,
+                                                     lance_files(fragments_json)))
 
 
 def lance_ledger(creds: TableCredentials) -> tuple[Any, S3Location] | None:
@@ -245,25 +328,79 @@ def _commit_lance(creds: TableCredentials, schema: pa.Schema, fragments_json: Se
 
     fragments = [FragmentMetadata.from_json(f) for f in fragments_json]
     options = creds.lance_storage_options()
-    if overwrite:
-        lance.LanceDataset.commit(creds.location, lance.LanceOperation.Overwrite(schema, fragments),
-                                  read_version=read_version, storage_options=options)
-        return
-    version = lance_version(creds)
-    if version is None:
+    version = read_version if overwrite and read_version is not None else lance_version(creds)
+    if version is None:  # an overwrite too: a create outside the claim would race the holder's
         version = create_lance(creds.location, options, schema, ledger, write_id)
-    lance.LanceDataset.commit(creds.location, lance.LanceOperation.Append(fragments),
-                              read_version=version, storage_options=options)
+    operation = (lance.LanceOperation.Overwrite(schema, fragments) if overwrite
+                 else lance.LanceOperation.Append(fragments))
+    for attempt in range(LANCE_CONFLICT_RETRIES + 1):
+        transaction = lance.Transaction(version, operation,
+                                        transaction_properties={WRITE_ID_PROPERTY: write_id})
+        try:
+            lance.LanceDataset.commit(creds.location, transaction, storage_options=options)
+            return
+        except BaseException as exc:
+            state = lance_committed(creds.location, options, write_id, since=version)
+            if state is None:
+                raise CommitUnknownError(
+                    f"the Lance commit of write {write_id} at {creds.location} failed ({exc!r}) "
+                    f"and the versions could not show whether it landed: its fragment files "
+                    f"are KEPT; look for transaction property {WRITE_ID_PROPERTY}={write_id} "
+                    f"before retrying the job") from exc
+            if state:
+                log.warning("the Lance commit of write %s failed (%r) but landed", write_id, exc)
+                return
+            # an append Lance cannot rebase over a concurrent overwrite: append to its result
+            if overwrite or attempt == LANCE_CONFLICT_RETRIES or not _lance_conflict(exc):
+                raise
+        version = lance_version(creds)
+        if version is None:
+            raise RuntimeError(f"the Lance dataset at {creds.location} vanished during a commit")
+
+
+def _lance_conflict(exc: BaseException) -> bool:
+    from lance.commit import CommitConflictError
+
+    return isinstance(exc, CommitConflictError)
+
+
+def lance_committed(location: str, options: dict[str, str], write_id: str,
+                    since: int | None) -> bool | None:
+    """Whether a version after ``since`` is this write's commit (its transaction properties
+    name the write id); None: the dataset cannot be read."""
+    import lance
+
+    if not write_id:
+        return False
+
+    def read() -> bool:
+        try:
+            dataset = lance.dataset(location, storage_options=options)
+        except ValueError as exc:
+            if "not found" in str(exc):
+                return False  # no dataset: nothing landed
+            raise
+        for version in range(int(dataset.latest_version), (since or 0), -1):
+            transaction = dataset.read_transaction(version)
+            if transaction is not None and (
+                    transaction.transaction_properties or {}).get(WRITE_ID_PROPERTY) == write_id:
+                return True
+        return False
+    try:
+        return retried(read)
+    except Exception:  # the store cannot answer: undecided
+        log.warning("could not read the Lance versions of write %s", write_id, exc_info=True)
+        return None
 
 
 def create_lance(location: str, options: dict[str, str], schema: pa.Schema,
                  ledger: tuple[Any, S3Location] | None, write_id: str) -> int:
-    """Create the empty dataset an append found missing; returns the version to append on.
+    """Create the empty dataset a job found missing; returns the version to commit on.
 
     Lance's create is not exclusive: of two at once, the later commits as an Overwrite on top of
-    the first, wiping an append that landed in between (or failing it). On S3 only the holder of
-    the ledger's create claim creates; the other jobs wait until the dataset exists. Elsewhere
-    (no conditional PUT here) every job tries to create, as before.
+    the first, wiping an append or overwrite that landed in between (or failing it). On S3 only
+    the holder of the ledger's create claim creates; the other jobs wait until the dataset
+    exists. Elsewhere (no conditional PUT here) every job tries to create, as before.
     """
     import lance
 
@@ -292,10 +429,18 @@ def lance_files(fragments_json: Sequence[str]) -> list[str]:
 
 
 def drop_lance_fragments(creds: TableCredentials, fragments_json: Sequence[str],
-                         write_id: str = "") -> None:
+                         write_id: str = "", since: int | None = None) -> None:
     """Delete the data files of uncommitted fragments (a failed job's, or a failed task's); with
-    ``write_id`` (the job's abort) also every file its attempts recorded in the ledger."""
-    delete_under(creds, creds.location, lance_files(fragments_json))
+    ``write_id`` (the job's abort) also every file its attempts recorded in the ledger, unless a
+    version after ``since`` may be the job's commit (it landed, or the dataset cannot be read:
+    every file is kept, logged)."""
+    if write_id:
+        state = lance_committed(creds.location, creds.lance_storage_options(), write_id, since)
+        if state is not False:
+            log.error("abort of write %s keeps its fragment files: the Lance dataset %s",
+                      write_id, "holds its commit" if state else "could not be read")
+            return
+    retried(lambda: delete_under(creds, creds.location, lance_files(fragments_json)))
     ledger = lance_ledger(creds) if write_id else None
     if ledger is not None:
         attempts.close_job(*ledger, write_id)

@@ -9,7 +9,9 @@ Spark. Reads: pyiceberg plans the scan on the driver; each task decodes its file
 pyiceberg's ``ArrowScan`` (field ids, deletes, projection). Writes: each task writes Parquet files
 under ``<location>/data/`` (staged uploads on S3); the driver adds them all in one commit
 (``add_files``, after a delete of everything for an overwrite), retrying a commit that lost to a
-concurrent one on the new snapshot. A failed job leaves no data file of its write behind.
+concurrent one on the new snapshot. A failed job leaves no data file of its write behind. An
+ambiguous answer to the commit (a 5xx, a timeout) is settled by reading the table for the write
+id in its snapshots' summary; when nothing can settle it, the job fails and keeps its files.
 
 The driver needs the gateway's HTTP address for pyiceberg (the ``catalog_url`` option,
 ``$LAKEGATE_CATALOG_URL``, or ``url``/``$LAKEGATE_URL`` when that is ``http://``): pyiceberg
@@ -18,6 +20,7 @@ speaks HTTP over TCP only.
 
 from __future__ import annotations
 
+import logging
 import os
 import pickle
 import time
@@ -33,7 +36,7 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
-from lakegate_client.spark.committer import after_commit, delete_under, s3_client
+from lakegate_client.spark.committer import after_commit, delete_under, retried, s3_client
 from lakegate_client.spark.connection import client_for
 from lakegate_client.spark.faults import Faults
 from lakegate_client.spark.options import OptionsError
@@ -58,6 +61,8 @@ if TYPE_CHECKING:
 
 ICEBERG_FORMAT = "iceberg"
 COMMIT_RETRIES = 4  # Iceberg's commit.retry.num-retries default
+WRITE_ID_PROPERTY = "lakegate.write-id"  # in the summary of the snapshots a write commits
+log = logging.getLogger(__name__)
 
 
 def catalog_uri(opts: SourceOptions) -> str:
@@ -236,8 +241,6 @@ class IcebergWriter(DataSourceArrowWriter):
         return IcebergFiles(paths=(path,))
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
-        from pyiceberg.exceptions import CommitFailedException
-
         self._faults.hit("before_commit", 0)
         paths = [p for m in messages if isinstance(m, IcebergFiles) for p in m.paths]
         uploads = [u for m in messages if isinstance(m, IcebergFiles) for u in m.uploads]
@@ -245,37 +248,95 @@ class IcebergWriter(DataSourceArrowWriter):
         if uploads:
             complete_uploads(s3_client(creds), S3Location.parse(self._location).bucket, uploads)
         try:
-            for attempt in range(COMMIT_RETRIES + 1):
-                try:
-                    self._commit_once(paths)
-                    break
-                except CommitFailedException:  # a concurrent commit won: redo on its snapshot
-                    if attempt == COMMIT_RETRIES:
-                        raise
-                    time.sleep(min(0.1 * 2**attempt, 2.0))
+            self._commit_resolved(paths)
+        except CommitUnknownError:
+            raise  # the catalog may reference the files: keep every one (abort keeps them too)
         except BaseException:
             self._drop_files(creds, keep=())
             raise
         after_commit("removing unused files", self._write_id,
                      lambda: self._drop_files(creds, keep=paths))
 
+    def _commit_resolved(self, paths: list[str]) -> None:
+        """Commit once; a conflict is redone on the new snapshot, an ambiguous answer resolved.
+
+        An ambiguous answer (pyiceberg's ``CommitStateUnknownException`` on 500/502/504, another
+        5xx, a timeout or a broken connection) may hide a commit that landed: the table is read
+        again and the write id in the snapshot summary decides. Not found, the commit is redone:
+        every attempt requires the snapshot it read, so of an earlier attempt still in flight
+        and a later one at most one lands. Undecided at the end: :class:`CommitUnknownError`.
+        """
+        from pyiceberg.exceptions import CommitFailedException
+
+        unknown: BaseException | None = None
+        for attempt in range(COMMIT_RETRIES + 1):
+            try:
+                self._commit_once(paths)
+                return
+            except CommitFailedException:  # a concurrent commit won (an earlier one of ours?)
+                if unknown is not None and self.committed() is True:
+                    return
+                if attempt == COMMIT_RETRIES and unknown is None:
+                    raise
+            except Exception as exc:
+                if not _ambiguous(exc):
+                    if unknown is not None and self.committed() is True:
+                        return
+                    if unknown is None:
+                        raise
+                    raise CommitUnknownError(self._unknown_message()) from exc
+                unknown = exc
+                if self.committed() is True:
+                    log.warning("the Iceberg commit of write %s answered %r but landed",
+                                self._write_id, exc)
+                    return
+            time.sleep(min(0.1 * 2**attempt, 2.0))
+        raise CommitUnknownError(self._unknown_message()) from unknown
+
+    def _unknown_message(self) -> str:
+        return (f"the Iceberg commit of write {self._write_id} to {self._location} got no clear "
+                f"answer and the table could not show whether it landed: its data files are "
+                f"KEPT (not deleted); look for snapshot summary {WRITE_ID_PROPERTY}="
+                f"{self._write_id} before retrying the job")
+
+    def committed(self) -> bool | None:
+        """Whether a snapshot of this write is in the table (None: the table cannot be read)."""
+        try:
+            table = retried(lambda: load_table(self._opts))
+        except Exception:  # the catalog cannot answer: undecided
+            log.warning("could not read the Iceberg table of write %s", self._write_id,
+                        exc_info=True)
+            return None
+        return any(s.summary is not None and s.summary.get(WRITE_ID_PROPERTY) == self._write_id
+                   for s in table.metadata.snapshots)
+
     def _commit_once(self, paths: list[str]) -> None:
         from pyiceberg.expressions import AlwaysTrue
 
         table = load_table(self._opts)
+        mark = {WRITE_ID_PROPERTY: self._write_id}
         with table.transaction() as tx:
             if self._overwrite and _has_rows(table):  # pyiceberg warns on a delete of nothing
-                tx.delete(AlwaysTrue())
+                tx.delete(AlwaysTrue(), snapshot_properties=mark)
             if paths:
-                tx.add_files(paths)
+                tx.add_files(paths, snapshot_properties=mark)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        """Abort the uploads and delete the job's files, unless a snapshot may reference them
+        (the commit landed, or the table cannot be read: then they are kept, logged)."""
         uploads = [u for m in messages if isinstance(m, IcebergFiles) for u in m.uploads]
         creds = node_credentials(self._opts, "write", self._location)
         if uploads:
             bucket = S3Location.parse(self._location).bucket
             abort_uploads(s3_client(creds), bucket, [(u.key, u.upload_id) for u in uploads])
-        self._drop_files(creds, keep=())
+        state = self.committed()
+        if state is not False:
+            log.error("abort of write %s keeps its data files: the table %s (snapshot "
+                      "summary %s=%s)", self._write_id,
+                      "references them" if state else "could not be read", WRITE_ID_PROPERTY,
+                      self._write_id)
+            return
+        retried(lambda: self._drop_files(creds, keep=()))
 
     def _drop_files(self, creds: TableCredentials, keep: Sequence[str]) -> None:
         """Delete this job's data files that no snapshot references (not in ``keep``)."""
@@ -284,6 +345,24 @@ class IcebergWriter(DataSourceArrowWriter):
         mine = [rel for rel in list_files(fs, data)
                 if rel.startswith(self._write_id) and f"{data}/{rel}" not in kept]
         delete_under(creds, f"{self._location}/data", mine)
+
+
+class CommitUnknownError(RuntimeError):
+    """The catalog's answer to a commit was ambiguous and the table could not settle it."""
+
+
+def _ambiguous(exc: BaseException) -> bool:
+    """Whether a failed commit call may still have landed: a 5xx (pyiceberg's
+    ``CommitStateUnknownException`` for 500/502/504), a timeout or a connection error
+    (``requests`` errors are ``OSError``s). A 4xx or a client-side error is a clear no."""
+    from pyiceberg.exceptions import (
+        CommitStateUnknownException,
+        ServerError,
+        ServiceUnavailableError,
+    )
+
+    return isinstance(exc, (CommitStateUnknownException, ServerError, ServiceUnavailableError,
+                            OSError))
 
 
 def _has_rows(table: Table) -> bool:

@@ -198,7 +198,8 @@ class LakekeeperWriter(DataSourceArrowWriter):
         creds = table_credentials(self._plan.opts, "write", self._plan.info.location)
         if self._plan.info.format == "lance":
             reported = [f for m in messages if isinstance(m, TaskResult) for f in m.fragments]
-            committer.drop_lance_fragments(creds, reported, self._plan.write_id)
+            committer.drop_lance_fragments(creds, reported, self._plan.write_id,
+                                           since=self._plan.read_version)
             return
         uploads = [u for m in messages if isinstance(m, TaskResult) for u in m.uploads]
         if self._plan.staged:
@@ -207,6 +208,9 @@ class LakekeeperWriter(DataSourceArrowWriter):
                 committer.abort_plain_job(s3, where, uploads, self._plan.write_id)
                 return
             committer.discard_staged(s3, where, uploads, self._plan.write_id)
+        if self._plan.info.format == "delta":  # files its log may reference stay
+            committer.discard_delta(creds, self._plan.write_id)
+            return
         committer.drop_job_files(creds, self._plan.write_id, keep=())
 
 

@@ -32,6 +32,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from lakegate_client.tables.conditional_writes import is_conflict
 from lakegate_client.tables.staged import S3Location
 
 __all__ = ["CLOSED", "CREATE", "LEDGER", "JobClosedError", "check_in", "claim_create",
@@ -90,7 +91,7 @@ def close_job(s3: Any, where: S3Location, write_id: str) -> None:
                           Body=json.dumps({"jobs": jobs}).encode(), **condition)
             return
         except s3.exceptions.ClientError as exc:
-            if not _precondition_failed(exc):
+            if not is_conflict(exc, if_match=etag is not None):
                 raise
         time.sleep(0.02 * (attempt + 1))
     raise RuntimeError(f"could not record the end of write {write_id} in {CLOSED}")
@@ -120,10 +121,6 @@ def discard_unused(s3: Any, where: S3Location, write_id: str, used: Iterable[str
     return doomed
 
 
-def _precondition_failed(exc: Any) -> bool:
-    return exc.response.get("Error", {}).get("Code") in ("PreconditionFailed", "412")
-
-
 def claim_create(s3: Any, where: S3Location, write_id: str) -> bool:
     """Whether this job may create the missing dataset: it put the claim first, holds it
     already, or took over a claim older than ``STALE_CREATE_S`` (both conditional PUTs)."""
@@ -132,9 +129,12 @@ def claim_create(s3: Any, where: S3Location, write_id: str) -> bool:
         s3.put_object(Bucket=where.bucket, Key=where.key(CREATE), Body=body, IfNoneMatch="*")
         return True
     except s3.exceptions.ClientError as exc:
-        if not _precondition_failed(exc):
+        if not is_conflict(exc):  # 412, or AWS's 409 ConditionalRequestConflict
             raise
-    answer = s3.get_object(Bucket=where.bucket, Key=where.key(CREATE))
+    try:
+        answer = s3.get_object(Bucket=where.bucket, Key=where.key(CREATE))
+    except s3.exceptions.NoSuchKey:  # AWS's 409: a concurrent claim not yet visible; ask again
+        return False
     claim = json.loads(answer["Body"].read() or b"{}")
     if claim.get("write_id") == write_id:
         return True
@@ -144,7 +144,7 @@ def claim_create(s3: Any, where: S3Location, write_id: str) -> bool:
         s3.put_object(Bucket=where.bucket, Key=where.key(CREATE), Body=body,
                       IfMatch=str(answer["ETag"]))
     except s3.exceptions.ClientError as exc:
-        if not _precondition_failed(exc):
+        if not is_conflict(exc, if_match=True):  # AWS: 404 when the claim is gone meanwhile
             raise
         return False
     return True

@@ -1,0 +1,41 @@
+"""Crash points of the Delta, Iceberg and Lance commits (issue 32): an error, a lost answer and a
+kill at every store and catalog call that commit and abort make, for append, overwrite and
+create; the invariant of ``format_scenarios`` must hold at each. All of it runs here (a few
+seconds per format); ``make harden`` (suite ``writes``) reports the counts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("deltalake")
+pytest.importorskip("lance")
+pytest.importorskip("pyiceberg")
+pytest.importorskip("pyspark")
+
+from .format_scenarios import CASES, FORMATS, FormatScenario, enumerate_format
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_every_crash_point_leaves_old_or_new_rows_and_an_honest_message(
+        tmp_path: Path, fmt: str, case: str) -> None:
+    report = enumerate_format(FormatScenario(fmt, case, tmp_path))
+    assert any("commit" in c for c in report.calls)  # the point of no return is enumerated
+    assert len(report.points) == 1 + 3 * len(report.calls)
+    assert [(p.n, p.call, p.kind, p.reported, p.violations) for p in report.failed] == []
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_the_enumeration_catches_a_guessed_commit_outcome(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt: str) -> None:
+    """The harness can fail: with the resolution replaced by the old guess (an error means
+    not committed), a lost answer to the commit call deletes or misreports committed rows."""
+    from lakegate_client.spark import committer, iceberg
+
+    monkeypatch.setattr(committer, "delta_committed", lambda *_a: False)
+    monkeypatch.setattr(committer, "lance_committed", lambda *_a, **_k: False)
+    monkeypatch.setattr(iceberg.IcebergWriter, "committed", lambda _self: False)
+    report = enumerate_format(FormatScenario(fmt, "append", tmp_path), kinds=("lost",))
+    assert any("commit" in p.call for p in report.failed)

@@ -1,0 +1,45 @@
+"""Crash-point enumeration of the Delta, Iceberg and Lance commits (part of the ``writes`` suite).
+
+Why separate from the plain tables' (``crash_enumeration.py``): these commits go through
+delta-rs, Lance and a pyiceberg catalog on local files, so their calls are recorded where the
+driver's code meets the store or the catalog (``clients/python/tests/spark/format_scenarios.py``),
+not on the fake S3. Same kinds (error, lost answer, kill), same invariant, same summary keys,
+plus ``kill_orphans``: the job files a killed driver left unreferenced (format maintenance
+removes them; nothing in Lakegate does).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+
+def run_format_enumeration() -> dict[str, Any]:
+    """Every format x case; one summary per scenario, keyed like the plain ones."""
+    from clients.python.tests.spark.format_scenarios import (
+        CASES,
+        FORMATS,
+        FormatScenario,
+        enumerate_format,
+    )
+
+    cases: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="lakegate-crash-") as root:
+        for fmt in FORMATS:
+            for case in CASES:
+                report = enumerate_format(FormatScenario(fmt, case, Path(root)))
+                kinds = Counter(p.kind for p in report.points if p.n)
+                cases[report.scenario] = {
+                    "calls": len(report.calls),
+                    "crash_points": sum(kinds.values()),
+                    "by_kind": dict(kinds),
+                    "operations": report.calls,
+                    "violations": len(report.failed),
+                    "kill_orphans": report.kill_orphans,
+                    "failed": [{"n": p.n, "call": [p.call, ""], "kind": p.kind,
+                                "committed": p.reported, "violations": list(p.violations)}
+                               for p in report.failed[:10]],
+                }
+    return cases
