@@ -302,12 +302,16 @@ class CredentialCache:
         return int(self._drop(key, "invalidated"))
 
     def evict_if(self, key: CacheKey, value: CredentialSet) -> bool:
-        """Drop `key` and its flight if it holds `value` (a herd starts one refetch)."""
+        """Drop `key` and its flight if it holds `value` (a herd starts one refetch).
+
+        The flight is detached with its ticket: a background refresh in flight may have read
+        the replaced table, and its answer must not land over the refetch's (a caller waiting
+        for the refetch would otherwise mark the orphaned ticket wanted)."""
         entry = self._entries.get(key)
         if entry is None or entry.value is not value:
             return False
         self._generation += 1
-        self._flight.forget(key)
+        self._tickets.detach(key)
         return self._drop(key, "invalidated")
 
     def invalidate_table(self, warehouse_id: str, namespace: tuple[str, ...], table: str) -> int:

@@ -228,3 +228,45 @@ async def test_a_refresh_ahead_value_keeps_the_last_confirmation(guard, tables, 
     clock.advance(TTL)
     await guard.lookup(key(), CTX)
     assert tables.loads == 2  # due when the confirmation was, not later
+
+
+class HeldFetch:
+    """FakeTables.fetch, but the next call armed with `hold` reads the catalog at once and
+    answers only when the hold is released (a refresh that read the table before it changed)."""
+
+    def __init__(self, tables: FakeTables) -> None:
+        self.tables = tables
+        self.hold: asyncio.Event | None = None
+
+    async def __call__(self, key: CacheKey, ctx: RequestContext):
+        value = await self.tables.fetch(key, ctx)
+        hold, self.hold = self.hold, None
+        if hold is not None:
+            await hold.wait()
+        return value
+
+
+async def test_a_refresh_in_flight_across_a_replacement_is_not_stored_over_the_refetch(
+    tables, clock, metrics, registry
+):
+    # #33 finding 3: evict_if forgot the refresh's flight but not its ticket; the refetch's
+    # caller marked that orphaned ticket wanted, and the old table's credential, answered
+    # last, was stored over the corrected entry and served for another TTL.
+    fetch = HeldFetch(tables)
+    cache = CredentialCache(fetch, CacheSettings(), clock, metrics, registry.spawn,
+                            deadline_s=30, rng=seeded(7))
+    guard = IdentityGuard(cache, tables.load, TTL, clock, metrics, registry.spawn, deadline_s=30)
+    old = (await guard.lookup(key(), CTX))[0]
+    hold = fetch.hold = asyncio.Event()
+    assert cache.start_refresh(key()) is not None  # reads the old table, answers late
+    await asyncio.sleep(0)
+    new = tables.replace("orders")
+    clock.advance(TTL)
+    value, _, _ = await guard.lookup(key(), CTX)  # the load finds the change: one refetch
+    assert value.location == new.location
+    hold.set()
+    await registry.drained()
+    for _ in range(3):
+        clock.advance(1)
+        value, _, _ = await guard.lookup(key(), CTX)
+        assert value.location == new.location != old.location
