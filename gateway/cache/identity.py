@@ -162,6 +162,7 @@ class IdentityGuard:
             id_unsure = want_id and (rec.served.table_id is None or (
                 expect is not None and expect.id_differs(rec.served.table_id)))
             if ident is None and (now_m >= rec.due_mono or id_unsure):
+                ttl_s = self._ttl_s  # a load started under the events TTL gets no more after
                 try:
                     ident = await self._identity(key, ctx, want_id=want_id)
                 except (GatewayError, FlightTimeout) as err:
@@ -178,7 +179,7 @@ class IdentityGuard:
                                 extra={"error_type": type(err).__name__})
                     return rec.served, got[1], got[2]
                 if same_location(ident.location, value.location):
-                    rec = self._confirmed(key, rec, ident, now_m + self._ttl_s)
+                    rec = self._confirmed(key, rec, ident, now_m + min(ttl_s, self._ttl_s))
                 elif refetched:
                     # Changed again between our fetch and our load: answer the fetch (newer
                     # than the entry) and confirm again on the next request.
@@ -236,6 +237,11 @@ class IdentityGuard:
         return self._keep(key, _Checked(value, served, last.due_mono))
 
     def _keep(self, key: CacheKey, rec: _Checked) -> _Checked:
+        # No record is ever due later than a TTL from now: a confirmation in flight when the
+        # subscription dropped (set_ttl) must not write back its pre-loss due time.
+        cap = self._clock.monotonic() + self._ttl_s
+        if rec.due_mono > cap:
+            rec = rec._replace(due_mono=cap)
         vid = id(rec.source)
         self._checked[vid] = rec
         self._checked.move_to_end(vid)

@@ -270,3 +270,32 @@ async def test_a_refresh_in_flight_across_a_replacement_is_not_stored_over_the_r
         clock.advance(1)
         value, _, _ = await guard.lookup(key(), CTX)
         assert value.location == new.location != old.location
+
+
+async def test_a_confirmation_in_flight_when_the_subscription_drops_gets_the_short_ttl(
+    tables, clock, metrics, registry
+):
+    # #33 finding 5: set_ttl capped the stored records, but a confirmation in flight at the
+    # loss held its own copy of the record and wrote back the pre-loss due time (300 s).
+    cache = CredentialCache(tables.fetch, CacheSettings(), clock, metrics, registry.spawn,
+                            deadline_s=30, rng=seeded(7))
+    guard = IdentityGuard(cache, tables.load, TTL, clock, metrics, registry.spawn, deadline_s=30)
+    guard.set_ttl(300.0)  # subscribed
+    await guard.lookup(key(), CTX)  # filled: confirmed until +300 s, no id yet
+    clock.advance(10)
+    tables.load_gate = asyncio.Event()
+    ident = tables.tables["orders"]
+    confirming = asyncio.ensure_future(
+        guard.lookup(key(), CTX, ExpectedIdentity(table_id=ident.table_id)))  # loads for the id
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert tables.loads == 1
+    guard.set_ttl(TTL)  # the subscription drops while the load runs
+    tables.load_gate.set()
+    await confirming
+    tables.load_gate = None
+    clock.advance(TTL)
+    new = tables.replace("orders")  # an unannounced change: the short TTL bounds it
+    value, _, _ = await guard.lookup(key(), CTX)
+    assert tables.loads == 2
+    assert value.location == new.location
