@@ -14,6 +14,11 @@ a table identity:
   answer is older than the TTL. A changed location drops the entry and refetches once (one
   flight for the herd). A failed load serves the cached entry (the catalog may be down) and is
   retried after `IDENTITY_RETRY_S`; a 404/403 drops it.
+- After a change to a table (its change event, or a mutation through this gateway), the
+  catalog may still answer from a read replica that has not seen it. An identity equal to the
+  one known before the change is then trusted only for LAG_RECHECK_MIN_S, then for doubling
+  delays, until the catalog shows another one or the short TTL (the guard's TTL without
+  events) has passed since the change.
 - A caller that names the identity it expects (`expected_location` / `table_id`) is answered
   with that identity or refused with `TableIdentityMismatchError` (409) after one refetch.
 """
@@ -37,7 +42,8 @@ from gateway.errors import (
 )
 from gateway.identity import ExpectedIdentity, TableIdentity, same_location
 from gateway.metrics import Metrics
-from gateway.models import CacheKey, CredentialSet, Outcome, RequestContext
+from gateway.models import CacheKey, CredentialSet, Outcome, RequestContext, TableKind
+from gateway.names import fold_namespace, fold_table
 from gateway.upstream.table_identity import IdentityAnswer
 
 log = logging.getLogger(__name__)
@@ -46,7 +52,13 @@ log = logging.getLogger(__name__)
 # (at most the TTL), so an unreachable catalog costs one load per table per period, not a storm.
 IDENTITY_RETRY_S = 5.0
 
+# After a change, an identity equal to the one from before is confirmed again this long after
+# the change at the earliest (then after doubling delays, within the short TTL).
+LAG_RECHECK_MIN_S = 1.0
+
 TableKey = tuple[str, str, tuple[str, ...], str, str]
+NameKey = tuple[str, tuple[str, ...], str, str]  # warehouse id, namespace, table, kind (folded)
+_KINDS: tuple[TableKind, ...] = ("generic", "iceberg")
 Lookup = tuple[CredentialSet, Outcome, float | None]
 
 
@@ -63,6 +75,19 @@ class _Checked(NamedTuple):
     source: CredentialSet  # the cache's value this record is about (compared by identity)
     served: CredentialSet  # `source`, with the table id once one was confirmed
     due_mono: float  # the identity must be confirmed again from this moment
+
+
+class _Changed(NamedTuple):
+    """A change to one table name, not yet seen in the catalog's answers."""
+
+    at_mono: float
+    until_mono: float  # after this, an unchanged answer is trusted for the full TTL again
+    before: str  # the location known before the change
+
+
+def name_key(key: CacheKey) -> NameKey:
+    """The table name a change event or a mutation names (the project is in the warehouse)."""
+    return (key.warehouse_id, key.namespace, key.table, key.kind)
 
 
 def table_key(key: CacheKey) -> TableKey:
@@ -88,6 +113,7 @@ class IdentityGuard:
         self._cache = cache
         self._load = load
         self._ttl_s = ttl_s
+        self._short_s = ttl_s  # the TTL without events: the window a replica may lag in
         self._clock = clock
         self._metrics = metrics
         self._deadline_s = deadline_s
@@ -99,6 +125,8 @@ class IdentityGuard:
         self._last: OrderedDict[CacheKey, _Checked] = OrderedDict()
         self._known: OrderedDict[TableKey, tuple[TableIdentity, str | None]] = OrderedDict()
         self._flight: SingleFlight[tuple[TableKey, bool], TableIdentity] = SingleFlight(spawn)
+        self._locations: OrderedDict[NameKey, str] = OrderedDict()  # last location per name
+        self._changed: OrderedDict[NameKey, _Changed] = OrderedDict()
 
     @property
     def ttl_s(self) -> float:
@@ -114,6 +142,36 @@ class IdentityGuard:
                     if rec.due_mono > cap:
                         records[k] = rec._replace(due_mono=cap)  # type: ignore[index]
         self._ttl_s = ttl_s
+
+    def changed(self, warehouse_id: str, namespace: tuple[str, ...], table: str) -> None:
+        """The catalog changed this table (an event, or a mutation through this gateway): an
+        answer still showing the location known before is not trusted for the full TTL."""
+        now_m = self._clock.monotonic()
+        wid, ns = warehouse_id.lower(), fold_namespace(namespace)
+        for kind in _KINDS:
+            nk = (wid, ns, fold_table(table, plus_is_space=kind == "iceberg"), kind)
+            before = self._locations.get(nk)
+            if before is None:
+                continue  # nothing known here before the change: nothing to tell apart
+            self._changed[nk] = _Changed(now_m, now_m + self._short_s, before)
+            self._changed.move_to_end(nk)
+            while len(self._changed) > self._max:
+                self._changed.popitem(last=False)
+
+    def _trust_s(self, key: CacheKey, location: str, now_m: float) -> float:
+        """How long an identity the catalog reported just now is trusted: the TTL, or less
+        while it still shows the location from before a recent change (a lagging replica)."""
+        if not self._changed:
+            return self._ttl_s
+        nk = name_key(key)
+        change = self._changed.get(nk)
+        if change is None:
+            return self._ttl_s
+        if now_m >= change.until_mono or not same_location(location, change.before):
+            del self._changed[nk]  # the catalog shows the change, or the window has passed
+            return self._ttl_s
+        return min(self._ttl_s, change.until_mono - now_m,
+                   max(LAG_RECHECK_MIN_S, now_m - change.at_mono))
 
     async def lookup(self, key: CacheKey, ctx: RequestContext,
                      expect: ExpectedIdentity | None = None) -> Lookup:
@@ -179,7 +237,8 @@ class IdentityGuard:
                                 extra={"error_type": type(err).__name__})
                     return rec.served, got[1], got[2]
                 if same_location(ident.location, value.location):
-                    rec = self._confirmed(key, rec, ident, now_m + min(ttl_s, self._ttl_s))
+                    trust_s = min(ttl_s, self._trust_s(key, ident.location, now_m))
+                    rec = self._confirmed(key, rec, ident, now_m + trust_s)
                 elif refetched:
                     # Changed again between our fetch and our load: answer the fetch (newer
                     # than the entry) and confirm again on the next request.
@@ -226,7 +285,8 @@ class IdentityGuard:
             return rec
         now_m = self._clock.monotonic()
         if outcome is Outcome.MISS or outcome is Outcome.COALESCED:
-            return self._keep(key, _Checked(value, value, now_m + self._ttl_s))
+            return self._keep(key, _Checked(value, value,
+                                            now_m + self._trust_s(key, value.location, now_m)))
         last = self._last.get(key)
         if last is None:
             return self._keep(key, _Checked(value, value, now_m))
@@ -251,6 +311,11 @@ class IdentityGuard:
         self._last.move_to_end(key)
         while len(self._last) > self._max:
             self._last.popitem(last=False)
+        nk = name_key(key)
+        self._locations[nk] = rec.served.location
+        self._locations.move_to_end(nk)
+        while len(self._locations) > self._max:
+            self._locations.popitem(last=False)
         return rec
 
     async def _refetch(self, key: CacheKey, ctx: RequestContext, stale: CredentialSet) -> Lookup:

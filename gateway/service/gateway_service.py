@@ -323,6 +323,9 @@ class GatewayService:
     # ------------------------------------------------------------------ admin
     def _invalidate_table(self, warehouse_id: str, namespace: tuple[str, ...],
                           table: str) -> int:
+        # The catalog changed (or may have): its read replica may not show it yet, so the
+        # refetch is confirmed again shortly while it still shows the old location.
+        self.identity.changed(warehouse_id, namespace, table)
         return (self.cache.invalidate_table(warehouse_id, namespace, table)
                 + self.metadata.invalidate_table(warehouse_id, namespace, table))
 

@@ -360,3 +360,20 @@ async def test_a_write_grant_is_audited_before_its_answer_even_when_coalesced(
     reads = await gated_herd(3, lambda: ask(AccessMode.READ), gate)
     assert [before for o, _, before in reads if o is Outcome.MISS] == [True]
     assert [before for o, _, before in reads if o is Outcome.COALESCED] == [False, False]
+
+
+async def test_a_change_event_read_from_a_lagging_replica_is_confirmed_again_shortly(
+    make, catalog, clock
+):
+    # #33 build item 2 through the interface the events consumer calls: the refetch right
+    # after the event still reads the old table; it is not trusted for the events TTL.
+    svc = await make()
+    svc.identity.set_ttl(300.0)  # subscribed
+    old = (await svc.get_credentials(REF, AccessMode.READ, CTX)).credentials.location
+    svc.invalidate_changed(catalog.warehouse_id, ("ns",), "orders")  # the event, replica behind
+    got = await svc.get_credentials(REF, AccessMode.READ, CTX)
+    assert (got.outcome, got.credentials.location) == (Outcome.MISS, old)
+    catalog.tables[(catalog.warehouse_id, ("ns",), "orders")].base_location = "s3://bucket/new"
+    clock.advance(2.0)  # the replica caught up
+    got = await svc.get_credentials(REF, AccessMode.READ, CTX)
+    assert got.credentials.location == "s3://bucket/new"

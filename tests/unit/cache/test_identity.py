@@ -299,3 +299,61 @@ async def test_a_confirmation_in_flight_when_the_subscription_drops_gets_the_sho
     value, _, _ = await guard.lookup(key(), CTX)
     assert tables.loads == 2
     assert value.location == new.location
+
+
+def announce(guard: IdentityGuard, table: str = "orders") -> None:
+    """What GatewayService.invalidate_changed does for a change event naming `table`."""
+    guard.changed("WH", ("NS",), table.upper())  # names as an event spells them: folded here
+    guard._cache.invalidate_table("wh", ("ns",), table)
+
+
+async def test_after_a_change_a_lagging_catalog_is_asked_again_shortly(guard, tables, clock):
+    # #33 build item 2: the event's refetch reads a replica that has not seen the re-create.
+    guard.set_ttl(300.0)  # subscribed
+    old = (await guard.lookup(key(), CTX))[0]
+    announce(guard)
+    value, outcome, _ = await guard.lookup(key(), CTX)
+    assert (value.location, outcome) == (old.location, Outcome.MISS)  # the replica lags
+    clock.advance(0.5)
+    assert (await guard.lookup(key(), CTX))[1] is Outcome.HIT
+    assert tables.loads == 0
+    clock.advance(0.5)
+    await guard.lookup(key(), CTX)  # 1 s after the change: asked again, still the old table
+    assert tables.loads == 1
+    new = tables.replace("orders")  # the replica catches up 1.5 s after the change
+    clock.advance(1.0)
+    value, _, _ = await guard.lookup(key(), CTX)
+    assert value.location == new.location
+    assert (tables.loads, tables.fetches) == (2, 3)
+    clock.advance(250)  # the change is seen: the events TTL holds again
+    assert (await guard.lookup(key(), CTX))[0] is value
+    assert tables.loads == 2
+
+
+async def test_a_lag_longer_than_the_short_ttl_falls_back_to_the_full_ttl(guard, tables, clock):
+    guard.set_ttl(300.0)
+    old = (await guard.lookup(key(), CTX))[0]
+    announce(guard)
+    seen = []
+    for _ in range(40):  # the catalog never shows a change (a long lag, or none happened)
+        value, _, _ = await guard.lookup(key(), CTX)
+        seen.append(tables.loads)
+        clock.advance(1.0)
+    assert value.location == old.location
+    # Asked again 1, 2, 4, 8 and 16 s after the change and when the short TTL ended (30 s):
+    # a bounded cost per event, then the full TTL.
+    assert tables.loads == 6
+    assert (seen[29], seen[30]) == (5, 6)
+    clock.advance(250)
+    await guard.lookup(key(), CTX)
+    assert tables.loads == 6
+
+
+async def test_a_change_to_another_table_costs_nothing(guard, tables, clock):
+    guard.set_ttl(300.0)
+    tables.create("other")
+    await guard.lookup(key(), CTX)
+    announce(guard, "other")
+    clock.advance(100)
+    assert (await guard.lookup(key(), CTX))[1] is Outcome.HIT
+    assert tables.loads == 0
