@@ -22,7 +22,7 @@ from gateway.cache.identity import IdentityGuard
 from gateway.cache.policy import is_deterministic, remaining_until
 from gateway.clock import Clock
 from gateway.errors import GatewayError, InvalidRequestError
-from gateway.identity import ExpectedIdentity, same_location
+from gateway.identity import ExpectedIdentity, covers, same_location
 from gateway.models import (
     AccessMode,
     CacheKey,
@@ -61,7 +61,7 @@ def _merge_config(credential: StorageCredential) -> dict[str, str]:
 def _credential_for(location: str, creds: CredentialSet) -> StorageCredential | None:
     best: StorageCredential | None = None
     for cred in creds.credentials:
-        if location.startswith(cred.prefix.rstrip("/")) and (
+        if covers(cred.prefix, location) and (
             best is None or len(cred.prefix) > len(best.prefix)
         ):
             best = cred

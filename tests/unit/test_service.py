@@ -377,3 +377,18 @@ async def test_a_change_event_read_from_a_lagging_replica_is_confirmed_again_sho
     clock.advance(2.0)  # the replica caught up
     got = await svc.get_credentials(REF, AccessMode.READ, CTX)
     assert got.credentials.location == "s3://bucket/new"
+
+
+def test_the_vended_load_config_comes_from_the_credential_covering_the_location() -> None:
+    # #33 finding 7: `s3://b/t` was taken for `s3://b/t2` (the longest prefix by `startswith`).
+    from gateway.cache.expiry import credential_set, storage_credential
+    from gateway.service.gateway_service import _credential_for
+
+    creds = credential_set([storage_credential("s3://b/", {"s3.access-key-id": "bucket"}),
+                            storage_credential("s3://b/t", {"s3.access-key-id": "table-t"})])
+    chosen = _credential_for("s3://b/t2", creds)
+    assert chosen is not None
+    assert chosen.prefix == "s3://b/"
+    chosen = _credential_for("s3://b/t/data", creds)
+    assert chosen is not None
+    assert chosen.prefix == "s3://b/t"
