@@ -276,10 +276,11 @@ class IdentityGuard:
         )
 
     def _record(self, key: CacheKey, value: CredentialSet, outcome: Outcome) -> _Checked:
-        """The record for the value the cache gave. A value fetched for this very request is
-        fresh for a TTL. One fetched in the background (refresh-ahead) is newer than the key's
-        last confirmation, so it keeps that confirmation's due time (and its id, if the
-        location is the same); with no record at all it is due at once."""
+        """The record for the value the cache gave. A value fetched for a request (this one,
+        or another whose caller has not reached the guard yet) is fresh for a TTL from its
+        fill. One fetched in the background (refresh-ahead) is newer than the key's last
+        confirmation, so it keeps that confirmation's due time (and its id, if the location is
+        the same); with no record at all it is due at once."""
         rec = self._checked.get(id(value))
         if rec is not None and rec.source is value:
             return rec
@@ -287,6 +288,10 @@ class IdentityGuard:
         if outcome is Outcome.MISS or outcome is Outcome.COALESCED:
             return self._keep(key, _Checked(value, value,
                                             now_m + self._trust_s(key, value.location, now_m)))
+        filled_m = self._cache.filled_at(key, value)
+        if filled_m is not None:  # the fill is the confirmation, whoever reaches here first
+            return self._keep(key, _Checked(
+                value, value, filled_m + self._trust_s(key, value.location, filled_m)))
         last = self._last.get(key)
         if last is None:
             return self._keep(key, _Checked(value, value, now_m))

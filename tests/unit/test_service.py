@@ -392,3 +392,27 @@ def test_the_vended_load_config_comes_from_the_credential_covering_the_location(
     chosen = _credential_for("s3://b/t/data", creds)
     assert chosen is not None
     assert chosen.prefix == "s3://b/t"
+
+
+async def test_a_cold_herd_over_50_tables_makes_no_table_load_within_the_first_ttl(
+    make, catalog, clock
+):
+    # #36 item 3: the bench's cold herd (200 callers over 50 new tables, 80 requests each)
+    # made 50 credential calls and ~27 generic-table loads: identity checks of entries the
+    # fill had just established.
+    for i in range(50):
+        catalog.add_table(("ns",), f"t{i}")
+    svc = await make()
+
+    async def caller(i: int) -> None:
+        for n in range(80):
+            ref = TableRef("demo", ("ns",), f"t{(i * 3 + n) % 50}")
+            await svc.get_credentials(ref, AccessMode.READ, CTX)
+
+    async with asyncio.timeout(30):
+        await asyncio.gather(*(caller(i) for i in range(200)))
+    clock.advance(29)
+    async with asyncio.timeout(30):
+        await asyncio.gather(*(caller(i) for i in range(10)))
+    assert catalog.calls["load_generic_table_credentials"] == 50
+    assert catalog.calls["load_generic_table"] == 0

@@ -194,10 +194,13 @@ async def test_304_confirms_without_refetching(guard, tables, clock, metrics):
     assert tables.fetches == 1
 
 
-async def test_a_refreshed_value_is_confirmed_before_it_is_served_as_a_hit(guard, tables, clock):
+async def test_a_refreshed_value_is_confirmed_before_it_is_served_as_a_hit(guard, tables, clock,
+                                                                           registry):
     # A value the guard has not seen and did not see fetched (e.g. stored by refresh-ahead) is
     # confirmed at once: the guard never assumes it is younger than it is.
     await guard.lookup(key(), CTX)
+    assert guard._cache.start_refresh(key())
+    await registry.drained()
     guard._checked.clear()  # as if evicted from the guard's own bounds
     guard._last.clear()
     new = tables.replace("orders")
@@ -357,3 +360,47 @@ async def test_a_change_to_another_table_costs_nothing(guard, tables, clock):
     clock.advance(100)
     assert (await guard.lookup(key(), CTX))[1] is Outcome.HIT
     assert tables.loads == 0
+
+
+async def test_a_cold_herd_over_many_tables_makes_no_identity_load_within_the_first_ttl(
+    guard, tables, clock
+):
+    # #36 item 3: a caller that reached the guard after the fill stored its entry but before
+    # the filling caller recorded it found no record and confirmed at once (27 loads for 50
+    # tables on the bench). The fill is the confirmation, whichever caller comes first.
+    names = [f"t{i}" for i in range(50)]
+    for name in names:
+        tables.create(name)
+
+    async def caller(i: int) -> None:
+        for n in range(80):  # 200 callers, 80 requests each (the bench's cold herd)
+            await guard.lookup(key(names[(i * 3 + n) % len(names)]), CTX)
+
+    async with asyncio.timeout(10):
+        await asyncio.gather(*(caller(i) for i in range(200)))
+    clock.advance(TTL - 1)
+    await asyncio.gather(*(caller(i) for i in range(50)))
+    assert tables.fetches == 50
+    assert tables.loads == 0
+
+
+async def test_a_hit_before_the_filling_caller_resumes_is_confirmed_by_the_fill(
+    guard, tables, clock
+):
+    filling = asyncio.ensure_future(guard.lookup(key(), CTX))
+    for _ in range(20):
+        if key() in guard._cache:  # stored; the filling caller has not resumed yet
+            break
+        await asyncio.sleep(0)
+    assert key() in guard._cache
+    assert not filling.done()
+    value, outcome, _ = await guard.lookup(key(), CTX)
+    assert outcome is Outcome.HIT
+    assert (await filling)[0] is value
+    assert tables.loads == 0
+    clock.advance(TTL - 1)
+    await guard.lookup(key(), CTX)
+    assert tables.loads == 0
+    clock.advance(1)
+    await guard.lookup(key(), CTX)
+    assert tables.loads == 1  # due a TTL after the fill, not later
