@@ -20,7 +20,10 @@ a table identity:
   delays, until the catalog shows another one or the short TTL (the guard's TTL without
   events) has passed since the change.
 - A caller that names the identity it expects (`expected_location` / `table_id`) is answered
-  with that identity or refused with `TableIdentityMismatchError` (409) after one refetch.
+  with that identity or refused with `TableIdentityMismatchError` (409). A location that
+  differs from the cached one is checked with the shared identity load: the entry is evicted
+  and fetched again only if the catalog's table changed, so a wrong plan never costs the
+  other callers of the table a vend.
 """
 
 from __future__ import annotations
@@ -51,6 +54,9 @@ log = logging.getLogger(__name__)
 # After a failed identity load, the cached entry is served and the load retried this much later
 # (at most the TTL), so an unreachable catalog costs one load per table per period, not a storm.
 IDENTITY_RETRY_S = 5.0
+
+# A caller refused (409) for a table is refused again without a catalog call for this long.
+MISMATCH_HOLD_S = 1.0
 
 # After a change, an identity equal to the one from before is confirmed again this long after
 # the change at the earliest (then after doubling delays, within the short TTL).
@@ -83,6 +89,10 @@ class _Changed(NamedTuple):
     at_mono: float
     until_mono: float  # after this, an unchanged answer is trusted for the full TTL again
     before: str  # the location known before the change
+
+
+def _caller(ctx: RequestContext) -> str:
+    return ctx.caller.name if ctx.caller is not None else ""
 
 
 def name_key(key: CacheKey) -> NameKey:
@@ -127,6 +137,7 @@ class IdentityGuard:
         self._flight: SingleFlight[tuple[TableKey, bool], TableIdentity] = SingleFlight(spawn)
         self._locations: OrderedDict[NameKey, str] = OrderedDict()  # last location per name
         self._changed: OrderedDict[NameKey, _Changed] = OrderedDict()
+        self._refused: OrderedDict[tuple[str, TableKey], float] = OrderedDict()  # hold until
 
     @property
     def ttl_s(self) -> float:
@@ -201,25 +212,31 @@ class IdentityGuard:
     # ------------------------------------------------------------------ the slow path
     async def confirm(self, key: CacheKey, ctx: RequestContext,
                       expect: ExpectedIdentity | None, got: Lookup) -> Lookup:
-        """The slow path: confirm the identity (one shared load), refetch at most once."""
+        """The slow path: confirm the identity (one shared load), refetch at most once.
+
+        A caller whose expected location differs from the cached one is answered after the
+        shared identity load, not by evicting the entry every caller uses and vending again:
+        if the catalog still has the cached table, the caller's plan is the stale one (409),
+        and the same caller refused again for that table within MISMATCH_HOLD_S is refused
+        without a load."""
         value = got[0]
         rec = self._record(key, value, got[1])
         refetched = False
         ident: TableIdentity | None = None  # this call's load, if it made one
         want_id = expect is not None and expect.table_id is not None
         while True:
-            if expect is not None and expect.location_differs(value.location):
-                if refetched:
-                    raise self._mismatch("location")
-                got, refetched = await self._refetch(key, ctx, value), True
-                value, rec = got[0], self._record(key, got[0], got[1])
-                continue
+            loc_differs = expect is not None and expect.location_differs(value.location)
+            if loc_differs and (refetched or self._held(key, ctx)):
+                raise self._refuse(key, ctx, "location")
             if ident is not None and same_location(ident.location, value.location):
                 rec = self._confirmed(key, rec, ident, rec.due_mono)
             now_m = self._clock.monotonic()
             id_unsure = want_id and (rec.served.table_id is None or (
                 expect is not None and expect.id_differs(rec.served.table_id)))
-            if ident is None and (now_m >= rec.due_mono or id_unsure):
+            if (ident is None and expect is not None and rec.served.table_id is not None
+                    and expect.id_differs(rec.served.table_id) and self._held(key, ctx)):
+                raise self._refuse(key, ctx, "id")
+            if ident is None and (now_m >= rec.due_mono or id_unsure or loc_differs):
                 ttl_s = self._ttl_s  # a load started under the events TTL gets no more after
                 try:
                     ident = await self._identity(key, ctx, want_id=want_id)
@@ -227,7 +244,7 @@ class IdentityGuard:
                     if policy.negative_ttl(err, 1.0) is not None:
                         self._cache.evict_if(key, value)  # the table is gone or forbidden
                         raise
-                    if want_id:  # the caller's id cannot be confirmed without the catalog
+                    if want_id or loc_differs:  # the caller's table cannot be confirmed
                         if isinstance(err, FlightTimeout):
                             raise UpstreamTimeoutError("timed out checking the table") from err
                         raise
@@ -239,6 +256,8 @@ class IdentityGuard:
                 if same_location(ident.location, value.location):
                     trust_s = min(ttl_s, self._trust_s(key, ident.location, now_m))
                     rec = self._confirmed(key, rec, ident, now_m + trust_s)
+                    if loc_differs:  # the catalog has the cached table: the plan is stale
+                        raise self._refuse(key, ctx, "location")
                 elif refetched:
                     # Changed again between our fetch and our load: answer the fetch (newer
                     # than the entry) and confirm again on the next request.
@@ -248,7 +267,7 @@ class IdentityGuard:
                     got, refetched = await self._refetch(key, ctx, value), True
                     value, rec = got[0], self._record(key, got[0], got[1])
                     continue
-            return self._final(rec, expect), got[1], got[2]
+            return self._final(key, ctx, rec, expect), got[1], got[2]
 
     def _confirmed(self, key: CacheKey, rec: _Checked, ident: TableIdentity,
                    due_mono: float) -> _Checked:
@@ -259,14 +278,34 @@ class IdentityGuard:
             served = replace(value, table_id=ident.table_id)
         return self._keep(key, _Checked(value, served, max(due_mono, rec.due_mono)))
 
-    def _final(self, rec: _Checked, expect: ExpectedIdentity | None) -> CredentialSet:
+    def _final(self, key: CacheKey, ctx: RequestContext, rec: _Checked,
+               expect: ExpectedIdentity | None) -> CredentialSet:
         if expect is not None:
             if expect.location_differs(rec.served.location):
-                raise self._mismatch("location")
+                raise self._refuse(key, ctx, "location")
             if expect.table_id is not None and (rec.served.table_id is None
                                                 or expect.id_differs(rec.served.table_id)):
-                raise self._mismatch("id")
+                raise self._refuse(key, ctx, "id")
         return rec.served
+
+    def _held(self, key: CacheKey, ctx: RequestContext) -> bool:
+        """This caller was refused for this table less than MISMATCH_HOLD_S ago."""
+        if not self._refused:
+            return False
+        until = self._refused.get((_caller(ctx), table_key(key)))
+        return until is not None and self._clock.monotonic() < until
+
+    def _refuse(self, key: CacheKey, ctx: RequestContext,
+                what: str) -> TableIdentityMismatchError:
+        """The 409 for a caller whose expectation is not the catalog's table; its next ones
+        for this table are refused without a load for MISMATCH_HOLD_S (a wrong plan repeated
+        costs the catalog nothing more)."""
+        held = (_caller(ctx), table_key(key))
+        self._refused[held] = self._clock.monotonic() + MISMATCH_HOLD_S
+        self._refused.move_to_end(held)
+        while len(self._refused) > self._max:
+            self._refused.popitem(last=False)
+        return self._mismatch(what)
 
     def _mismatch(self, what: str) -> TableIdentityMismatchError:
         self._metrics.identity_mismatches.inc()

@@ -88,7 +88,9 @@ async def test_expected_location_of_the_new_table_refetches_at_once(guard, table
     value, outcome, _ = await guard.lookup(key(), CTX, expect)
     assert value.location == new.location
     assert outcome is Outcome.MISS
-    assert (tables.fetches, tables.loads) == (2, 0)  # the credential's prefix is the identity
+    # One shared identity load finds the change, one refetch answers it (#35 item 4: a
+    # mismatch is confirmed by the load, never by evicting the shared entry first).
+    assert (tables.fetches, tables.loads) == (2, 1)
 
 
 async def test_expected_location_the_catalog_no_longer_has_is_refused(guard, tables, metrics):
@@ -98,7 +100,7 @@ async def test_expected_location_the_catalog_no_longer_has_is_refused(guard, tab
     with pytest.raises(TableIdentityMismatchError) as info:
         await guard.lookup(key(), CTX, ExpectedIdentity(location=old.location))
     assert info.value.status == 409
-    assert tables.fetches == 3  # exactly one refetch before refusing
+    assert tables.fetches == 2  # refused after the shared load: no vend, the entry stays
     assert metrics.registry.get_sample_value("lakegate_identity_mismatches_total") == 1
 
 
@@ -404,3 +406,40 @@ async def test_a_hit_before_the_filling_caller_resumes_is_confirmed_by_the_fill(
     clock.advance(1)
     await guard.lookup(key(), CTX)
     assert tables.loads == 1  # due a TTL after the fill, not later
+
+
+async def test_a_callers_wrong_expected_location_costs_other_callers_nothing(
+    guard, tables, clock, metrics
+):
+    # #35 item 4: each refused request evicted the shared entry and vended again before its
+    # 409 (20 refused requests, 20 vends), and every other caller of the table paid for it.
+    from gateway.models import CallerIdentity
+
+    value = (await guard.lookup(key(), CTX))[0]
+    wrong = ExpectedIdentity(location="s3://bucket/wh/not-this-table")
+    mallory = CTX._replace(caller=CallerIdentity("mallory", authenticated=True))
+    for _ in range(20):
+        with pytest.raises(TableIdentityMismatchError):
+            await guard.lookup(key(), mallory, wrong)
+        clock.advance(0.01)
+    assert tables.fetches == 1  # no vend for a wrong plan
+    assert tables.loads == 1  # one shared load, then held for the same caller
+    hit, outcome, _ = await guard.lookup(key(), CTX)  # everyone else: the same entry
+    assert (outcome, hit.location) == (Outcome.HIT, value.location)
+    clock.advance(1.0)  # the hold ends: one more load per caller and table at most
+    with pytest.raises(TableIdentityMismatchError):
+        await guard.lookup(key(), mallory, wrong)
+    assert (tables.fetches, tables.loads) == (1, 2)
+    assert metrics.registry.get_sample_value("lakegate_identity_mismatches_total") == 21
+
+
+async def test_a_herd_of_wrong_expectations_shares_one_load(guard, tables):
+    await guard.lookup(key(), CTX)
+    tables.load_gate = asyncio.Event()
+    wrong = ExpectedIdentity(location="s3://bucket/wh/not-this-table")
+    herd = [asyncio.ensure_future(guard.lookup(key(), CTX, wrong)) for _ in range(20)]
+    await asyncio.sleep(0)
+    tables.load_gate.set()
+    results = await asyncio.gather(*herd, return_exceptions=True)
+    assert all(isinstance(r, TableIdentityMismatchError) for r in results)
+    assert (tables.fetches, tables.loads) == (1, 1)
