@@ -88,7 +88,8 @@ class _Changed(NamedTuple):
 
     at_mono: float
     until_mono: float  # after this, an unchanged answer is trusted for the full TTL again
-    before: str  # the location known before the change
+    before: str | None  # the location known before the change (None: the first one read after)
+    after: str | None  # the location the change made, when this gateway made it
 
 
 def _caller(ctx: RequestContext) -> str:
@@ -154,17 +155,19 @@ class IdentityGuard:
                         records[k] = rec._replace(due_mono=cap)  # type: ignore[index]
         self._ttl_s = ttl_s
 
-    def changed(self, warehouse_id: str, namespace: tuple[str, ...], table: str) -> None:
+    def changed(self, warehouse_id: str, namespace: tuple[str, ...], table: str, *,
+                after: str | None = None) -> None:
         """The catalog changed this table (an event, or a mutation through this gateway): an
-        answer still showing the location known before is not trusted for the full TTL."""
+        answer still showing the location known before (or, when the change's own location
+        is known, `after`, any other) is not trusted for the full TTL."""
         now_m = self._clock.monotonic()
         wid, ns = warehouse_id.lower(), fold_namespace(namespace)
         for kind in _KINDS:
             nk = (wid, ns, fold_table(table, plus_is_space=kind == "iceberg"), kind)
-            before = self._locations.get(nk)
-            if before is None:
-                continue  # nothing known here before the change: nothing to tell apart
-            self._changed[nk] = _Changed(now_m, now_m + self._short_s, before)
+            # Nothing known here before the change (never served, or a first fetch was in
+            # flight): the first location read after it is the one to see change.
+            self._changed[nk] = _Changed(now_m, now_m + self._short_s,
+                                         self._locations.get(nk), after)
             self._changed.move_to_end(nk)
             while len(self._changed) > self._max:
                 self._changed.popitem(last=False)
@@ -178,7 +181,13 @@ class IdentityGuard:
         change = self._changed.get(nk)
         if change is None:
             return self._ttl_s
-        if now_m >= change.until_mono or not same_location(location, change.before):
+        if change.after is not None:
+            seen = same_location(location, change.after)
+        else:
+            if change.before is None:
+                change = self._changed[nk] = change._replace(before=location)
+            seen = not same_location(location, change.before or "")
+        if seen or now_m >= change.until_mono:
             del self._changed[nk]  # the catalog shows the change, or the window has passed
             return self._ttl_s
         return min(self._ttl_s, change.until_mono - now_m,

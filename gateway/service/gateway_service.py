@@ -262,8 +262,11 @@ class GatewayService:
         wh = await self.resolve_warehouse(warehouse, ctx)
         try:
             table = await self.catalog.create_table(wh.id, namespace, spec, ctx)
-        finally:
+        except BaseException:
             self._invalidate_table(wh.id, namespace, spec.name)
+            raise
+        # The new location is known: a replica still showing another is asked again shortly.
+        self._invalidate_table(wh.id, namespace, spec.name, after=table.base_location)
         return LoadResult(table=table, config=None, credentials=None, warehouse=wh)
 
     async def drop_table(
@@ -322,10 +325,10 @@ class GatewayService:
 
     # ------------------------------------------------------------------ admin
     def _invalidate_table(self, warehouse_id: str, namespace: tuple[str, ...],
-                          table: str) -> int:
+                          table: str, *, after: str | None = None) -> int:
         # The catalog changed (or may have): its read replica may not show it yet, so the
         # refetch is confirmed again shortly while it still shows the old location.
-        self.identity.changed(warehouse_id, namespace, table)
+        self.identity.changed(warehouse_id, namespace, table, after=after)
         return (self.cache.invalidate_table(warehouse_id, namespace, table)
                 + self.metadata.invalidate_table(warehouse_id, namespace, table))
 

@@ -416,3 +416,17 @@ async def test_a_cold_herd_over_50_tables_makes_no_table_load_within_the_first_t
         await asyncio.gather(*(caller(i) for i in range(10)))
     assert catalog.calls["load_generic_table_credentials"] == 50
     assert catalog.calls["load_generic_table"] == 0
+
+
+async def test_a_table_created_here_costs_no_identity_load_within_the_first_ttl(
+    make, catalog, clock
+):
+    # The create's answer names the new location: a first read showing it is the change
+    # seen (no lagging-replica rechecks for a bench's or a job's fresh tables).
+    svc = await make()
+    await svc.create_table("demo", ("ns",), CreateTableSpec(name="fresh", format="lance"), CTX)
+    ref = TableRef("demo", ("ns",), "fresh")
+    for _ in range(40):
+        await svc.get_credentials(ref, AccessMode.READ, CTX)
+        clock.advance(0.7)
+    assert catalog.calls["load_generic_table"] == 0

@@ -443,3 +443,19 @@ async def test_a_herd_of_wrong_expectations_shares_one_load(guard, tables):
     results = await asyncio.gather(*herd, return_exceptions=True)
     assert all(isinstance(r, TableIdentityMismatchError) for r in results)
     assert (tables.fetches, tables.loads) == (1, 1)
+
+
+async def test_a_table_first_read_from_a_lagging_catalog_after_its_event_is_asked_again(
+    guard, tables, clock
+):
+    # The guard knew nothing of the table before its event (never served here, or its first
+    # fetch was in flight and detached): the first location read after the event is the one
+    # that must change, or it would be trusted for the events TTL.
+    guard.set_ttl(300.0)
+    announce(guard)  # the re-create's event; the replica still has the old table
+    old = (await guard.lookup(key(), CTX))[0]
+    new = tables.replace("orders")  # the replica catches up
+    clock.advance(1.0)
+    value, _, _ = await guard.lookup(key(), CTX)
+    assert value.location == new.location != old.location
+    assert tables.loads == 1
