@@ -15,10 +15,11 @@ a table identity:
   flight for the herd). A failed load serves the cached entry (the catalog may be down) and is
   retried after `IDENTITY_RETRY_S`; a 404/403 drops it.
 - After a change to a table (its change event, or a mutation through this gateway), the
-  catalog may still answer from a read replica that has not seen it. An identity equal to the
-  one known before the change is then trusted only for LAG_RECHECK_MIN_S, then for doubling
-  delays, until the catalog shows another one or the short TTL (the guard's TTL without
-  events) has passed since the change.
+  catalog may still answer from a read replica that has not seen it, or not all of it (a
+  replica may be behind more than one change). Any identity read within the short TTL (the
+  guard's TTL without events) after the change is then trusted only for LAG_RECHECK_MIN_S,
+  then for doubling delays, until that window ends; only the location a create through this
+  gateway answered is trusted at once.
 - A caller that names the identity it expects (`expected_location` / `table_id`) is answered
   with that identity or refused with `TableIdentityMismatchError` (409). A location that
   differs from the cached one is checked with the shared identity load: the entry is evicted
@@ -58,8 +59,8 @@ IDENTITY_RETRY_S = 5.0
 # A caller refused (409) for a table is refused again without a catalog call for this long.
 MISMATCH_HOLD_S = 1.0
 
-# After a change, an identity equal to the one from before is confirmed again this long after
-# the change at the earliest (then after doubling delays, within the short TTL).
+# After a change, an identity read is confirmed again this long after the change at the earliest
+# (then after doubling delays, within the short TTL).
 LAG_RECHECK_MIN_S = 1.0
 
 TableKey = tuple[str, str, tuple[str, ...], str, str]
@@ -84,11 +85,10 @@ class _Checked(NamedTuple):
 
 
 class _Changed(NamedTuple):
-    """A change to one table name, not yet seen in the catalog's answers."""
+    """A recent change to one table name."""
 
     at_mono: float
-    until_mono: float  # after this, an unchanged answer is trusted for the full TTL again
-    before: str | None  # the location known before the change (None: the first one read after)
+    until_mono: float  # after this, an answer is trusted for the full TTL again
     after: str | None  # the location the change made, when this gateway made it
 
 
@@ -136,7 +136,6 @@ class IdentityGuard:
         self._last: OrderedDict[CacheKey, _Checked] = OrderedDict()
         self._known: OrderedDict[TableKey, tuple[TableIdentity, str | None]] = OrderedDict()
         self._flight: SingleFlight[tuple[TableKey, bool], TableIdentity] = SingleFlight(spawn)
-        self._locations: OrderedDict[NameKey, str] = OrderedDict()  # last location per name
         self._changed: OrderedDict[NameKey, _Changed] = OrderedDict()
         self._refused: OrderedDict[tuple[str, TableKey], float] = OrderedDict()  # hold until
 
@@ -157,38 +156,31 @@ class IdentityGuard:
 
     def changed(self, warehouse_id: str, namespace: tuple[str, ...], table: str, *,
                 after: str | None = None) -> None:
-        """The catalog changed this table (an event, or a mutation through this gateway): an
-        answer still showing the location known before (or, when the change's own location
-        is known, `after`, any other) is not trusted for the full TTL."""
+        """The catalog changed this table (an event, or a mutation through this gateway): what
+        it answers during the short TTL is confirmed again shortly (but `after`, the location
+        a create here answered). Comparing with the location known before is not enough: a
+        replica behind two changes shows a location that differs and is still old."""
         now_m = self._clock.monotonic()
         wid, ns = warehouse_id.lower(), fold_namespace(namespace)
         for kind in _KINDS:
             nk = (wid, ns, fold_table(table, plus_is_space=kind == "iceberg"), kind)
-            # Nothing known here before the change (never served, or a first fetch was in
-            # flight): the first location read after it is the one to see change.
-            self._changed[nk] = _Changed(now_m, now_m + self._short_s,
-                                         self._locations.get(nk), after)
+            self._changed[nk] = _Changed(now_m, now_m + self._short_s, after)
             self._changed.move_to_end(nk)
             while len(self._changed) > self._max:
                 self._changed.popitem(last=False)
 
     def _trust_s(self, key: CacheKey, location: str, now_m: float) -> float:
         """How long an identity the catalog reported just now is trusted: the TTL, or less
-        while it still shows the location from before a recent change (a lagging replica)."""
+        shortly after a change (a lagging replica may not show it yet)."""
         if not self._changed:
             return self._ttl_s
         nk = name_key(key)
         change = self._changed.get(nk)
         if change is None:
             return self._ttl_s
-        if change.after is not None:
-            seen = same_location(location, change.after)
-        else:
-            if change.before is None:
-                change = self._changed[nk] = change._replace(before=location)
-            seen = not same_location(location, change.before or "")
-        if seen or now_m >= change.until_mono:
-            del self._changed[nk]  # the catalog shows the change, or the window has passed
+        if now_m >= change.until_mono or (change.after is not None
+                                          and same_location(location, change.after)):
+            del self._changed[nk]  # the window has passed, or the change's own location
             return self._ttl_s
         return min(self._ttl_s, change.until_mono - now_m,
                    max(LAG_RECHECK_MIN_S, now_m - change.at_mono))
@@ -364,11 +356,6 @@ class IdentityGuard:
         self._last.move_to_end(key)
         while len(self._last) > self._max:
             self._last.popitem(last=False)
-        nk = name_key(key)
-        self._locations[nk] = rec.served.location
-        self._locations.move_to_end(nk)
-        while len(self._locations) > self._max:
-            self._locations.popitem(last=False)
         return rec
 
     async def _refetch(self, key: CacheKey, ctx: RequestContext, stale: CredentialSet) -> Lookup:
