@@ -161,6 +161,11 @@ class IdentityGuard:
         a create here answered). Comparing with the location known before is not enough: a
         replica behind two changes shows a location that differs and is still old."""
         now_m = self._clock.monotonic()
+        while self._changed:  # oldest first (every window is as long): drop the ended ones
+            first = next(iter(self._changed.values()))
+            if first.until_mono > now_m:
+                break
+            self._changed.popitem(last=False)
         wid, ns = warehouse_id.lower(), fold_namespace(namespace)
         for kind in _KINDS:
             nk = (wid, ns, fold_table(table, plus_is_space=kind == "iceberg"), kind)

@@ -480,3 +480,10 @@ async def test_a_replica_behind_two_changes_is_not_trusted_for_showing_the_first
     last = tables.replace("orders")  # the replica catches up
     clock.advance(2.0)
     assert (await guard.lookup(key(), CTX))[0].location == last.location
+
+
+async def test_change_windows_that_ended_are_dropped_as_new_changes_come(guard, clock):
+    for i in range(50):
+        guard.changed("wh", ("ns",), f"t{i}")
+        clock.advance(1.0)
+    assert len(guard._changed) == 2 * 30  # two kinds per name, of the last 30 s (the window)
