@@ -83,7 +83,9 @@ async def test_adls_vend_has_lakekeepers_keys_and_a_container_sas_by_default() -
     assert config[SAS_EXPIRY_KEY] == config["expiration-time"] == expires_ms
     sas = parse_qs(config[SAS_KEY])
     assert not config[SAS_KEY].startswith("?")  # vended as Lakekeeper does: no `?`
-    assert sas["sr"] == ["c"] and sas["sp"] == ["rl"] and "sdd" not in sas
+    assert sas["sr"] == ["c"]
+    assert sas["sp"] == ["rl"]
+    assert "sdd" not in sas
     assert sas["st"] == ["2027-01-15T07:59:00Z"]  # back-dated 60 s
     assert sas["se"] == ["2027-01-15T09:00:00Z"]
     assert counted == [1]
@@ -161,7 +163,8 @@ async def test_gcs_vend_has_lakekeepers_keys_and_a_token_bounded_to_the_table() 
         GCS, await vendor.vend(wh, _table(wh), Permission.READ_WRITE_DELETE)
     )
     write_grant = gcs_tokens.verify(write["gcs.oauth2.token"], key)
-    assert write_grant is not None and write_grant.role == "write"
+    assert write_grant is not None
+    assert write_grant.role == "write"
     assert load_config(GCS, None) == {}
 
 
