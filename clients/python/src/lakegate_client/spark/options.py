@@ -36,6 +36,9 @@ class SourceOptions:
     catalog_url: str | None = None
     # Test-only write faults (spark/faults.py); refused unless $LAKEGATE_TEST_FAULTS=1.
     test_fault: str = ""
+    # A local ADLS/GCS endpoint (Azurite, fake-gcs-server) every task's adapters use: no catalog
+    # vends one (else $LAKEGATE_ADLS_ENDPOINT / $LAKEGATE_GCS_ENDPOINT of each process).
+    storage_endpoint: str | None = None
 
     @property
     def iceberg(self) -> bool:
@@ -84,6 +87,7 @@ class SourceOptions:
             create=_parse_bool(opts.get("create", "false")),
             catalog_url=opts.get("catalog_url") or None,
             test_fault=fault,
+            storage_endpoint=opts.get("storage_endpoint") or None,
         )
 
 
