@@ -21,13 +21,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from devstack import azurite, idp_config, nats, processes, seaweed
+from devstack import azurite, fake_gcs, idp_config, nats, processes, seaweed
 from devstack.bootstrap import (
     WarehouseSpec,
     adls_warehouse,
     bootstrap_catalog,
     create_warehouse,
     fetch_token,
+    gcs_warehouse,
 )
 from devstack.errors import DevstackError, StackRunningError, StartupError
 from devstack.gateway_proc import start_gateway
@@ -39,6 +40,7 @@ from devstack.stack_info import (
     AzureInfo,
     CatalogInfo,
     ClientInfo,
+    GcsInfo,
     IdpInfo,
     NatsInfo,
     S3Info,
@@ -52,6 +54,7 @@ WAREHOUSE = "demo"
 WAREHOUSE_ADLS = "demo_adls"
 WAREHOUSE_GCS = "demo_gcs"
 ADLS_CONTAINER = "warehouse"
+GCS_BUCKET = "warehouse"
 NAMESPACE = "demo_ns"
 READY_TIMEOUT_S = 20.0
 START_ATTEMPTS = 2
@@ -68,6 +71,7 @@ _STATE_FILES = (
     "emulator.json",
     "stack.json",
     "ports.json",
+    "gcs-guard.json",
 )
 _STATE_DIRS = ("s3-data", "s3-logs", "s3-admin", "azurite")
 
@@ -258,6 +262,8 @@ def _start(
         what="catalog emulator",
     )
     azure_info = _start_azurite(run_dir, records) if "adls" in storages else None
+    gcs_account = fake_gcs.service_account()
+    gcs_info = _start_gcs(run_dir, records, gcs_account) if "gcs" in storages else None
 
     token_url = f"{issuer}/token"
     admin = clients["admin"]
@@ -285,6 +291,15 @@ def _start(
         storage_warehouses["adls"] = WarehouseInfo(
             id=create_warehouse(catalog_url, token, adls_spec, NAMESPACE), name=WAREHOUSE_ADLS,
             sts_validity_s=sts_validity_s, delete_profile="hard",
+        )  # fmt: skip
+    if gcs_info is not None:
+        gcs_spec = gcs_warehouse(
+            WAREHOUSE_GCS, bucket=gcs_info.bucket, key_prefix=gcs_info.key_prefix,
+            service_account=gcs_account,
+        )  # fmt: skip
+        storage_warehouses["gcs"] = WarehouseInfo(
+            id=create_warehouse(catalog_url, token, gcs_spec, NAMESPACE), name=WAREHOUSE_GCS,
+            sts_validity_s=3600, delete_profile="hard",
         )  # fmt: skip
 
     info = StackInfo(
@@ -318,6 +333,7 @@ def _start(
         namespace=NAMESPACE,
         nats=nats_info,
         azure=azure_info,
+        gcs=gcs_info,
         storage_warehouses=storage_warehouses,
     )
     if with_gateway:
@@ -357,6 +373,38 @@ def _start_azurite(run_dir: Path, records: dict[str, ProcessRecord]) -> AzureInf
     return AzureInfo(
         blob_endpoint=endpoint, account=azurite.ACCOUNT, host=azurite.HOST,
         container=ADLS_CONTAINER, key_prefix=KEY_PREFIX,
+    )  # fmt: skip
+
+
+def _start_gcs(
+    run_dir: Path, records: dict[str, ProcessRecord], account: dict[str, str]
+) -> GcsInfo:
+    """fake-gcs-server and, in front of it, the token-checking layer that clients use."""
+    server_port, guard_port = free_ports(2)
+    logs = run_dir / "logs"
+    records["gcs"] = processes.spawn(
+        "gcs", fake_gcs.server_argv(server_port, guard_port), log_path=logs / "gcs.log"
+    )
+    server = f"http://127.0.0.1:{server_port}"
+    processes.wait_until(
+        records["gcs"], lambda: port_open("127.0.0.1", server_port),
+        timeout_s=READY_TIMEOUT_S, what="fake-gcs-server", interval_s=0.1,
+    )  # fmt: skip
+    fake_gcs.create_bucket(server, GCS_BUCKET)
+    config = run_dir / "gcs-guard.json"
+    fake_gcs.write_guard_config(config, port=guard_port, upstream=server, accounts=[account])
+    records["gcs-guard"] = processes.spawn(
+        "gcs-guard", [sys.executable, "-m", "devstack.gcs_guard", "--config", str(config)],
+        log_path=logs / "gcs-guard.log", env_extra={"PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
+    endpoint = f"http://127.0.0.1:{guard_port}"
+    processes.wait_until(
+        records["gcs-guard"], lambda: fake_gcs.guard_ready(endpoint),
+        timeout_s=READY_TIMEOUT_S, what="GCS token-checking layer", interval_s=0.1,
+    )  # fmt: skip
+    return GcsInfo(
+        endpoint=endpoint, server_endpoint=server, bucket=GCS_BUCKET, key_prefix=KEY_PREFIX,
+        project_id=fake_gcs.PROJECT_ID,
     )  # fmt: skip
 
 

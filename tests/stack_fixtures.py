@@ -72,10 +72,11 @@ CLOUD_GATEWAY_ENV = {
 
 @pytest.fixture(scope="session")
 def cloud_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    """The stack with Azurite beside SeaweedFS (warehouse `demo_adls`) and its gateway."""
+    """The stack with Azurite (`demo_adls`) and fake-gcs-server behind its token-checking
+    layer (`demo_gcs`) beside SeaweedFS, and its gateway."""
     run_dir = tmp_path_factory.mktemp("cloudstack")
     stack = start_stack(
-        run_dir, with_gateway=True, storages=("s3", "adls"), gateway_env=CLOUD_GATEWAY_ENV
+        run_dir, with_gateway=True, storages=("s3", "adls", "gcs"), gateway_env=CLOUD_GATEWAY_ENV
     )
     try:
         yield stack
