@@ -217,6 +217,15 @@ def test_consumers_write_and_read_on_azurite(client, cloud_stack, table):
     assert delta.to_pyarrow_table().sort_by("id").equals(ROWS)
 
     reader = _creds(client, cloud_stack, table, "read")
+    # pyiceberg's FsspecFileIO maps the vended `adls.sas-token.<account>.<host>`; a local
+    # endpoint goes in as `adls.connection-string` (adlfs forces https for an account host).
+    from pyiceberg.io.fsspec import FsspecFileIO
+
+    io = FsspecFileIO(properties={
+        **reader.config, "adls.connection-string": reader.fsspec_kwargs()["connection_string"],
+    })  # fmt: skip
+    with io.new_input(f"{reader.location}/pa/part-0.parquet").open() as handle:
+        assert pq.read_table(handle).equals(ROWS)
     con = connect(formats=("parquet", "lance"), storages=("adls",))
     try:
         con.execute(table_secret_sql("pq", "parquet", reader))
