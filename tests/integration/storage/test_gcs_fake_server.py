@@ -141,6 +141,23 @@ def test_pyarrow_and_gcsfs_write_and_read(client, cloud_stack, table):
         assert pq.read_table(handle).equals(ROWS)
 
 
+def test_pyiceberg_reads_with_the_vended_gcs_keys(client, cloud_stack, table):
+    """PyArrowFileIO maps `gcs.oauth2.token` and `gcs.oauth2.token-expires-at`; the local
+    endpoint is `gcs.service.host` (a client setting)."""
+    from pyiceberg.io.pyarrow import PyArrowFileIO
+
+    writer = _creds(client, cloud_stack, table, "write")
+    root = fs_path(writer.location)
+    pq.write_table(ROWS, f"{root}/ice.parquet", filesystem=writer.pyarrow_filesystem())
+    reader = client.credentials(cloud_stack.info.namespace, table, access="read")
+    assert cloud_stack.info.gcs is not None
+    io = PyArrowFileIO(
+        properties={**reader.config, "gcs.service.host": cloud_stack.info.gcs.endpoint}
+    )
+    with io.new_input(f"{reader.location}/ice.parquet").open() as handle:
+        assert pq.read_table(handle).equals(ROWS)
+
+
 def test_gcsfs_uses_a_token_with_less_than_300_s_left(client, cloud_stack, hooks, table):
     """The tokeninfo defect, on a real store: a raw string made gcsfs ask Google and refuse a
     token with <= 300 s left; the credentials object works to the token's end."""
