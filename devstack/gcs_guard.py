@@ -15,9 +15,9 @@ signing keys of the warehouses it serves).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +29,7 @@ from aiohttp import web
 from devstack.emulator.gcs_tokens import TokenGrant, verify
 
 MAX_BODY_BYTES = 512 * 1024 * 1024
+MAX_UPLOAD_SESSIONS = 10_000  # resumable sessions remembered (oldest forgotten first)
 _HOP_HEADERS = frozenset({"host", "authorization", "content-length", "transfer-encoding",
                           "connection", "keep-alive"})  # fmt: skip
 GUARD_STATE: web.AppKey[GuardState] = web.AppKey("gcs_guard")
@@ -148,7 +149,8 @@ class GuardState:
     upstream: str
     keys: tuple[bytes, ...]
     now_ms: Callable[[], int] = field(default=lambda: int(time.time() * 1000))
-    uploads: dict[str, tuple[str, str]] = field(default_factory=dict)  # id -> (bucket, name)
+    # resumable upload id -> (bucket, object) its start was allowed for
+    uploads: OrderedDict[str, tuple[str, str]] = field(default_factory=OrderedDict)
     refused: int = 0
     session: aiohttp.ClientSession | None = None
 
@@ -224,6 +226,8 @@ def _remember_upload(state: GuardState, access: Access, query: dict[str, str],
     upload_id = unquote(location.split("upload_id=", 1)[1].split("&", 1)[0])
     if access.objects and not access.objects[0].startswith("\0"):
         state.uploads[upload_id] = (access.bucket, access.objects[0])
+        while len(state.uploads) > MAX_UPLOAD_SESSIONS:
+            state.uploads.popitem(last=False)
 
 
 async def _open(app: web.Application) -> None:
@@ -258,5 +262,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.set_event_loop_policy(None)
     main()

@@ -7,6 +7,8 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
+from devstack.emulator.cloud_vending import base_location
+
 
 @dataclass(frozen=True)
 class Warehouse:
@@ -27,8 +29,6 @@ class Warehouse:
     def base_location(self) -> str:
         """`s3://<bucket>/<key-prefix>`, `abfss://<fs>@<account>.<host>/<key-prefix>` or
         `gs://<bucket>/<key-prefix>` (no trailing slash)."""
-        from devstack.emulator.cloud_vending import base_location
-
         return base_location(self.storage_profile)
 
 
