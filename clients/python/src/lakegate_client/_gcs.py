@@ -78,6 +78,11 @@ class GcsSettings:
         could not work at all off Google). The object carries no expiry on purpose: with one,
         gcsfs tries to refresh it in those same 300 s, which a vended token cannot do. The store
         enforces the real expiry; ask the client again for a fresh one per task.
+
+        With a local endpoint use ``gcsfs.core.GCSFileSystem`` (or set
+        ``GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT=false`` before importing gcsfs): the default
+        ``gcsfs.GCSFileSystem`` first asks Google's storage-control API over gRPC/TLS for the
+        bucket's layout, which no local store serves (a 60 s timeout per bucket).
         """
         from google.oauth2.credentials import Credentials  # optional: gcsfs brings google-auth
 
