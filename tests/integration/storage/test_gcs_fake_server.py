@@ -141,6 +141,36 @@ def test_pyarrow_and_gcsfs_write_and_read(client, cloud_stack, table):
         assert pq.read_table(handle).equals(ROWS)
 
 
+@pytest.mark.slow
+def test_gateway_refreshes_a_short_token_before_the_layer_refuses_it(
+    client, cloud_stack, hooks, table
+):
+    """Tokens of 10 s: for 16 s every token the gateway serves is accepted; it moved to new
+    ones ahead of expiry, and the oldest is refused once expired."""
+    hooks.set_faults(credential_lifetime_s=10)
+    writer = _creds(client, cloud_stack, table, "write")
+    assert _upload(cloud_stack, writer, "data", _token(writer)) == 200
+    seen: dict[int, TableCredentials] = {}
+    deadline = time.monotonic() + 16
+    while time.monotonic() < deadline:
+        creds = _creds(client, cloud_stack, table, "read")
+        assert creds.expires_at_ms is not None
+        assert creds.remaining_s is not None
+        assert creds.remaining_s > 2  # the serve floor
+        url = f"{_object_url(cloud_stack, creds, 'data')}?alt=media"
+        auth = {"Authorization": f"Bearer {_token(creds)}"}
+        assert httpx.get(url, headers=auth, trust_env=False).status_code == 200
+        seen.setdefault(creds.expires_at_ms, creds)
+        time.sleep(0.5)
+    assert len(seen) >= 2, sorted(seen)
+    oldest = seen[min(seen)]
+    assert oldest.remaining_s is not None
+    assert oldest.remaining_s < 0
+    url = f"{_object_url(cloud_stack, oldest, 'data')}?alt=media"
+    auth = {"Authorization": f"Bearer {_token(oldest)}"}
+    assert httpx.get(url, headers=auth, trust_env=False).status_code == 401
+
+
 def test_pyiceberg_reads_with_the_vended_gcs_keys(client, cloud_stack, table):
     """PyArrowFileIO maps `gcs.oauth2.token` and `gcs.oauth2.token-expires-at`; the local
     endpoint is `gcs.service.host` (a client setting)."""
