@@ -11,6 +11,9 @@
 - The `credential_lifetime_s` fault shortens the ADVERTISED lifetime (and the cache lifetime)
   while the credential itself still comes from STS with its real >= 900 s lifetime.
 boto3 is blocking, so STS calls run in a worker thread with a cached client.
+ADLS and GCS warehouses are minted locally instead (cloud_vending.py: a SAS signed with the
+account key, a token signed with the service-account key), behind the same STC cache and
+lifetime fault; the `sts_assume_role` counter counts every mint.
 """
 
 from __future__ import annotations
