@@ -156,7 +156,7 @@ def test_gateway_refreshes_a_short_token_before_the_layer_refuses_it(
         creds = _creds(client, cloud_stack, table, "read")
         assert creds.expires_at_ms is not None
         assert creds.remaining_s is not None
-        assert creds.remaining_s > 2  # the serve floor
+        assert creds.remaining_s > 1  # the serve floor is 2 s, measured after the round trip
         url = f"{_object_url(cloud_stack, creds, 'data')}?alt=media"
         auth = {"Authorization": f"Bearer {_token(creds)}"}
         assert httpx.get(url, headers=auth, trust_env=False).status_code == 200
