@@ -12,9 +12,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from devstack.bootstrap import fetch_token
 from devstack.hooks import EmulatorHooks
 from devstack.launcher import Stack
-from lakegate_client import Client, TableCredentials
+from lakegate_client import Client, StorageCredential, TableCredentials
 from lakegate_client.tables.directory import fs_path
 
 pytestmark = pytest.mark.integration
@@ -110,10 +111,25 @@ def test_the_layer_enforces_token_role_prefix_and_bucket(client, cloud_stack, ta
 
 
 def test_an_expired_token_is_refused(client, cloud_stack, hooks, table):
-    hooks.set_faults(credential_lifetime_s=3)
-    creds = _creds(client, cloud_stack, table, "write")
+    """A token of 5 s straight from the catalog (the gateway would not serve one that short
+    past its floor): accepted, then refused once expired."""
+    info = cloud_stack.info
+    direct = info.idp.clients["direct"]
+    bearer = fetch_token(info.idp.token_url, direct.id, direct.secret)
+    hooks.set_faults(credential_lifetime_s=5)
+    wh = info.warehouse_for("gcs").id
+    resp = httpx.get(
+        f"{info.catalog.url}/lakekeeper/v1/{wh}/namespaces/{info.namespace}/generic-tables/"
+        f"{table}/credentials",
+        headers={"Authorization": f"Bearer {bearer}"}, trust_env=False, timeout=10,
+    )  # fmt: skip
+    assert resp.status_code == 200, resp.text
+    [raw] = resp.json()["storage-credentials"]
+    creds = TableCredentials.from_parts(
+        location=raw["prefix"], credentials=[StorageCredential(raw["prefix"], raw["config"])]
+    )
     assert creds.remaining_s is not None
-    assert creds.remaining_s <= 3
+    assert creds.remaining_s <= 5
     assert _upload(cloud_stack, creds, "early", _token(creds)) == 200
     time.sleep(max(0.0, creds.remaining_s) + 0.5)
     assert _upload(cloud_stack, creds, "late", _token(creds)) == 401
