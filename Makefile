@@ -6,6 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 IDP_DIR := devstack/idp
+AZURITE_DIR := devstack/azurite
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export NO_PROXY := localhost,127.0.0.1
@@ -17,13 +18,14 @@ export no_proxy := localhost,127.0.0.1
 
 venv: $(STAMP)
 
-$(STAMP): requirements/dev.lock pyproject.toml clients/python/pyproject.toml devstack/pyproject.toml $(IDP_DIR)/package-lock.json
+$(STAMP): requirements/dev.lock pyproject.toml clients/python/pyproject.toml devstack/pyproject.toml $(IDP_DIR)/package-lock.json $(AZURITE_DIR)/package-lock.json
 	test -x $(PY) || $(PY_BOOT) -m venv $(VENV)
 	$(PY) -m pip install -q -U pip
 	$(PY) -m pip install -q --require-hashes -r requirements/dev.lock
 	$(PY) -m pip install -q --no-deps -e clients/python -e . -e devstack
 	$(PY) -m pip check
 	cd $(IDP_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	cd $(AZURITE_DIR) && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
 	touch $(STAMP)
 
 # requirements/*.lock: every transitive package pinned with hashes (pip-compile from pip-tools,
@@ -103,4 +105,4 @@ devstack-down: venv
 
 clean:
 	-$(PY) -m devstack down 2>/dev/null
-	rm -rf $(VENV) .venv-min-core .venv-min-grpc .venv-min-spark35 .venv-proto .venv-lock .devstack $(IDP_DIR)/node_modules
+	rm -rf $(VENV) .venv-min-core .venv-min-grpc .venv-min-spark35 .venv-proto .venv-lock .devstack $(IDP_DIR)/node_modules $(AZURITE_DIR)/node_modules

@@ -52,6 +52,11 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         "--transport", choices=("grpc", "http"), default="grpc",
         help="how tasks reach the gateway: gRPC or HTTP, both over its Unix socket",
     )
+    parser.add_argument(
+        "--storage", choices=("s3", "adls", "gcs"), default="s3",
+        help="where the tables live: s3 (SeaweedFS, default), adls (Azurite) or gcs"
+        " (fake-gcs-server behind a token-checking layer); GCS runs the Parquet tables only",
+    )
     parser.add_argument("--run-dir", type=Path, default=None, help="stack state (default: temp)")
     parser.add_argument("--summary-json", type=Path, default=None, help="write a JSON summary")
     parser.add_argument(
@@ -82,8 +87,10 @@ def _stack(run_dir: Path, args: argparse.Namespace, say: Progress) -> Iterator[S
     local = args.master != STANDALONE
     say(f"starting the local stack (state in {run_dir})")
     try:
-        stack = start_stack(run_dir, with_gateway=local)
-        say("stack ready: IdP, SeaweedFS (S3+STS), catalog emulator"
+        storages = ("s3",) if args.storage == "s3" else ("s3", args.storage)
+        stack = start_stack(run_dir, with_gateway=local, storages=storages)
+        extra = {"adls": ", Azurite (ADLS)", "gcs": ", fake-gcs-server (GCS)"}.get(args.storage, "")
+        say("stack ready: IdP, SeaweedFS (S3+STS)" + extra + ", catalog emulator"
             + (", Lakegate gateway" if local else ""))
         yield stack
     finally:
@@ -94,9 +101,16 @@ def _stack(run_dir: Path, args: argparse.Namespace, say: Progress) -> Iterator[S
             stop_stack(run_dir)
 
 
-def _environment(info: StackInfo) -> None:
-    """Settings this process and the Spark processes it starts share (not the gateway URL)."""
-    os.environ["LAKEGATE_WAREHOUSE"] = info.warehouse.name
+def _environment(info: StackInfo, storage: str) -> None:
+    """Settings this process and the Spark processes it starts share (not the gateway URL).
+
+    On ADLS and GCS the local store's endpoint is a client setting (no catalog vends one).
+    """
+    os.environ["LAKEGATE_WAREHOUSE"] = info.warehouse_for(storage).name
+    if storage == "adls" and info.azure is not None:
+        os.environ["LAKEGATE_ADLS_ENDPOINT"] = info.azure.blob_endpoint
+    if storage == "gcs" and info.gcs is not None:
+        os.environ["LAKEGATE_GCS_ENDPOINT"] = info.gcs.endpoint
     os.environ.setdefault("NO_PROXY", "localhost,127.0.0.1")
     os.environ.setdefault("LANCE_LOG", "error")  # Lance warns "will be created" per fragment
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -114,7 +128,8 @@ def _run(args: argparse.Namespace, say: Progress) -> None:
     try:
         with _stack(run_dir, args, say) as stack:
             info = stack.info
-            _environment(info)
+            _environment(info, args.storage)
+            warehouse = info.warehouse_for(args.storage).name
             drop = data.generate(args.rows, args.files)
             with runtime(args.master, info, run_dir, nodes=args.nodes,
                          transport=args.transport, say=say) as rt:
@@ -122,21 +137,29 @@ def _run(args: argparse.Namespace, say: Progress) -> None:
                 spark = pipeline.spark_session(rt.master, conf=rt.conf)
                 try:
                     with Client(rt.driver_url) as client:
+                        # Iceberg tables: on S3 only (the catalog writes their metadata there)
+                        catalog = (next(iter(rt.gateways.values()))  # the driver's node
+                                   if args.storage == "s3" else None)
                         run = pipeline.run(spark, client, info.namespace, drop, say,
-                                           partitions=args.partitions,
-                                           # the driver's node gateway (the first)
-                                           catalog_url=next(iter(rt.gateways.values())))
+                                           partitions=args.partitions, catalog_url=catalog,
+                                           storage=args.storage)
                     executors = rt.executors_per_node()
                 finally:
                     spark.stop()
                 node, gateway_url = next(iter(rt.gateways.items()))  # the driver's node
-                say(f"one DuckDB query over the {len(run.tables)} tables through {node}'s gateway")
-                duck = duckdb_query.run(run, node, gateway_url, info.warehouse.name,
-                                        lambda: metrics.read_counters(info, rt.gateways))
+                duck = None
+                readable = duckdb_query.readable(run, args.storage)
+                if readable:
+                    say(f"one DuckDB query over {len(readable)} tables through {node}'s gateway")
+                    duck = duckdb_query.run(run, node, gateway_url, warehouse,
+                                            lambda: metrics.read_counters(info, rt.gateways),
+                                            storage=args.storage)
+                else:
+                    say("no DuckDB query: DuckDB takes GCS HMAC keys only, never a vended token")
                 counters = metrics.read_counters(info, rt.gateways)
             text = report.render(run, counters, info, say.elapsed_s, master=rt.master,
                                  executors=executors, kept_running=args.keep_running,
-                                 duckdb=duck)
+                                 duckdb=duck, storage=args.storage)
             print(text, flush=True)
             if args.summary_json is not None:
                 summary = report.summary(run, counters, rt.master, executors, duck)

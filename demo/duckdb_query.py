@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from demo.metrics import Counters
-from demo.pipeline import PipelineError, PipelineRun
+from demo.pipeline import PipelineError, PipelineRun, TableResult
 from lakegate_client import Client
 from lakegate_client.duckdb import TableConnection, connect, connect_warehouse
 from lakegate_client.duckdb.sql import literal
@@ -35,23 +35,36 @@ def _select(label: str, source: str) -> str:
     return f"SELECT {literal(label)} AS tbl, count(*) AS n FROM {source}"  # noqa: S608
 
 
+# What DuckDB reads on each store with a vended credential: on ADLS its delta extension does
+# not take the azure secret's endpoint, and on GCS it takes HMAC keys only.
+_READABLE = {"adls": frozenset({"csv", "json", "parquet", "lance"}), "gcs": frozenset()}
+
+
+def readable(run_result: PipelineRun, storage: str = "s3") -> list[TableResult]:
+    """The run's tables DuckDB can read on ``storage``."""
+    formats = _READABLE.get(storage)
+    return [t for t in run_result.tables if formats is None or t.format in formats]
+
+
 def run(
     run_result: PipelineRun,
     node: str,
     gateway_url: str,
     warehouse: str,
     read: Callable[[], Counters],
+    storage: str = "s3",
 ) -> DuckDBResult:
-    """Count every table's rows (of ``warehouse``) in one DuckDB query through ``gateway_url``;
-    ``read`` reads the counters. Raises ``PipelineError`` when a count differs from the rows
-    the Spark job wrote."""
-    formats = {t.format for t in run_result.tables}
+    """Count the rows of every table DuckDB reads on ``storage`` (of ``warehouse``) in one
+    DuckDB query through ``gateway_url``; ``read`` reads the counters. Raises
+    ``PipelineError`` when a count differs from the rows the Spark job wrote."""
+    tables = readable(run_result, storage)
+    formats = {t.format for t in tables}
     before = read()
     with Client(gateway_url, warehouse=warehouse) as client:
-        con = connect(formats=formats)
+        con = connect(formats=formats, storages=(storage,))
         try:
             selects, attached = [], False
-            for table in run_result.tables:
+            for table in tables:
                 namespace, name = table.name.rsplit(".", 1)
                 if table.format == "iceberg":
                     if not attached:
@@ -65,7 +78,7 @@ def run(
         finally:
             con.close()
     after = read()
-    for table in run_result.tables:
+    for table in tables:
         if rows.get(table.name) != table.rows_written:
             raise PipelineError(f"{table.name}: Spark wrote {table.rows_written} rows but DuckDB"
                                 f" counted {rows.get(table.name)}")

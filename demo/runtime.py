@@ -67,7 +67,9 @@ def runtime(
         return
     from devstack.spark_cluster import SparkCluster
 
-    cluster = SparkCluster(run_dir, info, workers=nodes, transport=transport)
+    # The node environment names the warehouse the demo runs on (demo, demo_adls, demo_gcs).
+    cluster = SparkCluster(run_dir, info, workers=nodes, transport=transport,
+                           warehouse=os.environ.get("LAKEGATE_WAREHOUSE"))
     say(f"starting a Spark standalone cluster: 1 master, {nodes} workers, one gateway per node")
     with cluster:
         driver_url = cluster.nodes[0].lakegate_url

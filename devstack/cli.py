@@ -41,6 +41,10 @@ def main(argv: Sequence[str]) -> int:
     up.add_argument("--sts-validity", type=int, default=3600, help="vended credential lifetime (s)")
     up.add_argument("--no-auth", action="store_true", help="catalog emulator without authn")
     up.add_argument("--soft-delete", action="store_true", help="soft delete profile")
+    up.add_argument(
+        "--storage", action="append", choices=("adls", "gcs"), default=[],
+        help="also run Azurite (adls) or fake-gcs-server (gcs), each with its warehouse",
+    )
     down = sub.add_parser("down", help="stop the local stack")
     down.add_argument("--dir", type=Path, default=Path(".devstack"))
     status = sub.add_parser("status", help="show what runs")
@@ -59,6 +63,7 @@ def main(argv: Sequence[str]) -> int:
                 sts_validity_s=args.sts_validity,
                 catalog_auth=not args.no_auth,
                 soft_delete=args.soft_delete,
+                storages=("s3", *dict.fromkeys(args.storage)),
             )
             print(_summary(stack))
             return 0

@@ -1,5 +1,8 @@
 """Start and stop the local stack: IdP -> SeaweedFS -> catalog emulator -> (gateway).
 
+With `storages` naming `adls` and/or `gcs`, Azurite and/or fake-gcs-server (behind its
+token-checking layer) start too, each with a warehouse of its own (`demo_adls`, `demo_gcs`).
+
 State lives in a run directory (default `.devstack/`): `pids.json` (what to stop),
 `stack.json` (what tools and tests read, see docs/contracts.md §2), logs, keys and data.
 A second `up` while recorded processes run is refused; `down` stops every recorded pid
@@ -18,17 +21,26 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from devstack import idp_config, nats, processes, seaweed
-from devstack.bootstrap import WarehouseSpec, bootstrap_catalog, fetch_token
+from devstack import azurite, fake_gcs, idp_config, nats, processes, seaweed
+from devstack.bootstrap import (
+    WarehouseSpec,
+    adls_warehouse,
+    bootstrap_catalog,
+    create_warehouse,
+    fetch_token,
+    gcs_warehouse,
+)
 from devstack.errors import DevstackError, StackRunningError, StartupError
 from devstack.gateway_proc import start_gateway
 from devstack.ports import free_ports
 from devstack.processes import ProcessRecord
-from devstack.readiness import http_ok, ready_check, s3_ready
+from devstack.readiness import http_ok, port_open, ready_check, s3_ready
 from devstack.runstate import pids_path, read_pids, running_processes, write_pids
 from devstack.stack_info import (
+    AzureInfo,
     CatalogInfo,
     ClientInfo,
+    GcsInfo,
     IdpInfo,
     NatsInfo,
     S3Info,
@@ -39,10 +51,15 @@ from devstack.stack_info import (
 BUCKET = "warehouse"
 KEY_PREFIX = "lakehouse"
 WAREHOUSE = "demo"
+WAREHOUSE_ADLS = "demo_adls"
+WAREHOUSE_GCS = "demo_gcs"
+ADLS_CONTAINER = "warehouse"
+GCS_BUCKET = "warehouse"
 NAMESPACE = "demo_ns"
 READY_TIMEOUT_S = 20.0
 START_ATTEMPTS = 2
-STOP_ORDER = ("gateway", "catalog", "nats", "s3", "idp")
+STOP_ORDER = ("gateway", "catalog", "nats", "gcs-guard", "gcs", "azurite", "s3", "idp")
+STORAGES = ("s3", "adls", "gcs")
 # Files `up` recreates; anything else in the run directory is left alone.
 _STATE_FILES = (
     "catalog.db",
@@ -54,8 +71,9 @@ _STATE_FILES = (
     "emulator.json",
     "stack.json",
     "ports.json",
+    "gcs-guard.json",
 )
-_STATE_DIRS = ("s3-data", "s3-logs", "s3-admin")
+_STATE_DIRS = ("s3-data", "s3-logs", "s3-admin", "azurite")
 
 
 @dataclass
@@ -86,6 +104,7 @@ def start_stack(
     catalog_auth: bool = True,
     soft_delete: bool = False,
     gateway_env: Mapping[str, str] | None = None,
+    storages: Sequence[str] = ("s3",),
 ) -> Stack:
     """Start the stack in `run_dir` and return it once every part is ready.
 
@@ -97,11 +116,16 @@ def start_stack(
         catalog_auth: the emulator validates bearer JWTs (False: header ignored).
         soft_delete: warehouse delete profile soft (7 days) instead of hard.
         gateway_env: extra `LAKEGATE__*` variables for the gateway.
+        storages: object stores to run, each with its warehouse: `s3` always (the `demo`
+            warehouse), `adls` (Azurite, `demo_adls`), `gcs` (fake-gcs-server, `demo_gcs`).
 
     Raises:
         StackRunningError: processes recorded in `run_dir` still run.
         StartupError: a part did not become ready (everything started is stopped again).
     """
+    unknown = set(storages) - set(STORAGES)
+    if unknown:
+        raise DevstackError(f"unknown storage {sorted(unknown)}; choose from {STORAGES}")
     run_dir = Path(run_dir).resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
     alive = running_processes(run_dir)
@@ -127,6 +151,7 @@ def start_stack(
                 catalog_auth=catalog_auth,
                 soft_delete=soft_delete,
                 gateway_env=gateway_env,
+                storages=tuple(storages),
             )
         except StartupError as exc:
             write_pids(run_dir, records, tmp_sockets)
@@ -157,6 +182,7 @@ def _start(
     catalog_auth: bool,
     soft_delete: bool,
     gateway_env: Mapping[str, str] | None,
+    storages: tuple[str, ...] = ("s3",),
 ) -> Stack:
     t0 = time.monotonic()
     ports = free_ports(4 + seaweed.SeaweedPorts.COUNT)
@@ -235,6 +261,9 @@ def _start(
         timeout_s=READY_TIMEOUT_S,
         what="catalog emulator",
     )
+    azure_info = _start_azurite(run_dir, records) if "adls" in storages else None
+    gcs_account = fake_gcs.service_account()
+    gcs_info = _start_gcs(run_dir, records, gcs_account) if "gcs" in storages else None
 
     token_url = f"{issuer}/token"
     admin = clients["admin"]
@@ -252,6 +281,26 @@ def _start(
         soft_delete=soft_delete,
     )
     warehouse_id = bootstrap_catalog(catalog_url, token, spec, NAMESPACE)
+    storage_warehouses: dict[str, WarehouseInfo] = {}
+    if azure_info is not None:
+        adls_spec = adls_warehouse(
+            WAREHOUSE_ADLS, account=azure_info.account, account_key=azurite.ACCOUNT_KEY,
+            container=azure_info.container, key_prefix=azure_info.key_prefix,
+            host=azure_info.host, validity_s=sts_validity_s,
+        )  # fmt: skip
+        storage_warehouses["adls"] = WarehouseInfo(
+            id=create_warehouse(catalog_url, token, adls_spec, NAMESPACE), name=WAREHOUSE_ADLS,
+            sts_validity_s=sts_validity_s, delete_profile="hard",
+        )  # fmt: skip
+    if gcs_info is not None:
+        gcs_spec = gcs_warehouse(
+            WAREHOUSE_GCS, bucket=gcs_info.bucket, key_prefix=gcs_info.key_prefix,
+            service_account=gcs_account,
+        )  # fmt: skip
+        storage_warehouses["gcs"] = WarehouseInfo(
+            id=create_warehouse(catalog_url, token, gcs_spec, NAMESPACE), name=WAREHOUSE_GCS,
+            sts_validity_s=3600, delete_profile="hard",
+        )  # fmt: skip
 
     info = StackInfo(
         run_dir=str(run_dir),
@@ -283,6 +332,9 @@ def _start(
         ),
         namespace=NAMESPACE,
         nats=nats_info,
+        azure=azure_info,
+        gcs=gcs_info,
+        storage_warehouses=storage_warehouses,
     )
     if with_gateway:
         gw_record, gw_info = start_gateway(
@@ -297,6 +349,63 @@ def _start(
     write_pids(run_dir, records, tmp_sockets)
     info.write(run_dir / "stack.json")
     return Stack(run_dir=run_dir, info=info, records=dict(records))
+
+
+def _start_azurite(run_dir: Path, records: dict[str, ProcessRecord]) -> AzureInfo:
+    """Azurite's blob service on a free loopback port, with the warehouse's container."""
+    (port,) = free_ports(1)
+    workdir = run_dir / "azurite"
+    workdir.mkdir(parents=True, exist_ok=True)
+    records["azurite"] = processes.spawn(
+        "azurite", azurite.azurite_argv(port), log_path=run_dir / "logs" / "azurite.log",
+        cwd=workdir,
+    )  # fmt: skip
+    endpoint = azurite.blob_endpoint(port)
+    processes.wait_until(
+        records["azurite"], lambda: port_open("127.0.0.1", port),
+        timeout_s=READY_TIMEOUT_S, what="Azurite", interval_s=0.1,
+    )  # fmt: skip
+    azurite.create_container(endpoint, ADLS_CONTAINER)
+    processes.wait_until(
+        records["azurite"], lambda: azurite.azurite_ready(endpoint, ADLS_CONTAINER),
+        timeout_s=READY_TIMEOUT_S, what="Azurite container", interval_s=0.1,
+    )  # fmt: skip
+    return AzureInfo(
+        blob_endpoint=endpoint, account=azurite.ACCOUNT, host=azurite.HOST,
+        container=ADLS_CONTAINER, key_prefix=KEY_PREFIX,
+    )  # fmt: skip
+
+
+def _start_gcs(
+    run_dir: Path, records: dict[str, ProcessRecord], account: dict[str, str]
+) -> GcsInfo:
+    """fake-gcs-server and, in front of it, the token-checking layer that clients use."""
+    server_port, guard_port = free_ports(2)
+    logs = run_dir / "logs"
+    records["gcs"] = processes.spawn(
+        "gcs", fake_gcs.server_argv(server_port, guard_port), log_path=logs / "gcs.log"
+    )
+    server = f"http://127.0.0.1:{server_port}"
+    processes.wait_until(
+        records["gcs"], lambda: port_open("127.0.0.1", server_port),
+        timeout_s=READY_TIMEOUT_S, what="fake-gcs-server", interval_s=0.1,
+    )  # fmt: skip
+    fake_gcs.create_bucket(server, GCS_BUCKET)
+    config = run_dir / "gcs-guard.json"
+    fake_gcs.write_guard_config(config, port=guard_port, upstream=server, accounts=[account])
+    records["gcs-guard"] = processes.spawn(
+        "gcs-guard", [sys.executable, "-m", "devstack.gcs_guard", "--config", str(config)],
+        log_path=logs / "gcs-guard.log", env_extra={"PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
+    endpoint = f"http://127.0.0.1:{guard_port}"
+    processes.wait_until(
+        records["gcs-guard"], lambda: fake_gcs.guard_ready(endpoint),
+        timeout_s=READY_TIMEOUT_S, what="GCS token-checking layer", interval_s=0.1,
+    )  # fmt: skip
+    return GcsInfo(
+        endpoint=endpoint, server_endpoint=server, bucket=GCS_BUCKET, key_prefix=KEY_PREFIX,
+        project_id=fake_gcs.PROJECT_ID,
+    )  # fmt: skip
 
 
 def stop_stack(run_dir: Path) -> list[str]:

@@ -98,6 +98,8 @@ class SparkCluster:
     transport: str = "grpc"
     gateway_env: dict[str, str] = field(default_factory=dict)
     distinct_hosts: bool = False
+    # The warehouse tasks use by default (None: the stack's S3 warehouse, `demo`).
+    warehouse: str | None = None
     master_url: str = ""
     master_ui: str = ""
     nodes: list[SparkNode] = field(default_factory=list)
@@ -164,7 +166,7 @@ class SparkCluster:
         env = {
             "SPARK_LOCAL_IP": host,  # the worker's executors bind (and register) there too
             "LAKEGATE_URL": url,
-            "LAKEGATE_WAREHOUSE": self.stack_info.warehouse.name,
+            "LAKEGATE_WAREHOUSE": self.warehouse or self.stack_info.warehouse.name,
             "SPARK_WORKER_DIR": str(node_dir / "work"),
         }
         record = self._spawn(

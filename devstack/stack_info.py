@@ -43,6 +43,26 @@ class S3Info(_Frozen):
     role_arn: str
 
 
+class AzureInfo(_Frozen):
+    """Azurite (the ADLS store): the development account, its blob endpoint and container."""
+
+    blob_endpoint: str  # http://127.0.0.1:<port>/<account> (what clients override to)
+    account: str
+    host: str  # the profile's `host`: locations read abfss://<container>@<account>.<host>/...
+    container: str
+    key_prefix: str
+
+
+class GcsInfo(_Frozen):
+    """fake-gcs-server behind the token-checking layer (the GCS store)."""
+
+    endpoint: str  # the token-checking layer, http://127.0.0.1:<port> (what clients use)
+    server_endpoint: str  # fake-gcs-server itself (no auth: tests and the launcher only)
+    bucket: str
+    key_prefix: str
+    project_id: str
+
+
 class CatalogInfo(_Frozen):
     url: str
     auth: bool  # whether the catalog checks IdP tokens
@@ -85,6 +105,10 @@ class StackInfo(_Frozen):
     namespace: str
     gateway: GatewayInfo | None = None
     nats: NatsInfo | None = None
+    azure: AzureInfo | None = None
+    gcs: GcsInfo | None = None
+    # The warehouse of each extra storage ("adls", "gcs"); `warehouse` is the S3 one.
+    storage_warehouses: dict[str, WarehouseInfo] = Field(default_factory=dict)
     pids: dict[str, int] = Field(default_factory=dict)
     startup_s: float | None = None
 
@@ -105,6 +129,18 @@ class StackInfo(_Frozen):
         """Write `stack.json`, readable by its owner only (it holds client secrets)."""
         path.write_text(self.model_dump_json(indent=1))
         path.chmod(0o600)
+
+    def warehouse_for(self, storage: str) -> WarehouseInfo:
+        """The warehouse on `storage` (`s3`, `adls` or `gcs`).
+
+        Raises:
+            LookupError: the stack was started without that storage.
+        """
+        if storage == "s3":
+            return self.warehouse
+        if storage not in self.storage_warehouses:
+            raise LookupError(f"this stack runs without {storage} (start it with that storage)")
+        return self.storage_warehouses[storage]
 
     @property
     def gateway_url(self) -> str:

@@ -60,3 +60,25 @@ def idp_stats(devstack: Stack) -> IdpHooks:
     hooks = IdpHooks(devstack.info.idp.issuer)
     hooks.reset()
     return hooks
+
+
+# Short windows make refresh-ahead observable on credentials of ~10 s (a SAS honours them; STS's
+# 900 s minimum never allowed that on S3).
+CLOUD_GATEWAY_ENV = {
+    "LAKEGATE__CACHE__MIN_REMAINING_S": "2",
+    "LAKEGATE__CACHE__REFRESH_LEAD_S": "6",
+}
+
+
+@pytest.fixture(scope="session")
+def cloud_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """The stack with Azurite (`demo_adls`) and fake-gcs-server behind its token-checking
+    layer (`demo_gcs`) beside SeaweedFS, and its gateway."""
+    run_dir = tmp_path_factory.mktemp("cloudstack")
+    stack = start_stack(
+        run_dir, with_gateway=True, storages=("s3", "adls", "gcs"), gateway_env=CLOUD_GATEWAY_ENV
+    )
+    try:
+        yield stack
+    finally:
+        stop_stack(run_dir)

@@ -59,6 +59,7 @@ def build_state(config: EmulatorConfig) -> EmulatorState:
         on_sts_call=lambda: stats.incr("sts_assume_role"),
         lifetime_override=lambda: faults.credential_lifetime_s,
         sts_fault=lambda: _sts_fault(faults, stats),
+        adls_sas_scope=config.adls_sas_scope,
     )
     authenticator = (
         JwtAuthenticator(config.openid_provider_uri, config.audiences)

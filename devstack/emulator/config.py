@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -30,6 +31,9 @@ class EmulatorConfig(BaseModel):
     # Change events (Lakekeeper's LAKEKEEPER__NATS_ADDRESS / NATS_TOPIC): both set = publish.
     nats_address: str | None = None
     nats_topic: str | None = None
+    # ADLS SAS scope: `container` (sr=c, enforced by Azurite) or `directory` (sr=d, the shape
+    # Lakekeeper vends; Azurite refuses it).
+    adls_sas_scope: Literal["container", "directory"] = "container"
 
     @classmethod
     def from_file(cls, path: Path) -> EmulatorConfig:

@@ -7,6 +7,8 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
+from devstack.emulator.cloud_vending import base_location
+
 
 @dataclass(frozen=True)
 class Warehouse:
@@ -25,10 +27,9 @@ class Warehouse:
 
     @property
     def base_location(self) -> str:
-        """`s3://<bucket>/<key-prefix>` (no trailing slash)."""
-        prefix = str(self.storage_profile.get("key-prefix") or "").strip("/")
-        bucket = self.storage_profile["bucket"]
-        return f"s3://{bucket}/{prefix}" if prefix else f"s3://{bucket}"
+        """`s3://<bucket>/<key-prefix>`, `abfss://<fs>@<account>.<host>/<key-prefix>` or
+        `gs://<bucket>/<key-prefix>` (no trailing slash)."""
+        return base_location(self.storage_profile)
 
 
 @dataclass(frozen=True)

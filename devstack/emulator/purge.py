@@ -28,6 +28,10 @@ def schedule_purge(app: web.Application, wh: Warehouse, table: GenericTable) -> 
     st = app[STATE]
     if st.config.purge_delay_s is None:
         return
+    if wh.storage_profile.get("type", "s3") != "s3":
+        # Purge goes through STS + S3; ADLS and GCS tables keep their files (counted).
+        st.stats.incr("purge_skipped")
+        return
     task = asyncio.ensure_future(_purge(st, wh, table))
     tasks = app[PURGE_TASKS]
     tasks.add(task)

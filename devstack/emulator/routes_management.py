@@ -57,23 +57,40 @@ async def bootstrap(request: web.Request) -> web.Response:
     return web.Response(status=204)
 
 
+# Required fields per storage family (Lakekeeper's S3Profile, AdlsProfile, GcsProfile) and the
+# name of each one's validity field.
+_PROFILE_FIELDS = {
+    "s3": (("bucket", "region", "sts-enabled"), "sts-token-validity-seconds"),
+    "adls": (("filesystem", "account-name"), "sas-token-validity-seconds"),
+    "gcs": (("bucket",), None),
+}
+
+
+def _validated_profile(profile: dict[str, Any]) -> dict[str, Any]:
+    kind = profile.get("type")
+    if kind not in _PROFILE_FIELDS:
+        raise ApiError(
+            400, "InvalidStorageProfile", "Only s3, adls and gcs storage profiles are emulated"
+        )
+    required, validity_field = _PROFILE_FIELDS[str(kind)]
+    for field in required:
+        if field not in profile:
+            raise ApiError(422, "InvalidStorageProfile", f"missing field `{field}`")
+    if validity_field is not None:
+        validity = profile.get(validity_field, 3600)
+        if not isinstance(validity, int) or isinstance(validity, bool) or validity < 0:
+            raise ApiError(422, "InvalidStorageProfile", f"{validity_field} must be a JSON integer")
+        if kind == "s3":
+            profile.setdefault(validity_field, 3600)
+    return profile
+
+
 async def create_warehouse(request: web.Request) -> web.Response:
     st = state_of(request)
     body = await read_json(request, CreateWarehouse)
     if not body.warehouse_name.strip():
         raise ApiError(400, "InvalidWarehouseName", "Warehouse name must not be empty")
-    profile = dict(body.storage_profile)
-    if profile.get("type") != "s3":
-        raise ApiError(400, "InvalidStorageProfile", "Only S3 storage profiles are emulated")
-    for field in ("bucket", "region", "sts-enabled"):
-        if field not in profile:
-            raise ApiError(422, "InvalidStorageProfile", f"missing field `{field}`")
-    validity = profile.get("sts-token-validity-seconds", 3600)
-    if not isinstance(validity, int) or isinstance(validity, bool) or validity < 0:
-        raise ApiError(
-            422, "InvalidStorageProfile", "sts-token-validity-seconds must be a JSON integer"
-        )
-    profile.setdefault("sts-token-validity-seconds", 3600)
+    profile = _validated_profile(dict(body.storage_profile))
     delete_profile = body.delete_profile or {"type": "hard"}
     if delete_profile.get("type") not in ("hard", "soft"):
         raise ApiError(400, "InvalidDeleteProfile", "delete-profile type must be hard or soft")

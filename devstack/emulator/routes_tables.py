@@ -8,6 +8,7 @@ from typing import Any
 
 from aiohttp import web
 
+from devstack.emulator.cloud_vending import vending_enabled
 from devstack.emulator.errors import ApiError, not_found_table, uuid7
 from devstack.emulator.events import DOT, UNIT, emit
 from devstack.emulator.models import GenericTable, Warehouse
@@ -182,7 +183,7 @@ async def load_generic_table(request: web.Request) -> web.Response:
     profile = wh.storage_profile
     out: dict[str, Any] = {"table": table_json(table)}
     # `config` always carries the region/endpoint keys; `storage-credentials` only a real one.
-    if profile.get("sts-enabled") and not client_managed(request):
+    if vending_enabled(profile) and not client_managed(request):
         cred = await state_of(request).vendor.vend(wh, table, permission_of(request))
         out["config"] = load_config(profile, cred)
         out["storage-credentials"] = [
@@ -200,7 +201,7 @@ async def load_generic_table_credentials(request: web.Request) -> web.Response:
     wh, table = _table_from_path(request, replica=True)
     profile = wh.storage_profile
     # Lakekeeper maps `client-managed` to "not specified" here, so the server chooses: it vends.
-    if not profile.get("sts-enabled"):
+    if not vending_enabled(profile):
         return web.json_response({"storage-credentials": []})
     cred = await state_of(request).vendor.vend(wh, table, permission_of(request))
     return web.json_response(

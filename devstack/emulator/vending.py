@@ -11,6 +11,9 @@
 - The `credential_lifetime_s` fault shortens the ADVERTISED lifetime (and the cache lifetime)
   while the credential itself still comes from STS with its real >= 900 s lifetime.
 boto3 is blocking, so STS calls run in a worker thread with a cached client.
+ADLS and GCS warehouses are minted locally instead (cloud_vending.py: a SAS signed with the
+account key, a token signed with the service-account key), behind the same STC cache and
+lifetime fault; the `sts_assume_role` counter counts every mint.
 """
 
 from __future__ import annotations
@@ -29,6 +32,14 @@ import boto3
 import botocore.config
 import botocore.exceptions
 
+from devstack.emulator.cloud_vending import (
+    KeyedCredential,
+    SasScope,
+    mint_adls,
+    mint_gcs,
+    storage_type,
+    validity_s,
+)
 from devstack.emulator.errors import ApiError
 from devstack.emulator.models import GenericTable, Warehouse
 from devstack.emulator.policy import Permission, session_policy_json
@@ -54,6 +65,10 @@ class TemporaryCredential:
         )
 
 
+# What one vend returns: an STS credential (S3) or config keys (ADLS SAS, GCS token).
+Vended = TemporaryCredential | KeyedCredential
+
+
 def endpoint_with_slash(endpoint: str) -> str:
     """Lakekeeper serialises the endpoint from a parsed URL, so it ends with `/`."""
     return endpoint if endpoint.endswith("/") else endpoint + "/"
@@ -70,8 +85,10 @@ def region_config(profile: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-def credential_config(profile: dict[str, Any], cred: TemporaryCredential) -> dict[str, str]:
-    """`storage-credentials[].config` of a vended S3 credential."""
+def credential_config(profile: dict[str, Any], cred: Vended) -> dict[str, str]:
+    """`storage-credentials[].config` of a vended credential."""
+    if isinstance(cred, KeyedCredential):
+        return dict(cred.config)
     out = region_config(profile)
     out.update(
         {
@@ -85,8 +102,19 @@ def credential_config(profile: dict[str, Any], cred: TemporaryCredential) -> dic
     return out
 
 
-def load_config(profile: dict[str, Any], cred: TemporaryCredential | None) -> dict[str, str]:
-    """Top-level `config` of a load response: region/endpoint keys, raw keys, no expiry keys."""
+def load_config(profile: dict[str, Any], cred: Vended | None) -> dict[str, str]:
+    """Top-level `config` of a load response: region/endpoint keys, raw keys, no expiry keys.
+
+    ADLS and GCS have no region or endpoint keys: the raw credential keys only.
+    """
+    if storage_type(profile) != "s3":
+        if not isinstance(cred, KeyedCredential):
+            return {}
+        return {
+            k: v for k, v in cred.config.items()
+            if "expires-at" not in k and k != "expiration-time"
+        }  # fmt: skip
+    assert not isinstance(cred, KeyedCredential)
     out = region_config(profile)
     out["region"] = out["s3.region"]
     if cred is not None:
@@ -168,7 +196,7 @@ class StsClient:
 
 @dataclass
 class _Entry:
-    cred: TemporaryCredential
+    cred: Vended
     reuse_until: float  # monotonic
 
 
@@ -182,10 +210,12 @@ class CredentialVendor:
     on_sts_call: Callable[[], None]
     lifetime_override: Callable[[], int | None]
     sts_fault: Callable[[], bool] = lambda: False
+    # ADLS: sign a container SAS (what Azurite enforces) or Lakekeeper's directory SAS (shape).
+    adls_sas_scope: SasScope = "container"
     monotonic: Callable[[], float] = time.monotonic
     wall_clock: Callable[[], float] = time.time
     _cache: OrderedDict[tuple[str, ...], _Entry] = field(default_factory=OrderedDict, init=False)
-    _inflight: dict[tuple[str, ...], asyncio.Future[TemporaryCredential]] = field(
+    _inflight: dict[tuple[str, ...], asyncio.Future[Vended]] = field(
         default_factory=dict, init=False
     )
     _storage_digests: dict[str, str] = field(default_factory=dict, init=False)
@@ -203,9 +233,9 @@ class CredentialVendor:
 
     async def vend(
         self, warehouse: Warehouse, table: GenericTable, permission: Permission
-    ) -> TemporaryCredential:
+    ) -> Vended:
         profile = warehouse.storage_profile
-        validity = int(profile.get("sts-token-validity-seconds", 3600))
+        validity = validity_s(profile)
         override = self.lifetime_override()
         advertised = min(validity, override) if override else validity
         key = (
@@ -229,7 +259,7 @@ class CredentialVendor:
         # shield: a caller that disconnects must not cancel the STS call the others wait for
         return await asyncio.shield(pending)
 
-    def _forget(self, key: tuple[str, ...], fut: asyncio.Future[TemporaryCredential]) -> None:
+    def _forget(self, key: tuple[str, ...], fut: asyncio.Future[Vended]) -> None:
         if self._inflight.get(key) is fut:
             del self._inflight[key]
         if not fut.cancelled():
@@ -243,8 +273,23 @@ class CredentialVendor:
         permission: Permission,
         validity: int,
         advertised: int,
-    ) -> TemporaryCredential:
+    ) -> Vended:
         profile = warehouse.storage_profile
+        kind = storage_type(profile)
+        if kind in ("adls", "gcs"):
+            self.on_sts_call()
+            if self.sts_fault():
+                raise ApiError(412, "ShortTermCredentialError", f"Failed to vend {kind} credential")
+            now_s = self.wall_clock()
+            keyed = (
+                mint_adls(profile, warehouse.storage_credential, table.base_location, permission,
+                          advertised, now_s, self.adls_sas_scope)
+                if kind == "adls"
+                else mint_gcs(profile, warehouse.storage_credential, table.base_location,
+                              permission, advertised, now_s)
+            )  # fmt: skip
+            self._remember(key, keyed, advertised)
+            return keyed
         access_key, secret_key = _static_keys(warehouse)
         endpoint = str(profile.get("sts-endpoint") or profile.get("endpoint") or "")
         if not endpoint:
@@ -277,9 +322,12 @@ class CredentialVendor:
         issued = self.wall_clock()
         expires_ms = int(min(expires_s, issued + advertised) * 1000)
         cred = TemporaryCredential(ak, sk, token, expires_ms)
+        self._remember(key, cred, advertised)
+        return cred
+
+    def _remember(self, key: tuple[str, ...], cred: Vended, advertised: int) -> None:
         reuse_s = min(advertised / 2.0, STC_MAX_ENTRY_S)
         self._cache[key] = _Entry(cred=cred, reuse_until=self.monotonic() + reuse_s)
         self._cache.move_to_end(key)
         while len(self._cache) > STC_CAPACITY:
             self._cache.popitem(last=False)
-        return cred

@@ -32,7 +32,13 @@ from aiohttp import web
 
 from gateway.errors import InvalidRequestError
 from gateway.identity import covers
-from gateway.models import AccessMode, CredentialLookup, TableRef
+from gateway.models import (
+    EXPIRY_KEY_PREFIXES,
+    EXPIRY_KEYS,
+    AccessMode,
+    CredentialLookup,
+    TableRef,
+)
 from gateway.names import check_warehouse
 from gateway.surfaces.http_codec import call_ref, decode_segment, namespace_of, warehouse_of
 from gateway.surfaces.http_lakekeeper import (
@@ -55,8 +61,6 @@ _TABLES = (*_NS, "tables")
 _TABLE = (*_TABLES, "{table}")
 _ENDPOINT_NAMES = {"{ns}": "{namespace}"}  # route captures → the spec's path parameter names
 _PASS_HEADERS = ("Content-Type", "Retry-After", "ETag")
-_EXPIRY_KEYS = ("s3.session-token-expires-at-ms", "expiration-time",
-                "adls.sas-token-expires-at-ms", "gcs.oauth2.token-expires-at")
 CLIENT_MANAGED = {DELEGATION_HEADER: "client-managed"}
 # What a forward is rebuilt from: (warehouse, namespace levels or None, table or None), the
 # objects the policy decided on.
@@ -103,7 +107,8 @@ def load_config(upstream: dict[str, Any], creds: list[dict[str, Any]],
             best = cred
     if best is not None:
         for key, value in best["config"].items():
-            if key not in _EXPIRY_KEYS and key != REFRESH_ENDPOINT_KEY:
+            expiry = key in EXPIRY_KEYS or key.startswith(EXPIRY_KEY_PREFIXES)
+            if not expiry and key != REFRESH_ENDPOINT_KEY:
                 config[key] = value
     return config
 

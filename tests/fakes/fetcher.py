@@ -9,6 +9,7 @@ from gateway.cache.expiry import credential_set, storage_credential
 from gateway.errors import GatewayError
 from gateway.models import CacheKey, CredentialSet, RequestContext
 from tests.fakes.clock import FakeClock
+from tests.fakes.families import vended
 
 
 class FakeFetcher:
@@ -25,6 +26,7 @@ class FakeFetcher:
         self.fail_always: GatewayError | None = None
         self.send_date = False
         self.date_offset_s = 0.0  # the catalog's clock minus real time (a wrong catalog clock)
+        self.family = "s3"  # the storage family whose shape is vended (tests/fakes/families.py)
 
     async def __call__(self, key: CacheKey, ctx: RequestContext) -> CredentialSet:
         self.calls += 1
@@ -35,12 +37,9 @@ class FakeFetcher:
             raise self.fail_always.clone()
         if self.errors:
             raise self.errors.popleft()
-        config = {"s3.access-key-id": f"AK{self.calls}", "s3.secret-access-key": "x",
-                  "s3.session-token": f"tok{self.calls}"}
-        if self.lifetime_s is not None:
-            ms = int((self.clock.true_now() + self.lifetime_s) * 1000)
-            config["s3.session-token-expires-at-ms"] = str(ms)
+        ms = (None if self.lifetime_s is None
+              else int((self.clock.true_now() + self.lifetime_s) * 1000))
+        prefix, config = vended(self.family, key.table, self.calls, ms)
         date = (float(int(self.clock.true_now() + self.date_offset_s)) if self.send_date
                 else None)
-        return credential_set([storage_credential(f"s3://b/{key.table}", config)],
-                              server_date_s=date)
+        return credential_set([storage_credential(prefix, config)], server_date_s=date)

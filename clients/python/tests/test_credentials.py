@@ -7,7 +7,12 @@ from datetime import UTC, datetime
 import pyarrow.fs as pafs
 import pytest
 
-from lakegate_client import StorageCredential, TableCredentials, UnsupportedStorageError
+from lakegate_client import (
+    ConfigurationError,
+    StorageCredential,
+    TableCredentials,
+    UnsupportedStorageError,
+)
 from lakegate_client.credentials import expiry_from_config, redact
 
 EXPIRES_MS = 1_800_000_000_000
@@ -302,7 +307,9 @@ def test_adls_shapes_pick_the_locations_account() -> None:
         "AZURE_STORAGE_ACCOUNT_NAME": "acct",
         "AZURE_STORAGE_SAS_TOKEN": "sv=2024&sig=abc",
     }
-    assert c.fsspec_kwargs() == {"account_name": "acct", "sas_token": "sv=2024&sig=abc"}
+    assert c.with_storage_endpoint(None).fsspec_kwargs() == {
+        "account_name": "acct", "sas_token": "sv=2024&sig=abc"
+    }
     assert c.env() == c.delta_storage_options()
     assert c.hadoop_s3a_conf() == {
         "fs.azure.account.auth.type.acct.dfs.core.windows.net": "SAS",
@@ -314,6 +321,69 @@ def test_adls_shapes_pick_the_locations_account() -> None:
     assert isinstance(c.pyarrow_filesystem(), pafs.AzureFileSystem)
     with pytest.raises(UnsupportedStorageError, match="boto3"):
         c.boto3_kwargs()
+
+
+def test_adls_pyarrow_sas_token_starts_with_a_question_mark() -> None:
+    """Arrow appends ``sas_token`` to the URL as is: without ``?`` every request names another
+    resource (Azure 400 OutOfRangeInput). Lakekeeper vends it without one."""
+    c = creds(ADLS, location=ADLS_LOCATION)
+    assert c._adls().pyarrow_kwargs() == {
+        "account_name": "acct",
+        "sas_token": "?sv=2024&sig=abc",
+    }
+    # A token vended with its `?` already is not doubled.
+    doubled = creds({**ADLS, "adls.sas-token.acct.dfs.core.windows.net": "?sv=1"}, ADLS_LOCATION)
+    assert doubled._adls().pyarrow_kwargs()["sas_token"] == "?sv=1"  # noqa: S105
+    assert doubled.lance_storage_options()["azure_storage_sas_token"] == "sv=1"  # noqa: S105
+
+
+AZURITE = "http://127.0.0.1:10000/devstoreaccount1"
+
+
+def test_adls_endpoint_override_reaches_a_local_blob_endpoint_in_every_adapter(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("LAKEGATE_ADLS_ENDPOINT", raising=False)
+    c = creds(ADLS, location=ADLS_LOCATION).with_storage_endpoint(AZURITE + "/")
+    assert c.lance_storage_options() == {
+        "azure_storage_account_name": "acct",
+        "azure_storage_sas_token": "sv=2024&sig=abc",
+        "azure_endpoint": AZURITE,
+        "allow_http": "true",
+        "expires_at_millis": str(EXPIRES_MS),
+    }
+    assert c.delta_storage_options() == {
+        "AZURE_STORAGE_ACCOUNT_NAME": "acct",
+        "AZURE_STORAGE_SAS_TOKEN": "sv=2024&sig=abc",
+        "azure_storage_endpoint": AZURITE,
+        "allow_http": "true",
+    }
+    assert c.fsspec_kwargs() == {
+        "account_name": "acct",
+        "connection_string": f"BlobEndpoint={AZURITE};SharedAccessSignature=sv=2024&sig=abc",
+    }
+    assert c._adls().pyarrow_kwargs() == {
+        "account_name": "acct",
+        "sas_token": "?sv=2024&sig=abc",
+        "blob_storage_authority": "127.0.0.1:10000",
+        "blob_storage_scheme": "http",
+        "dfs_storage_authority": "127.0.0.1:10000",
+        "dfs_storage_scheme": "http",
+    }
+
+
+def test_adls_endpoint_override_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LAKEGATE_ADLS_ENDPOINT", AZURITE)
+    c = creds(ADLS, location=ADLS_LOCATION)
+    assert c.lance_storage_options()["azure_endpoint"] == AZURITE
+    assert c.with_storage_endpoint(None).lance_storage_options()["azure_endpoint"] == AZURITE
+    # An explicit override wins over the environment.
+    assert c.with_storage_endpoint("http://h:1/a").lance_storage_options()["azure_endpoint"] == (
+        "http://h:1/a"
+    )
+    monkeypatch.setenv("LAKEGATE_ADLS_ENDPOINT", "not a url")
+    with pytest.raises(ConfigurationError, match="LAKEGATE_ADLS_ENDPOINT"):
+        c.lance_storage_options()
 
 
 GCS = {
@@ -330,13 +400,53 @@ def test_gcs_shapes_where_the_library_takes_a_raw_token() -> None:
         "google_storage_token": "ya29.token",
         "expires_at_millis": str(EXPIRES_MS),
     }
-    assert c.fsspec_kwargs() == {"token": "ya29.token", "project": "proj"}
+    kwargs = c.fsspec_kwargs()
+    assert kwargs["project"] == "proj"
+    assert kwargs["token"].token == "ya29.token"  # noqa: S105
     pa_kwargs = c._gcs().pyarrow_kwargs()
     assert pa_kwargs["access_token"] == "ya29.token"  # noqa: S105
     assert pa_kwargs["credential_token_expiration"] == datetime.fromtimestamp(
         EXPIRES_MS / 1000, tz=UTC
     )
     assert isinstance(c.pyarrow_filesystem(), pafs.GcsFileSystem)
+
+
+def test_gcsfs_takes_a_credentials_object_and_never_asks_tokeninfo(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Given a raw string, gcsfs asked Google's tokeninfo for the expiry and refused a token
+    with <= 300 s left (and could not work off Google at all): the adapter passes a
+    ``google.oauth2`` credentials object, which gcsfs uses as is, to its last second."""
+    import gcsfs
+    import gcsfs.credentials
+    from google.oauth2.credentials import Credentials
+
+    asked: list[object] = []
+
+    class _TokenInfo:
+        status_code = 200
+
+        @staticmethod
+        def raise_for_status() -> None:
+            return None
+
+        @staticmethod
+        def json() -> dict[str, str]:
+            return {"exp": str(datetime.now(tz=UTC).timestamp() + 100)}  # 100 s left
+
+    def _get(*args: object, **kwargs: object) -> _TokenInfo:
+        asked.append(args)
+        return _TokenInfo()
+
+    monkeypatch.setattr(gcsfs.credentials.requests, "get", _get)
+    expires = str(int((datetime.now(tz=UTC).timestamp() + 100) * 1000))
+    c = creds({**GCS, "gcs.oauth2.token-expires-at": expires}, location="gs://bucket/wh/tbl")
+    kwargs = c.fsspec_kwargs()
+    fs = gcsfs.GCSFileSystem(**kwargs, skip_instance_cache=True)
+    assert isinstance(kwargs["token"], Credentials)
+    fs.credentials.maybe_refresh()  # no refresh attempt: the token has no expiry to gcsfs
+    assert asked == []
+    assert fs.credentials.heads == {"authorization": "Bearer ya29.token"}
 
 
 @pytest.mark.parametrize(

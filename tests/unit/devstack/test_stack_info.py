@@ -31,6 +31,12 @@ RAW = {
                 "uds": "/run/stack/h.sock", "grpc_uds": "/run/stack/g.sock", "caller_token": None},
     "nats": {"url": "nats://127.0.0.1:6", "subject": "lakekeeper.events",
              "monitor_url": "http://127.0.0.1:7"},
+    "azure": {"blob_endpoint": "http://127.0.0.1:8/devstoreaccount1",
+              "account": "devstoreaccount1", "host": "dfs.core.windows.net",
+              "container": "warehouse", "key_prefix": "lakehouse"},
+    "gcs": None,
+    "storage_warehouses": {"adls": {"id": "0198-wh-adls", "name": "demo_adls",
+                                    "sts_validity_s": 900, "delete_profile": "hard"}},
     "pids": {"idp": 10, "s3": 11, "nats": 14, "catalog": 12, "gateway": 13},
     "startup_s": 1.5,
 }
@@ -42,6 +48,10 @@ def test_stack_json_round_trips_key_for_key(tmp_path: Path) -> None:
     assert info == StackInfo.load(tmp_path / "stack.json")
     assert info.idp.clients["gateway"].secret == CLIENT_SECRET
     assert info.gateway_url == "http://127.0.0.1:4"
+    assert info.warehouse_for("adls").name == "demo_adls"
+    assert info.warehouse_for("s3").name == "demo"
+    with pytest.raises(LookupError, match="gcs"):
+        info.warehouse_for("gcs")
     info.write(tmp_path / "again.json")
     assert json.loads((tmp_path / "again.json").read_text()) == RAW
     assert (tmp_path / "again.json").stat().st_mode & 0o777 == 0o600

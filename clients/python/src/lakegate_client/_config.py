@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 
 from lakegate_client._errors import ConfigurationError
 
-__all__ = ["DEFAULT_URL", "ClientConfig", "Endpoint", "parse_url"]
+__all__ = ["DEFAULT_URL", "ClientConfig", "Endpoint", "parse_url", "storage_endpoint"]
 
 DEFAULT_URL = "http://127.0.0.1:8765"
 DEFAULT_TIMEOUT_S = 10.0
@@ -30,6 +30,31 @@ DEFAULT_MEMO_FLOOR_S = 300.0
 DEFAULT_MEMO_MAX_ENTRIES = 1024
 
 Protocol = Literal["http", "grpc"]
+# A local object store's endpoint, per family: Lakekeeper never vends one for ADLS (always
+# https://<account>.<host>) or GCS (no endpoint field), so reaching an emulator is a client setting.
+STORAGE_ENDPOINT_ENV = {"adls": "LAKEGATE_ADLS_ENDPOINT", "gcs": "LAKEGATE_GCS_ENDPOINT"}
+
+
+def storage_endpoint(kind: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """The endpoint override for storage ``kind`` (``adls``, ``gcs``) from the environment.
+
+    ``LAKEGATE_ADLS_ENDPOINT``: the blob endpoint with the account in its path
+    (``http://127.0.0.1:10000/devstoreaccount1``); ``LAKEGATE_GCS_ENDPOINT``: the JSON API's
+    base URL (``http://127.0.0.1:4443``). None when unset.
+
+    Raises:
+        ConfigurationError: the value is not an http(s) URL with a host.
+    """
+    name = STORAGE_ENDPOINT_ENV.get(kind)
+    if name is None:
+        return None
+    value = (os.environ if environ is None else environ).get(name, "").strip()
+    if not value:
+        return None
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigurationError(f"{name}={value!r} must be an http(s) URL")
+    return value.rstrip("/")
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 
 from lakegate_client._azure import AdlsSettings
 from lakegate_client._clock import Clock, SystemClock
+from lakegate_client._config import storage_endpoint
 from lakegate_client._errors import UnsupportedStorageError
 from lakegate_client._gcs import GcsSettings
 from lakegate_client._s3 import S3Settings
@@ -122,6 +123,8 @@ class TableCredentials:
         identity_ttl_s: how long from its answer the gateway said this table identity
             (``location``, ``table_id``) may be used without asking again; None from a gateway
             that does not say (the memo then assumes a short default).
+        storage_endpoint: a local ADLS/GCS endpoint for the adapters (a client setting: no
+            catalog vends one); None reads ``LAKEGATE_ADLS_ENDPOINT`` / ``LAKEGATE_GCS_ENDPOINT``.
     """
 
     location: str
@@ -136,6 +139,14 @@ class TableCredentials:
     served_remaining_s: float | None = None
     table_id: str | None = None
     identity_ttl_s: float | None = None
+    storage_endpoint: str | None = None
+
+    def with_storage_endpoint(self, endpoint: str | None) -> TableCredentials:
+        """A copy whose ADLS/GCS adapters reach ``endpoint`` (e.g. Azurite's blob endpoint)."""
+        return replace(self, storage_endpoint=endpoint)
+
+    def _endpoint(self) -> str | None:
+        return self.storage_endpoint or storage_endpoint(self.storage)
 
     def is_identity(self, expected_location: str | None, table_id: str | None) -> bool:
         """Whether this answer is for the named table (an unconfirmed id is not a match)."""
@@ -242,10 +253,12 @@ class TableCredentials:
         return S3Settings.from_config(self.config, self.expires_at_ms)
 
     def _adls(self) -> AdlsSettings:
-        return AdlsSettings.from_config(self.config, self.location, self.expires_at_ms)
+        return AdlsSettings.from_config(
+            self.config, self.location, self.expires_at_ms, self._endpoint()
+        )
 
     def _gcs(self) -> GcsSettings:
-        return GcsSettings.from_config(self.config, self.expires_at_ms)
+        return GcsSettings.from_config(self.config, self.expires_at_ms, self._endpoint())
 
     def _require(self, kind: StorageKind, target: str) -> None:
         if self.storage != kind:

@@ -6,6 +6,7 @@ import pytest
 
 from lakegate_client import StorageCredential, TableCredentials, UnsupportedStorageError
 from lakegate_client.duckdb.sql import (
+    duckdb_location,
     iceberg_attach_sql,
     iceberg_token_secret_sql,
     scan_expression,
@@ -80,19 +81,45 @@ def test_unknown_format_is_a_typed_error() -> None:
         scan_expression("orc", LOCATION)
 
 
-def test_non_s3_credentials_are_refused_not_half_converted() -> None:
-    adls = TableCredentials.from_parts(
-        location="abfss://c@acct.dfs.core.windows.net/t",
+ADLS_LOCATION = "abfss://c@acct.dfs.core.windows.net/t"
+
+
+def _adls(endpoint: str | None) -> TableCredentials:
+    return TableCredentials.from_parts(
+        location=ADLS_LOCATION,
         credentials=[
             StorageCredential(
-                "abfss://c@acct.dfs.core.windows.net/t",
-                {"adls.sas-token.acct.dfs.core.windows.net": "sv=1&sig=x"},
+                ADLS_LOCATION, {"adls.sas-token.acct.dfs.core.windows.net": "sv=1&sig=x"}
             )
         ],
         expires_at_ms=None,
+    ).with_storage_endpoint(endpoint)
+
+
+def test_adls_reads_az_paths_with_a_connection_string_secret(monkeypatch) -> None:
+    monkeypatch.delenv("LAKEGATE_ADLS_ENDPOINT", raising=False)
+    local = _adls("http://127.0.0.1:10000/devstoreaccount1")
+    assert duckdb_location(local) == "az://c/t"
+    assert table_secret_sql("a", "parquet", local) == (
+        "CREATE OR REPLACE SECRET \"a\" (TYPE azure, CONNECTION_STRING "
+        "'BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1;SharedAccessSignature=sv=1&sig=x',"
+        " SCOPE 'az://c/t')"
     )
-    with pytest.raises(UnsupportedStorageError):
-        table_secret_sql("a", "parquet", adls)
+    public = table_secret_sql("a", "parquet", _adls(None))
+    assert "BlobEndpoint=https://acct.blob.core.windows.net;" in public
+    lance = table_secret_sql("a", "lance", local)
+    assert "TYPE lance, SCOPE 'az://c/t'" in lance
+    assert "azure_endpoint 'http://127.0.0.1:10000/devstoreaccount1'" in lance
+
+
+def test_gcs_credentials_are_refused_not_half_converted() -> None:
+    gcs = TableCredentials.from_parts(
+        location="gs://b/t",
+        credentials=[StorageCredential("gs://b/t", {"gcs.oauth2.token": "ya29.x"})],
+        expires_at_ms=None,
+    )
+    with pytest.raises(UnsupportedStorageError, match="HMAC"):
+        table_secret_sql("a", "parquet", gcs)
 
 
 def test_iceberg_attach_and_token_secret() -> None:

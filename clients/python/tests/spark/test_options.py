@@ -67,3 +67,11 @@ def test_iceberg_needs_an_http_gateway_address_on_the_driver(monkeypatch) -> Non
     explicit = SourceOptions.parse({"table": "ns.t", "format": "iceberg",
                                     "catalog_url": "http://x:1/catalog"})
     assert catalog_uri(explicit) == "http://x:1/catalog"
+
+
+def test_a_local_storage_endpoint_is_an_option() -> None:
+    opts = SourceOptions.parse(
+        {"table": "ns.t", "storage_endpoint": "http://127.0.0.1:10000/devstoreaccount1"}
+    )
+    assert opts.storage_endpoint == "http://127.0.0.1:10000/devstoreaccount1"
+    assert SourceOptions.parse({"table": "ns.t"}).storage_endpoint is None

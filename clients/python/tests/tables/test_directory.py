@@ -148,6 +148,10 @@ def test_streamed_batches_land_in_one_parquet_file(fs: pafs.FileSystem, root: st
 def test_paths_and_names_are_parsed_the_catalog_way() -> None:
     assert fs_path("s3://warehouse/a/b") == "warehouse/a/b"
     assert fs_path("file:///tmp/x/") == "/tmp/x"  # noqa: S108 - a path string, no file
+    # ADLS names the account in the authority; AzureFileSystem wants container/key.
+    assert fs_path("abfss://fs@acct.dfs.core.windows.net/a/b/") == "fs/a/b"
+    assert fs_path("wasbs://fs@acct.blob.core.windows.net/a") == "fs/a"
+    assert fs_path("gs://bucket/a/b") == "bucket/a/b"
     assert split_table_name("a.b.t") == (("a", "b"), "t")
     assert not is_visible("_data/w/part.parquet")
     assert is_visible("year=2026/part.parquet")

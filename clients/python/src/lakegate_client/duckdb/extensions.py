@@ -34,6 +34,8 @@ EXTENSIONS: dict[str, tuple[str, ...]] = {
     "lance": ("httpfs", "lance"),
     "iceberg": ("httpfs", "avro", "iceberg"),
 }
+# What each object store needs beyond the format's extensions (azure reads az:// with a SAS).
+STORAGE_EXTENSIONS: dict[str, tuple[str, ...]] = {"adls": ("azure",)}
 EXTENSION_DIR_ENV = "LAKEGATE_DUCKDB_EXTENSION_DIR"
 
 
@@ -79,8 +81,10 @@ def connect(
     *,
     formats: Iterable[str] = ("parquet",),
     extension_directory: str | os.PathLike[str] | None = None,
+    storages: Iterable[str] = ("s3",),
 ) -> duckdb.DuckDBPyConnection:
-    """A DuckDB connection with the extensions the given table formats need, loaded offline.
+    """A DuckDB connection with the extensions the given table formats (and object stores:
+    ``s3``, ``adls``) need, loaded offline.
 
     Raises:
         ConfigurationError: DuckDB or an extension wheel is missing (names the extra).
@@ -101,8 +105,10 @@ def connect(
         },
     )
     wanted: list[str] = []
-    for fmt in formats:
-        for name in EXTENSIONS.get(fmt, ()):
+    needs = [EXTENSIONS.get(fmt, ()) for fmt in formats]
+    needs += [STORAGE_EXTENSIONS.get(storage, ()) for storage in storages]
+    for names in needs:
+        for name in names:
             if name not in wanted:
                 wanted.append(name)
     try:

@@ -20,6 +20,7 @@ from lakegate_client._models import Access
 from lakegate_client.credentials import TableCredentials
 from lakegate_client.duckdb.extensions import connect
 from lakegate_client.duckdb.sql import (
+    duckdb_location,
     iceberg_attach_sql,
     iceberg_token_secret_sql,
     scan_expression,
@@ -75,8 +76,10 @@ class TableConnection:
         # TableIdentityMismatchError, never the new table's keys under the old scan.
         self._location = loaded.base_location
         creds = self._credentials()
-        self.scan = scan_expression(self.format, creds.location)
-        self.con = con if con is not None else connect(formats=(self.format,))
+        self.scan = scan_expression(self.format, duckdb_location(creds))
+        self.con = con if con is not None else connect(
+            formats=(self.format,), storages=(creds.storage,)
+        )
         # Unique per connection object: never id(self), which a collected object hands on.
         self._secret = f"lakegate_{uuid.uuid4().hex}"
         self._installed: tuple[str, int | None, str] | None = None

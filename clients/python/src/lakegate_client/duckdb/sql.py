@@ -10,6 +10,11 @@ Why DuckDB needs its own shapes:
   ``.lance``; catalog locations have no suffix, so the scan names the extension's table function.
 - A directory table (parquet/csv/json) is every file with the format's suffix under the location.
 
+- ADLS: the ``azure`` extension reads ``az://<container>/<key>`` (the blob API: a local store
+  such as Azurite has no DFS endpoint for ``abfss://``) with a ``TYPE azure`` secret whose
+  connection string carries the SAS and the blob endpoint.
+- GCS: DuckDB takes HMAC keys only, never a bearer token: a vended GCS token cannot be used.
+
 Every secret is scoped to the table's location, so two tables on one connection never mix keys.
 """
 
@@ -21,6 +26,7 @@ from lakegate_client._errors import UnsupportedStorageError
 from lakegate_client.credentials import TableCredentials
 
 __all__ = [
+    "duckdb_location",
     "iceberg_attach_sql",
     "iceberg_token_secret_sql",
     "literal",
@@ -50,8 +56,16 @@ def _identifier(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _location(creds: TableCredentials) -> str:
+def duckdb_location(creds: TableCredentials) -> str:
+    """The table's location as DuckDB reads it (``az://container/key`` for ADLS)."""
+    if creds.storage == "adls":
+        netloc = urlsplit(creds.location).netloc
+        container = netloc.split("@", 1)[0]
+        return f"az://{container}{urlsplit(creds.location).path}".rstrip("/")
     return creds.location.rstrip("/")
+
+
+_location = duckdb_location
 
 
 def scan_expression(fmt: str, location: str) -> str:
@@ -84,9 +98,16 @@ def table_secret_sql(name: str, fmt: str, creds: TableCredentials) -> str:
         }
         pairs = ", ".join(f"{k} {literal(v)}" for k, v in sorted(options.items()))
         return f"CREATE OR REPLACE SECRET {_identifier(name)} (TYPE lance, SCOPE {scope}, {pairs})"
+    if creds.storage == "adls":
+        connection = creds._adls().connection_string()
+        return (
+            f"CREATE OR REPLACE SECRET {_identifier(name)} "
+            f"(TYPE azure, CONNECTION_STRING {literal(connection)}, SCOPE {scope})"
+        )
     if creds.storage != "s3":
         raise UnsupportedStorageError(
-            f"DuckDB secrets are built for S3 credentials only; this table's are {creds.storage}",
+            f"DuckDB secrets are built for S3 and ADLS credentials; this table's are "
+            f"{creds.storage} (DuckDB's GCS secrets take HMAC keys, never a vended token)",
             type="UnsupportedStorage",
         )
     s3 = creds.s3()

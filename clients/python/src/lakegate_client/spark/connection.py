@@ -35,7 +35,8 @@ def table_credentials(
     (from a node's gateway that has not seen the replacement yet, or from this worker's memo,
     which outlives the job that filled it).
     """
-    return client_for(opts.url).credentials(
+    creds = client_for(opts.url).credentials(
         list(opts.namespace), opts.table, warehouse=opts.warehouse, access=access,
         expected_location=expected_location,
     )
+    return creds.with_storage_endpoint(opts.storage_endpoint) if opts.storage_endpoint else creds

@@ -38,6 +38,9 @@ class SourceOptions:
     accept_single_writer_risk: bool = False
     # Test-only write faults (spark/faults.py); refused unless $LAKEGATE_TEST_FAULTS=1.
     test_fault: str = ""
+    # A local ADLS/GCS endpoint (Azurite, fake-gcs-server) every task's adapters use: no catalog
+    # vends one (else $LAKEGATE_ADLS_ENDPOINT / $LAKEGATE_GCS_ENDPOINT of each process).
+    storage_endpoint: str | None = None
 
     @property
     def iceberg(self) -> bool:
@@ -87,6 +90,7 @@ class SourceOptions:
             catalog_url=opts.get("catalog_url") or None,
             accept_single_writer_risk=_parse_bool(opts.get("accept_single_writer_risk", "false")),
             test_fault=fault,
+            storage_endpoint=opts.get("storage_endpoint") or None,
         )
 
 

@@ -61,13 +61,23 @@ class Snapshot:
 
 
 def fs_path(uri: str) -> str:
-    """``s3://bucket/key`` → ``bucket/key``: the path form pyarrow filesystems take."""
+    """``s3://bucket/key`` → ``bucket/key``: the path form pyarrow filesystems take.
+
+    ADLS locations name the account in the authority (``abfss://container@account.host/key``);
+    ``AzureFileSystem`` wants ``container/key``.
+    """
     scheme, sep, rest = uri.partition("://")
     if not sep:
         return uri.rstrip("/")
     if scheme == "file":
         return rest.rstrip("/") or "/"
+    authority, slash, key = rest.partition("/")
+    if scheme.lower() in _ADLS_SCHEMES and "@" in authority:
+        rest = authority.split("@", 1)[0] + slash + key
     return rest.strip("/")
+
+
+_ADLS_SCHEMES = frozenset({"abfs", "abfss", "wasb", "wasbs"})
 
 
 def is_visible(relative: str) -> bool:
