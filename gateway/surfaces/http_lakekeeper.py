@@ -27,7 +27,7 @@ from gateway.models import (
     LoadResult,
     TableRef,
 )
-from gateway.surfaces.accounting import Kind
+from gateway.surfaces.accounting import Kind, result_for_status
 from gateway.surfaces.bytes_response import BytesResponse
 from gateway.surfaces.callers import whoami
 from gateway.surfaces.http_codec import (
@@ -181,7 +181,8 @@ class LakekeeperApi(HttpApi):
         upstream = await self._ops.forward(
             "GET", path, query, None, call.ctx,
             headers={"X-Iceberg-Access-Delegation": "client-managed"})
-        call.tally.served("error" if upstream.status >= 400 else "miss")
+        call.tally.served(result_for_status(upstream.status) if upstream.status >= 400
+                          else "miss")
         headers = {k: v for k, v in upstream.headers.items() if k.title() in _PASS_HEADERS}
         return web.Response(status=upstream.status, body=upstream.body, headers=headers)
 
@@ -234,7 +235,7 @@ class LakekeeperApi(HttpApi):
         path, query = upstream_path(request, wh.id)
         upstream = await self._ops.forward(request.method, path, query, body, ctx)
         if upstream.status >= 400:
-            call.tally.served("error")
+            call.tally.served(result_for_status(upstream.status))
         headers = {k: v for k, v in upstream.headers.items() if k.title() in _PASS_HEADERS}
         out = upstream.body
         if "table" in params:  # Iceberg credentials: the refresh URL must name the gateway
