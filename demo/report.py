@@ -104,10 +104,11 @@ def _savings(run: PipelineRun, counters: Counters, storage: str = "s3") -> list[
 
 
 _NOTES = {
-    "not_found": "not_found: a write asked for a table before creating it (the catalog's 404;"
-                 " not a fault)",
+    "not_found": "not_found: a writer asked for a table before creating it (the catalog's"
+                 " 404; pyiceberg loads before it creates): not a fault",
     "denied": "denied: a caller the policy or authentication refused",
-    "error": "error: a request that failed; the gateway's log names each",
+    "error": "error: a request that failed (bad input, a catalog error other than 404);"
+             " each gateway's /metrics names its surface and kind",
 }
 
 

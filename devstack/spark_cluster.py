@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +30,9 @@ from devstack.stack_info import GatewayInfo, StackInfo
 
 READY_TIMEOUT_S = 60.0
 DAEMON_MEMORY = "256m"  # master and worker daemons (executors get spark.executor.memory)
+# The master and worker daemons only schedule: the client compiler alone (no C2 compile threads
+# competing for the machine's cores while everything starts) and one GC thread start them sooner.
+DAEMON_JAVA_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 _MASTER = "org.apache.spark.deploy.master.Master"
 _WORKER = "org.apache.spark.deploy.worker.Worker"
 
@@ -124,10 +128,12 @@ class SparkCluster:
             raise
 
     def _start(self) -> None:
+        """The master's JVM first: it starts while the gateways start (all of them at once), so
+        the cluster is up after the slower of the two, not after their sum; the workers need
+        both (the master to register with, their node's gateway for LAKEGATE_URL)."""
         master_port, master_ui_port = free_ports(2)
         self.master_url = f"spark://127.0.0.1:{master_port}"
         self.master_ui = f"http://127.0.0.1:{master_ui_port}"
-        gateways = [self._start_gateway(i) for i in range(1, self.workers + 1)]
         master = self._spawn(
             "spark-master",
             [_MASTER, "--host", "127.0.0.1", "--port", str(master_port),
@@ -135,6 +141,12 @@ class SparkCluster:
             self.run_dir / "spark" / "master.log",
             {},
         )
+        with ThreadPoolExecutor(max_workers=self.workers,
+                                thread_name_prefix="gateway-start") as pool:
+            # Each start is bounded (READY_TIMEOUT_S); leaving the block waits for all of them,
+            # so every gateway that did start is in _records before a failure propagates.
+            starting = [pool.submit(self._start_gateway, i) for i in range(1, self.workers + 1)]
+        gateways = [f.result() for f in starting]
         processes.wait_until(
             master, lambda: http_ok(f"{self.master_ui}/json/"),
             timeout_s=READY_TIMEOUT_S, what="Spark master", interval_s=0.2,
@@ -185,6 +197,7 @@ class SparkCluster:
         base = {
             "SPARK_LOCAL_IP": "127.0.0.1",
             "SPARK_DAEMON_MEMORY": DAEMON_MEMORY,
+            "SPARK_DAEMON_JAVA_OPTS": DAEMON_JAVA_OPTS,
             "SPARK_LOG_DIR": str(self.run_dir / "spark"),
             "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
             "PYTHONPATH": _project_root(),

@@ -36,6 +36,12 @@ def result_for(exc: BaseException) -> str:
     return "not_found" if isinstance(exc, NotFoundError) else "error"
 
 
+def result_for_status(status: int) -> str:
+    """The `result` label of a catalog answer >= 400 passed through as is: the rule of
+    `result_for` for the error that status maps to (404: `not_found`, the rest `error`)."""
+    return "not_found" if status == 404 else "error"
+
+
 class _Track:
     """The metric children of one (surface, kind), bound once: `labels()` takes a lock and a
     dict lookup per call, measurable on the cached-credential hot path."""

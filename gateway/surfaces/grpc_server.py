@@ -12,7 +12,7 @@ from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
 
 from gateway.surfaces.accounting import Recorder
-from gateway.surfaces.grpc_servicers import generic_handlers
+from gateway.surfaces.grpc_servicers import method_handlers
 from gateway.surfaces.ingress import Gate
 from gateway.surfaces.operations import Operations
 from lakegate.v1 import catalog_pb2, credentials_pb2
@@ -36,7 +36,8 @@ class GrpcSurface:
                 ("grpc.so_reuseport", 0),
             ]
         )
-        self.server.add_generic_rpc_handlers(generic_handlers(ops, gate, recorder))
+        for service, handlers in method_handlers(ops, gate, recorder).items():
+            self.server.add_registered_method_handlers(service, handlers)
         self.health = HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         reflection.enable_server_reflection(

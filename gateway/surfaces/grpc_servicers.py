@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import replace
+from typing import Any
 
 import grpc
 from google.protobuf.message import Message
@@ -322,16 +323,21 @@ SERVICES: dict[str, dict[str, tuple[type[Message], type[Message], Kind]]] = {
 }
 
 
-def generic_handlers(
+def method_handlers(
     ops: Operations, gate: Gate, recorder: Recorder
-) -> list[grpc.GenericRpcHandler]:
-    """The method handlers of both services, each wrapped by `guarded`."""
+) -> dict[str, dict[str, grpc.RpcMethodHandler[Any, Any]]]:
+    """The method handlers of both services by service name, each wrapped by `guarded`.
+
+    The server registers them as registered methods (`add_registered_method_handlers`, what
+    the generated `add_*Servicer_to_server` does): the core matches the method path, where a
+    generic handler costs a Python lookup per call.
+    """
     servicers = {"lakegate.v1.CredentialService": CredentialServicer(ops, gate),
                  "lakegate.v1.CatalogService": CatalogServicer(ops, gate)}
-    out = []
+    out: dict[str, dict[str, grpc.RpcMethodHandler[Any, Any]]] = {}
     for service_name, methods in SERVICES.items():
         servicer = servicers[service_name]
-        handlers = {}
+        handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
         for name, (req_type, _, kind) in methods.items():
             method: Behaviour = getattr(servicer, name)
             handlers[name] = grpc.unary_unary_rpc_method_handler(
@@ -340,5 +346,5 @@ def generic_handlers(
                 request_deserializer=safe_deserializer(req_type),
                 response_serializer=serialize,
             )
-        out.append(grpc.method_handlers_generic_handler(service_name, handlers))
+        out[service_name] = handlers
     return out

@@ -40,6 +40,7 @@ from gateway.models import (
     TableRef,
 )
 from gateway.names import check_warehouse
+from gateway.surfaces.accounting import result_for_status
 from gateway.surfaces.http_codec import call_ref, decode_segment, namespace_of, warehouse_of
 from gateway.surfaces.http_lakekeeper import (
     LakekeeperApi,
@@ -201,7 +202,7 @@ class IcebergApi(LakekeeperApi):
         upstream = await self._ops.forward(request.method, path, upstream_query(request), body,
                                            call.ctx, headers=headers)
         if upstream.status >= 400:
-            call.tally.served("error")
+            call.tally.served(result_for_status(upstream.status))
         out_headers = {k: v for k, v in upstream.headers.items() if k.title() in _PASS_HEADERS}
         return upstream.status, upstream.body, out_headers
 

@@ -28,7 +28,7 @@ from gateway.models import (
     TableRef,
 )
 from gateway.names import join_namespace
-from gateway.surfaces.accounting import Kind
+from gateway.surfaces.accounting import Kind, result_for_status
 from gateway.surfaces.bytes_response import BytesResponse
 from gateway.surfaces.callers import whoami
 from gateway.surfaces.http_codec import (
@@ -209,7 +209,8 @@ class LakekeeperApi(HttpApi):
         upstream = await self._ops.forward(
             "GET", path, upstream_query(call.request), None, call.ctx,
             headers={"X-Iceberg-Access-Delegation": "client-managed"})
-        call.tally.served("error" if upstream.status >= 400 else "miss")
+        call.tally.served(result_for_status(upstream.status) if upstream.status >= 400
+                          else "miss")
         headers = {k: v for k, v in upstream.headers.items() if k.title() in _PASS_HEADERS}
         return web.Response(status=upstream.status, body=upstream.body, headers=headers)
 
@@ -264,7 +265,7 @@ class LakekeeperApi(HttpApi):
         upstream = await self._ops.forward(request.method, path, upstream_query(request), body,
                                            ctx)
         if upstream.status >= 400:
-            call.tally.served("error")
+            call.tally.served(result_for_status(upstream.status))
         headers = {k: v for k, v in upstream.headers.items() if k.title() in _PASS_HEADERS}
         return web.Response(status=upstream.status, body=upstream.body, headers=headers)
 

@@ -16,7 +16,7 @@ from gateway.errors import (
 )
 from gateway.metrics import Metrics
 from gateway.models import Outcome
-from gateway.surfaces.accounting import Recorder
+from gateway.surfaces.accounting import Recorder, result_for_status
 from tests.unit.surfaces.conftest import count, total_requests
 from tests.unit.surfaces.fake_operations import FakeClock
 
@@ -40,6 +40,14 @@ def test_failures_are_classified(exc: BaseException, result: str, metrics: Metri
         raise exc
     assert count(metrics, "http", "credential", result) == 1
     assert total_requests(metrics) == 1
+
+
+@pytest.mark.parametrize(("status", "result"), [(404, "not_found"), (400, "error"),
+                                                (403, "error"), (409, "error"), (503, "error")])
+def test_a_passed_through_catalog_answer_is_classified_like_its_error(
+    status: int, result: str
+) -> None:
+    assert result_for_status(status) == result
 
 
 def test_success_counts_the_outcome_and_observes_duration_and_remaining(

@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from gateway.metrics import Metrics
 from gateway.models import (
     AccessMode,
     CredentialSet,
@@ -16,7 +17,7 @@ from gateway.models import (
     UpstreamResponse,
 )
 from gateway.surfaces.policy import CallerPolicy, parse_rules
-from tests.unit.surfaces.conftest import AUTH, VENDED, MakeClient
+from tests.unit.surfaces.conftest import AUTH, VENDED, MakeClient, count
 from tests.unit.surfaces.fake_operations import WAREHOUSE, FakeOperations
 
 TABLE = "/catalog/v1/demo/namespaces/demo_ns/tables/orders"
@@ -114,7 +115,9 @@ async def test_read_only_caller_gets_read_credentials(make_client: MakeClient) -
     assert ops.accesses == [AccessMode.READ, AccessMode.READ]
 
 
-async def test_missing_table_passes_the_catalog_404_through(make_client: MakeClient) -> None:
+async def test_missing_table_passes_the_catalog_404_through_as_not_found(
+    make_client: MakeClient, metrics: Metrics
+) -> None:
     ops = _ops()
     ops.answers["GET"] = (404, {"error": {"message": "Table does not exist",
                                           "type": "NoSuchTableException", "code": 404}})
@@ -122,6 +125,9 @@ async def test_missing_table_passes_the_catalog_404_through(make_client: MakeCli
     resp = await client.get(TABLE, headers=VENDED)
     assert resp.status == 404
     assert (await resp.json())["error"]["type"] == "NoSuchTableException"
+    # A load before the create (pyiceberg's create-if-absent) is an answer, not a fault.
+    assert count(metrics, "rest", "credential", "not_found") == 1
+    assert count(metrics, "rest", "credential", "error") == 0
 
 
 async def test_a_credential_for_another_location_is_dropped_and_fetched_again(

@@ -1,0 +1,43 @@
+"""GrpcSurface: every lakegate.v1 method is served (registered with the core), nothing else."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import grpc
+
+from gateway.surfaces.grpc_servicers import SERVICES
+from tests.unit.app_harness import app_for, running, settings_for
+from tests.unit.surfaces.fake_operations import FakeOperations
+
+
+async def _code(channel: grpc.aio.Channel, path: str) -> grpc.StatusCode:
+    call = channel.unary_unary(path, request_serializer=None, response_deserializer=None)
+    try:
+        await call(b"", timeout=10)
+    except grpc.aio.AioRpcError as err:
+        return err.code()
+    return grpc.StatusCode.OK
+
+
+async def test_every_method_of_both_services_is_served_and_unknown_ones_are_not(
+    tmp_path: Path, fake_ops: FakeOperations
+) -> None:
+    async with running(app_for(settings_for(tmp_path), fake_ops)):
+        async with grpc.aio.insecure_channel(f"unix:{tmp_path / 'grpc.sock'}") as channel:
+            for service, methods in SERVICES.items():
+                for method in methods:
+                    code = await _code(channel, f"/{service}/{method}")
+                    assert code is not grpc.StatusCode.UNIMPLEMENTED, (service, method)
+                assert await _code(channel, f"/{service}/NoSuchMethod") is (
+                    grpc.StatusCode.UNIMPLEMENTED)
+            assert await _code(channel, "/lakegate.v1.NoSuchService/GetTableCredentials") is (
+                grpc.StatusCode.UNIMPLEMENTED)
+
+
+async def test_the_health_service_still_answers(
+    tmp_path: Path, fake_ops: FakeOperations
+) -> None:
+    async with running(app_for(settings_for(tmp_path), fake_ops)):
+        async with grpc.aio.insecure_channel(f"unix:{tmp_path / 'grpc.sock'}") as channel:
+            assert await _code(channel, "/grpc.health.v1.Health/Check") is grpc.StatusCode.OK
