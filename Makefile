@@ -14,19 +14,27 @@ export NO_PROXY := localhost,127.0.0.1
 export SPARK_LOCAL_IP := 127.0.0.1
 export no_proxy := localhost,127.0.0.1
 
-.PHONY: venv prometheus-bin demo long-job test test-unit test-integration bench harden soak proto proto-check unasync lint clean devstack-up devstack-down client-min-deps lock
+.PHONY: venv azurite prometheus-bin demo long-job test test-unit test-integration bench harden soak proto proto-check unasync lint clean devstack-up devstack-down client-min-deps lock
 
 venv: $(STAMP)
 
-$(STAMP): requirements/dev.lock pyproject.toml clients/python/pyproject.toml devstack/pyproject.toml $(IDP_DIR)/package-lock.json $(AZURITE_DIR)/package-lock.json
+$(STAMP): requirements/dev.lock pyproject.toml clients/python/pyproject.toml devstack/pyproject.toml $(IDP_DIR)/package-lock.json
 	test -x $(PY) || $(PY_BOOT) -m venv $(VENV)
 	$(PY) -m pip install -q -U pip
 	$(PY) -m pip install -q --require-hashes -r requirements/dev.lock
 	$(PY) -m pip install -q --no-deps -e clients/python -e . -e devstack
 	$(PY) -m pip check
 	cd $(IDP_DIR) && npm ci --no-audit --no-fund --loglevel=error
-	cd $(AZURITE_DIR) && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
 	touch $(STAMP)
+
+# Azurite (the ADLS stack, ~360 MB of npm packages, ~50 s): only for what runs ADLS, i.e. the
+# tests and `make demo DEMO_ARGS="--storage adls"`; the default S3 demo does not wait for it.
+AZURITE_STAMP := $(AZURITE_DIR)/node_modules/.installed
+azurite: $(AZURITE_STAMP)
+
+$(AZURITE_STAMP): $(AZURITE_DIR)/package-lock.json
+	cd $(AZURITE_DIR) && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
+	touch $(AZURITE_STAMP)
 
 # requirements/*.lock: every transitive package pinned with hashes (pip-compile from pip-tools,
 # in its own cached tool venv .venv-lock), from requirements/dev.txt (tests, `make venv`) and
@@ -47,7 +55,7 @@ prometheus-bin:
 	  || { $$SUDO apt-get update -qq && \
 	       $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; }; }
 
-demo: venv
+demo: venv $(if $(findstring adls,$(DEMO_ARGS)),azurite)
 	$(PY) -m demo $(DEMO_ARGS)
 
 LINT_PATHS := gateway clients/python devstack demo loadtest hardening tests proto
@@ -56,7 +64,7 @@ lint: venv
 	$(VENV)/bin/ruff check $(LINT_PATHS)
 	$(VENV)/bin/mypy --strict gateway clients/python/src/lakegate_client
 
-test: venv prometheus-bin
+test: venv azurite prometheus-bin
 	$(MAKE) --no-print-directory lint
 	$(PY) proto/generate.py --check
 	$(PY) clients/python/unasync.py --check
@@ -74,7 +82,7 @@ client-min-deps: venv
 test-unit: venv
 	$(PY) -m pytest -p no:cacheprovider tests/unit clients/python/tests
 
-test-integration: venv
+test-integration: venv azurite
 	$(PY) -m pytest -p no:cacheprovider tests/integration
 
 bench: venv
@@ -97,7 +105,7 @@ proto: venv
 unasync: venv
 	$(PY) clients/python/unasync.py
 
-devstack-up: venv
+devstack-up: venv azurite
 	$(PY) -m devstack up
 
 devstack-down: venv

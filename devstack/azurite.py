@@ -30,7 +30,7 @@ def azurite_script() -> Path:
     """The blob service's entry point in the npm install; fails early if it is missing."""
     script = AZURITE_DIR / "node_modules" / "azurite" / "dist" / "src" / "blob" / "main.js"
     if not script.exists():
-        raise FileNotFoundError(f"run `npm ci` in {AZURITE_DIR} (make venv does)")
+        raise FileNotFoundError(f"run `make azurite` (npm ci in {AZURITE_DIR})")
     return script
 
 
