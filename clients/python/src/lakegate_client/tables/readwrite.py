@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from lakegate_client.tables.catalog import (
     DIRECTORY_FORMATS,
@@ -62,9 +62,9 @@ def read_table(
         return lance.dataset(
             creds.location, storage_options=creds.lance_storage_options()
         ).to_table(columns=cols)
-    if creds.storage == "s3":  # a crashed writer's commit is finished, not read torn
-        _finish_abandoned(client, info, creds, warehouse)
     fs, root = creds.pyarrow_filesystem(), fs_path(creds.location)
+    if creds.storage == "s3" and _has_intent(fs, root):  # a crashed writer's commit is
+        _finish_abandoned(client, info, creds, warehouse)  # finished, not read torn
     snapshot = current_snapshot(fs, root, info.format)
     parts = [read_file(fs, f"{root}/{rel}", info.format) for rel in snapshot.files]
     if not parts:
@@ -76,8 +76,14 @@ def read_table(
 def _finish_abandoned(client: Client, info: TableInfo, creds: TableCredentials,
                       warehouse: str | None) -> None:
     """Roll forward a plain commit whose writer died (``plain_commit.finish_abandoned``); best
-    effort: a caller without write access reads the table as it is, with a warning."""
-    import boto3
+    effort: a caller without write access, or without boto3 (the core client installs only
+    httpx), reads the table as it is, with a warning."""
+    try:
+        import boto3
+    except ImportError:
+        log.warning("%s has a commit intent a writer left; install boto3 "
+                    "(lakegate-client[s3]) for reads to finish it", info.name)
+        return
 
     from lakegate_client.tables.plain_commit import finish_abandoned
     from lakegate_client.tables.staged import S3Location
@@ -92,6 +98,16 @@ def _finish_abandoned(client: Client, info: TableInfo, creds: TableCredentials,
         finish_abandoned(reader, S3Location.parse(creds.location), writer)
     except Exception:  # the read goes on with the table as it is
         log.warning("could not finish an abandoned commit of %s", info.name, exc_info=True)
+
+
+def _has_intent(fs: Any, root: str) -> bool:
+    """Whether the table's top level holds a commit intent (one listing, no S3 client)."""
+    from pyarrow import fs as pafs
+
+    from lakegate_client.tables.plain_commit import INTENT_PREFIX
+
+    selector = pafs.FileSelector(root, recursive=False, allow_not_found=True)
+    return any(i.base_name.startswith(INTENT_PREFIX) for i in fs.get_file_info(selector))
 
 
 def arrow_dataset(creds: TableCredentials, fmt: str) -> pads.Dataset:
