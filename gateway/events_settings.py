@@ -48,6 +48,10 @@ class EventsSettings(BaseModel):
     table_events_per_s: float = Field(default=5.0, gt=0, le=10_000)
     table_event_burst: int = Field(default=20, ge=1, le=100_000)
     max_pending_events: int = Field(default=10_000, ge=10, le=1_000_000)
+    # All events together beyond events_per_s (burst event_burst) are dropped unread the same
+    # way: a flood costs the loop one token-bucket check per message, not a parse each.
+    events_per_s: float = Field(default=1_000.0, gt=0, le=1_000_000)
+    event_burst: int = Field(default=2_000, ge=1, le=1_000_000)
     # The identity TTL while the subscription is up (events invalidate at once; this bounds what
     # a lost event leaves). While it is down, `cache.identity_ttl_s` applies.
     identity_ttl_s: float = Field(default=300.0, gt=0, le=3600)

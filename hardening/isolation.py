@@ -29,8 +29,9 @@ from urllib.parse import quote
 import jwt
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from devstack.gateway_proc import events_settings
 from devstack.gateway_process import GatewayEndpoints, GatewayProcess
-from hardening import lockout
+from hardening import event_flood, lockout
 from hardening.environment import HarnessContext, gateway_settings, native_path, request_json
 from hardening.isolation_names import (
     ERIN_RULE,
@@ -546,6 +547,25 @@ def _lockout_round(ctx: HarnessContext, eps: GatewayEndpoints, token: str,
                                                 where[surface], path, ref, token))
 
 
+def _event_flood_round(ctx: HarnessContext, tokens_file: Path, token: str,
+                       result: IsolationResult) -> dict[str, Any] | None:
+    """Issue #35 finding 3, measured: a change-event flood on the stack's NATS subject against
+    alice reading her own table through a subscribed gateway (hardening/event_flood.py)."""
+    events = events_settings(ctx.info)
+    if not events or ctx.info.nats is None:
+        return {"event_flood": "skipped: the stack runs without NATS"}
+    t = TARGETS[0]
+    path = native_path(ctx.warehouse, [t.namespace], t.table, "/credentials")
+    extra = {"CALLERS__MODE": "token", "CALLERS__TOKENS_FILE": str(tokens_file), **events}
+    with _gateway(ctx, "iso-events", extra) as gw:
+        assert gw.endpoints is not None
+        result.event_flood_measured(event_flood.measure(
+            ctx.python, ctx.repo_root, ctx.run_dir, gw.endpoints.http_uds,
+            gw.endpoints.http_url, path, token, ctx.info.nats.url, ctx.info.nats.subject,
+            ctx.info.warehouse.id))
+    return None
+
+
 def _no_marker_get(url: str) -> tuple[int, str]:
     req = urllib.request.Request(url)  # noqa: S310
     try:
@@ -605,6 +625,9 @@ def run_isolation_suite(ctx: HarnessContext, result: IsolationResult) -> dict[st
                 prober.expect_denied(f"{surface.split(':')[0]}:{name}", call, bad, name, TARGETS[0])
         ctx.scanner.add_planted(s for v in prober.secrets_by_table.values() for s in v)
         _lockout_round(ctx, gw.endpoints, tokens["alice"], result)
+    skipped_flood = _event_flood_round(ctx, tokens_file, tokens["alice"], result)
+    if skipped_flood:
+        extra_info.update(skipped_flood)
 
     # -- mode jwt --
     jwks = JwksServer()

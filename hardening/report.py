@@ -57,6 +57,8 @@ class IsolationResult:
     by_status: dict[str, int] = field(default_factory=dict)
     # hardening/lockout.py: a victim's figures quiet and under a bad-token flood, per surface
     lockout: list[dict[str, Any]] = field(default_factory=list)
+    # hardening/event_flood.py: a victim's figures quiet and under a change-event flood
+    event_flood: list[dict[str, Any]] = field(default_factory=list)
 
     def lockout_measured(self, m: dict[str, Any]) -> None:
         """Keep one lockout measurement; a victim hurt by the flood is a failure."""
@@ -65,6 +67,15 @@ class IsolationResult:
             self.failures.append(
                 f"[lockout:{m['surface']}] a neighbour's bad tokens hurt a valid caller: "
                 f"quiet {m['quiet']}, flooded {m['flooded']}")
+
+    def event_flood_measured(self, m: dict[str, Any]) -> None:
+        """Keep one event-flood measurement; a victim hurt by the flood, or a gateway that
+        neither refused the oversized events nor rate-limited the storm, is a failure."""
+        self.event_flood.append(m)
+        if not m["ok"]:
+            self.failures.append(
+                f"[event_flood] a change-event flood hurt a caller or was not bounded: quiet "
+                f"{m['quiet']}, flooded {m['flooded']}, gateway counted {m['gateway_counted']}")
 
     def record(
         self, surface: str, leaked: bool, description: str, status: int | None = None
@@ -202,6 +213,15 @@ def render_markdown(report: HardeningReport) -> str:
             f"under an attacker at {m['attacker']['per_s']} bad tokens/s "
             f"({m['attacker']['statuses']}); victim errors {q['errors']}/{q['requests']} quiet, "
             f"{f['errors']}/{f['requests']} flooded: {'ok' if m['ok'] else 'FAILED'}")
+    for m in report.isolation.event_flood:
+        q, f = m["quiet"], m["flooded"]
+        lines.append(
+            f"- event flood: victim p99 {q['p99_ms']} ms quiet, {m['control']['p99_ms']} ms "
+            f"while {m['published_control']:,} events went to an unsubscribed subject "
+            f"(control), {f['p99_ms']} ms while {m['published']:,} events were published "
+            f"(gateway counted {m['gateway_counted']});"
+            f" victim errors {q['errors']}/{q['requests']} quiet, {f['errors']}/{f['requests']}"
+            f" flooded: {'ok' if m['ok'] else 'FAILED'}")
     lines += _bullets("Isolation failures", report.isolation.failures)
     if "writes" in report.extra:
         from hardening.write_matrix import render_write_suite

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from gateway.clock import Clock
-from gateway.concurrency import Spawn
+from gateway.concurrency import Spawn, TokenBucket
 from gateway.events_settings import EventsSettings
 from gateway.names import MAX_NAME_LEN, MAX_NAMESPACE_DEPTH
 
@@ -186,6 +186,7 @@ class ChangeEventSubscription:
         self._task: asyncio.Task[Any] | None = None
         self._closing = False
         self.up = False
+        self._budget = TokenBucket(settings.events_per_s, clock, burst=settings.event_burst)
 
     def start(self) -> None:
         if self._settings.secret_in_clear:
@@ -301,6 +302,10 @@ class ChangeEventSubscription:
         return await nats.connect(**options)
 
     async def _message(self, msg: Any) -> None:
+        if not self._budget.try_acquire():  # a flood: dropped unread, like a client drop
+            self._sink.rejected("rate_limited", lossy=True)
+            await asyncio.sleep(0)
+            return
         try:
             event = parse_event(msg.data, max_bytes=self._settings.max_event_bytes)
         except BadEvent as bad:

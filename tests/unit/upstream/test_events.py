@@ -85,3 +85,45 @@ def test_an_event_over_the_size_limit_is_refused_before_it_is_parsed() -> None:
     assert (bad.value.result, bad.value.lossy) == ("refused", True)
     with pytest.raises(BadEvent):  # not even read: a broken document of that size is "refused"
         parse_event(b"{" * len(big), max_bytes=len(big) - 1)
+
+
+class _Sink:
+    def __init__(self) -> None:
+        self.applied: list[object] = []
+        self.rejected_as: list[tuple[str, bool]] = []
+
+    def apply(self, event: object) -> None:
+        self.applied.append(event)
+
+    def rejected(self, result: str, *, lossy: bool) -> None:
+        self.rejected_as.append((result, lossy))
+
+    def state(self, up: bool) -> None:
+        pass
+
+
+class _Msg:
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+
+async def test_a_flood_beyond_the_event_budget_is_dropped_unread_as_lost_events() -> None:
+    """Issue #35 finding 3, all tables together: beyond `events_per_s` a message costs one
+    bucket check, not a parse; each drop is a lost event (the short identity TTL applies)."""
+    from gateway.events_settings import EventsSettings
+    from gateway.upstream.events import ChangeEventSubscription
+    from tests.fakes.clock import FakeClock
+
+    clock = FakeClock()
+    settings = EventsSettings(nats_address="nats://127.0.0.1:4222", events_per_s=10,
+                              event_burst=5)
+    sink = _Sink()
+    sub = ChangeEventSubscription(settings, sink, clock, spawn=None)  # type: ignore[arg-type]
+    for _ in range(8):
+        await sub._message(_Msg(event("dropGenericTable")))
+    assert len(sink.applied) == 5
+    assert sink.rejected_as == [("rate_limited", True)] * 3
+    clock.advance(0.5)  # 5 tokens back
+    for _ in range(6):
+        await sub._message(_Msg(b"not json"))  # within budget: parsed, refused as malformed
+    assert [r for r, _ in sink.rejected_as[3:]] == ["malformed"] * 5 + ["rate_limited"]
