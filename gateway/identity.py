@@ -19,6 +19,13 @@ def _location_key(location: str) -> str:
     return f"{_SCHEME_ALIASES.get(scheme, scheme)}://{rest}"
 
 
+def covers(prefix: str, location: str) -> bool:
+    """A storage prefix covers a location: the same prefix or one below it, on a `/` boundary
+    (`s3://b/t` covers `s3://b/t/x`, never `s3://b/t2`), spelled as `same_location` allows."""
+    pre, loc = _location_key(prefix), _location_key(location)
+    return loc == pre or loc.startswith(pre + "/")
+
+
 def same_location(a: str, b: str) -> bool:
     """Two storage locations name the same prefix: a trailing `/`, the scheme's case and the
     Hadoop spellings `s3a://`/`s3n://` of `s3://` do not count (engines and catalogs differ)."""

@@ -1,5 +1,7 @@
-"""The credential cache's model-based test (tests/unit/cache/test_credential_cache_model.py)
-with its longer `harden` profile: more and longer random runs than `make test` affords.
+"""The model-based tests (tests/unit/cache/test_credential_cache_model.py, the credential
+cache; tests/unit/cache/test_identity_model.py, coherence with a lagging catalog and change
+events) with their longer `harden` profiles: more and longer random runs than `make test`
+affords.
 
 It needs no stack: pytest runs it in a child process with `LAKEGATE_MODEL_PROFILE=harden`.
 A failure (an invariant broken, with hypothesis's shrunk counterexample in the output) fails
@@ -14,12 +16,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-MODEL_TEST = "tests/unit/cache/test_credential_cache_model.py"
+MODEL_TESTS = ("tests/unit/cache/test_credential_cache_model.py",
+               "tests/unit/cache/test_identity_model.py")
 TIMEOUT_S = 1800
 
 
 def run_model_suite(repo_root: Path, python: str) -> dict[str, Any]:
-    """Run the model test under the `harden` profile.
+    """Run the model tests under their `harden` profiles.
 
     Returns:
         {"passed", "duration_s", "profile", "tail"} (`tail`: the last output lines).
@@ -28,7 +31,7 @@ def run_model_suite(repo_root: Path, python: str) -> dict[str, Any]:
     started = time.monotonic()
     try:
         done = subprocess.run(
-            [python, "-m", "pytest", "-p", "no:cacheprovider", "-q", MODEL_TEST],
+            [python, "-m", "pytest", "-p", "no:cacheprovider", "-q", *MODEL_TESTS],
             cwd=repo_root, env=env, capture_output=True, text=True, timeout=TIMEOUT_S,
             check=False,
         )

@@ -207,7 +207,7 @@ class CredentialCache:
         if not ticket.discarded and (ticket.wanted or key in self._entries):
             # A refresh nobody waited for whose entry was evicted meanwhile (idle, LRU) is not
             # stored: that would make a key nobody uses live another idle window.
-            self._store(key, value, deadline, reason)
+            self._store(key, value, deadline, reason, for_request=ticket.wanted)
         if reason != "miss":
             self._metrics.refresh.labels(reason=reason, status="ok").inc()
         return Fetched(value, deadline)
@@ -236,7 +236,7 @@ class CredentialCache:
                         extra={"error_type": err.type_name, "failures": entry.failures})
 
     def _store(self, key: CacheKey, value: CredentialSet, deadline_mono: float | None,
-               reason: str = "miss") -> None:
+               reason: str = "miss", *, for_request: bool = False) -> None:
         now_m = self._clock.monotonic()
         old = self._entries.pop(key, None)
         if old is not None and old.stale:
@@ -249,7 +249,7 @@ class CredentialCache:
                         if value.expires_at_ms is None else None)
         entry = Entry(value=value, deadline_mono=deadline_mono, fetched_mono=now_m,
                        last_used_mono=last_used,
-                       lead_s=lead, ttl_deadline_mono=ttl_deadline)
+                       lead_s=lead, ttl_deadline_mono=ttl_deadline, for_request=for_request)
         if (reason == "ahead" and old is not None and value.expires_at_ms is not None
                 and old.value.expires_at_ms is not None
                 and value.expires_at_ms <= old.value.expires_at_ms):
@@ -305,12 +305,16 @@ class CredentialCache:
         return int(self._drop(key, "invalidated"))
 
     def evict_if(self, key: CacheKey, value: CredentialSet) -> bool:
-        """Drop `key` and its flight if it holds `value` (a herd starts one refetch)."""
+        """Drop `key` and its flight if it holds `value` (a herd starts one refetch).
+
+        The flight is detached with its ticket: a background refresh in flight may have read
+        the replaced table, and its answer must not land over the refetch's (a caller waiting
+        for the refetch would otherwise mark the orphaned ticket wanted)."""
         entry = self._entries.get(key)
         if entry is None or entry.value is not value:
             return False
         self._generation += 1
-        self._flight.forget(key)
+        self._tickets.detach(key)
         return self._drop(key, "invalidated")
 
     def invalidate_table(self, warehouse_id: str, namespace: tuple[str, ...], table: str) -> int:
@@ -388,6 +392,15 @@ class CredentialCache:
                                       entry.lead_s)
             and now_m >= entry.next_attempt_mono
         )
+
+    def filled_at(self, key: CacheKey, value: CredentialSet) -> float | None:
+        """When the entry of `key` holding `value` was stored by a fetch a caller waited for
+        (monotonic): that fetch read the catalog's current table. None: another value, or one
+        stored by a background refresh."""
+        entry = self._entries.get(key)
+        if entry is None or entry.value is not value or not entry.for_request:
+            return None
+        return entry.fetched_mono
 
     def renewable(self, key: CacheKey, min_left_s: float) -> bool:
         """`Entry.renewable` for `key` (the AWS surface's renewal in `GatewayService`)."""

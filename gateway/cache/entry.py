@@ -28,6 +28,7 @@ class Entry:
     lead_s: float  # refresh_lead with this entry's jitter, drawn once per fetch
     ttl_deadline_mono: float | None  # only for sets without an expiry
     stale: bool = False  # the last background refresh failed
+    for_request: bool = False  # stored by a fetch a caller waited for (not in the background)
     failures: int = 0
     next_attempt_mono: float = 0.0
 

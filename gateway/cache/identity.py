@@ -14,8 +14,17 @@ a table identity:
   answer is older than the TTL. A changed location drops the entry and refetches once (one
   flight for the herd). A failed load serves the cached entry (the catalog may be down) and is
   retried after `IDENTITY_RETRY_S`; a 404/403 drops it.
+- After a change to a table (its change event, or a mutation through this gateway), the
+  catalog may still answer from a read replica that has not seen it, or not all of it (a
+  replica may be behind more than one change). Any identity read within the short TTL (the
+  guard's TTL without events) after the change is then trusted only for LAG_RECHECK_MIN_S,
+  then for doubling delays, until that window ends; only the location a create through this
+  gateway answered is trusted at once.
 - A caller that names the identity it expects (`expected_location` / `table_id`) is answered
-  with that identity or refused with `TableIdentityMismatchError` (409) after one refetch.
+  with that identity or refused with `TableIdentityMismatchError` (409). A location that
+  differs from the cached one is checked with the shared identity load: the entry is evicted
+  and fetched again only if the catalog's table changed, so a wrong plan never costs the
+  other callers of the table a vend.
 """
 
 from __future__ import annotations
@@ -37,7 +46,8 @@ from gateway.errors import (
 )
 from gateway.identity import ExpectedIdentity, TableIdentity, same_location
 from gateway.metrics import Metrics
-from gateway.models import CacheKey, CredentialSet, Outcome, RequestContext
+from gateway.models import CacheKey, CredentialSet, Outcome, RequestContext, TableKind
+from gateway.names import fold_namespace, fold_table
 from gateway.upstream.table_identity import IdentityAnswer
 
 log = logging.getLogger(__name__)
@@ -46,7 +56,16 @@ log = logging.getLogger(__name__)
 # (at most the TTL), so an unreachable catalog costs one load per table per period, not a storm.
 IDENTITY_RETRY_S = 5.0
 
+# A caller refused (409) for a table is refused again without a catalog call for this long.
+MISMATCH_HOLD_S = 1.0
+
+# After a change, an identity read is confirmed again this long after the change at the earliest
+# (then after doubling delays, within the short TTL).
+LAG_RECHECK_MIN_S = 1.0
+
 TableKey = tuple[str, str, tuple[str, ...], str, str]
+NameKey = tuple[str, tuple[str, ...], str, str]  # warehouse id, namespace, table, kind (folded)
+_KINDS: tuple[TableKind, ...] = ("generic", "iceberg")
 Lookup = tuple[CredentialSet, Outcome, float | None]
 
 
@@ -63,6 +82,23 @@ class _Checked(NamedTuple):
     source: CredentialSet  # the cache's value this record is about (compared by identity)
     served: CredentialSet  # `source`, with the table id once one was confirmed
     due_mono: float  # the identity must be confirmed again from this moment
+
+
+class _Changed(NamedTuple):
+    """A recent change to one table name."""
+
+    at_mono: float
+    until_mono: float  # after this, an answer is trusted for the full TTL again
+    after: str | None  # the location the change made, when this gateway made it
+
+
+def _caller(ctx: RequestContext) -> str:
+    return ctx.caller.name if ctx.caller is not None else ""
+
+
+def name_key(key: CacheKey) -> NameKey:
+    """The table name a change event or a mutation names (the project is in the warehouse)."""
+    return (key.warehouse_id, key.namespace, key.table, key.kind)
 
 
 def table_key(key: CacheKey) -> TableKey:
@@ -88,6 +124,7 @@ class IdentityGuard:
         self._cache = cache
         self._load = load
         self._ttl_s = ttl_s
+        self._short_s = ttl_s  # the TTL without events: the window a replica may lag in
         self._clock = clock
         self._metrics = metrics
         self._deadline_s = deadline_s
@@ -99,6 +136,8 @@ class IdentityGuard:
         self._last: OrderedDict[CacheKey, _Checked] = OrderedDict()
         self._known: OrderedDict[TableKey, tuple[TableIdentity, str | None]] = OrderedDict()
         self._flight: SingleFlight[tuple[TableKey, bool], TableIdentity] = SingleFlight(spawn)
+        self._changed: OrderedDict[NameKey, _Changed] = OrderedDict()
+        self._refused: OrderedDict[tuple[str, TableKey], float] = OrderedDict()  # hold until
 
     @property
     def ttl_s(self) -> float:
@@ -114,6 +153,42 @@ class IdentityGuard:
                     if rec.due_mono > cap:
                         records[k] = rec._replace(due_mono=cap)  # type: ignore[index]
         self._ttl_s = ttl_s
+
+    def changed(self, warehouse_id: str, namespace: tuple[str, ...], table: str, *,
+                after: str | None = None) -> None:
+        """The catalog changed this table (an event, or a mutation through this gateway): what
+        it answers during the short TTL is confirmed again shortly (but `after`, the location
+        a create here answered). Comparing with the location known before is not enough: a
+        replica behind two changes shows a location that differs and is still old."""
+        now_m = self._clock.monotonic()
+        while self._changed:  # oldest first (every window is as long): drop the ended ones
+            first = next(iter(self._changed.values()))
+            if first.until_mono > now_m:
+                break
+            self._changed.popitem(last=False)
+        wid, ns = warehouse_id.lower(), fold_namespace(namespace)
+        for kind in _KINDS:
+            nk = (wid, ns, fold_table(table, plus_is_space=kind == "iceberg"), kind)
+            self._changed[nk] = _Changed(now_m, now_m + self._short_s, after)
+            self._changed.move_to_end(nk)
+            while len(self._changed) > self._max:
+                self._changed.popitem(last=False)
+
+    def _trust_s(self, key: CacheKey, location: str, now_m: float) -> float:
+        """How long an identity the catalog reported just now is trusted: the TTL, or less
+        shortly after a change (a lagging replica may not show it yet)."""
+        if not self._changed:
+            return self._ttl_s
+        nk = name_key(key)
+        change = self._changed.get(nk)
+        if change is None:
+            return self._ttl_s
+        if now_m >= change.until_mono or (change.after is not None
+                                          and same_location(location, change.after)):
+            del self._changed[nk]  # the window has passed, or the change's own location
+            return self._ttl_s
+        return min(self._ttl_s, change.until_mono - now_m,
+                   max(LAG_RECHECK_MIN_S, now_m - change.at_mono))
 
     async def lookup(self, key: CacheKey, ctx: RequestContext,
                      expect: ExpectedIdentity | None = None) -> Lookup:
@@ -151,32 +226,39 @@ class IdentityGuard:
     # ------------------------------------------------------------------ the slow path
     async def confirm(self, key: CacheKey, ctx: RequestContext,
                       expect: ExpectedIdentity | None, got: Lookup) -> Lookup:
-        """The slow path: confirm the identity (one shared load), refetch at most once."""
+        """The slow path: confirm the identity (one shared load), refetch at most once.
+
+        A caller whose expected location differs from the cached one is answered after the
+        shared identity load, not by evicting the entry every caller uses and vending again:
+        if the catalog still has the cached table, the caller's plan is the stale one (409),
+        and the same caller refused again for that table within MISMATCH_HOLD_S is refused
+        without a load."""
         value = got[0]
         rec = self._record(key, value, got[1])
         refetched = False
         ident: TableIdentity | None = None  # this call's load, if it made one
         want_id = expect is not None and expect.table_id is not None
         while True:
-            if expect is not None and expect.location_differs(value.location):
-                if refetched:
-                    raise self._mismatch("location")
-                got, refetched = await self._refetch(key, ctx, value), True
-                value, rec = got[0], self._record(key, got[0], got[1])
-                continue
+            loc_differs = expect is not None and expect.location_differs(value.location)
+            if loc_differs and (refetched or self._held(key, ctx)):
+                raise self._refuse(key, ctx, "location")
             if ident is not None and same_location(ident.location, value.location):
                 rec = self._confirmed(key, rec, ident, rec.due_mono)
             now_m = self._clock.monotonic()
             id_unsure = want_id and (rec.served.table_id is None or (
                 expect is not None and expect.id_differs(rec.served.table_id)))
-            if ident is None and (now_m >= rec.due_mono or id_unsure):
+            if (ident is None and expect is not None and rec.served.table_id is not None
+                    and expect.id_differs(rec.served.table_id) and self._held(key, ctx)):
+                raise self._refuse(key, ctx, "id")
+            if ident is None and (now_m >= rec.due_mono or id_unsure or loc_differs):
+                ttl_s = self._ttl_s  # a load started under the events TTL gets no more after
                 try:
                     ident = await self._identity(key, ctx, want_id=want_id)
                 except (GatewayError, FlightTimeout) as err:
                     if policy.negative_ttl(err, 1.0) is not None:
                         self._cache.evict_if(key, value)  # the table is gone or forbidden
                         raise
-                    if want_id:  # the caller's id cannot be confirmed without the catalog
+                    if want_id or loc_differs:  # the caller's table cannot be confirmed
                         if isinstance(err, FlightTimeout):
                             raise UpstreamTimeoutError("timed out checking the table") from err
                         raise
@@ -186,7 +268,10 @@ class IdentityGuard:
                                 extra={"error_type": type(err).__name__})
                     return rec.served, got[1], got[2]
                 if same_location(ident.location, value.location):
-                    rec = self._confirmed(key, rec, ident, now_m + self._ttl_s)
+                    trust_s = min(ttl_s, self._trust_s(key, ident.location, now_m))
+                    rec = self._confirmed(key, rec, ident, now_m + trust_s)
+                    if loc_differs:  # the catalog has the cached table: the plan is stale
+                        raise self._refuse(key, ctx, "location")
                 elif refetched:
                     # Changed again between our fetch and our load: answer the fetch (newer
                     # than the entry) and confirm again on the next request.
@@ -196,7 +281,7 @@ class IdentityGuard:
                     got, refetched = await self._refetch(key, ctx, value), True
                     value, rec = got[0], self._record(key, got[0], got[1])
                     continue
-            return self._final(rec, expect), got[1], got[2]
+            return self._final(key, ctx, rec, expect), got[1], got[2]
 
     def _confirmed(self, key: CacheKey, rec: _Checked, ident: TableIdentity,
                    due_mono: float) -> _Checked:
@@ -207,14 +292,34 @@ class IdentityGuard:
             served = replace(value, table_id=ident.table_id)
         return self._keep(key, _Checked(value, served, max(due_mono, rec.due_mono)))
 
-    def _final(self, rec: _Checked, expect: ExpectedIdentity | None) -> CredentialSet:
+    def _final(self, key: CacheKey, ctx: RequestContext, rec: _Checked,
+               expect: ExpectedIdentity | None) -> CredentialSet:
         if expect is not None:
             if expect.location_differs(rec.served.location):
-                raise self._mismatch("location")
+                raise self._refuse(key, ctx, "location")
             if expect.table_id is not None and (rec.served.table_id is None
                                                 or expect.id_differs(rec.served.table_id)):
-                raise self._mismatch("id")
+                raise self._refuse(key, ctx, "id")
         return rec.served
+
+    def _held(self, key: CacheKey, ctx: RequestContext) -> bool:
+        """This caller was refused for this table less than MISMATCH_HOLD_S ago."""
+        if not self._refused:
+            return False
+        until = self._refused.get((_caller(ctx), table_key(key)))
+        return until is not None and self._clock.monotonic() < until
+
+    def _refuse(self, key: CacheKey, ctx: RequestContext,
+                what: str) -> TableIdentityMismatchError:
+        """The 409 for a caller whose expectation is not the catalog's table; its next ones
+        for this table are refused without a load for MISMATCH_HOLD_S (a wrong plan repeated
+        costs the catalog nothing more)."""
+        held = (_caller(ctx), table_key(key))
+        self._refused[held] = self._clock.monotonic() + MISMATCH_HOLD_S
+        self._refused.move_to_end(held)
+        while len(self._refused) > self._max:
+            self._refused.popitem(last=False)
+        return self._mismatch(what)
 
     def _mismatch(self, what: str) -> TableIdentityMismatchError:
         self._metrics.identity_mismatches.inc()
@@ -224,16 +329,22 @@ class IdentityGuard:
         )
 
     def _record(self, key: CacheKey, value: CredentialSet, outcome: Outcome) -> _Checked:
-        """The record for the value the cache gave. A value fetched for this very request is
-        fresh for a TTL. One fetched in the background (refresh-ahead) is newer than the key's
-        last confirmation, so it keeps that confirmation's due time (and its id, if the
-        location is the same); with no record at all it is due at once."""
+        """The record for the value the cache gave. A value fetched for a request (this one,
+        or another whose caller has not reached the guard yet) is fresh for a TTL from its
+        fill. One fetched in the background (refresh-ahead) is newer than the key's last
+        confirmation, so it keeps that confirmation's due time (and its id, if the location is
+        the same); with no record at all it is due at once."""
         rec = self._checked.get(id(value))
         if rec is not None and rec.source is value:
             return rec
         now_m = self._clock.monotonic()
         if outcome is Outcome.MISS or outcome is Outcome.COALESCED:
-            return self._keep(key, _Checked(value, value, now_m + self._ttl_s))
+            return self._keep(key, _Checked(value, value,
+                                            now_m + self._trust_s(key, value.location, now_m)))
+        filled_m = self._cache.filled_at(key, value)
+        if filled_m is not None:  # the fill is the confirmation, whoever reaches here first
+            return self._keep(key, _Checked(
+                value, value, filled_m + self._trust_s(key, value.location, filled_m)))
         last = self._last.get(key)
         if last is None:
             return self._keep(key, _Checked(value, value, now_m))
@@ -244,6 +355,11 @@ class IdentityGuard:
         return self._keep(key, _Checked(value, served, last.due_mono))
 
     def _keep(self, key: CacheKey, rec: _Checked) -> _Checked:
+        # No record is ever due later than a TTL from now: a confirmation in flight when the
+        # subscription dropped (set_ttl) must not write back its pre-loss due time.
+        cap = self._clock.monotonic() + self._ttl_s
+        if rec.due_mono > cap:
+            rec = rec._replace(due_mono=cap)
         vid = id(rec.source)
         self._checked[vid] = rec
         self._checked.move_to_end(vid)

@@ -39,6 +39,8 @@ class MetadataCache:
         self._generation = generation
         self._wait_s = wait_s
         self._flight: SingleFlight[CacheKey, GenericTable] = SingleFlight(spawn)
+        # The keys with a load started (until it ends), so an invalidation can detach it.
+        self._loading: dict[CacheKey, object] = {}
         self._tables: TTLCache[CacheKey, GenericTable] = TTLCache(
             maxsize=max_entries, ttl=max(ttl_s, 1e-9), timer=clock.monotonic,
         )
@@ -60,13 +62,21 @@ class MetadataCache:
             if cached is not None:
                 return cached
         gen = self._generation()
+        mark = object()
 
         async def fetch() -> GenericTable:
-            table = await load()
+            try:
+                table = await load()
+            finally:
+                if self._loading.get(key) is mark:
+                    del self._loading[key]
             if self._ttl_s > 0 and self._generation() == gen:
                 self._tables[key] = table
                 self._by_table.add(key)
             return table
+
+        if not self._flight.running(key):
+            self._loading[key] = mark  # this call starts the load (checked as run() does)
 
         try:
             # Each waiter keeps its own deadline; the shared load goes on for the others.
@@ -77,7 +87,12 @@ class MetadataCache:
 
     def invalidate_table(self, warehouse_id: str, namespace: tuple[str, ...],
                          table: str) -> int:
-        """Drop every stored load of one table; returns how many (O(its keys))."""
+        """Drop every stored load of one table and detach its loads in flight (a caller after
+        the invalidation never joins a load from before it); returns how many were stored
+        (O(its keys) and the loads in flight)."""
+        for k in [k for k in self._loading if k.same_table(warehouse_id, namespace, table)]:
+            del self._loading[k]
+            self._flight.forget(k)
         keys = self._by_table.keys_of(TableMatch.of(warehouse_id, namespace, table))
         for key in keys:
             self._tables.pop(key, None)
@@ -86,5 +101,8 @@ class MetadataCache:
     def clear(self) -> int:
         """Drop everything; returns how many entries there were."""
         n = len(self._tables)
+        for k in list(self._loading):
+            self._flight.forget(k)
+        self._loading.clear()
         self._tables.clear()
         return n

@@ -22,7 +22,7 @@ from gateway.cache.identity import IdentityGuard
 from gateway.cache.policy import is_deterministic, remaining_until
 from gateway.clock import Clock
 from gateway.errors import GatewayError, InvalidRequestError
-from gateway.identity import ExpectedIdentity, same_location
+from gateway.identity import ExpectedIdentity, covers, same_location
 from gateway.models import (
     AccessMode,
     CacheKey,
@@ -61,7 +61,7 @@ def _merge_config(credential: StorageCredential) -> dict[str, str]:
 def _credential_for(location: str, creds: CredentialSet) -> StorageCredential | None:
     best: StorageCredential | None = None
     for cred in creds.credentials:
-        if location.startswith(cred.prefix.rstrip("/")) and (
+        if covers(cred.prefix, location) and (
             best is None or len(cred.prefix) > len(best.prefix)
         ):
             best = cred
@@ -272,8 +272,11 @@ class GatewayService:
         wh = await self.resolve_warehouse(warehouse, ctx)
         try:
             table = await self.catalog.create_table(wh.id, namespace, spec, ctx)
-        finally:
+        except BaseException:
             self._invalidate_table(wh.id, namespace, spec.name)
+            raise
+        # The new location is known: a replica still showing another is asked again shortly.
+        self._invalidate_table(wh.id, namespace, spec.name, after=table.base_location)
         return LoadResult(table=table, config=None, credentials=None, warehouse=wh)
 
     async def drop_table(
@@ -332,7 +335,10 @@ class GatewayService:
 
     # ------------------------------------------------------------------ admin
     def _invalidate_table(self, warehouse_id: str, namespace: tuple[str, ...],
-                          table: str) -> int:
+                          table: str, *, after: str | None = None) -> int:
+        # The catalog changed (or may have): its read replica may not show it yet, so the
+        # refetch is confirmed again shortly while it still shows the old location.
+        self.identity.changed(warehouse_id, namespace, table, after=after)
         return (self.cache.invalidate_table(warehouse_id, namespace, table)
                 + self.metadata.invalidate_table(warehouse_id, namespace, table))
 

@@ -31,6 +31,7 @@ from urllib.parse import urlsplit
 from aiohttp import web
 
 from gateway.errors import InvalidRequestError
+from gateway.identity import covers
 from gateway.models import AccessMode, CredentialLookup, TableRef
 from gateway.names import check_warehouse
 from gateway.surfaces.http_codec import call_ref, decode_segment, namespace_of, warehouse_of
@@ -98,7 +99,7 @@ def load_config(upstream: dict[str, Any], creds: list[dict[str, Any]],
     best: dict[str, Any] | None = None
     for cred in creds:
         prefix = str(cred["prefix"]).rstrip("/")
-        if location.startswith(prefix) and (best is None or len(prefix) > len(best["prefix"])):
+        if covers(prefix, location) and (best is None or len(prefix) > len(best["prefix"])):
             best = cred
     if best is not None:
         for key, value in best["config"].items():
@@ -108,8 +109,7 @@ def load_config(upstream: dict[str, Any], creds: list[dict[str, Any]],
 
 
 def _covers(lookup: CredentialLookup, location: str) -> bool:
-    return any(location.startswith(c.prefix.rstrip("/"))
-               for c in lookup.credentials.credentials)
+    return any(covers(c.prefix, location) for c in lookup.credentials.credentials)
 
 
 def _moves_table(doc: dict[str, Any]) -> bool:

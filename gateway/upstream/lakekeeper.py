@@ -167,6 +167,18 @@ class CatalogClient:
                 max(0.0, self.clock.monotonic() - start)
             )
 
+    def _timeout(self, end_mono: float) -> float:
+        """One request's timeout, computed as it is sent (after the session token was
+        awaited): never past the call's deadline `end_mono`.
+
+        Raises:
+            UpstreamTimeoutError: the deadline passed while the token was awaited.
+        """
+        left = end_mono - self.clock.monotonic()
+        if left <= 0:
+            raise UpstreamTimeoutError("the upstream deadline passed")
+        return min(self.settings.timeout_s, left)
+
     async def _call(
         self,
         op: str,
@@ -196,15 +208,17 @@ class CatalogClient:
                                            retry_after_s=gap)
                 await self.clock.sleep(gap)
                 remaining_s -= gap
-            timeout = max(0.001, min(self.settings.timeout_s, remaining_s))
+            end_mono = self.clock.monotonic() + remaining_s
             token = await _within(self.tokens.token(), remaining_s)
             resp = await self._send(op, method, url, self._headers(ctx, token, extra, idem),
-                                    body, timeout)
+                                    body, self._timeout(end_mono))
             if resp.status == 401 and token is not None:
-                fresh = await _within(self.tokens.force_refresh(token), remaining_s)
+                fresh = await _within(self.tokens.force_refresh(token),
+                                      end_mono - self.clock.monotonic())
                 if fresh is not None and fresh != token:
                     resp = await self._send(op, method, url,
-                                            self._headers(ctx, fresh, extra, idem), body, timeout)
+                                            self._headers(ctx, fresh, extra, idem), body,
+                                            self._timeout(end_mono))
             if resp.status < 400 or (raw and resp.status not in (429, 503, 412)
                                      and resp.status < 500):
                 return resp

@@ -272,3 +272,29 @@ async def test_a_slow_session_token_never_keeps_a_call_past_its_deadline(
             await c.load_credentials(key(catalog=catalog), CTX)
     assert loop.time() - started < 3
     assert catalog.calls["load_generic_table_credentials"] == 0
+
+
+async def test_the_request_timeout_is_computed_after_the_session_token_arrives(
+    catalog, tokens, metrics, clock
+):
+    # #33 finding 7: the timeout was computed before the token was awaited, so after a slow
+    # IdP a request sent at +26 s still got the full 10 s against a 30 s deadline.
+    sent: list[float] = []
+    c = client(catalog, tokens, metrics, clock, UPSTREAM__DEADLINE_S="30",
+               UPSTREAM__TIMEOUT_S="10")
+    send = c.transport.send
+
+    async def recording(request):
+        sent.append(request.timeout_s)
+        return await send(request)
+
+    c.transport.send = recording
+    tokens.gate = asyncio.Event()
+    call = asyncio.ensure_future(c.load_credentials(key(catalog=catalog), CTX))
+    for _ in range(5):
+        await asyncio.sleep(0)
+    clock.advance(26)  # the IdP answers 26 s into the call
+    tokens.gate.set()
+    async with asyncio.timeout(5):
+        await call
+    assert sent == [pytest.approx(4.0)]
