@@ -355,7 +355,7 @@ class CoherenceModel(RuleBasedStateMachine):
     @rule(how=st.sampled_from(["client", "client", "vended load"]),
           access=st.sampled_from(["read", "read", "write"]),
           expect=st.sampled_from(["none", "none", "current", "old"]),
-          quick=st.booleans())
+          quick=st.sampled_from([True, True, False]))
     def request(self, how: str, access: str, expect: str, quick: bool) -> None:
         """`Client.credentials()` in an executor process (memo on), or a vended load from the
         gateway (the metadata cache's path); `quick`: the catalog answers every call at once."""
@@ -375,7 +375,7 @@ class CoherenceModel(RuleBasedStateMachine):
 
     # -- rules: the catalog ---------------------------------------------------------------
     @rule(how=st.sampled_from(["replace", "replace", "drop", "create"]),
-          heard=st.sampled_from(["later", "at once"]))
+          heard=st.sampled_from(["later", "at once", "at once"]))
     def change_table(self, how: str, heard: str) -> None:
         """A change through another node or straight at the catalog: it publishes an event
         (only heard while subscribed), delivered by the `event` rule or at once."""
@@ -440,7 +440,7 @@ class CoherenceModel(RuleBasedStateMachine):
         self.on_loop(lambda: self.events.state(up))
 
     # -- rules: time ----------------------------------------------------------------------
-    @rule(seconds=st.sampled_from([0.5, 1.0, 2.0, 4.0, 10.0, 31.0, 301.0, 1000.0]))
+    @rule(seconds=st.sampled_from([0.5, 1.0, 2.0, 4.0, 10.0, 31.0, 31.0, 301.0, 1000.0]))
     def time_passes(self, seconds: float) -> None:
         """Time passes in steps (background sleepers wake); calls that would outlive the round
         trip answer first; the refresher makes one pass."""
@@ -502,3 +502,15 @@ def test_replay_the_memo_keeps_an_identity_no_longer_than_the_gateway_states() -
            ("change_table", {"how": "replace", "heard": "later"}),
            ("time_passes", {"seconds": 301.0}),
            ask())
+
+
+def test_replay_a_refetch_after_the_event_reading_a_lagging_replica_is_asked_again() -> None:
+    """#33 build item 2 through the whole path: the event came at once, the executor's first
+    write-access request (no memo entry) refetched from a replica 4 s behind, which showed the
+    old table; trusted for the events TTL, it was still answered 31 s later."""
+    replay(("start", {"lag": LAG_MAX_S, "up": True}),
+           ("change_table", {"how": "replace", "heard": "at once"}),
+           ask(),
+           ("time_passes", {"seconds": 31.0}),
+           ask())
+
