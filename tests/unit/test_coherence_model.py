@@ -216,8 +216,9 @@ class CoherenceModel(RuleBasedStateMachine):
             transport=self.catalog.transport(FakeIdP(expires_in=36000, clock=self.clock)),
             rng=seeded(2))
         self.service = self.core.service
+        self.event_metrics = Metrics()
         self.events = ChangeEvents(self.service, self.service.identity, self.service.settings,
-                                   Metrics(), self.clock, self.registry.spawn)
+                                   self.event_metrics, self.clock, self.registry.spawn)
         transport = InProcessTransport(self.service)
         self.client = AsyncClient(config=ClientConfig.resolve("http://gateway.model:8765",
                                                               token="t",  # noqa: S106
@@ -397,10 +398,13 @@ class CoherenceModel(RuleBasedStateMachine):
         elif self.subscribed:
             self.outbox.append(w)
 
+    def applied(self, result: str) -> float:
+        return float(self.event_metrics.change_events.labels(result)._value.get())
+
     def deliver(self, w: Write) -> None:
-        """Lakekeeper's CloudEvent for `w`, parsed and applied by the real consumer."""
-        if w.delivered is None:
-            w.delivered = self.clock.monotonic()
+        """Lakekeeper's CloudEvent for `w`, parsed and applied by the real consumer (over the
+        table's rate limit it is not applied: a known loss, as the contract says)."""
+        limited = self.applied("rate_limited")
         tid = str(uuid.uuid4()) if w.table is None else w.table.id
         doc: dict[str, Any] = {
                "specversion": "1.0", "id": str(uuid.uuid4()), "source": "lakekeeper",
@@ -412,6 +416,10 @@ class CoherenceModel(RuleBasedStateMachine):
         except BadEvent as exc:  # pragma: no cover - the model's events are well formed
             raise AssertionError(f"the model's event was refused: {exc}") from exc
         self.on_loop(lambda: self.events.apply(event))
+        if self.applied("rate_limited") > limited:
+            self.lost_at = self.clock.monotonic()
+        elif w.delivered is None:
+            w.delivered = self.clock.monotonic()
 
     @rule(data=st.data(), what=st.sampled_from(["deliver", "deliver", "duplicate", "lose",
                                                 "dropped"]))
