@@ -87,15 +87,15 @@ class MetadataCache:
 
     def invalidate_table(self, warehouse_id: str, namespace: tuple[str, ...],
                          table: str) -> int:
-        """Drop every stored load of one table and detach its loads in flight (a caller after
-        the invalidation never joins a load from before it); returns how many were stored
-        (O(its keys) and the loads in flight)."""
-        for k in [k for k in self._loading if k.same_table(warehouse_id, namespace, table)]:
-            del self._loading[k]
-            self._flight.forget(k)
+        """Drop every stored load of one table (O(its keys)) and its loads in flight;
+        returns how many were stored."""
         keys = self._by_table.keys_of(TableMatch.of(warehouse_id, namespace, table))
         for key in keys:
             self._tables.pop(key, None)
+        # Its loads in flight too: a caller after the invalidation never joins one from before.
+        for k in [k for k in self._loading if k.same_table(warehouse_id, namespace, table)]:
+            del self._loading[k]
+            self._flight.forget(k)
         return len(keys)
 
     def clear(self) -> int:

@@ -136,6 +136,16 @@ async def test_a_credential_for_another_location_is_dropped_and_fetched_again(
     assert [r.kind for r in ops.invalidated if r is not None] == ["iceberg"]
 
 
+def test_load_config_takes_the_credential_covering_the_location_on_a_slash_boundary() -> None:
+    # #33 finding 7: `s3://b/t` was taken for `s3://b/t2` (the longest prefix by `startswith`).
+    from gateway.surfaces.http_iceberg import load_config
+
+    creds = [{"prefix": "s3://b/", "config": {"s3.access-key-id": "bucket"}},
+             {"prefix": "s3://b/t", "config": {"s3.access-key-id": "other-table"}}]
+    assert load_config({}, creds, "s3://b/t2")["s3.access-key-id"] == "bucket"
+    assert load_config({}, creds, "s3://b/t/x")["s3.access-key-id"] == "other-table"
+
+
 async def test_credentials_endpoint_is_answered_from_the_cache(make_client: MakeClient) -> None:
     ops = _ops()
     client = await make_client(ops=ops)
@@ -298,12 +308,3 @@ async def test_a_hash_in_a_forwarded_table_name_is_a_400_in_lakekeepers_envelope
     assert "'#' or '?'" in doc["error"]["message"]
     assert ops.sent == []
 
-
-def test_load_config_takes_the_credential_covering_the_location_on_a_slash_boundary() -> None:
-    # #33 finding 7: `s3://b/t` was taken for `s3://b/t2` (the longest prefix by `startswith`).
-    from gateway.surfaces.http_iceberg import load_config
-
-    creds = [{"prefix": "s3://b/", "config": {"s3.access-key-id": "bucket"}},
-             {"prefix": "s3://b/t", "config": {"s3.access-key-id": "other-table"}}]
-    assert load_config({}, creds, "s3://b/t2")["s3.access-key-id"] == "bucket"
-    assert load_config({}, creds, "s3://b/t/x")["s3.access-key-id"] == "other-table"
