@@ -76,7 +76,7 @@ NS, NAME = ("ns",), "orders"
 CTX = RequestContext(request_id="model")
 
 settings.register_profile(
-    "coherence-model-default", max_examples=150, stateful_step_count=40, deadline=None,
+    "coherence-model-default", max_examples=300, stateful_step_count=30, deadline=None,
     derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow],
 )
 settings.register_profile(
