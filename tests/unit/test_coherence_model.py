@@ -387,6 +387,17 @@ class CoherenceModel(RuleBasedStateMachine):
             self.publish(self.catalog.write(None), heard)
         self.publish(self.catalog.write(None if how == "drop" else self.new_location()), heard)
 
+    @rule(how=st.sampled_from(["replace", "drop", "create"]),
+          access=st.sampled_from(["read", "write"]),
+          wait=st.sampled_from([0.0, 0.5, 2.0]))
+    def change_then_request(self, how: str, access: str, wait: float) -> None:
+        """A change whose event comes at once, and a caller shortly after: the moment a
+        lagging replica may still show the old table."""
+        self.change_table(how, "at once")
+        if wait:
+            self.time_passes(wait)
+        self.request("client", access, "none", True)
+
     @rule(lag=st.sampled_from([0.0, 0.0, 1.0, LAG_MAX_S]))
     def replica_lag(self, lag: float) -> None:
         self.catalog.lag_s = lag
