@@ -30,6 +30,12 @@ An answer to a caller who named a location is that location, or a 409.
 
 `make test` runs the `default` profile (derandomized, no example database); `make harden`'s
 `model` suite runs the `harden` profile (random, longer) through LAKEGATE_MODEL_PROFILE=harden.
+With one #33 fix reverted at a time, the default search finds the client memo's identity rule
+(finding 1) on its own; the lagging-catalog rechecks (build item 2) only through the replay
+below (neither profile's search reached it in one run); finding 3 (the refresh's fetch ticket),
+5 (a confirmation in flight at a subscription loss) and 7 (metadata loads in flight, prefix
+boundaries) were not found (tests/unit/cache/test_identity_model.py and the fixes' own tests
+cover them).
 """
 
 from __future__ import annotations
