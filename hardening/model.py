@@ -1,6 +1,7 @@
 """The model-based tests (tests/unit/cache/test_credential_cache_model.py, the credential
 cache; tests/unit/cache/test_identity_model.py, coherence with a lagging catalog and change
-events) with their longer `harden` profiles: more and longer random runs than `make test`
+events; tests/unit/test_coherence_model.py, the same along the whole path from the client's
+memo) with their longer `harden` profiles: more and longer random runs than `make test`
 affords.
 
 It needs no stack: pytest runs it in a child process with `LAKEGATE_MODEL_PROFILE=harden`.
@@ -17,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 MODEL_TESTS = ("tests/unit/cache/test_credential_cache_model.py",
-               "tests/unit/cache/test_identity_model.py")
+               "tests/unit/cache/test_identity_model.py",
+               "tests/unit/test_coherence_model.py")
 TIMEOUT_S = 1800
 
 

@@ -87,7 +87,8 @@ class MetadataCache:
 
     def invalidate_table(self, warehouse_id: str, namespace: tuple[str, ...],
                          table: str) -> int:
-        """Drop every stored load of one table; returns how many (O(its keys))."""
+        """Drop every stored load of one table (O(its keys)) and its loads in flight;
+        returns how many were stored."""
         keys = self._by_table.keys_of(TableMatch.of(warehouse_id, namespace, table))
         for key in keys:
             self._tables.pop(key, None)

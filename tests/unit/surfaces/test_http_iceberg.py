@@ -313,3 +313,4 @@ async def test_a_hash_in_a_forwarded_table_name_is_a_400_in_lakekeepers_envelope
     assert doc["error"]["code"] == 400
     assert "'#' or '?'" in doc["error"]["message"]
     assert ops.sent == []
+
