@@ -93,3 +93,43 @@ def test_aws_conflict_answers_are_conflicts_not_errors(monkeypatch: pytest.Monke
     assert attempts.claim_create(gone, WHERE, "w-b") is False  # takeover: the claim moved
     empty = FakeS3(aws_conflicts=True, faults={1: conflict})  # the rival's claim not yet visible
     assert attempts.claim_create(empty, WHERE, "w-b") is False
+
+
+def test_the_driver_reads_records_and_deletes_files_in_parallel() -> None:
+    """Issue 36: one record read and one delete at a time made a 200-task Lance commit wait on
+    400 serial calls. They overlap now; the outcome is the same: unused files and every record
+    gone, the used files kept."""
+    import threading
+    import time
+
+    class Slow(FakeS3):
+        flight = most = 0
+        guard = threading.Lock()
+
+        def _slow(self, call: object) -> dict[str, object]:
+            with self.guard:
+                Slow.flight += 1
+                Slow.most = max(Slow.most, Slow.flight)
+            time.sleep(0.03)
+            try:
+                return call()  # type: ignore[operator,no-any-return]
+            finally:
+                with self.guard:
+                    Slow.flight -= 1
+
+        def get_object(self, **kw: str) -> dict[str, object]:
+            return self._slow(lambda: super(Slow, self).get_object(**kw))
+
+        def delete_object(self, **kw: str) -> dict[str, object]:
+            return self._slow(lambda: super(Slow, self).delete_object(**kw))
+
+    s3 = Slow()
+    for part in range(6):
+        check_in(s3, WHERE, "w1", part, 0, _land(s3, f"data/p{part}-a.lance"))
+        check_in(s3, WHERE, "w1", part, 1, _land(s3, f"data/p{part}-b.lance"))
+    close_job(s3, WHERE, "w1")
+    Slow.most = 0
+    used = [f"data/p{part}-a.lance" for part in range(6)]
+    assert sorted(discard_unused(s3, WHERE, "w1", used)) == [f"data/p{p}-b.lance" for p in range(6)]
+    assert _left(s3) == sorted(used)
+    assert Slow.most > 1

@@ -102,3 +102,58 @@ def test_a_job_planned_while_another_overwrite_commits_conflicts(
 
 def test_the_marker_is_hidden_from_readers() -> None:
     assert MARKER.startswith("_")
+
+
+class _Slow(FakeS3):
+    """A store whose completes and deletes take a while; records what overlapped."""
+
+    def __init__(self) -> None:
+        import threading
+
+        super().__init__()
+        self.flight, self.most = 0, 0
+        self.events: list[str] = []
+        self._guard = threading.Lock()
+
+    def _slowly(self, what: str, call: object) -> object:
+        import time
+
+        with self._guard:
+            self.flight += 1
+            self.most = max(self.most, self.flight)
+            self.events.append(f"start {what}")
+        time.sleep(0.05)
+        try:
+            return call()  # type: ignore[operator]
+        finally:
+            with self._guard:
+                self.flight -= 1
+                self.events.append(f"end {what}")
+
+    def complete_multipart_upload(self, **kw: object) -> dict[str, object]:
+        return self._slowly("complete", lambda: super(_Slow, self).complete_multipart_upload(
+            **kw))  # type: ignore[return-value]
+
+    def delete_object(self, **kw: object) -> dict[str, object]:
+        kind = "delete" if str(kw["Key"]).endswith(".parquet") else "other"
+        return self._slowly(kind, lambda: super(_Slow, self).delete_object(
+            **kw))  # type: ignore[return-value]
+
+
+def test_a_commit_completes_and_deletes_in_parallel_after_the_first_completion_alone() -> None:
+    """Issue 36: N completions one by one made the driver's commit the write's bottleneck. The
+    first completion (the point of no return) still runs alone, every completion is tried
+    before any delete starts, and the rest overlap."""
+    s3 = _Slow()
+    for i in range(6):
+        s3.objects[WHERE.key(f"part-old-{i:05d}-r.parquet")] = b"old"
+    plan = plan_plain(s3, WHERE, "parquet")
+    staged = _stage(s3, "w1", 8)
+    commit_plain(s3, WHERE, "parquet", plan, staged, overwrite=True, write_id="w1")
+    assert _data(s3) == sorted(WHERE.relative(u.key) for u in staged)
+    assert s3.events[:2] == ["start complete", "end complete"]  # alone
+    ends = [i for i, e in enumerate(s3.events) if e == "end complete"]
+    starts = [i for i, e in enumerate(s3.events) if e == "start delete"]
+    assert (len(ends), len(starts)) == (8, 6)
+    assert max(ends) < min(starts)
+    assert s3.most > 1

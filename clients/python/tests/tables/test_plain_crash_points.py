@@ -38,3 +38,16 @@ def test_the_enumeration_catches_a_broken_protocol(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(plain_commit, "recover_plain", lambda *_a, **_k: 0)
     report = enumerate_points(PlainScenario("overwrite"), kinds=("error",))
     assert report.failed
+
+
+@pytest.mark.parametrize("case", ["append", "overwrite"])
+def test_a_commit_completing_and_deleting_in_parallel_keeps_every_crash_point_safe(
+    case: str,
+) -> None:
+    """Five uploads over two old files: past the first completion the other four completions,
+    then the deletes, run on the commit's worker threads; an error, a lost answer, a kill or a
+    stall at any call still leaves old or new rows, never a mix once recovered."""
+    report = enumerate_points(PlainScenario(case, uploads=5), kinds=(*KINDS, STALL))
+    assert sum(op == "CompleteMultipartUpload" for op, _ in report.calls) == 5
+    failed = [(p.n, p.call, p.kind, p.committed, p.violations) for p in report.failed]
+    assert failed == []

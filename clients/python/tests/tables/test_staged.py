@@ -60,3 +60,42 @@ def test_the_sweep_aborts_only_this_jobs_pending_uploads() -> None:
     assert sweep_uploads(s3, WHERE, "w1") == 1
     assert set(s3.uploads) == {other["UploadId"]}
     assert mine["UploadId"] not in s3.uploads
+
+
+def test_completions_overlap_and_every_one_is_tried_before_a_failure_is_raised() -> None:
+    """Issue 36: the driver completed N uploads one by one. They now overlap (bounded); one
+    failing still fails the call, after the others were tried (none is left half-decided)."""
+    import threading
+    import time
+
+    from .fake_s3 import Fault
+
+    class Slow(FakeS3):
+        flight = most = 0
+        guard = threading.Lock()
+
+        def complete_multipart_upload(self, **kw: object) -> dict[str, object]:
+            with self.guard:
+                Slow.flight += 1
+                Slow.most = max(Slow.most, Slow.flight)
+            time.sleep(0.05)
+            try:
+                return super().complete_multipart_upload(**kw)  # type: ignore[arg-type]
+            finally:
+                with self.guard:
+                    Slow.flight -= 1
+
+    s3 = Slow()
+    ups = [stage_parquet(s3, "b", WHERE.key(f"part-w1-{i:05d}-a.parquet"), SCHEMA, _batches(1))
+           for i in range(6)]
+    staged.complete_uploads(s3, "b", ups)
+    assert len(s3.objects) == 6
+    assert Slow.most > 1
+
+    s3 = FakeS3()
+    ups = [stage_parquet(s3, "b", WHERE.key(f"part-w2-{i:05d}-a.parquet"), SCHEMA, _batches(1))
+           for i in range(4)]
+    s3.faults = {len(s3.calls) + 1: Fault(code="InternalError", status=500)}
+    with pytest.raises(Exception, match="InternalError"):
+        staged.complete_uploads(s3, "b", ups)
+    assert len(s3.objects) == 3  # the three others completed

@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from lakegate_client.tables import attempts
@@ -53,10 +55,29 @@ T = TypeVar("T")
 
 
 def s3_client(creds: TableCredentials) -> Any:
-    """A boto3 S3 client on the credential (one per commit: credentials are short-lived)."""
-    import boto3
+    """A boto3 S3 client on the credential, made once per process and credential.
 
-    return boto3.session.Session().client("s3", **creds.boto3_kwargs())
+    Why cached: building a boto3 client loads botocore's service model, 0.3-0.5 s of CPU on a
+    busy 2-core node, once per task and several times per commit (issue 36). A client is
+    thread-safe and bound to exactly these keys, so a refreshed credential gets its own client
+    and an old one is only ever reused with the keys it was vended with.
+    """
+    kwargs = creds.boto3_kwargs()
+    config = kwargs.pop("config", None)
+    path_style = (getattr(config, "s3", None) or {}).get("addressing_style") == "path"
+    return _client(tuple(sorted((k, str(v)) for k, v in kwargs.items() if v is not None)),
+                   path_style, os.getpid())
+
+
+@lru_cache(maxsize=16)
+def _client(kwargs: tuple[tuple[str, str], ...], path_style: bool, pid: int) -> Any:
+    """``pid``: a forked child builds its own (a client's connections are not fork-safe)."""
+    import boto3
+    from botocore.config import Config
+
+    config = Config(s3={"addressing_style": "path"} if path_style else {"addressing_style": "auto"})
+    options: dict[str, Any] = {**dict(kwargs), "config": config}
+    return boto3.session.Session().client("s3", **options)
 
 
 def sweep(s3: Any, where: S3Location, write_id: str, keep: Sequence[str] = ()) -> int:

@@ -29,8 +29,9 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 from lakegate_client.tables.conditional_writes import is_conflict
 from lakegate_client.tables.staged import S3Location
@@ -44,6 +45,8 @@ KEEP_CLOSED_S = 86_400.0
 CLOSE_ATTEMPTS = 20
 CREATE = f"{LEDGER}/create.json"
 STALE_CREATE_S = 120.0  # a claim this old belongs to a job that died before creating
+WORKERS = 8  # ledger reads and deletes in flight at once (below botocore's pool of 10)
+T = TypeVar("T")
 
 
 class JobClosedError(RuntimeError):
@@ -61,8 +64,19 @@ def _read_closed(s3: Any, where: S3Location) -> tuple[str | None, dict[str, floa
 
 
 def _delete(s3: Any, where: S3Location, relative: Iterable[str]) -> None:
-    for rel in relative:
-        s3.delete_object(Bucket=where.bucket, Key=where.key(rel))
+    """Delete the objects, :data:`WORKERS` at a time (idempotent; the first error raises once
+    every delete was tried)."""
+    _each(lambda rel: s3.delete_object(Bucket=where.bucket, Key=where.key(rel)), list(relative))
+
+
+def _each(call: Callable[[str], T], items: Sequence[str]) -> list[T]:
+    """``call`` on every item, :data:`WORKERS` at a time (a boto3 client is thread-safe)."""
+    if len(items) <= 1:
+        return [call(item) for item in items]
+    with ThreadPoolExecutor(max_workers=min(WORKERS, len(items)),
+                            thread_name_prefix="lakegate-ledger") as pool:
+        futures = [pool.submit(call, item) for item in items]
+    return [future.result() for future in futures]
 
 
 def check_in(s3: Any, where: S3Location, write_id: str, partition: int, attempt: int,
@@ -110,13 +124,14 @@ def discard_unused(s3: Any, where: S3Location, write_id: str, used: Iterable[str
         if not page.get("IsTruncated"):
             break
         kwargs["ContinuationToken"] = str(page["NextContinuationToken"])
-    doomed: list[str] = []
-    for record in records:
+    def files_of(record: str) -> list[str]:
         try:
             body = s3.get_object(Bucket=where.bucket, Key=where.key(record))["Body"].read()
         except s3.exceptions.NoSuchKey:  # the attempt discarded itself meanwhile
-            continue
-        doomed.extend(f for f in json.loads(body).get("files", ()) if f not in kept)
+            return []
+        return [str(f) for f in json.loads(body).get("files", ())]
+
+    doomed = [f for files in _each(files_of, records) for f in files if f not in kept]
     _delete(s3, where, [*doomed, *records])
     return doomed
 

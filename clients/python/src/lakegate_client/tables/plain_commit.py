@@ -41,6 +41,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -58,6 +59,7 @@ INTENT_PREFIX = "_lakegate_intent-"
 LEASE_S = 60.0
 RETRIES = 4
 BACKOFF_S = 0.5  # times the attempt number
+COMMIT_WORKERS = 8  # below botocore's default connection pool (10)
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
@@ -77,6 +79,8 @@ class CommitTiming:
     backoff_s: float = field(default_factory=lambda: BACKOFF_S)
     # Called with "point_of_no_return" just after the first upload completion (test faults).
     on_step: Callable[[str], None] = lambda _step: None
+    # Completes (after the first) and deletes in flight at once past the point of no return.
+    workers: int = COMMIT_WORKERS
 
 
 @dataclass(frozen=True)
@@ -336,28 +340,45 @@ def _release_marker(s3: Any, where: S3Location, write_id: str, timing: CommitTim
 
 
 def _roll_forward(intent: _Intent, *, who: str) -> None:
-    """The point of no return and after: every step retried, then logged, never raised."""
+    """The point of no return and after: every step retried, then logged, never raised.
+
+    The first completion runs alone (it is the point of no return); the other completions, then
+    the deletes, run ``timing.workers`` at a time (each idempotent, each retried on its own),
+    and no delete starts before every completion was tried, as in one serial pass.
+    """
     s3, where, timing = intent.s3, intent.where, intent.timing
     write_id = str(intent.body["write_id"])
-    steps: list[tuple[str, Callable[[], object]]] = [
+    completes: list[tuple[str, Callable[[], object]]] = [
         (f"completing {up.key}", lambda up=up: _complete(s3, where, up))  # type: ignore[misc]
         for up in intent.uploads
     ]
-    steps += [(f"deleting {rel}", lambda rel=rel: s3.delete_object(  # type: ignore[misc]
-        Bucket=where.bucket, Key=where.key(rel))) for rel in intent.body.get("delete", [])]
+    deletes: list[tuple[str, Callable[[], object]]] = [
+        (f"deleting {rel}", lambda rel=rel: s3.delete_object(  # type: ignore[misc]
+            Bucket=where.bucket, Key=where.key(rel))) for rel in intent.body.get("delete", [])]
+    after: list[tuple[str, Callable[[], object]]] = []
     if intent.body.get("overwrite"):
-        steps.append(("releasing the marker",
+        after.append(("releasing the marker",
                       lambda: _release_marker(s3, where, write_id, timing)))
-    left = 0
-    for index, (what, step) in enumerate(steps):
+
+    def run(step: tuple[str, Callable[[], object]]) -> bool:
+        what, call = step
         try:
-            _retried(what, step, timing)
+            _retried(what, call, timing)
+            return True
         except Exception:  # committed: logged, the next writer or reader finishes it
-            left += 1
             log.warning("write %s (finished by %s): %s failed; the next write or read of the "
                         "table finishes it", write_id, who, what, exc_info=True)
-        if index == 0 and who == write_id:
+            return False
+
+    phases = [p for p in (completes, deletes, after) if p]
+    left = 0
+    if phases:
+        left += not run(phases[0][0])
+        if who == write_id:
             timing.on_step("point_of_no_return")
+        phases[0] = phases[0][1:]
+    for phase in phases:
+        left += _run_all(run, phase, 1 if phase is after else timing.workers)
     if left:  # the intent stays: it is the plan the next recoverer finishes
         log.warning("write %s committed with %d step(s) left to recovery", write_id, left)
         return
@@ -366,6 +387,17 @@ def _roll_forward(intent: _Intent, *, who: str) -> None:
     except Exception:  # the next recoverer re-runs the (idempotent) plan and removes it
         log.warning("write %s committed; its intent could not be removed", write_id,
                     exc_info=True)
+
+
+def _run_all(run: Callable[[T], bool], steps: Sequence[T], workers: int) -> int:
+    """Run every step (``workers`` at a time); returns how many failed. A ``BaseException``
+    (an interrupt, a test's kill) propagates once the steps in flight ended."""
+    if len(steps) <= 1 or workers <= 1:
+        return sum(not run(step) for step in steps)
+    with ThreadPoolExecutor(max_workers=min(workers, len(steps)),
+                            thread_name_prefix="lakegate-commit") as pool:
+        futures = [pool.submit(run, step) for step in steps]
+        return sum(not future.result() for future in futures)
 
 
 def _complete(s3: Any, where: S3Location, up: PendingUpload) -> None:

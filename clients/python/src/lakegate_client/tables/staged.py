@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import io
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,7 @@ __all__ = ["PendingUpload", "S3Location", "StagedWriter", "abort_uploads", "comp
            "pending_uploads", "sweep_uploads"]
 
 PART_BYTES = 8 * 1024 * 1024  # S3 wants >= 5 MiB for every part but the last
+COMPLETE_WORKERS = 8  # below botocore's default connection pool (10)
 
 
 @dataclass(frozen=True)
@@ -132,13 +134,27 @@ def stage_parquet(
         raise
 
 
-def complete_uploads(s3: Any, bucket: str, uploads: Sequence[PendingUpload]) -> None:
-    """Make the uploads visible objects (one call each: not atomic across files)."""
-    for up in uploads:
+def complete_uploads(s3: Any, bucket: str, uploads: Sequence[PendingUpload],
+                     workers: int = COMPLETE_WORKERS) -> None:
+    """Make the uploads visible objects (one call each: not atomic across files), ``workers``
+    at a time (a boto3 client is thread-safe). Every upload is tried; then the first error, if
+    any, is raised."""
+
+    def complete(up: PendingUpload) -> None:
         s3.complete_multipart_upload(
             Bucket=bucket, Key=up.key, UploadId=up.upload_id,
             MultipartUpload={"Parts": [{"PartNumber": n, "ETag": e} for n, e in up.parts]},
         )
+
+    if len(uploads) <= 1 or workers <= 1:
+        for up in uploads:
+            complete(up)
+        return
+    with ThreadPoolExecutor(max_workers=min(workers, len(uploads)),
+                            thread_name_prefix="lakegate-complete") as pool:
+        futures = [pool.submit(complete, up) for up in uploads]
+    for future in futures:
+        future.result()
 
 
 def abort_uploads(s3: Any, bucket: str, uploads: Iterable[tuple[str, str]]) -> int:
