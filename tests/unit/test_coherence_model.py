@@ -43,13 +43,11 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import os
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
@@ -69,6 +67,7 @@ from lakegate_client._config import ClientConfig
 from lakegate_client._ops import GetCredentials, Operation
 from tests.fakes.catalog import FakeCatalog, FakeIdP, FakeTable
 from tests.fakes.clock import FakeClock
+from tests.fakes.model_profiles import model_settings
 from tests.fakes.rng import seeded
 from tests.fakes.settings import make_settings
 from tests.fakes.tasks import FakeTaskRegistry
@@ -81,15 +80,7 @@ ROUND_TRIP_S = 5.0  # no catalog call answers later than this after it was sent
 NS, NAME = ("ns",), "orders"
 CTX = RequestContext(request_id="model")
 
-settings.register_profile(
-    "coherence-model-default", max_examples=300, stateful_step_count=30, deadline=None,
-    derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow],
-)
-settings.register_profile(
-    "coherence-model-harden", max_examples=400, stateful_step_count=60, deadline=None,
-    derandomize=False, database=None, suppress_health_check=[HealthCheck.too_slow],
-)
-PROFILE = os.environ.get("LAKEGATE_MODEL_PROFILE", "default")
+MODEL_SETTINGS = model_settings("coherence-model", default=(300, 30), harden=(400, 60))
 
 
 @dataclass
@@ -498,7 +489,7 @@ class CoherenceModel(RuleBasedStateMachine):
             assert self.events.up == self.subscribed
 
 
-CoherenceModel.TestCase.settings = settings.get_profile(f"coherence-model-{PROFILE}")
+CoherenceModel.TestCase.settings = MODEL_SETTINGS
 TestCoherenceModel = CoherenceModel.TestCase
 
 

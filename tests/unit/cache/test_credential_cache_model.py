@@ -23,12 +23,10 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import os
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -46,6 +44,7 @@ from gateway.metrics import Metrics
 from gateway.models import AccessMode, CacheKey, CredentialSet, RequestContext
 from gateway.settings import CacheSettings
 from tests.fakes.clock import FakeClock
+from tests.fakes.model_profiles import model_settings
 from tests.fakes.rng import seeded
 from tests.fakes.tasks import FakeTaskRegistry
 
@@ -55,17 +54,7 @@ ACCESS = (AccessMode.READ, AccessMode.WRITE)
 CTX = RequestContext(request_id="model")
 WRONG = {"local": (-3600, 3600), "catalog": (-600, -120, 600), "idp": (-600, 600)}
 
-# Named apart from hypothesis' own "default" profile, which registering would replace for
-# every test of the run.
-settings.register_profile(
-    "cache-model-default", max_examples=200, stateful_step_count=40, deadline=None,
-    derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow],
-)
-settings.register_profile(
-    "cache-model-harden", max_examples=600, stateful_step_count=80, deadline=None,
-    derandomize=False, database=None, suppress_health_check=[HealthCheck.too_slow],
-)
-PROFILE = os.environ.get("LAKEGATE_MODEL_PROFILE", "default")
+MODEL_SETTINGS = model_settings("cache-model", default=(200, 40), harden=(600, 80))
 
 
 def key_of(table: str, access: AccessMode) -> CacheKey:
@@ -342,7 +331,7 @@ class CacheModel(RuleBasedStateMachine):
         assert not set(cache.keys()) & set(cache._negative.keys())
 
 
-CacheModel.TestCase.settings = settings.get_profile(f"cache-model-{PROFILE}")
+CacheModel.TestCase.settings = MODEL_SETTINGS
 TestCredentialCacheModel = CacheModel.TestCase
 
 

@@ -36,11 +36,9 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -61,6 +59,7 @@ from gateway.models import AccessMode, CacheKey, CredentialSet, RequestContext
 from gateway.settings import CacheSettings
 from gateway.upstream.table_identity import IdentityAnswer
 from tests.fakes.clock import FakeClock
+from tests.fakes.model_profiles import model_settings
 from tests.fakes.rng import seeded
 from tests.fakes.tasks import FakeTaskRegistry
 
@@ -77,15 +76,7 @@ KEYS = (CacheKey.of(project=None, warehouse_id="wh", namespace=("ns",), table=NA
         CacheKey.of(project=None, warehouse_id="wh", namespace=("ns",), table=NAME,
                     access=AccessMode.WRITE))
 
-settings.register_profile(
-    "identity-model-default", max_examples=150, stateful_step_count=40, deadline=None,
-    derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow],
-)
-settings.register_profile(
-    "identity-model-harden", max_examples=600, stateful_step_count=80, deadline=None,
-    derandomize=False, database=None, suppress_health_check=[HealthCheck.too_slow],
-)
-PROFILE = os.environ.get("LAKEGATE_MODEL_PROFILE", "default")
+MODEL_SETTINGS = model_settings("identity-model", default=(150, 40), harden=(600, 80))
 
 
 @dataclass
@@ -387,7 +378,7 @@ class IdentityModel(RuleBasedStateMachine):
         assert all(now - p.sent <= ROUND_TRIP_S for p in self.catalog.pending)
 
 
-IdentityModel.TestCase.settings = settings.get_profile(f"identity-model-{PROFILE}")
+IdentityModel.TestCase.settings = MODEL_SETTINGS
 TestIdentityModel = IdentityModel.TestCase
 
 
