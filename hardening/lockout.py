@@ -6,7 +6,8 @@ victim asks for its own table's credentials with its valid token, in quiet windo
 windows while an attacker process (`python -m hardening.lockout`, same uid, same socket or
 address) sends random bad tokens as fast as it can on 32 connections of its own. Pooled over
 the windows, the victim's error rate must not rise, and its p99 latency must stay within
-`P99_FACTOR` times the quiet value.
+`P99_FACTOR` times the quiet value (and never under it plus `P99_SLACK_MS`: sub-millisecond
+p99s on a shared 2-core machine move by a scheduler tick).
 
 Before the fix every victim request over the gRPC socket got RESOURCE_EXHAUSTED once the
 attacker had used the shared bucket's burst.
@@ -30,6 +31,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 P99_FACTOR = 2.0
+# A p99 under a few ms is noise-bound on a shared 2-core box (one scheduler tick of the other
+# process): the bound is twice the baseline, but never under the baseline plus this.
+P99_SLACK_MS = 5.0
 VICTIM_REQUESTS = 200  # per window
 ROUNDS = 6  # quiet and flooded windows, in turn
 ATTACK_THREADS = 32  # the attacker's connections (gRPC: streams on one channel)
@@ -134,30 +138,15 @@ def measure(python: str, repo_root: Path, run_dir: Path, surface: str, where: st
     attackers: list[dict[str, Any]] = []
     for i in range(ROUNDS):
         quiet.append(_victim(call, token, VICTIM_REQUESTS))
-        stop = run_dir / f"lockout-{surface}-{i}.stop"
-        stop.unlink(missing_ok=True)
-        spec = json.dumps({"surface": surface, "where": where, "path": path, "ref": ref,
-                           "stop": str(stop)})
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-            [str(repo_root), os.environ.get("PYTHONPATH", "")])}
-        proc = subprocess.Popen(  # our own interpreter and module
-            [python, "-m", "hardening.lockout", spec], cwd=repo_root, env=env,
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        try:
-            assert proc.stdout is not None
-            ready = proc.stdout.readline()  # the attacker has been refused at least once
-            if not ready.startswith("flooding"):
-                raise RuntimeError(f"attacker did not start: {ready!r}")
-            flooded.append(_victim(call, token, VICTIM_REQUESTS))
-            stop.touch()
-            out, _ = proc.communicate(timeout=30)
-            attackers.append(json.loads(out.strip().splitlines()[-1]))
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait(10)
+        spec = {"surface": surface, "where": where, "path": path, "ref": ref}
+        # the attacker says `flooding` once it has been refused at least once
+        window, report = beside(python, repo_root, run_dir / f"lockout-{surface}-{i}.stop",
+                                "hardening.lockout", spec,
+                                lambda: _victim(call, token, VICTIM_REQUESTS))
+        flooded.append(window)
+        attackers.append(report)
     q, f = _pooled(quiet), _pooled(flooded)
-    ok = f["error_rate"] <= q["error_rate"] and f["p99_ms"] <= P99_FACTOR * q["p99_ms"]
+    ok = f["error_rate"] <= q["error_rate"] and f["p99_ms"] <= p99_bound_ms(q["p99_ms"])
     statuses: dict[str, int] = {}
     for a in attackers:
         for k, v in a["statuses"].items():
@@ -166,6 +155,39 @@ def measure(python: str, repo_root: Path, run_dir: Path, surface: str, where: st
                 "per_s": round(sum(a["per_s"] for a in attackers) / len(attackers), 1),
                 "statuses": statuses}
     return {"surface": surface, "quiet": q, "flooded": f, "attacker": attacker, "ok": ok}
+
+
+def beside(python: str, repo_root: Path, stop: Path, module: str, spec: dict[str, Any],
+           during: Callable[[], dict[str, Any]],
+           timeout_s: float = 60.0) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Run `during()` while `python -m <module> <spec + stop>` (our own interpreter and module,
+    a neighbour process) floods; the neighbour prints `flooding` once it is at it, stops when
+    `stop` exists and prints its report as its last JSON line. Returns both; the neighbour is
+    killed if anything goes wrong."""
+    stop.unlink(missing_ok=True)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(repo_root), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen(
+        [python, "-m", module, json.dumps({**spec, "stop": str(stop)})], cwd=repo_root,
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert proc.stdout is not None
+        ready = proc.stdout.readline()
+        if not ready.startswith("flooding"):
+            raise RuntimeError(f"{module} did not start: {ready!r}")
+        window = during()
+        stop.touch()
+        out, _ = proc.communicate(timeout=timeout_s)
+        return window, json.loads(out.strip().splitlines()[-1])
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+
+
+def p99_bound_ms(baseline_ms: float) -> float:
+    """The highest p99 a victim may show under a neighbour's flood."""
+    return max(P99_FACTOR * baseline_ms, baseline_ms + P99_SLACK_MS)
 
 
 def _pooled(windows: list[dict[str, Any]]) -> dict[str, Any]:

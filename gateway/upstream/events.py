@@ -42,6 +42,7 @@ IDENTITY_EVENTS = frozenset({
     "createTable", "registerTable", "dropTable", "renameTable",
     "createGenericTable", "dropGenericTable", "renameGenericTable", "undropTabulars",
 })
+FLOOD_PAUSE_S = 5.0  # a subscription that outran its event budget stays closed this long
 CONNECT_BACKOFF_S = (0.5, 1.0, 2.0, 5.0)
 TableName = tuple[tuple[str, ...], str]
 
@@ -187,6 +188,8 @@ class ChangeEventSubscription:
         self._closing = False
         self.up = False
         self._budget = TokenBucket(settings.events_per_s, clock, burst=settings.event_burst)
+        self._broken: asyncio.Event | None = None  # the current subscription's
+        self._flooded = False
 
     def start(self) -> None:
         if self._settings.secret_in_clear:
@@ -209,7 +212,7 @@ class ChangeEventSubscription:
     async def _run(self) -> None:
         failures = 0
         while True:
-            broken = asyncio.Event()
+            broken = self._broken = asyncio.Event()
             try:
                 await self._subscribe(broken)
                 failures = 0
@@ -225,7 +228,10 @@ class ChangeEventSubscription:
                                 extra={"error_type": type(exc).__name__})
             await self._discard()
             delay = CONNECT_BACKOFF_S[min(failures, len(CONNECT_BACKOFF_S) - 1)]
+            if self._flooded:  # no messages at all while paused: a flood costs nothing then
+                delay = max(delay, FLOOD_PAUSE_S)
             await self._clock.sleep(delay)
+            self._flooded = False
 
     async def _subscribe(self, broken: asyncio.Event) -> None:
         s = self._settings
@@ -304,6 +310,14 @@ class ChangeEventSubscription:
     async def _message(self, msg: Any) -> None:
         if not self._budget.try_acquire():  # a flood: dropped unread, like a client drop
             self._sink.rejected("rate_limited", lossy=True)
+            if not self._flooded and self._broken is not None:
+                # The NATS client still reads and parses every message on the loop before it
+                # could be dropped: past the budget, the subscription pauses instead.
+                self._flooded = True
+                log.warning("change events arrive faster than EVENTS__EVENTS_PER_S; the "
+                            "subscription pauses for %.0f s (identity TTL without events "
+                            "applies)", FLOOD_PAUSE_S)
+                self._broken.set()
             await asyncio.sleep(0)
             return
         try:

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from hardening.event_flood import HEAVY_LEVELS, _event
-from hardening.lockout import P99_FACTOR
+from hardening.lockout import p99_bound_ms
 from hardening.report import HardeningReport, render_markdown, write_report
 
 
@@ -18,7 +18,7 @@ def _window(p99: float, errors: int = 0) -> dict[str, object]:
 def _measurement(control_p99: float, flooded_p99: float, refused: int = 5) -> dict[str, object]:
     counted = {"applied": 10, "ignored": 0, "malformed": 0, "refused": refused,
                "rate_limited": 100, "dropped": 0}
-    ok = flooded_p99 <= P99_FACTOR * control_p99 and refused > 0
+    ok = flooded_p99 <= p99_bound_ms(control_p99) and refused > 0
     return {"surface": "http_uds", "quiet": _window(5.0), "control": _window(control_p99),
             "flooded": _window(flooded_p99), "published": 1000, "published_control": 1000,
             "gateway_counted": counted, "ok": ok}
@@ -47,3 +47,8 @@ def test_the_heavy_event_is_a_deep_200_kb_rename() -> None:
                     "destination": {"namespace": ["flood"], "name": "t"}})
     assert 128 * 1024 < len(heavy) < 256 * 1024 * 2
     assert json.loads(heavy)["namespace"].count(".") == HEAVY_LEVELS - 1
+
+
+def test_the_p99_bound_is_twice_the_baseline_but_never_within_a_scheduler_tick() -> None:
+    assert p99_bound_ms(20.0) == 40.0
+    assert p99_bound_ms(0.5) == 5.5  # a sub-millisecond p99 moves by a tick on a shared box

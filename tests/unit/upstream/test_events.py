@@ -127,3 +127,27 @@ async def test_a_flood_beyond_the_event_budget_is_dropped_unread_as_lost_events(
     for _ in range(6):
         await sub._message(_Msg(b"not json"))  # within budget: parsed, refused as malformed
     assert [r for r, _ in sink.rejected_as[3:]] == ["malformed"] * 5 + ["rate_limited"]
+
+
+async def test_a_subscription_past_its_event_budget_pauses_instead_of_parsing_the_flood() -> None:
+    """The NATS client reads and parses every message on the loop before anything can drop it:
+    past the budget the subscription is closed for FLOOD_PAUSE_S (no message costs anything
+    then), and the loss applies the short identity TTL like any lost subscription."""
+    import asyncio
+
+    from gateway.events_settings import EventsSettings
+    from gateway.upstream.events import ChangeEventSubscription
+    from tests.fakes.clock import FakeClock
+
+    settings = EventsSettings(nats_address="nats://127.0.0.1:4222", events_per_s=10,
+                              event_burst=2)
+    sink = _Sink()
+    sub = ChangeEventSubscription(settings, sink, FakeClock(), spawn=None)  # type: ignore[arg-type]
+    broken = sub._broken = asyncio.Event()
+    for _ in range(2):
+        await sub._message(_Msg(event("dropGenericTable")))
+    assert not broken.is_set()
+    await sub._message(_Msg(event("dropGenericTable")))
+    assert broken.is_set()  # the run loop closes the connection and waits FLOOD_PAUSE_S
+    assert sub._flooded
+    assert sink.rejected_as == [("rate_limited", True)]
