@@ -239,9 +239,12 @@ class ChangeEventSubscription:
         await self._nc.subscribe(s.nats_topic or "", cb=self._message,
                                  pending_msgs_limit=s.max_pending_events,
                                  pending_bytes_limit=MAX_PENDING_BYTES)
-        await self._nc.flush(timeout=s.flush_timeout_s)
-        if broken.is_set():
-            raise PermissionError("the NATS server refused the subscription")
+        # Two round trips: a server's permissions violation for the SUB has been seen to arrive
+        # after the first PONG, and an answer to the second comes after anything about the SUB.
+        for _ in range(2):
+            await self._nc.flush(timeout=s.flush_timeout_s)
+            if broken.is_set():
+                raise PermissionError("the NATS server refused the subscription")
 
     async def _discard(self, timeout_s: float = 2.0) -> None:
         """Close and forget the connection (a half-open one after a failed start, or at close)."""
