@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from lakegate_client.tables.catalog import (
     DIRECTORY_FORMATS,
@@ -19,7 +19,13 @@ from lakegate_client.tables.catalog import (
     describe_table,
     ensure_table,
 )
-from lakegate_client.tables.directory import delete_files, fs_path, new_data_file, replace_files
+from lakegate_client.tables.directory import (
+    delete_files,
+    fs_path,
+    list_files,
+    new_data_file,
+    replace_files,
+)
 from lakegate_client.tables.files import read_file, write_file
 from lakegate_client.tables.snapshot import convert_to_plain, current_snapshot
 
@@ -63,9 +69,11 @@ def read_table(
             creds.location, storage_options=creds.lance_storage_options()
         ).to_table(columns=cols)
     fs, root = creds.pyarrow_filesystem(), fs_path(creds.location)
-    if creds.storage == "s3" and _has_intent(fs, root):  # a crashed writer's commit is
-        _finish_abandoned(client, info, creds, warehouse)  # finished, not read torn
-    snapshot = current_snapshot(fs, root, info.format)
+    files = list_files(fs, root)
+    if creds.storage == "s3" and _has_intent(files):  # a crashed writer's commit is finished,
+        _finish_abandoned(client, info, creds, warehouse)  # not read torn
+        files = list_files(fs, root)  # what the roll-forward left
+    snapshot = current_snapshot(fs, root, info.format, files)
     parts = [read_file(fs, f"{root}/{rel}", info.format) for rel in snapshot.files]
     if not parts:
         return pa.table({})
@@ -100,14 +108,11 @@ def _finish_abandoned(client: Client, info: TableInfo, creds: TableCredentials,
         log.warning("could not finish an abandoned commit of %s", info.name, exc_info=True)
 
 
-def _has_intent(fs: Any, root: str) -> bool:
-    """Whether the table's top level holds a commit intent (one listing, no S3 client)."""
-    from pyarrow import fs as pafs
-
+def _has_intent(files: Sequence[str]) -> bool:
+    """Whether a listing of the table (``list_files``) holds a top-level commit intent."""
     from lakegate_client.tables.plain_commit import INTENT_PREFIX
 
-    selector = pafs.FileSelector(root, recursive=False, allow_not_found=True)
-    return any(i.base_name.startswith(INTENT_PREFIX) for i in fs.get_file_info(selector))
+    return any(rel.startswith(INTENT_PREFIX) and "/" not in rel for rel in files)
 
 
 def arrow_dataset(creds: TableCredentials, fmt: str) -> pads.Dataset:

@@ -43,9 +43,11 @@ def _legacy(fs: pafs.FileSystem, root: str, files: list[str]) -> Snapshot | None
     return Snapshot(version=int(entry["version"]), files=tuple(entry["files"]))
 
 
-def current_snapshot(fs: pafs.FileSystem, root: str, fmt: str) -> Snapshot:
-    """The table's live files: a legacy log's newest entry if one exists, else the listing."""
-    files = list_files(fs, root)
+def current_snapshot(fs: pafs.FileSystem, root: str, fmt: str,
+                     files: list[str] | None = None) -> Snapshot:
+    """The table's live files: a legacy log's newest entry if one exists, else the listing
+    (``files``: a listing of ``root`` the caller already made, ``list_files``)."""
+    files = list_files(fs, root) if files is None else files
     legacy = _legacy(fs, root, files)
     return legacy if legacy is not None else Snapshot(0, tuple(data_files(files, fmt)))
 
