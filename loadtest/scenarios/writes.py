@@ -36,6 +36,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 from unittest.mock import patch
 
+from lakegate_client.tables.directory import fs_path
 from loadtest.context import BenchContext
 from loadtest.ratios import RatioStats
 
@@ -285,7 +286,7 @@ def _write_parquet(fmt: str, creds: TableCredentials, schema: pa.Schema,
     import pyarrow.parquet as pq
 
     fs = creds.pyarrow_filesystem()
-    root = _fs_root(creds.location)
+    root = fs_path(creds.location)
     rel = f"{'data/' if fmt == 'iceberg' else ''}part-{uuid.uuid4().hex}.parquet"
     rows = 0
     with pq.ParquetWriter(f"{root}/{rel}", schema, filesystem=fs) as writer:
@@ -297,15 +298,10 @@ def _write_parquet(fmt: str, creds: TableCredentials, schema: pa.Schema,
             "rows": rows, "modified_ms": int(time.time() * 1000)}
 
 
-def _fs_root(location: str) -> str:
-    """``s3://bucket/prefix`` as pyarrow's S3FileSystem path ``bucket/prefix``."""
-    return location.split("://", 1)[-1].rstrip("/")
-
-
 def _list_parquet(creds: TableCredentials) -> list[str]:
     from pyarrow import fs as pafs
 
-    selector = pafs.FileSelector(_fs_root(creds.location), recursive=False, allow_not_found=True)
+    selector = pafs.FileSelector(fs_path(creds.location), recursive=False, allow_not_found=True)
     return [i.path for i in creds.pyarrow_filesystem().get_file_info(selector)
             if i.type == pafs.FileType.File and i.path.endswith(".parquet")]
 
