@@ -3,9 +3,9 @@
 Why separate from the plain tables' (``crash_enumeration.py``): these commits go through
 delta-rs, Lance and a pyiceberg catalog on local files, so their calls are recorded where the
 driver's code meets the store or the catalog (``clients/python/tests/spark/format_scenarios.py``),
-not on the fake S3. Same kinds (error, lost answer, kill), same invariant, same summary keys,
-plus ``kill_orphans``: the job files a killed driver left unreferenced (format maintenance
-removes them; nothing in Lakegate does).
+not on the fake S3 (which holds only the job intents and the Lance ledger). Same kinds (error,
+lost answer, kill), same invariant, same summary keys, plus ``kill_orphans``: the job files left
+unreferenced once the next write or read recovered the table (a violation; 0 expected).
 """
 
 from __future__ import annotations

@@ -6,22 +6,25 @@ the calls are recorded one level up, where the driver's code meets the store or 
 every log, manifest or catalog read, the one commit call, every listing and delete. A fault-free
 run records them; then, for each call N, the job runs again with an error at N (nothing
 happened), a lost answer at N (it happened, the caller saw an error) and the driver killed at N
-(that call and every later one never happen). The job runs as Spark runs it on the driver:
-``commit``, then ``abort`` when commit raised, nothing after a kill.
+(that call and every later one never happen). The job runs as Spark runs it: planning writes
+the job's intent (``tables/job_intent.py``, kept on a fake S3 next to the local table), the
+tasks land their files (a Lance task renews the job's lease first), then ``commit``, then
+``abort`` when a task or the commit raised, nothing after a kill. Then the next write or read
+recovers the table, once the lease (and the commit call's bound) ran out.
 
 Invariant, checked by a fresh reader: the table reads (no referenced file was deleted) and
 holds exactly the old rows or exactly the new ones; a job that reported success shows the new
 rows, one that reported failure the old ones, one that reported an unknown outcome kept every
 file; a job that failed (not killed) leaves none of its files unless a version references them.
-After a kill the job's unreferenced files are counted (``orphans``): on storage where tasks
-write visible files nothing but the format's own maintenance (Delta's VACUUM, Iceberg's orphan
-file removal, Lance's ``cleanup_old_versions``) finds them.
+After the recovery no file of the job is left unreferenced (``orphans``, whatever the job
+reported, a killed one included), and a day later no job intent either.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -35,6 +38,7 @@ import pyarrow as pa
 from lakegate_client.spark import committer
 from lakegate_client.tables import attempts
 from lakegate_client.tables.directory import new_data_file
+from lakegate_client.tables.job_intent import JOB_PREFIX, JobTiming
 from lakegate_client.tables.staged import S3Location
 
 from ..tables.fake_s3 import FakeS3, Killed
@@ -46,6 +50,7 @@ KINDS = ("error", "lost", "kill")
 SCHEMA = pa.schema([("id", pa.int64())])
 OLD = [0, 1]
 NEW = [10, 11, 12]
+PLAN_LEASE_S = 3_600.0  # the planning heartbeat (a thread) never beats during a run
 
 
 class Calls:
@@ -104,6 +109,7 @@ class Outcome:
     rows: list[int] | None  # None: the table does not read
     job_files: list[str]  # the job's files still stored
     referenced: set[str]  # files the current version references
+    intents: list[str] = field(default_factory=list)  # job intents still stored
 
 
 @dataclass
@@ -149,36 +155,41 @@ class FormatScenario:
     def old(self) -> list[int]:
         return [] if self.case == "create" else OLD
 
-    def run(self, faults: dict[int, str] | None = None) -> tuple[list[str], Outcome]:
+    def run(self, faults: dict[int, str] | None = None
+            ) -> tuple[list[str], Outcome, Outcome]:
+        """One job: its calls, what it left (``before``) and the table once recovered."""
         where = self.root / f"{self.fmt}-{self.case}-{next(self._runs)}"
         where.mkdir(parents=True)
         world = {"delta": DeltaWorld, "iceberg": IcebergWorld, "lance": LanceWorld}[self.fmt]
         job = world(where, "append" if self.case == "refused" else self.case)
         calls = Calls(faults, job.error, job.refusal() if self.case == "refused" else None)
         reported = "committed"
-        no_wait = (committer.time, "sleep", lambda _s: None)  # retries pause for nothing
-        with patched([*job.patches(calls), no_wait]):
+        with patched([*job.patches(calls), NO_WAIT]):
             try:
-                job.commit()
+                job.plan()
             except Killed:
                 reported = "killed"
-            except Exception as exc:  # noqa: BLE001 - Spark calls abort when commit raised
-                reported = "unknown" if "KEPT" in str(exc) else "failed"
-                try:
-                    job.abort()
-                except Killed:  # the driver died before Spark could report anything
-                    reported = "killed"
-                except Exception:  # noqa: BLE001, S110 - Spark logs an abort's failure
-                    pass
-        return calls.log, job.outcome(reported)
+            except Exception:  # noqa: BLE001 - the write fails at planning: no task, no abort
+                reported = "failed"
+            else:
+                reported = _run_job(job)
+        before = job.outcome(reported)
+        job.recover(PLAN_LEASE_S + JobTiming().commit_bound_s + 1)  # the next write or read
+        after = job.outcome(reported)
+        job.recover(2 * 86_400.0)  # a day later: staged intents with nothing landed too
+        after.intents = job.outcome(reported).intents
+        return calls.log, Outcome(before.reported, before.rows, before.job_files,
+                                  before.referenced, after.intents), after
 
-    def violations(self, out: Outcome) -> tuple[list[str], int]:
-        """What breaks the invariant, and how many unreferenced job files a kill left."""
+    def violations(self, out: Outcome, recovered: Outcome) -> tuple[list[str], int]:
+        """What breaks the invariant, and how many job files the recovery left unreferenced."""
         wrong: list[str] = []
-        if out.rows is None:
+        if out.rows is None or recovered.rows is None:
             return ["the table does not read (a referenced file was deleted)"], 0
         if out.rows not in (self.old, self.expected):
             wrong.append(f"torn table: {out.rows}")
+        if recovered.rows != out.rows:
+            wrong.append(f"the recovery changed the rows: {out.rows} -> {recovered.rows}")
         if self.case == "refused" and out.reported == "committed":
             wrong.append("a refused commit reported committed")
         if out.reported == "committed" and out.rows != self.expected:
@@ -190,19 +201,47 @@ class FormatScenario:
             wrong.append(f"a failed job left {len(unreferenced)} files")
         if out.reported == "committed" and out.rows == self.expected and unreferenced:
             wrong.append(f"a committed job left {len(unreferenced)} unused files")
-        return wrong, len(unreferenced) if out.reported == "killed" else 0
+        orphans = [f for f in recovered.job_files if f not in recovered.referenced]
+        if orphans:
+            wrong.append(f"{len(orphans)} job files unreferenced after the recovery")
+        if out.intents:
+            wrong.append(f"{len(out.intents)} job intents left a day later")
+        return wrong, len(orphans)
+
+
+def _run_job(job: Any) -> str:
+    """Tasks, then ``commit``, then ``abort`` when either raised (as Spark runs them); returns
+    what the job reported."""
+    try:
+        job.tasks()
+        job.commit()
+    except Killed:
+        return "killed"
+    except Exception as exc:  # noqa: BLE001 - Spark calls abort when the job failed
+        reported = "unknown" if "KEPT" in str(exc) else "failed"
+        try:
+            job.abort()
+        except Killed:  # the driver died before Spark could report anything
+            return "killed"
+        except Exception:  # noqa: BLE001, S110 - Spark logs an abort's failure
+            pass
+        return reported
+    return "committed"
+
+
+NO_WAIT = (committer.time, "sleep", lambda _s: None)  # retries pause for nothing
 
 
 def enumerate_format(scenario: FormatScenario, kinds: tuple[str, ...] = KINDS) -> FormatReport:
     """Record the calls of a fault-free run, then fail each one in each way."""
     report = FormatReport(scenario.name)
-    report.calls, out = scenario.run()
-    wrong, _ = scenario.violations(out)
+    report.calls, out, recovered = scenario.run()
+    wrong, _ = scenario.violations(out, recovered)
     report.points.append(Point(0, "none", "none", out.reported, tuple(wrong)))
     for n, call in enumerate(report.calls, start=1):
         for kind in kinds:
-            _, out = scenario.run({n: kind})
-            wrong, orphans = scenario.violations(out)
+            _, out, recovered = scenario.run({n: kind})
+            wrong, orphans = scenario.violations(out, recovered)
             report.points.append(Point(n, call, kind, out.reported, tuple(wrong), orphans))
     return report
 
@@ -215,34 +254,103 @@ def _local_creds(location: Path) -> Any:
                            lance_storage_options=dict)
 
 
+def _s3_error(name: str) -> BaseException:
+    import botocore.exceptions
+
+    return botocore.exceptions.ClientError(
+        {"Error": {"Code": "ServiceUnavailable"}, "ResponseMetadata": {"HTTPStatusCode": 503}},
+        name)
+
+
+def _tracked_s3(s3: FakeS3, calls: Calls) -> Any:
+    """The fake S3 with each call recorded, named by what it touches (a fresh client view per
+    process): the job's intent or the Lance attempt ledger."""
+    client = SimpleNamespace(exceptions=s3.exceptions)
+    for op in ("put_object", "get_object", "delete_object", "list_objects_v2"):
+        def tracked(*args: Any, _op: str = op, **kwargs: Any) -> Any:
+            key = str(kwargs.get("Key", kwargs.get("Prefix", "")))
+            what = "job intent" if JOB_PREFIX in key else "ledger"
+            return calls.call(f"s3: {_op} ({what})", getattr(s3, _op), *args, **kwargs)
+        setattr(client, op, tracked)
+    return client
+
+
+class JobWorld:
+    """What every format's job shares: its intent on a fake S3 (``tables/job_intent.py``),
+    written at planning, and the recovery of the next write or read."""
+
+    fmt = ""
+
+    def _jobs_at(self, s3: FakeS3, where: S3Location) -> None:
+        self.jobs, self.jobs_where = s3, where
+        self.write_id = uuid.uuid4().hex
+
+    def _job_patches(self, calls: Calls) -> list[tuple[Any, str, Any]]:
+        return [(committer, "job_store", lambda _c: (_tracked_s3(self.jobs, calls),
+                                                     self.jobs_where))]
+
+    def plan(self) -> None:
+        """The driver's planning: write the job's intent (and start its heartbeat thread)."""
+        committer.start_job(self.creds, self.fmt, self.write_id, staged=False,
+                            read_version=getattr(self, "read_version", None),
+                            timing=JobTiming(lease_s=PLAN_LEASE_S))
+
+    def intent(self) -> Any:
+        return committer.job_of(self.creds, self.write_id)
+
+    def recover(self, after_s: float) -> None:
+        """The next write's planning (or a read), ``after_s`` seconds later."""
+        timing = JobTiming(now=lambda: time.time() + after_s, sleep=lambda _s: None)
+        with patched([(committer, "job_store", lambda _c: (self.jobs, self.jobs_where)),
+                      *self._recovery_patches(), NO_WAIT]):
+            self._recover(timing)
+
+    def _recovery_patches(self) -> list[tuple[Any, str, Any]]:
+        return []
+
+    def _recover(self, timing: JobTiming) -> None:
+        committer.recover_jobs(self.fmt, self.creds, timing)
+
+    def _intents(self) -> list[str]:
+        return sorted(k for k in self.jobs.objects if JOB_PREFIX in k)
+
+    creds: Any
+
+
 def _store_patches(calls: Calls, module: Any) -> list[tuple[Any, str, Any]]:
     return [(module, "delete_files", calls.wrap("store: delete", module.delete_files)),
             (module, "list_files", calls.wrap("store: list", module.list_files))]
 
 
-class DeltaWorld:
-    """A Delta table of the old rows (none: create); the job wrote two files of new rows."""
+class DeltaWorld(JobWorld):
+    """A Delta table of the old rows (none: create); the job's tasks write two files of new
+    rows."""
+
+    fmt = "delta"
 
     def __init__(self, where: Path, case: str) -> None:
         import deltalake
+
+        self.where, self.case = where, case
+        self.creds = _local_creds(where)
+        self._jobs_at(FakeS3(), S3Location("b", "wh/t"))
+        if case != "create":
+            deltalake.write_deltalake(str(where), pa.table({"id": OLD}, schema=SCHEMA))
+        self.files: list[Any] = []
+
+    def tasks(self) -> None:
         import pyarrow.parquet as pq
 
         from lakegate_client.spark.writer import WrittenFile
 
-        self.where, self.case = where, case
-        self.creds = _local_creds(where)
-        self.write_id = uuid.uuid4().hex
-        if case != "create":
-            deltalake.write_deltalake(str(where), pa.table({"id": OLD}, schema=SCHEMA))
-        self.files = []
         for i, ids in enumerate((NEW[:2], NEW[2:])):
             rel = new_data_file(self.write_id, i, "parquet")
-            pq.write_table(pa.table({"id": ids}, schema=SCHEMA), where / rel)
-            self.files.append(WrittenFile(rel, (where / rel).stat().st_size, len(ids), 0))
+            pq.write_table(pa.table({"id": ids}, schema=SCHEMA), self.where / rel)
+            self.files.append(WrittenFile(rel, (self.where / rel).stat().st_size, len(ids), 0))
 
     @staticmethod
     def error(name: str) -> BaseException:
-        return OSError(f"injected 503 at {name}")
+        return _s3_error(name) if name.startswith("s3:") else OSError(f"injected 503 at {name}")
 
     @staticmethod
     def refusal() -> BaseException:
@@ -268,33 +376,36 @@ class DeltaWorld:
         return [(deltalake, "DeltaTable", Tracked),
                 (tx, "create_table_with_add_actions",
                  calls.wrap("delta: commit (create)", tx.create_table_with_add_actions)),
-                *_store_patches(calls, committer)]
+                *_store_patches(calls, committer), *self._job_patches(calls)]
 
     def commit(self) -> None:
         committer.publish_delta(self.creds, SCHEMA, self.files, [],
-                                overwrite=self.case == "overwrite", write_id=self.write_id)
+                                overwrite=self.case == "overwrite", write_id=self.write_id,
+                                intent=self.intent())
 
     def abort(self) -> None:
-        committer.discard_delta(self.creds, self.write_id)
+        committer.discard_delta(self.creds, self.write_id, self.intent())
 
     def outcome(self, reported: str) -> Outcome:
         import deltalake
 
         job = sorted(p.name for p in self.where.iterdir() if self.write_id in p.name)
         if not deltalake.DeltaTable.is_deltatable(str(self.where)):
-            return Outcome(reported, [], job, set())
+            return Outcome(reported, [], job, set(), self._intents())
         try:
             table = deltalake.DeltaTable(str(self.where))
             rows = sorted(table.to_pyarrow_table().column("id").to_pylist())
             referenced = {u.rsplit("/", 1)[-1] for u in table.file_uris()}
         except Exception:  # noqa: BLE001 - a referenced file is gone (OSError, ArrowInvalid)
-            return Outcome(reported, None, job, set())
-        return Outcome(reported, rows, job, referenced)
+            return Outcome(reported, None, job, set(), self._intents())
+        return Outcome(reported, rows, job, referenced, self._intents())
 
 
-class IcebergWorld:
+class IcebergWorld(JobWorld):
     """An Iceberg table (created at planning, as the writer does) holding the old rows (none:
-    create); the job's tasks wrote one file of new rows."""
+    create); the job's tasks write one file of new rows."""
+
+    fmt = "iceberg"
 
     def __init__(self, where: Path, case: str) -> None:
         from lakegate_client.spark import iceberg
@@ -308,16 +419,33 @@ class IcebergWorld:
         if case != "create":
             table.append(pa.table({"id": OLD}, schema=SCHEMA))
         self.creds = _local_creds(where)
+        self._jobs_at(FakeS3(), S3Location("b", "wh/ns/t"))
         self._patch = [(iceberg, "load_table", lambda _opts: self.catalog.load_table(("ns", "t"))),
                        (iceberg, "node_credentials", lambda *_a, **_k: self.creds),
                        (iceberg.time, "sleep", lambda _s: None)]
+        self.opts = SimpleNamespace(test_fault="")
         with patched(self._patch):
             self.writer = iceberg.IcebergWriter(
-                SimpleNamespace(test_fault=""),  # type: ignore[arg-type]
-                self.catalog.load_table(("ns", "t")), SCHEMA, case == "overwrite")
-            batches = pa.table({"id": NEW}, schema=SCHEMA).to_batches()
-            self.messages = [self.writer.write(iter(batches))]
+                self.opts,  # type: ignore[arg-type]
+                self.catalog.load_table(("ns", "t")), SCHEMA, case == "overwrite",
+                write_id=self.write_id, job=True)
+        self.messages: list[Any] = []
         self.data = where / "wh" / "ns" / "t" / "data"
+
+    def tasks(self) -> None:
+        batches = pa.table({"id": NEW}, schema=SCHEMA).to_batches()
+        self.messages = [self.writer.write(iter(batches))]
+
+    def _recovery_patches(self) -> list[tuple[Any, str, Any]]:
+        from lakegate_client.spark import iceberg
+
+        return [*self._patch, (iceberg, "job_store", lambda _c: (self.jobs, self.jobs_where))]
+
+    def _recover(self, timing: JobTiming) -> None:
+        from lakegate_client.spark import iceberg
+
+        iceberg.recover_iceberg_jobs(self.opts, self.writer._location,  # type: ignore[arg-type]
+                                     reading=False, timing=timing)
 
     @staticmethod
     def error(name: str) -> BaseException:
@@ -325,7 +453,7 @@ class IcebergWorld:
 
         if name == "catalog: commit":  # what pyiceberg raises on a 500, 502 or 504
             return CommitStateUnknownException(f"injected 504 at {name}")
-        return OSError(f"injected 503 at {name}")
+        return _s3_error(name) if name.startswith("s3:") else OSError(f"injected 503 at {name}")
 
     @staticmethod
     def refusal() -> BaseException:
@@ -341,7 +469,8 @@ class IcebergWorld:
                 (catalog, "commit_table", calls.wrap("catalog: commit", catalog.commit_table)),
                 (catalog, "load_table", calls.wrap("catalog: load", catalog.load_table)),
                 (iceberg, "list_files", calls.wrap("store: list", iceberg.list_files)),
-                (committer, "delete_files", calls.wrap("store: delete", committer.delete_files))]
+                (committer, "delete_files", calls.wrap("store: delete", committer.delete_files)),
+                *self._job_patches(calls)]
 
     def commit(self) -> None:
         self.writer.commit(self.messages)
@@ -357,42 +486,64 @@ class IcebergWorld:
             rows = sorted(table.scan().to_arrow().column("id").to_pylist())
             referenced = {t.file.file_path.rsplit("/", 1)[-1] for t in table.scan().plan_files()}
         except Exception:  # noqa: BLE001 - a referenced file is gone (OSError, ArrowInvalid)
-            return Outcome(reported, None, job, set())
-        return Outcome(reported, rows, job, referenced)
+            return Outcome(reported, None, job, set(), self._intents())
+        return Outcome(reported, rows, job, referenced, self._intents())
 
 
-class LanceWorld:
-    """A Lance dataset of the old rows (none: create); the job's tasks wrote its fragments and
-    recorded them in the attempt ledger, kept on a fake S3 (as on S3: close, create claim,
-    cleanup of the records are store calls of the commit and the abort)."""
+class _DatasetS3(FakeS3):
+    """The fake S3 of the ledger and the intent, on the same store as the local dataset: a
+    delete of a key under ``wh/ds/`` (the ledger's cleanup of recorded fragment files) removes
+    the local file too, as one store would."""
+
+    def __init__(self, location: Path) -> None:
+        super().__init__()
+        self._location = location
+
+    def delete_object(self, *, Bucket: str, Key: str) -> dict[str, Any]:
+        answer = super().delete_object(Bucket=Bucket, Key=Key)
+        (self._location / Key.removeprefix("wh/ds/")).unlink(missing_ok=True)
+        return answer
+
+
+class LanceWorld(JobWorld):
+    """A Lance dataset of the old rows (none: create); the job's tasks write its fragments and
+    record them in the attempt ledger, kept on a fake S3 with the job's intent (as on S3: close,
+    create claim, cleanup of the records are store calls of the commit and the abort)."""
+
+    fmt = "lance"
 
     def __init__(self, where: Path, case: str) -> None:
         import lance
-        from lance.fragment import write_fragments
 
         self.case = case
         self.location = where / "ds"
         self.creds = _local_creds(self.location)
-        self.write_id = uuid.uuid4().hex
         if case != "create":
             lance.write_dataset(pa.table({"id": OLD}, schema=SCHEMA), str(self.location))
         self.read_version = committer.lance_version(self.creds)
-        fragments = write_fragments(pa.table({"id": NEW}, schema=SCHEMA), str(self.location),
-                                    schema=SCHEMA)
-        self.fragments = [json.dumps(f.to_json()) for f in fragments]
-        self.s3, self.where = FakeS3(), S3Location("b", "wh/ds")
-        attempts.check_in(self.s3, self.where, self.write_id, 0, 0,
-                          committer.lance_files(self.fragments))
+        self.s3, self.where = _DatasetS3(self.location), S3Location("b", "wh/ds")
+        self._jobs_at(self.s3, self.where)
+        self.fragments: list[str] = []
+
+    def tasks(self) -> None:
+        """One task: renew the job's lease, write the fragments, record them in the ledger
+        (on the untracked store: an attempt killed between its files and its record is the
+        ledger's own documented window, not the driver's)."""
+        from lance.fragment import write_fragments
+
+        with committer.job_lease(self.intent()):
+            fragments = write_fragments(pa.table({"id": NEW}, schema=SCHEMA),
+                                        str(self.location), schema=SCHEMA)
+            self.fragments = [json.dumps(f.to_json()) for f in fragments]
+            attempts.check_in(self.s3, self.where, self.write_id, 0, 0,
+                              committer.lance_files(self.fragments))
+
+    def _recovery_patches(self) -> list[tuple[Any, str, Any]]:
+        return [(committer, "lance_ledger", lambda _creds: (self.s3, self.where))]
 
     @staticmethod
     def error(name: str) -> BaseException:
-        if name.startswith("s3:"):
-            import botocore.exceptions
-
-            return botocore.exceptions.ClientError(
-                {"Error": {"Code": "ServiceUnavailable"},
-                 "ResponseMetadata": {"HTTPStatusCode": 503}}, name)
-        return OSError(f"injected 503 at {name}")
+        return _s3_error(name) if name.startswith("s3:") else OSError(f"injected 503 at {name}")
 
     @staticmethod
     def refusal() -> BaseException:
@@ -409,23 +560,19 @@ class LanceWorld:
                 (lance.LanceDataset, "read_transaction",
                  lambda ds, v: calls.call("lance: read transaction", real_read, ds, v)),
                 (committer, "delete_files", calls.wrap("store: delete", committer.delete_files)),
-                (committer, "lance_ledger", lambda _creds: (self._ledger(calls), self.where))]
-
-    def _ledger(self, calls: Calls) -> Any:
-        """The fake S3 with each ledger call recorded (a fresh client view per process)."""
-        client = SimpleNamespace(exceptions=self.s3.exceptions)
-        for op in ("put_object", "get_object", "delete_object", "list_objects_v2"):
-            setattr(client, op, calls.wrap(f"s3: {op}", getattr(self.s3, op)))
-        return client
+                (committer, "lance_ledger", lambda _creds: (_tracked_s3(self.s3, calls),
+                                                            self.where)),
+                *self._job_patches(calls)]
 
     def commit(self) -> None:
         committer.commit_lance(self.creds, SCHEMA, self.fragments,
                                overwrite=self.case == "overwrite",
-                               read_version=self.read_version, write_id=self.write_id)
+                               read_version=self.read_version, write_id=self.write_id,
+                               intent=self.intent())
 
     def abort(self) -> None:
         committer.drop_lance_fragments(self.creds, self.fragments, self.write_id,
-                                       since=self.read_version)
+                                       since=self.read_version, with_intent=True)
 
     def outcome(self, reported: str) -> Outcome:
         import lance
@@ -435,11 +582,11 @@ class LanceWorld:
         try:
             dataset = lance.dataset(str(self.location))
         except ValueError:
-            return Outcome(reported, [], job, set())
+            return Outcome(reported, [], job, set(), self._intents())
         try:
             rows = sorted(dataset.to_table().column("id").to_pylist())
         except Exception:  # noqa: BLE001 - a referenced file is gone (OSError, ArrowInvalid)
-            return Outcome(reported, None, job, set())
+            return Outcome(reported, None, job, set(), self._intents())
         referenced = {f"data/{d.path}" for frag in dataset.get_fragments()
                       for d in frag.metadata.files}
-        return Outcome(reported, rows, job, referenced)
+        return Outcome(reported, rows, job, referenced, self._intents())

@@ -1,7 +1,9 @@
 """Crash points of the Delta, Iceberg and Lance commits (issue 32): an error, a lost answer and a
-kill at every store and catalog call that commit and abort make, for append, overwrite and
-create; the invariant of ``format_scenarios`` must hold at each. All of it runs here (a few
-seconds per format); ``make harden`` (suite ``writes``) reports the counts."""
+kill at every store and catalog call that planning (the job intent), the tasks (a Lance task's
+lease renewal), commit and abort make, for append, overwrite and create; the invariant of
+``format_scenarios`` must hold at each, including "no orphan once recovery ran". All of it runs
+here (a few seconds per format; ``pytest -s`` prints the counts); ``make harden`` (suite
+``writes``) reports them."""
 
 from __future__ import annotations
 
@@ -22,9 +24,31 @@ from .format_scenarios import CASES, FORMATS, FormatScenario, enumerate_format
 def test_every_crash_point_leaves_old_or_new_rows_and_an_honest_message(
         tmp_path: Path, fmt: str, case: str) -> None:
     report = enumerate_format(FormatScenario(fmt, case, tmp_path))
+    print(f"{fmt} {case}: {len(report.calls)} calls, {len(report.points) - 1} crash points, "
+          f"{len(report.failed)} violations")
     assert any("commit" in c for c in report.calls)  # the point of no return is enumerated
+    assert [c for c in report.calls if "job intent" in c][:3] == [
+        "s3: put_object (job intent)", "s3: get_object (job intent)",
+        "s3: put_object (job intent)"]  # planning's PUT, then a renewal or the fence
     assert len(report.points) == 1 + 3 * len(report.calls)
     assert [(p.n, p.call, p.kind, p.reported, p.violations) for p in report.failed] == []
+    assert report.kill_orphans == 0
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_the_enumeration_catches_the_orphans_of_a_killed_driver(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt: str) -> None:
+    """The harness can fail: with the recovery of the next write or read doing nothing (as
+    before the job intent), a driver killed before its commit leaves orphans, reported as
+    violations."""
+    from lakegate_client.spark import committer, iceberg
+
+    monkeypatch.setattr(committer, "recover_jobs", lambda *_a, **_k: 0)
+    monkeypatch.setattr(iceberg, "recover_iceberg_jobs", lambda *_a, **_k: 0)
+    report = enumerate_format(FormatScenario(fmt, "append", tmp_path), kinds=("kill",))
+    assert report.kill_orphans > 0
+    assert any("unreferenced after the recovery" in v for p in report.failed
+               for v in p.violations)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

@@ -18,7 +18,7 @@ pytest.importorskip("pyspark")
 def _lance_writer(monkeypatch: pytest.MonkeyPatch, s3: FakeS3, options: dict[str, str]) -> Any:
     from pyspark.sql.types import LongType, StructField, StructType
 
-    from lakegate_client.spark import datasource
+    from lakegate_client.spark import committer, datasource
     from lakegate_client.tables.conditional_writes import ConditionalWriteProbe
 
     creds = type("C", (), {"location": "s3://b/wh/t1", "storage": "s3"})()
@@ -27,6 +27,7 @@ def _lance_writer(monkeypatch: pytest.MonkeyPatch, s3: FakeS3, options: dict[str
     monkeypatch.setattr(datasource.tables, "ensure_table", lambda *_a, **_k: info)
     monkeypatch.setattr(datasource, "table_credentials", lambda *_a, **_k: creds)
     monkeypatch.setattr(datasource, "s3_client", lambda _c: s3)
+    monkeypatch.setattr(committer, "s3_client", lambda _c: s3)  # the job intent's
     monkeypatch.setattr(datasource, "lance_version", lambda _c: None)
     probe = ConditionalWriteProbe()  # a fresh memory per test
     monkeypatch.setattr(datasource, "process_probe", lambda: probe)
@@ -49,7 +50,9 @@ def test_a_lance_write_to_an_honest_store_is_planned(monkeypatch: pytest.MonkeyP
     s3 = FakeS3()
     writer = _lance_writer(monkeypatch, s3, {})
     assert writer._plan.info.format == "lance"
-    assert s3.objects == {}  # the probe cleaned up after itself
+    # the probe cleaned up after itself; planning wrote the job's intent (tables/job_intent.py)
+    assert list(s3.objects) == [f"wh/t1/_lakegate_job-{writer._plan.write_id}.json"]
+    assert writer._plan.job
     risky = _lance_writer(monkeypatch, FakeS3(honours_conditions=False),
                           {"accept_single_writer_risk": "true"})
     assert risky._plan.info.format == "lance"

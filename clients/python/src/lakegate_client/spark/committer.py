@@ -20,12 +20,14 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from lakegate_client.tables import attempts
+from lakegate_client.tables import attempts, job_intent
 from lakegate_client.tables.directory import delete_files, fs_path, list_files, write_id_of
+from lakegate_client.tables.job_intent import JobIntent, JobLease, JobTiming
 from lakegate_client.tables.plain_commit import (
     CommitTiming,
     PlainPlan,
@@ -180,36 +182,199 @@ def finish_abandoned(creds: TableCredentials,
 
 
 def publish_delta(creds: TableCredentials, schema: pa.Schema, files: Sequence[Any],
-                  uploads: Sequence[PendingUpload], *, overwrite: bool, write_id: str) -> None:
+                  uploads: Sequence[PendingUpload], *, overwrite: bool, write_id: str,
+                  intent: JobIntent | None = None) -> None:
     """Complete the staged files, then add them (``files``: ``WrittenFile``) in one Delta commit.
 
+    ``intent`` (S3: the job's, written at planning) is fenced first: a job taken over after its
+    lease expired commits nothing (:class:`~lakegate_client.tables.job_intent.JobFencedError`).
     Completed-but-uncommitted files are unreferenced (no Delta reader sees them); a failed
     transaction deletes them. A failed commit call may still have landed (a lost answer, a
     timeout): the log then decides (:func:`delta_committed`), and when it cannot be read the
-    files are kept and the job fails with :class:`CommitUnknownError`.
+    files (and the intent, for a later recovery) are kept and the job fails with
+    :class:`CommitUnknownError`.
     """
     s3 = s3_client(creds) if uploads else None
     where = S3Location.parse(creds.location)
-    if s3 is not None:
-        complete_uploads(s3, where.bucket, uploads)
-    try:
-        _delta_transaction(creds, schema, files, overwrite=overwrite, write_id=write_id)
-    except BaseException as exc:
-        state = delta_committed(creds, write_id)
-        if state is None:
-            raise CommitUnknownError(
-                f"the Delta commit of write {write_id} at {creds.location} failed ({exc!r}) and "
-                f"the log could not show whether it landed: its files are KEPT; look for the "
-                f"transaction {delta_app_id(write_id)!r} in the log before retrying the job"
-            ) from exc
-        if not state:
-            drop_job_files(creds, write_id, keep=())
-            raise
-        log.warning("the Delta commit of write %s failed (%r) but landed", write_id, exc)
+    with fenced(intent, uploads=[[u.key, u.upload_id] for u in uploads],
+                files=[f.path for f in files]):
+        if s3 is not None:
+            complete_uploads(s3, where.bucket, uploads)
+        try:
+            _delta_transaction(creds, schema, files, overwrite=overwrite, write_id=write_id)
+        except BaseException as exc:
+            state = delta_committed(creds, write_id)
+            if state is None:
+                raise CommitUnknownError(
+                    f"the Delta commit of write {write_id} at {creds.location} failed ({exc!r}) "
+                    f"and the log could not show whether it landed: its files are KEPT; look for "
+                    f"the transaction {delta_app_id(write_id)!r} in the log before retrying the "
+                    f"job") from exc
+            if not state:
+                drop_job_files(creds, write_id, keep=())
+                end_job(intent)
+                raise
+            log.warning("the Delta commit of write %s failed (%r) but landed", write_id, exc)
     after_commit("removing unused files", write_id,
                  lambda: drop_job_files(creds, write_id, keep=[f.path for f in files]))
+    end_job(intent)
     if s3 is not None:
         after_commit("the upload sweep", write_id, lambda: sweep(s3, where, write_id))
+
+
+def job_store(creds: TableCredentials) -> tuple[Any, S3Location] | None:
+    """Where a Delta, Iceberg or Lance job keeps its intent (``tables/job_intent.py``): the
+    table's S3 location (with a client), or None elsewhere (no conditional PUT there: a crashed
+    job's files are left to the format's own cleanup)."""
+    return (s3_client(creds), S3Location.parse(creds.location)) if creds.storage == "s3" else None
+
+
+def job_of(creds: TableCredentials, write_id: str,
+           timing: JobTiming | None = None) -> JobIntent | None:
+    """The job's intent as this process sees it (None: not on S3)."""
+    store = job_store(creds)
+    if store is None or not write_id:
+        return None
+    return JobIntent(store[0], store[1], write_id, timing or JobTiming())
+
+
+def start_job(creds: TableCredentials, fmt: str, write_id: str, *, staged: bool,
+              read_version: int | None = None, timing: JobTiming | None = None) -> bool:
+    """Planning, before any task writes: write the job's intent and renew its lease from this
+    process while it lives (tasks and the commit renew it too). Returns whether there is one.
+
+    ``staged``: tasks leave invisible uploads (Delta, Iceberg on S3), so nothing can be left
+    behind before the commit fences the intent.
+    """
+    intent = job_of(creds, write_id, timing)
+    if intent is None:
+        return False
+    intent.create(fmt, staged=staged, read_version=read_version)
+    JobLease(intent).start()  # a daemon thread: it ends with the job, a takeover or the process
+    return True
+
+
+@contextmanager
+def fenced(intent: JobIntent | None, **record: Any) -> Iterator[None]:
+    """Fence the job's intent before its commit call (the point of no return) and renew its
+    lease while the commit runs; ``record``: what a recoverer needs to remove the job's files."""
+    if intent is None:
+        yield
+        return
+    intent.fence(**record)
+    with JobLease(intent, committing=True):
+        yield
+
+
+def end_job(intent: JobIntent | None) -> None:
+    """The job ended (committed, or its files deleted): remove its intent (never raises)."""
+    if intent is not None:
+        intent.remove()
+
+
+@contextmanager
+def job_lease(intent: JobIntent | None) -> Iterator[None]:
+    """A task's part in the job's lease: renew it while the task writes; a job already taken
+    over (its lease expired, a recoverer removes its files) fails the task before it writes."""
+    if intent is None:
+        yield
+        return
+    if not intent.renew():
+        raise job_intent.JobFencedError(
+            f"write {intent.write_id} was taken over (its lease expired) or has ended; this "
+            "task writes nothing")
+    with JobLease(intent):
+        yield
+
+
+class DeltaJobs:
+    """Recovery of a Delta job (``job_intent.Resolver``): the log holds its transaction, or its
+    ``part-<write id>-*`` files (and recorded uploads) are removed."""
+
+    def __init__(self, creds: TableCredentials) -> None:
+        self._creds = creds
+
+    def landed(self, intent: dict[str, Any]) -> bool:
+        return not intent.get("staged")
+
+    def committed(self, intent: dict[str, Any]) -> bool | None:
+        return delta_committed(self._creds, str(intent["write_id"]))
+
+    def discard(self, intent: dict[str, Any]) -> None:
+        write_id = str(intent["write_id"])
+        abort_recorded(self._creds, intent)
+        drop_job_files(self._creds, write_id, keep=())
+
+
+def abort_recorded(creds: TableCredentials, intent: dict[str, Any]) -> None:
+    """Abort the uploads a fenced intent recorded (completed ones are files, deleted apart)."""
+    uploads = [(str(k), str(u)) for k, u in intent.get("uploads", ())]
+    if uploads and creds.storage == "s3":
+        abort_uploads(s3_client(creds), S3Location.parse(creds.location).bucket, uploads)
+
+
+class LanceJobs:
+    """Recovery of a Lance job: a version carries its write id, or the files its attempts
+    recorded in the ledger (and the fragments its commit recorded) are removed."""
+
+    def __init__(self, creds: TableCredentials) -> None:
+        self._creds = creds
+
+    def landed(self, intent: dict[str, Any]) -> bool:
+        ledger = lance_ledger(self._creds)
+        return ledger is None or attempts.has_records(*ledger, str(intent["write_id"]))
+
+    def committed(self, intent: dict[str, Any]) -> bool | None:
+        since = intent.get("read_version")
+        return lance_committed(self._creds.location, self._creds.lance_storage_options(),
+                               str(intent["write_id"]),
+                               since=int(since) if since is not None else None)
+
+    def discard(self, intent: dict[str, Any]) -> None:
+        write_id = str(intent["write_id"])
+        ledger = lance_ledger(self._creds)
+        if ledger is not None:  # late attempts now delete their own files
+            attempts.close_job(*ledger, write_id)
+        delete_under(self._creds, self._creds.location, [str(f) for f in intent.get("files", ())])
+        if ledger is not None:
+            attempts.discard_unused(*ledger, write_id, ())
+
+
+def resolver_for(fmt: str, creds: TableCredentials) -> job_intent.Resolver:
+    """The recovery of a Delta or Lance job on this table."""
+    return LanceJobs(creds) if fmt == "lance" else DeltaJobs(creds)
+
+
+def recover_jobs(fmt: str, creds: TableCredentials, timing: JobTiming | None = None) -> int:
+    """A writer's planning: finish every Delta or Lance job whose driver died (write credential);
+    returns how many. Best effort: a failure is logged and the write goes on."""
+    store = job_store(creds)
+    if store is None:
+        return 0
+    try:
+        return job_intent.recover_jobs(*store, resolver_for(fmt, creds), timing)
+    except Exception:  # the write goes on; the next write or read retries
+        log.warning("could not recover abandoned writes of %s", creds.location, exc_info=True)
+        return 0
+
+
+def finish_abandoned_jobs(fmt: str, creds: TableCredentials,
+                          write_creds: Callable[[], TableCredentials],
+                          timing: JobTiming | None = None) -> int:
+    """A reader's part: find (read credential) a Delta or Lance job whose driver died, and only
+    then ask for a write credential and finish it. Best effort: a read-only caller reads on,
+    with a warning."""
+    store = job_store(creds)
+    if store is None:
+        return 0
+    try:
+        if not job_intent.abandoned(*store, resolver_for(fmt, creds), timing):
+            return 0
+        return recover_jobs(fmt, write_creds(), timing)
+    except Exception:  # the read goes on with the table as it is
+        log.warning("could not remove the files of an abandoned write of %s (a write "
+                    "credential is needed)", creds.location, exc_info=True)
+        return 0
 
 
 class CommitUnknownError(RuntimeError):
@@ -239,15 +404,20 @@ def delta_committed(creds: TableCredentials, write_id: str) -> bool | None:
         return None
 
 
-def discard_delta(creds: TableCredentials, write_id: str) -> None:
+def discard_delta(creds: TableCredentials, write_id: str,
+                  intent: JobIntent | None = None) -> None:
     """The abort of a Delta job: delete its files unless the log may reference them (its
-    commit landed, or the log cannot be read: kept, logged)."""
+    commit landed, or the log cannot be read: kept, logged; the intent stays for a later
+    recovery), then remove its intent."""
     state = delta_committed(creds, write_id)
     if state is not False:
         log.error("abort of write %s keeps its files: the Delta log %s", write_id,
                   "holds its commit" if state else "could not be read")
+        if state:
+            end_job(intent)
         return
     retried(lambda: drop_job_files(creds, write_id, keep=()))
+    end_job(intent)
 
 
 def _delta_transaction(creds: TableCredentials, schema: pa.Schema, files: Sequence[Any], *,
@@ -314,7 +484,8 @@ def drop_job_files(creds: TableCredentials, write_id: str, keep: Sequence[str]) 
 
 
 def commit_lance(creds: TableCredentials, schema: pa.Schema, fragments_json: Sequence[str], *,
-                 overwrite: bool, read_version: int | None, write_id: str = "") -> None:
+                 overwrite: bool, read_version: int | None, write_id: str = "",
+                 intent: JobIntent | None = None) -> None:
     """One Lance commit of the fragments, then (S3, ``write_id`` given) the attempt ledger's
     cleanup of every fragment file the commit does not use.
 
@@ -324,16 +495,20 @@ def commit_lance(creds: TableCredentials, schema: pa.Schema, fragments_json: Seq
     the create claim does, :func:`create_lance`), and Lance's own commit retries rebase
     concurrent appends (``max_retries``). A failed commit call is resolved from the versions
     (:func:`lance_committed`): landed, the job succeeds; undecidable, :class:`CommitUnknownError`.
+    ``intent`` (S3) is fenced first, as in :func:`publish_delta`.
     """
     ledger = lance_ledger(creds) if write_id else None
-    if ledger is not None:
-        attempts.close_job(*ledger, write_id)
-    _commit_lance(creds, schema, fragments_json, overwrite=overwrite, read_version=read_version,
-                  ledger=ledger, write_id=write_id)
+    with fenced(intent, files=lance_files(fragments_json)):
+        if ledger is not None:
+            attempts.close_job(*ledger, write_id)
+        _commit_lance(creds, schema, fragments_json, overwrite=overwrite,
+                      read_version=read_version, ledger=ledger, write_id=write_id,
+                      intent=intent)
     if ledger is not None:
         after_commit("removing the unused fragment files", write_id,
                      lambda: attempts.discard_unused(*ledger, write_id,
                                                      lance_files(fragments_json)))
+    end_job(intent)
 
 
 def lance_ledger(creds: TableCredentials) -> tuple[Any, S3Location] | None:
@@ -343,7 +518,8 @@ def lance_ledger(creds: TableCredentials) -> tuple[Any, S3Location] | None:
 
 def _commit_lance(creds: TableCredentials, schema: pa.Schema, fragments_json: Sequence[str], *,
                   overwrite: bool, read_version: int | None,
-                  ledger: tuple[Any, S3Location] | None, write_id: str) -> None:
+                  ledger: tuple[Any, S3Location] | None, write_id: str,
+                  intent: JobIntent | None = None) -> None:
     import lance
     from lance.fragment import FragmentMetadata
 
@@ -355,6 +531,8 @@ def _commit_lance(creds: TableCredentials, schema: pa.Schema, fragments_json: Se
     operation = (lance.LanceOperation.Overwrite(schema, fragments) if overwrite
                  else lance.LanceOperation.Append(fragments))
     for attempt in range(LANCE_CONFLICT_RETRIES + 1):
+        if attempt and intent is not None:  # each commit call starts on a fresh lease
+            intent.fence()
         transaction = lance.Transaction(version, operation,
                                         transaction_properties={WRITE_ID_PROPERTY: write_id})
         try:
@@ -450,22 +628,27 @@ def lance_files(fragments_json: Sequence[str]) -> list[str]:
 
 
 def drop_lance_fragments(creds: TableCredentials, fragments_json: Sequence[str],
-                         write_id: str = "", since: int | None = None) -> None:
+                         write_id: str = "", since: int | None = None,
+                         with_intent: bool = False) -> None:
     """Delete the data files of uncommitted fragments (a failed job's, or a failed task's); with
     ``write_id`` (the job's abort) also every file its attempts recorded in the ledger, unless a
     version after ``since`` may be the job's commit (it landed, or the dataset cannot be read:
-    every file is kept, logged)."""
+    every file is kept, logged); ``with_intent``: then the job's intent is removed."""
+    intent = job_of(creds, write_id) if write_id and with_intent else None
     if write_id:
         state = lance_committed(creds.location, creds.lance_storage_options(), write_id, since)
         if state is not False:
             log.error("abort of write %s keeps its fragment files: the Lance dataset %s",
                       write_id, "holds its commit" if state else "could not be read")
+            if state:
+                end_job(intent)
             return
     retried(lambda: delete_under(creds, creds.location, lance_files(fragments_json)))
     ledger = lance_ledger(creds) if write_id else None
     if ledger is not None:
         attempts.close_job(*ledger, write_id)
         attempts.discard_unused(*ledger, write_id, ())
+    end_job(intent)
 
 
 def delete_under(creds: TableCredentials, base: str, relative: Sequence[str]) -> None:

@@ -32,7 +32,7 @@ from pyspark.sql.datasource import DataSource
 
 from lakegate_client import tables
 from lakegate_client.spark import iceberg
-from lakegate_client.spark.committer import lance_version, s3_client
+from lakegate_client.spark.committer import lance_version, recover_jobs, s3_client, start_job
 from lakegate_client.spark.connection import client_for, table_credentials
 from lakegate_client.spark.faults import Faults
 from lakegate_client.spark.options import SourceOptions
@@ -75,7 +75,10 @@ class LakekeeperDataSource(DataSource):
 
     def reader(self, schema: StructType) -> LakekeeperReader | iceberg.IcebergReader:
         if self._opts.iceberg:
-            return iceberg.IcebergReader(self._opts, iceberg.load_table(self._opts), schema)
+            table = iceberg.load_table(self._opts)
+            if iceberg.recover_iceberg_jobs(self._opts, table.location(), reading=True):
+                table = iceberg.load_table(self._opts)
+            return iceberg.IcebergReader(self._opts, table, schema)
         return LakekeeperReader(self._opts, self._describe(), schema)
 
     def writer(
@@ -108,18 +111,26 @@ class LakekeeperDataSource(DataSource):
             process_probe().ensure(s3, where.bucket, where.prefix,
                                    accept_risk=opts.accept_single_writer_risk)
             plain = plan_plain(s3, where, info.format)
-        elif creds.storage == "s3" and info.format == "lance":  # create claim, attempt ledger
+        elif creds.storage == "s3":  # Lance's create claim and ledger, every job's intent
             where = S3Location.parse(creds.location)
             process_probe().ensure(s3_client(creds), where.bucket, where.prefix,
                                    accept_risk=opts.accept_single_writer_risk)
+        write_id = uuid.uuid4().hex
+        read_version = lance_version(creds) if info.format == "lance" else None
+        job = False
+        if info.format in ("delta", "lance"):  # a crashed job's files go at the next write/read
+            recover_jobs(info.format, creds)
+            job = start_job(creds, info.format, write_id, staged=staged,
+                            read_version=read_version)
         plan = WritePlan(
             opts=opts,
             info=info,
             overwrite=overwrite,
-            write_id=uuid.uuid4().hex,
-            read_version=lance_version(creds) if info.format == "lance" else None,
+            write_id=write_id,
+            read_version=read_version,
             staged=staged,
             plain=plain,
             faults=Faults.parse(opts.test_fault),
+            job=job,
         )
         return LakekeeperWriter(plan, to_arrow_schema(schema))

@@ -36,10 +36,22 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
-from lakegate_client.spark.committer import after_commit, delete_under, retried, s3_client
+from lakegate_client.spark.committer import (
+    abort_recorded,
+    after_commit,
+    delete_under,
+    end_job,
+    fenced,
+    job_of,
+    job_store,
+    retried,
+    s3_client,
+    start_job,
+)
 from lakegate_client.spark.connection import client_for
 from lakegate_client.spark.faults import Faults
 from lakegate_client.spark.options import OptionsError
+from lakegate_client.tables import job_intent
 from lakegate_client.tables.catalog import TableFormatError
 from lakegate_client.tables.directory import fs_path, list_files
 from lakegate_client.tables.staged import (
@@ -203,13 +215,14 @@ class IcebergWriter(DataSourceArrowWriter):
     """
 
     def __init__(self, opts: SourceOptions, table: Table, arrow_schema: pa.Schema,
-                 overwrite: bool) -> None:
+                 overwrite: bool, write_id: str | None = None, job: bool = False) -> None:
         self._opts = opts
         self._location = table.location().rstrip("/")
         self._schema = arrow_schema
         self._overwrite = overwrite
-        self._write_id = uuid.uuid4().hex
+        self._write_id = write_id or uuid.uuid4().hex
         self._faults = Faults.parse(opts.test_fault)
+        self._job = job  # planning wrote the job's intent (S3: ``tables/job_intent.py``)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> IcebergFiles:
         import pyarrow as pa
@@ -245,19 +258,25 @@ class IcebergWriter(DataSourceArrowWriter):
         paths = [p for m in messages if isinstance(m, IcebergFiles) for p in m.paths]
         uploads = [u for m in messages if isinstance(m, IcebergFiles) for u in m.uploads]
         creds = node_credentials(self._opts, "write", self._location)
-        if uploads:
-            complete_uploads(s3_client(creds), S3Location.parse(self._location).bucket, uploads)
-        try:
-            self._commit_resolved(paths)
-        except CommitUnknownError:
-            raise  # the catalog may reference the files: keep every one (abort keeps them too)
-        except BaseException:
-            self._drop_files(creds, keep=())
-            raise
+        intent = job_of(creds, self._write_id) if self._job else None
+        with fenced(intent, uploads=[[u.key, u.upload_id] for u in uploads], files=paths):
+            if uploads:
+                complete_uploads(s3_client(creds), S3Location.parse(self._location).bucket,
+                                 uploads)
+            try:
+                self._commit_resolved(paths, intent)
+            except CommitUnknownError:
+                raise  # the catalog may reference the files: keep every one (and the intent)
+            except BaseException:
+                self._drop_files(creds, keep=())
+                end_job(intent)
+                raise
         after_commit("removing unused files", self._write_id,
                      lambda: self._drop_files(creds, keep=paths))
+        end_job(intent)
 
-    def _commit_resolved(self, paths: list[str]) -> None:
+    def _commit_resolved(self, paths: list[str],
+                         intent: job_intent.JobIntent | None = None) -> None:
         """Commit once; a conflict is redone on the new snapshot, an ambiguous answer resolved.
 
         An ambiguous answer (pyiceberg's ``CommitStateUnknownException`` on 500/502/504, another
@@ -270,6 +289,8 @@ class IcebergWriter(DataSourceArrowWriter):
 
         unknown: BaseException | None = None
         for attempt in range(COMMIT_RETRIES + 1):
+            if attempt and intent is not None:  # each commit call starts on a fresh lease
+                intent.fence()
             try:
                 self._commit_once(paths)
                 return
@@ -301,14 +322,7 @@ class IcebergWriter(DataSourceArrowWriter):
 
     def committed(self) -> bool | None:
         """Whether a snapshot of this write is in the table (None: the table cannot be read)."""
-        try:
-            table = retried(lambda: load_table(self._opts))
-        except Exception:  # the catalog cannot answer: undecided
-            log.warning("could not read the Iceberg table of write %s", self._write_id,
-                        exc_info=True)
-            return None
-        return any(s.summary is not None and s.summary.get(WRITE_ID_PROPERTY) == self._write_id
-                   for s in table.metadata.snapshots)
+        return iceberg_committed(self._opts, self._write_id)
 
     def _commit_once(self, paths: list[str]) -> None:
         from pyiceberg.expressions import AlwaysTrue
@@ -329,22 +343,85 @@ class IcebergWriter(DataSourceArrowWriter):
         if uploads:
             bucket = S3Location.parse(self._location).bucket
             abort_uploads(s3_client(creds), bucket, [(u.key, u.upload_id) for u in uploads])
+        intent = job_of(creds, self._write_id) if self._job else None
         state = self.committed()
         if state is not False:
             log.error("abort of write %s keeps its data files: the table %s (snapshot "
                       "summary %s=%s)", self._write_id,
                       "references them" if state else "could not be read", WRITE_ID_PROPERTY,
                       self._write_id)
+            if state:
+                end_job(intent)
             return
         retried(lambda: self._drop_files(creds, keep=()))
+        end_job(intent)
 
     def _drop_files(self, creds: TableCredentials, keep: Sequence[str]) -> None:
         """Delete this job's data files that no snapshot references (not in ``keep``)."""
-        fs, data = creds.pyarrow_filesystem(), fs_path(f"{self._location}/data")
-        kept = {fs_path(p) for p in keep}
-        mine = [rel for rel in list_files(fs, data)
-                if rel.startswith(self._write_id) and f"{data}/{rel}" not in kept]
-        delete_under(creds, f"{self._location}/data", mine)
+        drop_iceberg_files(creds, self._location, self._write_id, keep)
+
+
+def iceberg_committed(opts: SourceOptions, write_id: str) -> bool | None:
+    """Whether a snapshot of ``write_id`` is in the table (None: the table cannot be read)."""
+    try:
+        table = retried(lambda: load_table(opts))
+    except Exception:  # the catalog cannot answer: undecided
+        log.warning("could not read the Iceberg table of write %s", write_id, exc_info=True)
+        return None
+    return any(s.summary is not None and s.summary.get(WRITE_ID_PROPERTY) == write_id
+               for s in table.metadata.snapshots)
+
+
+def drop_iceberg_files(creds: TableCredentials, location: str, write_id: str,
+                       keep: Sequence[str] = ()) -> None:
+    """Delete the write's data files under ``<location>/data`` that are not in ``keep``."""
+    fs, data = creds.pyarrow_filesystem(), fs_path(f"{location}/data")
+    kept = {fs_path(p) for p in keep}
+    mine = [rel for rel in list_files(fs, data)
+            if rel.startswith(write_id) and f"{data}/{rel}" not in kept]
+    delete_under(creds, f"{location}/data", mine)
+
+
+class IcebergJobs:
+    """Recovery of an Iceberg job (``job_intent.Resolver``): a snapshot summary names its write
+    id, or its data files (and recorded uploads) are removed."""
+
+    def __init__(self, opts: SourceOptions, creds: TableCredentials, location: str) -> None:
+        self._opts, self._creds, self._location = opts, creds, location.rstrip("/")
+
+    def landed(self, intent: dict[str, Any]) -> bool:
+        return not intent.get("staged")
+
+    def committed(self, intent: dict[str, Any]) -> bool | None:
+        return iceberg_committed(self._opts, str(intent["write_id"]))
+
+    def discard(self, intent: dict[str, Any]) -> None:
+        abort_recorded(self._creds, intent)
+        drop_iceberg_files(self._creds, self._location, str(intent["write_id"]))
+
+
+def recover_iceberg_jobs(opts: SourceOptions, location: str, *, reading: bool,
+                         timing: job_intent.JobTiming | None = None) -> int:
+    """Remove the files of Iceberg jobs whose driver died (their lease expired): a writer's
+    planning (write credential), or a reader's (it finds them with its read credential and only
+    then asks for a write one). Best effort: logged, the read or write goes on."""
+    try:
+        creds = node_credentials(opts, "read" if reading else "write", location)
+        store = job_store(creds)
+        if store is None:
+            return 0
+        if reading:
+            if not job_intent.abandoned(*store, IcebergJobs(opts, creds, location), timing):
+                return 0
+            creds = node_credentials(opts, "write", location)
+            store = job_store(creds)
+            if store is None:
+                return 0
+        return job_intent.recover_jobs(*store, IcebergJobs(opts, creds, location), timing)
+    except Exception:  # the read or write goes on with the table as it is
+        log.warning("could not remove the files of an abandoned write of %s", location,
+                    exc_info=True)
+        return 0
 
 
 class CommitUnknownError(RuntimeError):
@@ -382,4 +459,8 @@ def iceberg_writer(opts: SourceOptions, spark_arrow: pa.Schema, overwrite: bool)
     missing = [n for n in target.names if n not in spark_arrow.names]
     if missing:
         raise TableFormatError(f"the DataFrame lacks the table's columns {missing}")
-    return IcebergWriter(opts, table, target, overwrite)
+    location, write_id = table.location().rstrip("/"), uuid.uuid4().hex
+    recover_iceberg_jobs(opts, location, reading=False)
+    creds = node_credentials(opts, "write", location)
+    job = start_job(creds, ICEBERG_FORMAT, write_id, staged=creds.storage == "s3")
+    return IcebergWriter(opts, table, target, overwrite, write_id=write_id, job=job)

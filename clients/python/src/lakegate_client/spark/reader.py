@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
-from lakegate_client.spark.committer import finish_abandoned
+from lakegate_client.spark.committer import finish_abandoned, finish_abandoned_jobs
 from lakegate_client.spark.connection import table_credentials
 from lakegate_client.tables.catalog import DIRECTORY_FORMATS, TableFormatError, TableInfo
 from lakegate_client.tables.directory import fs_path
@@ -152,9 +152,13 @@ class LakekeeperReader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         creds = table_credentials(self._opts, "read", self._info.location)
+        def writer() -> TableCredentials:
+            return table_credentials(self._opts, "write", self._info.location)
+
         if self._info.format in DIRECTORY_FORMATS:  # a crashed commit is finished, not read torn
-            finish_abandoned(creds, lambda: table_credentials(self._opts, "write",
-                                                              self._info.location))
+            finish_abandoned(creds, writer)
+        else:  # a crashed Delta or Lance job's files are removed
+            finish_abandoned_jobs(self._info.format, creds, writer)
         return plan_partitions(self._info, creds)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

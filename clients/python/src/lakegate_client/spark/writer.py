@@ -75,7 +75,8 @@ class WritePlan:
     """Fixed on the driver before any task runs; identical in every task.
 
     ``staged``: tasks stage multipart uploads (S3); ``plain``: what a plain table looked like at
-    planning, for the commit's conflict check (S3 plain tables only).
+    planning, for the commit's conflict check (S3 plain tables only); ``job``: planning wrote the
+    job's intent (Delta, Lance on S3: ``tables/job_intent.py``).
     """
 
     opts: SourceOptions
@@ -86,6 +87,7 @@ class WritePlan:
     staged: bool = False
     plain: PlainPlan | None = None
     faults: Faults = field(default_factory=Faults)
+    job: bool = False
 
 
 class LakekeeperWriter(DataSourceArrowWriter):
@@ -116,17 +118,9 @@ class LakekeeperWriter(DataSourceArrowWriter):
         batches = counter.count(self._plan.faults.midway(conformed, partition, attempt))
         creds = table_credentials(self._plan.opts, "write", self._plan.info.location)
         if self._plan.info.format == "lance":
-            fragments = self._write_lance(creds, batches)
-            try:
-                self._plan.faults.hit("after_land", partition, attempt)
-                ledger = committer.lance_ledger(creds)
-                if ledger is not None:  # a job that has ended makes this attempt drop its files
-                    attempts.check_in(*ledger, self._plan.write_id, partition, attempt,
-                                      committer.lance_files(fragments))
-            except BaseException:
-                committer.drop_lance_fragments(creds, fragments)
-                raise
-            return TaskResult(partition=partition, fragments=fragments, rows=counter.rows)
+            intent = committer.job_of(creds, self._plan.write_id) if self._plan.job else None
+            with committer.job_lease(intent):  # a long task keeps its job alive
+                return self._land_lance(creds, batches, partition, attempt, counter)
         rel = new_data_file(self._plan.write_id, partition, "parquet")
         if self._plan.staged:
             upload = self._stage(creds, rel, batches, partition, attempt)
@@ -137,6 +131,21 @@ class LakekeeperWriter(DataSourceArrowWriter):
         self._plan.faults.hit("after_land", partition, attempt)
         written = WrittenFile(path=rel, size=size, rows=counter.rows, modified_ms=_now_ms())
         return TaskResult(partition=partition, files=(written,), rows=counter.rows)
+
+    def _land_lance(self, creds: TableCredentials, batches: Iterator[pa.RecordBatch],
+                    partition: int, attempt: int, counter: _RowCounter) -> TaskResult:
+        """Write the fragments, then record their files in the attempt ledger (S3)."""
+        fragments = self._write_lance(creds, batches)
+        try:
+            self._plan.faults.hit("after_land", partition, attempt)
+            ledger = committer.lance_ledger(creds)
+            if ledger is not None:  # a job that has ended makes this attempt drop its files
+                attempts.check_in(*ledger, self._plan.write_id, partition, attempt,
+                                  committer.lance_files(fragments))
+        except BaseException:
+            committer.drop_lance_fragments(creds, fragments)
+            raise
+        return TaskResult(partition=partition, fragments=fragments, rows=counter.rows)
 
     def _conform(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         return batch if batch.schema.equals(self._schema) else batch.cast(self._schema)
@@ -175,13 +184,15 @@ class LakekeeperWriter(DataSourceArrowWriter):
         plan, fmt = self._plan, self._plan.info.format
         files = [f for r in results for f in r.files]
         uploads = [u for r in results for u in r.uploads]
+        intent = committer.job_of(creds, plan.write_id) if plan.job else None
         if fmt == "lance":
             committer.commit_lance(creds, self._schema, [f for r in results for f in r.fragments],
                                    overwrite=plan.overwrite, read_version=plan.read_version,
-                                   write_id=plan.write_id)
+                                   write_id=plan.write_id, intent=intent)
         elif fmt == "delta":
             committer.publish_delta(creds, self._schema, files, uploads,
-                                    overwrite=plan.overwrite, write_id=plan.write_id)
+                                    overwrite=plan.overwrite, write_id=plan.write_id,
+                                    intent=intent)
         elif plan.plain is not None:
             lease = plan.faults.lease_s()
             timing = CommitTiming(on_step=lambda step: plan.faults.hit(step, 0))
@@ -199,7 +210,8 @@ class LakekeeperWriter(DataSourceArrowWriter):
         if self._plan.info.format == "lance":
             reported = [f for m in messages if isinstance(m, TaskResult) for f in m.fragments]
             committer.drop_lance_fragments(creds, reported, self._plan.write_id,
-                                           since=self._plan.read_version)
+                                           since=self._plan.read_version,
+                                           with_intent=self._plan.job)
             return
         uploads = [u for m in messages if isinstance(m, TaskResult) for u in m.uploads]
         if self._plan.staged:
@@ -209,7 +221,8 @@ class LakekeeperWriter(DataSourceArrowWriter):
                 return
             committer.discard_staged(s3, where, uploads, self._plan.write_id)
         if self._plan.info.format == "delta":  # files its log may reference stay
-            committer.discard_delta(creds, self._plan.write_id)
+            intent = committer.job_of(creds, self._plan.write_id) if self._plan.job else None
+            committer.discard_delta(creds, self._plan.write_id, intent)
             return
         committer.drop_job_files(creds, self._plan.write_id, keep=())
 

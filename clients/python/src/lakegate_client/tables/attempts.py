@@ -37,7 +37,7 @@ from lakegate_client.tables.conditional_writes import is_conflict
 from lakegate_client.tables.staged import S3Location
 
 __all__ = ["CLOSED", "CREATE", "LEDGER", "JobClosedError", "check_in", "claim_create",
-           "close_job", "discard_unused"]
+           "close_job", "discard_unused", "has_records"]
 
 LEDGER = "_lakegate_attempts"
 CLOSED = f"{LEDGER}/closed.json"
@@ -134,6 +134,13 @@ def discard_unused(s3: Any, where: S3Location, write_id: str, used: Iterable[str
     doomed = [f for files in _each(files_of, records) for f in files if f not in kept]
     _delete(s3, where, [*doomed, *records])
     return doomed
+
+
+def has_records(s3: Any, where: S3Location, write_id: str) -> bool:
+    """Whether any attempt of the job recorded files (one listing of at most one key)."""
+    page = s3.list_objects_v2(Bucket=where.bucket, Prefix=f"{where.prefix}/{LEDGER}/{write_id}/",
+                              MaxKeys=1)
+    return bool(page.get("Contents"))
 
 
 def claim_create(s3: Any, where: S3Location, write_id: str) -> bool:

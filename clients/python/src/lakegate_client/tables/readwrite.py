@@ -57,6 +57,8 @@ def read_table(
     creds = client.credentials(list(info.namespace), table, warehouse=warehouse, access="read",
                                expected_location=info.location)  # the table just described
     cols = list(columns) if columns is not None else None
+    if info.format in ("delta", "lance") and creds.storage == "s3":
+        _finish_abandoned_jobs(client, info, creds, warehouse)
     if info.format == "delta":
         from deltalake import DeltaTable
 
@@ -106,6 +108,22 @@ def _finish_abandoned(client: Client, info: TableInfo, creds: TableCredentials,
         finish_abandoned(reader, S3Location.parse(creds.location), writer)
     except Exception:  # the read goes on with the table as it is
         log.warning("could not finish an abandoned commit of %s", info.name, exc_info=True)
+
+
+def _finish_abandoned_jobs(client: Client, info: TableInfo, creds: TableCredentials,
+                           warehouse: str | None) -> None:
+    """Remove the files of a Delta or Lance Spark job whose driver died before its commit
+    (``tables/job_intent.py``): one listing of the job intents, then, only when one expired, a
+    write credential. Best effort: without the Spark extra (the format checks live there; such
+    jobs are written by it) or without write access, the read goes on as it is."""
+    try:
+        from lakegate_client.spark.committer import finish_abandoned_jobs
+    except ImportError:  # no pyspark/boto3 here: the next Spark read or write recovers
+        log.debug("no Spark extra: %s is read without looking for abandoned jobs", info.name)
+        return
+    finish_abandoned_jobs(info.format, creds, lambda: client.credentials(
+        list(info.namespace), info.name, warehouse=warehouse, access="write",
+        expected_location=info.location))
 
 
 def _has_intent(files: Sequence[str]) -> bool:

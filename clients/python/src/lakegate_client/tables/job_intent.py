@@ -1,0 +1,321 @@
+"""The intent of a Delta, Iceberg or Lance write job on S3: a leased claim that lets the next
+writer or reader remove the files of a job whose driver died before its commit.
+
+Why: tasks land data files (Lance fragments, or uploads the commit completes) before the one
+log or catalog commit call that makes them part of the table. A driver killed before or during
+that call leaves files nothing references and nobody knows of. So the driver writes, before any
+task writes a file, ``_lakegate_job-<write id>.json`` (``If-None-Match: *``; hidden from every
+reader): its write id, format, planned version and, once it commits, the uploads and files it
+publishes.
+
+- **Lease.** The intent's ``at`` is renewed while the job lives: by the planning process, by
+  every task while it writes, by the commit while it runs. A renewal reads the intent and PUTs it
+  back ``If-Match`` the ETag it read, only while it still names the job as ``owner``: renewals of
+  one job may race each other (one retries), never a takeover.
+- **The fence** (:meth:`JobIntent.fence`): before each commit call (the point of no return) the
+  driver moves the intent to ``committing``, with the same read-check-PUT. If another process
+  took the job over (its lease had expired), the fence fails and the job fails with nothing
+  visible: the commit call is never made.
+- **Recovery** (:func:`recover_jobs`): the next write's planning or read finds an intent whose
+  lease expired, takes it over (``owner`` = itself, a PUT conditional on the ETag it read, so
+  exactly one recoverer wins and the owner's next renewal or fence fails), then:
+  ``staged`` (the owner never fenced, so it never committed and now never will): deletes the
+  job's files, then the intent; ``committing``: once the lease plus :data:`COMMIT_BOUND_S` ran
+  out (the owner's last commit call has ended), reads the table for the write id: there, it
+  removes the intent; absent, it deletes the job's files, then the intent; unreadable, it leaves
+  the intent for a later recoverer.
+- **Only a job with landed files is recovered while ``staged``.** Spark reaps an idle Python
+  worker after a minute, so the planning process's heartbeat may end long before the write
+  tasks start (upstream stages run after planning). A ``staged`` job with nothing landed (Delta
+  and Iceberg on S3 stage invisible uploads; a Lance job whose attempt ledger is empty) is left
+  alone until :data:`STALE_STAGED_S`, so a long job is not failed for a gap in its heartbeat.
+
+What stays open (README): leases compare the hosts' wall clocks, and a process stalled longer
+than the lease plus :data:`COMMIT_BOUND_S` inside a commit call (a frozen VM, a request held
+that long by a proxy) could land its commit after a recoverer deleted its files.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from lakegate_client.tables.conditional_writes import put_conditional
+from lakegate_client.tables.staged import S3Location
+
+__all__ = ["COMMIT_BOUND_S", "JOB_PREFIX", "JobFencedError", "JobIntent", "JobLease",
+           "JobTiming", "Resolver", "job_intents", "recover_jobs"]
+
+JOB_PREFIX = "_lakegate_job-"
+LEASE_S = 60.0
+# The longest a commit call started after a successful fence may still land: delta-rs and
+# Lance retry a store request for up to 3 minutes, and the gateway answers a catalog commit
+# within its upstream timeout. Recovery of a ``committing`` intent waits this beyond the lease.
+COMMIT_BOUND_S = 600.0
+STALE_STAGED_S = 86_400.0  # a staged intent with nothing landed is debris after a day
+RETRIES = 4
+CONFLICT_RETRIES = 20  # renewals of one job racing each other (tasks, the driver)
+log = logging.getLogger(__name__)
+
+
+class JobFencedError(RuntimeError):
+    """The job's lease expired and another process took it over: it must not commit."""
+
+
+@dataclass(frozen=True)
+class JobTiming:
+    """Clock and lease of the protocol (injected: tests fake them)."""
+
+    now: Callable[[], float] = time.time
+    sleep: Callable[[float], None] = time.sleep
+    lease_s: float = LEASE_S
+    commit_bound_s: float = COMMIT_BOUND_S
+    stale_staged_s: float = STALE_STAGED_S
+    retries: int = RETRIES
+
+
+def intent_name(write_id: str) -> str:
+    return f"{JOB_PREFIX}{write_id}.json"
+
+
+def _read(s3: Any, where: S3Location, rel: str) -> tuple[str | None, dict[str, Any]]:
+    try:
+        answer = s3.get_object(Bucket=where.bucket, Key=where.key(rel))
+    except s3.exceptions.NoSuchKey:
+        return None, {}
+    body = json.loads(answer["Body"].read() or b"{}")
+    return str(answer["ETag"]), body if isinstance(body, dict) else {}
+
+
+def _retried(what: str, step: Callable[[], Any], timing: JobTiming) -> Any:
+    for attempt in range(timing.retries):
+        try:
+            return step()
+        except Exception:
+            if attempt == timing.retries - 1:
+                raise
+            log.info("%s failed (attempt %d), retrying", what, attempt + 1, exc_info=True)
+            timing.sleep(0.2 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
+@dataclass
+class JobIntent:
+    """One job's intent object, as seen by any process of that job (picklable fields only
+    besides the client: rebuilt in each process from its own credential)."""
+
+    s3: Any
+    where: S3Location
+    write_id: str
+    timing: JobTiming = field(default_factory=JobTiming)
+
+    @property
+    def name(self) -> str:
+        return intent_name(self.write_id)
+
+    def create(self, fmt: str, **facts: Any) -> None:
+        """Planning: claim the job (``If-None-Match: *``) before any task writes a file."""
+        body = {"write_id": self.write_id, "owner": self.write_id, "format": fmt,
+                "state": "staged", "lease_s": self.timing.lease_s, **facts}
+
+        def put() -> None:
+            etag = put_conditional(self.s3, self.where.bucket, self.where.key(self.name),
+                                   json.dumps({**body, "at": self.timing.now()}).encode(), None)
+            if etag is None and _read(self.s3, self.where, self.name)[1].get("owner") \
+                    != self.write_id:
+                raise JobFencedError(f"write {self.write_id} already has a job intent")
+        _retried("writing the job intent", put, self.timing)
+
+    def _update(self, states: tuple[str, ...], **changes: Any) -> bool:
+        """Read the intent and PUT it back (``If-Match``) with ``changes`` and a fresh lease,
+        while it names this job as owner in one of ``states``; False when it does not (gone,
+        taken over, or past these states)."""
+        for _ in range(CONFLICT_RETRIES):
+            etag, body = _read(self.s3, self.where, self.name)
+            if etag is None or body.get("owner") != self.write_id \
+                    or body.get("state") not in states:
+                return False
+            new = {**body, **changes, "at": self.timing.now()}
+            if put_conditional(self.s3, self.where.bucket, self.where.key(self.name),
+                               json.dumps(new).encode(), etag) is not None:
+                return True
+        return False  # renewals kept racing: the next one tries again
+
+    def renew(self) -> bool:
+        """Extend the lease of a job that has not fenced yet (planning, tasks); False once the
+        job is gone, fenced or taken over."""
+        return bool(_retried("renewing the job lease", lambda: self._update(("staged",)),
+                             self.timing))
+
+    def fence(self, **record: Any) -> None:
+        """The last step before a commit call: the intent becomes ``committing`` (with what the
+        commit publishes, for a recoverer) and the lease fresh. Raises
+        :class:`JobFencedError` when the job was taken over: it must not commit."""
+        if not _retried("fencing the job intent",
+                        lambda: self._update(("staged", "committing"), state="committing",
+                                             **record), self.timing):
+            raise JobFencedError(
+                f"write {self.write_id}: the job's lease expired and another process took it "
+                "over (and removes its files); nothing was committed, retry the job")
+
+    def renew_once(self) -> bool:
+        """One renewal of a ``staged`` job (a heartbeat's; no retry of an error)."""
+        return self._update(("staged",))
+
+    def keep_committing(self) -> bool:
+        """Renew the lease of a ``committing`` job (the commit's heartbeat)."""
+        return self._update(("committing",))
+
+    def remove(self) -> None:
+        """The job ended (committed, or its files are gone): delete the intent, if still ours
+        (a recoverer's stays). Retried; a failure is logged (the next recoverer removes it)."""
+        def step() -> None:
+            _, body = _read(self.s3, self.where, self.name)
+            if body.get("owner") == self.write_id:
+                self.s3.delete_object(Bucket=self.where.bucket, Key=self.where.key(self.name))
+        try:
+            _retried("removing the job intent", step, self.timing)
+        except Exception:
+            log.warning("write %s ended; its job intent could not be removed (the next write "
+                        "or read removes it)", self.write_id, exc_info=True)
+
+
+class JobLease:
+    """Renews a job's lease every quarter lease from a daemon thread until stopped, or until
+    the intent is gone or no longer this job's (``committing``: the commit's own heartbeat)."""
+
+    def __init__(self, intent: JobIntent, *, committing: bool = False) -> None:
+        self._intent = intent
+        self._committing = committing
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="lakegate-job-lease",
+                                        daemon=True)
+
+    def start(self) -> JobLease:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout=self._intent.timing.lease_s)
+
+    def __enter__(self) -> JobLease:
+        return self.start()
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+    def _run(self) -> None:
+        intent = self._intent
+        renew = intent.keep_committing if self._committing else intent.renew_once
+        while not self._stop.wait(max(self._intent.timing.lease_s / 4, 0.01)):
+            try:
+                if not renew():
+                    return  # the job ended, fenced, or was taken over
+            except Exception:  # a missed renewal; the next one may pass
+                log.info("could not renew the lease of write %s", self._intent.write_id,
+                         exc_info=True)
+            except BaseException:  # noqa: BLE001 - the process is going away: so does its lease
+                return
+
+
+class Resolver(Protocol):
+    """What recovery needs from a format: whether a write id committed, and how to delete an
+    uncommitted job's files (never a file the table references)."""
+
+    def landed(self, intent: dict[str, Any]) -> bool:
+        """Whether a ``staged`` job may have visible files (False: nothing to clean yet)."""
+
+    def committed(self, intent: dict[str, Any]) -> bool | None:
+        """Whether the table holds the job's commit (None: the table cannot be read)."""
+
+    def discard(self, intent: dict[str, Any]) -> None:
+        """Delete the files of a job that did not commit and never will (idempotent)."""
+
+
+def job_intents(s3: Any, where: S3Location) -> list[str]:
+    """The table's job intents (one listing under the intent prefix)."""
+    out: list[str] = []
+    kwargs: dict[str, str] = {"Bucket": where.bucket, "Prefix": where.key(JOB_PREFIX)}
+    while True:
+        page = s3.list_objects_v2(**kwargs)
+        out.extend(where.relative(str(o["Key"])) for o in page.get("Contents", ()))
+        if not page.get("IsTruncated"):
+            return sorted(out)
+        kwargs["ContinuationToken"] = str(page["NextContinuationToken"])
+
+
+def expired(body: dict[str, Any], timing: JobTiming) -> bool:
+    """Whether the owner can no longer commit once taken over: a ``staged`` job's lease ran
+    out; a ``committing`` one's lease and :data:`COMMIT_BOUND_S` (its commit call ended)."""
+    lease = float(body.get("lease_s", timing.lease_s))
+    if body.get("state") == "committing":
+        lease += timing.commit_bound_s
+    return timing.now() - float(body.get("at", 0)) >= lease
+
+
+def _due(body: dict[str, Any], resolver: Resolver, timing: JobTiming) -> bool:
+    """Whether recovery takes this intent over now."""
+    if not body.get("write_id") or not expired(body, timing):
+        return False
+    if body.get("state") != "staged":
+        return True
+    return (timing.now() - float(body.get("at", 0)) >= timing.stale_staged_s
+            or resolver.landed(body))
+
+
+def abandoned(s3: Any, where: S3Location, resolver: Resolver,
+              timing: JobTiming | None = None) -> bool:
+    """Whether the table has a job intent to recover now (read access suffices)."""
+    timing = timing or JobTiming()
+    for rel in job_intents(s3, where):
+        etag, body = _read(s3, where, rel)
+        if etag is not None and _due(body, resolver, timing):
+            return True
+    return False
+
+
+def recover_jobs(s3: Any, where: S3Location, resolver: Resolver,
+                 timing: JobTiming | None = None) -> int:
+    """Take over every expired job intent and finish it: remove it when its write committed,
+    else delete the job's files, then it. Returns how many jobs it finished; a job it could not
+    finish (the table unreadable, a delete failing) is logged and left to the next recoverer."""
+    timing = timing or JobTiming()
+    me = f"recovery-{uuid.uuid4().hex[:12]}"
+    done = 0
+    for rel in job_intents(s3, where):
+        etag, body = _read(s3, where, rel)
+        if etag is None or not _due(body, resolver, timing):
+            continue
+        taken = {**body, "owner": me, "at": timing.now()}
+        new_etag = put_conditional(s3, where.bucket, where.key(rel), json.dumps(taken).encode(),
+                                   etag)
+        if new_etag is None:
+            continue  # another recoverer (or the owner's fence) got there first
+        write_id = str(body["write_id"])
+        try:
+            state = resolver.committed(body) if body.get("state") == "committing" else False
+            if state is None:
+                log.warning("write %s: its driver died while committing and the table cannot "
+                            "show whether the commit landed; its files stay for a later "
+                            "recovery", write_id)
+                continue
+            if not state:
+                log.warning("write %s: its driver died before its commit landed; deleting its "
+                            "unreferenced files", write_id)
+                _retried("deleting the files of an abandoned job",
+                         lambda body=body: resolver.discard(body), timing)  # type: ignore[misc]
+            _retried("removing an abandoned job intent", lambda rel=rel: s3.delete_object(
+                Bucket=where.bucket, Key=where.key(rel)), timing)  # type: ignore[misc]
+            done += 1
+        except Exception:
+            log.warning("could not finish the abandoned write %s (the next write or read "
+                        "retries)", write_id, exc_info=True)
+    return done

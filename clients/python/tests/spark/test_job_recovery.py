@@ -1,0 +1,215 @@
+"""A Delta, Iceberg or Lance Spark job whose driver died before its commit leaves no file behind
+once the table is read or written again, and a driver whose job was taken over after its lease
+expired commits nothing (issue 32 item 6: "no orphan remains once recovery ran";
+``tables/job_intent.py``, ``spark/committer.py``, ``spark/iceberg.py``, ``spark/reader.py``,
+``spark/datasource.py``). Local tables, intents and the Lance ledger on the fake S3."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+pa = pytest.importorskip("pyarrow")
+deltalake = pytest.importorskip("deltalake")
+lance = pytest.importorskip("lance")
+pytest.importorskip("pyiceberg")
+pytest.importorskip("pyspark")
+
+from lakegate_client.spark import committer, iceberg, reader  # noqa: E402
+from lakegate_client.tables import attempts  # noqa: E402
+from lakegate_client.tables.catalog import TableInfo  # noqa: E402
+from lakegate_client.tables.job_intent import (  # noqa: E402
+    JOB_PREFIX,
+    JobFencedError,
+    JobIntent,
+    JobTiming,
+)
+from lakegate_client.tables.staged import S3Location  # noqa: E402
+
+from ..tables.fake_s3 import FakeS3  # noqa: E402
+from .test_delta_commit import local_creds, rows, write_file  # noqa: E402
+
+SCHEMA = pa.schema([("id", pa.int64())])
+WHERE = S3Location("b", "wh/t")
+LONG_AGO = JobTiming(now=lambda: time.time() - 3_600)  # the dead driver's last renewal
+
+
+class StoreS3(FakeS3):
+    """Intents and ledger on the fake S3, data on local disk: a delete of a key under the
+    table removes the local file too (one store, as on S3)."""
+
+    def __init__(self, location: Path) -> None:
+        super().__init__()
+        self._location = location
+
+    def delete_object(self, *, Bucket: str, Key: str) -> dict[str, Any]:
+        answer = super().delete_object(Bucket=Bucket, Key=Key)
+        (self._location / Key.removeprefix(f"{WHERE.prefix}/")).unlink(missing_ok=True)
+        return answer
+
+
+@pytest.fixture
+def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> StoreS3:
+    s3 = StoreS3(tmp_path)
+    monkeypatch.setattr(committer, "job_store", lambda _creds: (s3, WHERE))
+    monkeypatch.setattr(iceberg, "job_store", lambda _creds: (s3, WHERE))
+    monkeypatch.setattr(committer, "lance_ledger", lambda _creds: (s3, WHERE))
+    return s3
+
+
+def intents(s3: FakeS3) -> list[str]:
+    return [k for k in s3.objects if JOB_PREFIX in k]
+
+
+def lance_creds(location: Path) -> Any:
+    creds = local_creds(location)
+    creds.lance_storage_options = dict
+    return creds
+
+
+def _read(fmt: str, creds: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Spark read's planning of the table (``LakekeeperReader.partitions``)."""
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    monkeypatch.setattr(reader, "table_credentials", lambda *_a, **_k: creds)
+    info = TableInfo(namespace=("ns",), name="t", format=fmt, location=creds.location)
+    opts = SimpleNamespace()
+    source = reader.LakekeeperReader(opts, info,  # type: ignore[arg-type]
+                                     StructType([StructField("id", LongType())]))
+    assert len(source.partitions()) >= 1
+
+
+def test_a_delta_job_killed_before_its_commit_leaves_no_orphan_after_the_next_read(
+        tmp_path: Path, store: StoreS3, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Regression: the job's ``part-<write id>-*`` files stayed (unreferenced) until VACUUM."""
+    creds = local_creds(tmp_path)
+    deltalake.write_deltalake(str(tmp_path), pa.table({"id": [0, 1]}, schema=SCHEMA))
+    wid = uuid.uuid4().hex
+    JobIntent(store, WHERE, wid, LONG_AGO).create("delta", staged=False)  # planning
+    orphan = write_file(tmp_path, wid, [10, 11])  # a task; then the driver dies
+    assert (tmp_path / orphan.path).exists()
+
+    _read("delta", creds, monkeypatch)
+
+    assert not (tmp_path / orphan.path).exists()
+    assert intents(store) == []
+    assert rows(tmp_path) == [0, 1]
+
+
+def test_a_lance_job_killed_before_its_commit_leaves_no_orphan_after_the_next_read(
+        tmp_path: Path, store: StoreS3, monkeypatch: pytest.MonkeyPatch) -> None:
+    from lance.fragment import write_fragments
+
+    creds = lance_creds(tmp_path)
+    lance.write_dataset(pa.table({"id": [0, 1]}, schema=SCHEMA), str(tmp_path))
+    wid = uuid.uuid4().hex
+    JobIntent(store, WHERE, wid, LONG_AGO).create("lance", staged=False, read_version=1)
+    fragments = [json.dumps(f.to_json()) for f in write_fragments(
+        pa.table({"id": [10, 11]}, schema=SCHEMA), str(tmp_path), schema=SCHEMA)]
+    files = committer.lance_files(fragments)
+    attempts.check_in(store, WHERE, wid, 0, 0, files)  # the task; then the driver dies
+    assert all((tmp_path / f).exists() for f in files)
+
+    _read("lance", creds, monkeypatch)
+
+    assert not any((tmp_path / f).exists() for f in files)
+    assert intents(store) == []
+    assert sorted(lance.dataset(str(tmp_path)).to_table().column("id").to_pylist()) == [0, 1]
+
+
+def test_an_iceberg_job_killed_before_its_commit_leaves_no_orphan_after_the_next_read(
+        tmp_path: Path, store: StoreS3, monkeypatch: pytest.MonkeyPatch) -> None:
+    from lakegate_client.spark import datasource
+
+    from .iceberg_catalog import MemoryCatalog
+
+    catalog = MemoryCatalog(f"file://{tmp_path}/wh")
+    catalog.create_table(("ns", "t"), SCHEMA).append(pa.table({"id": [0, 1]}, schema=SCHEMA))
+    table = catalog.load_table(("ns", "t"))
+    data = tmp_path / "wh" / "ns" / "t" / "data"
+    creds = local_creds(tmp_path)
+    monkeypatch.setattr(iceberg, "load_table", lambda _opts: catalog.load_table(("ns", "t")))
+    monkeypatch.setattr(iceberg, "node_credentials", lambda *_a, **_k: creds)
+    wid = uuid.uuid4().hex
+    JobIntent(store, WHERE, wid, LONG_AGO).create("iceberg", staged=False)
+    job = iceberg.IcebergWriter(SimpleNamespace(test_fault=""),  # type: ignore[arg-type]
+                                table, SCHEMA, False, write_id=wid, job=True)
+    job.write(iter(pa.table({"id": [10, 11]}, schema=SCHEMA).to_batches()))  # then it dies
+    assert [p for p in data.iterdir() if p.name.startswith(wid)]
+
+    source = datasource.LakekeeperDataSource({"table": "ns.t", "format": "iceberg",
+                                              "catalog_url": "http://127.0.0.1:1",
+                                              "warehouse": "w"})
+    source.reader(iceberg.spark_schema_of(table))
+
+    assert not [p for p in data.iterdir() if p.name.startswith(wid)]
+    assert intents(store) == []
+    assert sorted(catalog.load_table(("ns", "t")).scan().to_arrow()
+                  .column("id").to_pylist()) == [0, 1]
+
+
+def test_a_stale_delta_driver_cannot_commit_after_a_takeover(
+        tmp_path: Path, store: StoreS3) -> None:
+    """The driver stalled past its lease; the next writer took the job over and removed its
+    files. When it wakes, its commit refuses (nothing visible) instead of committing files that
+    are gone (a table whose reads fail)."""
+    creds = local_creds(tmp_path)
+    deltalake.write_deltalake(str(tmp_path), pa.table({"id": [0, 1]}, schema=SCHEMA))
+    wid = uuid.uuid4().hex
+    JobIntent(store, WHERE, wid, LONG_AGO).create("delta", staged=False)
+    written = write_file(tmp_path, wid, [10, 11])
+    assert committer.recover_jobs("delta", creds) == 1  # the next write's planning
+
+    with pytest.raises(JobFencedError, match="took it over"):
+        committer.publish_delta(creds, SCHEMA, [written], [], overwrite=False, write_id=wid,
+                                intent=committer.job_of(creds, wid))
+
+    assert rows(tmp_path) == [0, 1]
+    assert committer.delta_committed(creds, wid) is False
+    assert not (tmp_path / written.path).exists()
+
+
+def test_a_stale_lance_driver_cannot_commit_after_a_takeover(
+        tmp_path: Path, store: StoreS3) -> None:
+    from lance.fragment import write_fragments
+
+    creds = lance_creds(tmp_path)
+    lance.write_dataset(pa.table({"id": [0, 1]}, schema=SCHEMA), str(tmp_path))
+    wid = uuid.uuid4().hex
+    JobIntent(store, WHERE, wid, LONG_AGO).create("lance", staged=False, read_version=1)
+    fragments = [json.dumps(f.to_json()) for f in write_fragments(
+        pa.table({"id": [10, 11]}, schema=SCHEMA), str(tmp_path), schema=SCHEMA)]
+    attempts.check_in(store, WHERE, wid, 0, 0, committer.lance_files(fragments))
+    assert committer.recover_jobs("lance", creds) == 1
+
+    with pytest.raises(JobFencedError):
+        committer.commit_lance(creds, SCHEMA, fragments, overwrite=False, read_version=1,
+                               write_id=wid, intent=committer.job_of(creds, wid))
+
+    dataset = lance.dataset(str(tmp_path))
+    assert dataset.version == 1
+    assert sorted(dataset.to_table().column("id").to_pylist()) == [0, 1]
+
+
+def test_a_live_job_is_not_touched_by_a_read(
+        tmp_path: Path, store: StoreS3, monkeypatch: pytest.MonkeyPatch) -> None:
+    creds = local_creds(tmp_path)
+    deltalake.write_deltalake(str(tmp_path), pa.table({"id": [0, 1]}, schema=SCHEMA))
+    wid = uuid.uuid4().hex
+    JobIntent(store, WHERE, wid).create("delta", staged=False)  # its lease is fresh
+    written = write_file(tmp_path, wid, [10, 11])
+
+    _read("delta", creds, monkeypatch)
+
+    assert (tmp_path / written.path).exists()
+    assert len(intents(store)) == 1
+    committer.publish_delta(creds, SCHEMA, [written], [], overwrite=False, write_id=wid,
+                            intent=committer.job_of(creds, wid))
+    assert rows(tmp_path) == [0, 1, 10, 11]
+    assert intents(store) == []
