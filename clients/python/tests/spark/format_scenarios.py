@@ -531,7 +531,8 @@ class LanceWorld(JobWorld):
         ledger's own documented window, not the driver's)."""
         from lance.fragment import write_fragments
 
-        with committer.job_lease(self.intent()):
+        later = JobTiming(now=lambda: time.time() + 10)  # the task starts 10 s after planning
+        with committer.job_lease(committer.job_of(self.creds, self.write_id, later)):
             fragments = write_fragments(pa.table({"id": NEW}, schema=SCHEMA),
                                         str(self.location), schema=SCHEMA)
             self.fragments = [json.dumps(f.to_json()) for f in fragments]

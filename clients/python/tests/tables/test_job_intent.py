@@ -185,3 +185,19 @@ def test_a_second_recoverer_loses_the_takeover() -> None:
     assert recover_jobs(s3.view(), WHERE, racing, _timing(clock)) == 1
     assert racing.discarded == ["w1"]
     assert first.discarded == []
+
+
+def test_a_renewal_beaten_by_a_sibling_task_counts_as_renewed() -> None:
+    """Many tasks of one job renew at once: the one whose PUT loses to a sibling's is not
+    fenced (it would fail a healthy job), the lease is fresh anyway."""
+    from .fake_s3 import Fault
+
+    s3, clock = FakeS3(), Clock()
+    _intent(s3, clock).create("lance", staged=False)
+    clock.t += 30
+    sibling = _intent(s3.view(), clock)
+    racing = s3.view(faults={2: Fault(kind="stall")})  # paused between its read and its PUT
+    racing.on_stall = lambda: sibling.renew_once() or None
+    assert _intent(racing, clock).renew()
+    assert [op for op, _ in racing.calls] == ["GetObject", "PutObject", "GetObject"]
+    assert _body(s3)["at"] == clock.t

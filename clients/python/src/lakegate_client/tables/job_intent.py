@@ -132,26 +132,30 @@ class JobIntent:
                 raise JobFencedError(f"write {self.write_id} already has a job intent")
         _retried("writing the job intent", put, self.timing)
 
-    def _update(self, states: tuple[str, ...], **changes: Any) -> bool:
+    def _update(self, states: tuple[str, ...], fresh_s: float | None = None,
+                **changes: Any) -> bool:
         """Read the intent and PUT it back (``If-Match``) with ``changes`` and a fresh lease,
         while it names this job as owner in one of ``states``; False when it does not (gone,
-        taken over, or past these states)."""
+        taken over, or past these states). ``fresh_s`` (a plain renewal): renewed less than
+        that ago (by a sibling task, whose PUT may just have beaten this one) is renewed
+        enough, so many tasks renewing at once do not fight over the ETag."""
         for _ in range(CONFLICT_RETRIES):
             etag, body = _read(self.s3, self.where, self.name)
             if etag is None or body.get("owner") != self.write_id \
                     or body.get("state") not in states:
                 return False
+            if fresh_s is not None and self.timing.now() - float(body.get("at", 0)) < fresh_s:
+                return True
             new = {**body, **changes, "at": self.timing.now()}
             if put_conditional(self.s3, self.where.bucket, self.where.key(self.name),
                                json.dumps(new).encode(), etag) is not None:
                 return True
-        return False  # renewals kept racing: the next one tries again
+        return False  # renewals kept racing: a renewal tries again; a fence fails the job
 
     def renew(self) -> bool:
         """Extend the lease of a job that has not fenced yet (planning, tasks); False once the
         job is gone, fenced or taken over."""
-        return bool(_retried("renewing the job lease", lambda: self._update(("staged",)),
-                             self.timing))
+        return bool(_retried("renewing the job lease", self.renew_once, self.timing))
 
     def fence(self, **record: Any) -> None:
         """The last step before a commit call: the intent becomes ``committing`` (with what the
@@ -162,11 +166,12 @@ class JobIntent:
                                              **record), self.timing):
             raise JobFencedError(
                 f"write {self.write_id}: the job's lease expired and another process took it "
-                "over (and removes its files); nothing was committed, retry the job")
+                "over (and removes its files), or its intent could not be fenced; nothing was "
+                "committed, retry the job")
 
     def renew_once(self) -> bool:
-        """One renewal of a ``staged`` job (a heartbeat's; no retry of an error)."""
-        return self._update(("staged",))
+        """One renewal of a ``staged`` job (no retry of an error)."""
+        return self._update(("staged",), fresh_s=self.timing.lease_s / 8)
 
     def keep_committing(self) -> bool:
         """Renew the lease of a ``committing`` job (the commit's heartbeat)."""
