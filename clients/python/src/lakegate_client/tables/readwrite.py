@@ -113,14 +113,15 @@ def _finish_abandoned(client: Client, info: TableInfo, creds: TableCredentials,
 def _finish_abandoned_jobs(client: Client, info: TableInfo, creds: TableCredentials,
                            warehouse: str | None) -> None:
     """Remove the files of a Delta or Lance Spark job whose driver died before its commit
-    (``tables/job_intent.py``): one listing of the job intents, then, only when one expired, a
-    write credential. Best effort: without the Spark extra (the format checks live there; such
-    jobs are written by it) or without write access, the read goes on as it is."""
-    try:
-        from lakegate_client.spark.committer import finish_abandoned_jobs
-    except ImportError:  # no pyspark/boto3 here: the next Spark read or write recovers
-        log.debug("no Spark extra: %s is read without looking for abandoned jobs", info.name)
+    (``tables/job_intent.py``, ``spark/committer.py``; pyspark is not imported): one listing of
+    the job intents, then, only when one expired, a write credential. Best effort: without boto3
+    (a core install) or without write access, the read goes on as it is."""
+    import importlib.util
+
+    if importlib.util.find_spec("boto3") is None:  # such jobs are written with the Spark extra
         return
+    from lakegate_client.spark.committer import finish_abandoned_jobs
+
     finish_abandoned_jobs(info.format, creds, lambda: client.credentials(
         list(info.namespace), info.name, warehouse=warehouse, access="write",
         expected_location=info.location))
