@@ -11,11 +11,14 @@ publishes.
 - **Lease.** The intent's ``at`` is renewed while the job lives: by the planning process, by
   every task while it writes, by the commit while it runs. A renewal reads the intent and PUTs it
   back ``If-Match`` the ETag it read, only while it still names the job as ``owner``: renewals of
-  one job may race each other (one retries), never a takeover.
+  one job may race each other (the loser sees a fresh lease and is done), never a takeover.
 - **The fence** (:meth:`JobIntent.fence`): before each commit call (the point of no return) the
   driver moves the intent to ``committing``, with the same read-check-PUT. If another process
   took the job over (its lease had expired), the fence fails and the job fails with nothing
-  visible: the commit call is never made.
+  visible: the commit call is never made. A lease that expired without a takeover does not
+  refuse the commit: a recoverer must win a PUT conditional on the ETag the fence replaces, so
+  of the two exactly one proceeds, and refusing would fail a healthy job for a gap in its
+  heartbeat.
 - **Recovery** (:func:`recover_jobs`): the next write's planning or read finds an intent whose
   lease expired, takes it over (``owner`` = itself, a PUT conditional on the ETag it read, so
   exactly one recoverer wins and the owner's next renewal or fence fails), then:
