@@ -214,3 +214,22 @@ def test_a_live_job_is_not_touched_by_a_read(
                             intent=committer.job_of(creds, wid))
     assert rows(tmp_path) == [0, 1, 10, 11]
     assert intents(store) == []
+
+
+def test_a_reader_without_write_access_reads_on_with_a_warning(
+        tmp_path: Path, store: StoreS3, caplog: pytest.LogCaptureFixture) -> None:
+    creds = local_creds(tmp_path)
+    deltalake.write_deltalake(str(tmp_path), pa.table({"id": [0, 1]}, schema=SCHEMA))
+    wid = uuid.uuid4().hex
+    JobIntent(store, WHERE, wid, LONG_AGO).create("delta", staged=False)
+    orphan = write_file(tmp_path, wid, [10, 11])
+
+    def refused() -> Any:
+        raise PermissionError("403: this caller may only read")
+
+    assert committer.finish_abandoned_jobs("delta", creds, refused) == 0
+
+    assert "a write credential is needed" in caplog.text
+    assert (tmp_path / orphan.path).exists()  # left for a caller who may write
+    assert len(intents(store)) == 1
+    assert rows(tmp_path) == [0, 1]
