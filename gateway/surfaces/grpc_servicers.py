@@ -191,9 +191,12 @@ class CredentialServicer(_Servicer):
                 ref = replace(ref, kind="iceberg")
             self._refs.put(raw, ref)
         access = access_of(request.access)
-        await self._gate.authorize(call.caller, call.ctx, ref.scope, access)
+        if not self._gate.authorize_now(call.caller, call.ctx, ref.scope, access):
+            await self._gate.authorize(call.caller, call.ctx, ref.scope, access)
         expect = ExpectedIdentity.of(request.expected_location, request.table_id)
-        lookup = await self._ops.get_credentials(ref, access, call.ctx, expect=expect)
+        lookup = ((None if expect is not None else self._ops.credentials_now(ref, access,
+                                                                             call.ctx))
+                  or await self._ops.get_credentials(ref, access, call.ctx, expect=expect))
         call.tally.served(lookup.outcome, lookup.remaining_s)
         key = (ref, access)
         body = self._bodies.get(key)

@@ -178,6 +178,48 @@ class Gate:
         _log.info("request refused", extra=extra)
         return err
 
+    def admit_now(
+        self,
+        authorization: str | None,
+        headers: Mapping[str, str] | None = None,
+        *,
+        require_marker: bool = True,
+        peer: Callable[[], Peer] | None = None,
+        uds: Callable[[], bool] | None = None,
+    ) -> CallerIdentity | None:
+        """`admit` without a coroutine when the caller is known at once (mode none, a known
+        static token) and nothing failed lately, else None: await `admit`.
+
+        The same checks in the same order: the anti-SSRF headers (refused here as there),
+        then the caller, then the rate limit.
+        """
+        if headers is not None:
+            self._check_headers(headers, require_marker, uds)
+        failures = self.failures
+        if failures is not None and failures.active:
+            return None
+        caller = self.auth.authenticate_now(authorization)
+        if caller is not None and self.limiter is not None:
+            self._take_token(caller, peer)
+        return caller
+
+    def _check_headers(self, headers: Mapping[str, str], require_marker: bool,
+                       uds: Callable[[], bool] | None) -> None:
+        try:
+            check_not_forged(headers, require_marker=require_marker, hosts=self.hosts, uds=uds)
+        except PermissionDeniedError as exc:
+            raise self._reject("ssrf_header", exc) from None
+
+    def _take_token(self, caller: CallerIdentity, peer: Callable[[], Peer] | None) -> None:
+        assert self.limiter is not None
+        # An anonymous caller (mode none) is its peer: one process cannot starve the rest.
+        key = caller.name if caller.authenticated or peer is None else (
+            f"{caller.name}@{peer().caller_key}")
+        try:
+            self.limiter.acquire(key)
+        except RateLimitedCallerError as exc:
+            raise self._reject("ratelimit", exc) from None
+
     async def admit(
         self,
         authorization: str | None,
@@ -197,11 +239,7 @@ class Gate:
             uds: whether the connection is a Unix socket (the Host rule is for TCP only).
         """
         if headers is not None:
-            try:
-                check_not_forged(headers, require_marker=require_marker, hosts=self.hosts,
-                                 uds=uds)
-            except PermissionDeniedError as exc:
-                raise self._reject("ssrf_header", exc) from None
+            self._check_headers(headers, require_marker, uds)
         failures = self.failures
         if failures is not None and failures.active:
             caller = await self._authenticate_limited(failures, authorization, peer)
@@ -217,13 +255,7 @@ class Gate:
                                     peer().auth_key if peer is not None else None)
                 raise self._reject("auth", exc) from None
         if self.limiter is not None:
-            # An anonymous caller (mode none) is its peer: one process cannot starve the rest.
-            key = caller.name if caller.authenticated or peer is None else (
-                f"{caller.name}@{peer().caller_key}")
-            try:
-                self.limiter.acquire(key)
-            except RateLimitedCallerError as exc:
-                raise self._reject("ratelimit", exc) from None
+            self._take_token(caller, peer)
         return caller
 
     async def _authenticate_limited(self, failures: AuthFailures, authorization: str | None,
@@ -297,6 +329,21 @@ class Gate:
         scope = _scope_or_none(where)
         credential_event(ctx, caller, scope or _NO_SCOPE, None, err.type_name)
         raise self._reject("project", err, caller=caller.name, project=project, scope=scope)
+
+    def authorize_now(
+        self, caller: CallerIdentity, ctx: RequestContext, scope: Scope, access: AccessMode
+    ) -> bool:
+        """True when the policy allows it without awaiting (no policy, or a remembered
+        allow that needs no warehouse names), the table noted as `authorize` notes it; False:
+        await `authorize`, which decides (and refuses) as always."""
+        policy = self.policy
+        if policy.enabled:
+            dk: DecisionKey = (caller.name, scope[0], scope[1], scope[2], access,
+                               ctx.project_id)
+            if self._decisions.get(dk) is not _ALLOW:
+                return False
+        note_table(ctx, caller, scope, access)  # audited with the answer (audit.TableNotes)
+        return True
 
     async def authorize(
         self, caller: CallerIdentity, ctx: RequestContext, scope: Scope, access: AccessMode
