@@ -67,9 +67,10 @@ def message_scope(request: Any) -> Scope | None:
     return None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class GrpcCall:
-    """What a servicer method receives besides the request."""
+    """What a servicer method receives besides the request (slotted, not frozen: one is built
+    per call, and a frozen dataclass's `__init__` costs an `object.__setattr__` per field)."""
 
     caller: CallerIdentity
     ctx: RequestContext

@@ -175,19 +175,20 @@ class CredentialServicer(_Servicer):
             MATCH_CACHE_SIZE)
         # Validated refs by their raw fields: a TableRef checks every name (~10 µs), and
         # executors ask for the same few tables (the HTTP twin is the route match's memo).
-        self._refs: BoundedLru[tuple[str, tuple[str, ...], str, str], TableRef] = BoundedLru(
-            MATCH_CACHE_SIZE)
+        self._refs: BoundedLru[tuple[bytes, str], TableRef] = BoundedLru(MATCH_CACHE_SIZE)
 
     async def GetTableCredentials(
         self, request: credentials_pb2.GetTableCredentialsRequest, call: GrpcCall
     ) -> bytes:
         """The serialized GetTableCredentialsResponse (`serialize` passes it through)."""
         table = request.table
-        raw = (table.warehouse, tuple(table.namespace), table.name, table_kind(request.kind))
+        # The memo's key: the table message's own bytes (one C call; reading its three fields
+        # makes a Python object each) and the kind ("" is "generic").
+        raw = (table.SerializeToString(), request.kind or "generic")
         ref = self._refs.get(raw)
         if ref is None:
             ref = ref_of(table)
-            if raw[3] == "iceberg":
+            if table_kind(request.kind) == "iceberg":
                 ref = replace(ref, kind="iceberg")
             self._refs.put(raw, ref)
         access = access_of(request.access)
@@ -203,7 +204,7 @@ class CredentialServicer(_Servicer):
         if body is None or not body.fits(lookup):
             body = RenderedBody(lookup, *credentials_pb_parts(lookup))
             self._bodies.put(key, body)
-        return body.splice(_pb_fields(lookup)) + _pb_identity_ttl(lookup)
+        return body.splice(_pb_fields(lookup), _pb_identity_ttl(lookup))
 
     async def InvalidateCredentials(
         self, request: credentials_pb2.InvalidateCredentialsRequest, call: GrpcCall
