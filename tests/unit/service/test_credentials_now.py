@@ -58,7 +58,8 @@ async def test_never_at_the_serve_floor_the_awaited_path_fetches_a_new_one(
     assert service.credentials_now(REF, AccessMode.READ, CTX) is None
     fresh = await service.get_credentials(REF, AccessMode.READ, CTX)
     assert fresh.credentials is not first.credentials
-    assert fresh.remaining_s is not None and fresh.remaining_s > 300
+    assert fresh.remaining_s is not None
+    assert fresh.remaining_s > 300
 
 
 async def test_an_identity_due_for_confirmation_is_none(
