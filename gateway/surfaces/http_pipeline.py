@@ -168,7 +168,7 @@ class HttpPipeline:
                     with self._recorder.track(route.surface, kind) as tally:
                         transport = request.transport
                         peer, uds = LazyPeer(transport), partial(over_unix_socket, transport)
-                        authorization = headers.get("Authorization")
+                        authorization = headers.get(hdrs.AUTHORIZATION)
                         caller = (self._gate.admit_now(authorization, headers, peer=peer,
                                                        uds=uds)
                                   or await self._gate.admit(authorization, headers, peer=peer,

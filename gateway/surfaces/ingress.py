@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cachetools import LRUCache
+from multidict import istr
 
 from gateway.audit import DENIED, credential_event, folded_scope, note_table
 from gateway.clock import Clock
@@ -38,6 +39,11 @@ from gateway.surfaces.policy import CallerPolicy
 from gateway.tuning import DECISION_MEMO_SIZE
 
 MARKER_HEADER = "X-Lakegate-Request"
+# The header names read on every request, as `istr`: a case-insensitive lookup with a plain str
+# folds the name each time (~40 ns), an istr carries its folded form (aiohttp's hdrs do the
+# same). An istr is a str, so plain mappings are read alike.
+_HOST, _FORWARDED_FOR, _FETCH_SITE, _ORIGIN, _AUTHORIZATION, _MARKER = map(istr, (
+    "Host", "X-Forwarded-For", "Sec-Fetch-Site", "Origin", "Authorization", MARKER_HEADER))
 # Lakekeeper's default project (LAKEKEEPER__ENABLE_DEFAULT_PROJECT, on by default): the project
 # of a request that names none, and the one a gateway without UPSTREAM__PROJECT_ID serves.
 DEFAULT_PROJECT = "00000000-0000-0000-0000-000000000000"
@@ -91,21 +97,21 @@ def check_not_forged(headers: Mapping[str, str], *, require_marker: bool,
     Raises:
         PermissionDeniedError: type ForgeableRequest.
     """
-    host = headers.get("Host")
+    host = headers.get(_HOST)
     if not hosts.allows(host) and not (uds is not None and well_formed(host) and uds()):
         raise forgeable("the Host header must name loopback (127.0.0.1, [::1], localhost) or a "
                         "name in LAKEGATE__LISTEN__ALLOWED_HOSTS")
-    if "X-Forwarded-For" in headers:
+    if _FORWARDED_FOR in headers:
         raise forgeable("requests relayed by a proxy (X-Forwarded-For) are refused")
-    fetch_site = headers.get("Sec-Fetch-Site")
+    fetch_site = headers.get(_FETCH_SITE)
     if fetch_site is not None and fetch_site.lower() != "none":
         # Only `none` (typed in the address bar) is not a page's request: `same-origin` is what a
         # rebound page's own requests say.
         raise forgeable("browser requests from a page (Sec-Fetch-Site) are refused")
-    origin = headers.get("Origin")
+    origin = headers.get(_ORIGIN)
     if origin is not None:
         raise forgeable("browser requests (Origin) are refused")
-    if require_marker and not headers.get("Authorization") and not headers.get(MARKER_HEADER):
+    if require_marker and not headers.get(_AUTHORIZATION) and not headers.get(_MARKER):
         raise forgeable(
             "no Authorization header and no anti-forgery header: send any bearer token"
             f" (a real one if the gateway checks tokens) or the header '{MARKER_HEADER}: 1'"
