@@ -127,6 +127,23 @@ class CredentialCache:
         value, outcome, _ = await self.lookup(key, ctx)
         return value, outcome
 
+    def hit(self, key: CacheKey) -> tuple[CredentialSet, Outcome, float | None] | None:
+        """`lookup`'s answer when it is a servable entry (the hot path, no coroutine), else
+        None (await `lookup`, which drops an entry below the floor and fetches).
+
+        Raises:
+            GatewayError: a negative-cached 404/403 for `key` (as `lookup` does).
+        """
+        now_m = self._clock.monotonic()
+        self._negative.check(key, now_m)
+        entry = self._entries.get(key)
+        if entry is None or not self._servable(entry, now_m):
+            return None
+        entry.last_used_mono = now_m
+        self._entries.move_to_end(key)
+        return (entry.value, Outcome.STALE if entry.stale else Outcome.HIT,
+                policy.remaining_until(now_m, entry.deadline_mono))
+
     async def lookup(self, key: CacheKey, ctx: RequestContext) -> tuple[
         CredentialSet, Outcome, float | None
     ]:
@@ -138,16 +155,11 @@ class CredentialCache:
                 vended a credential below the floor: CredentialExpiredError).
             UpstreamTimeoutError: this caller's own deadline passed (the fetch goes on).
         """
-        now_m = self._clock.monotonic()
-        self._negative.check(key, now_m)
-        entry = self._entries.get(key)
+        got = self.hit(key)
+        if got is not None:
+            return got
         reason = "miss"
-        if entry is not None:
-            if self._servable(entry, now_m):
-                entry.last_used_mono = now_m
-                self._entries.move_to_end(key)
-                return (entry.value, Outcome.STALE if entry.stale else Outcome.HIT,
-                        policy.remaining_until(now_m, entry.deadline_mono))
+        if key in self._entries:
             # Below the floor (or past its TTL): never served again.
             self._drop(key, "expired")
             reason = "lazy"

@@ -17,14 +17,24 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Mapping
 from email.utils import formatdate
+from types import MappingProxyType
 
 from aiohttp import web
-from aiohttp.http import SERVER_SOFTWARE, HttpVersion10, HttpVersion11
+from aiohttp.http import SERVER_SOFTWARE, HttpVersion, HttpVersion10, HttpVersion11
 from multidict import CIMultiDict, CIMultiDictProxy
 
 _SERVER = f"Server: {SERVER_SOFTWARE}\r\n".encode()
 _TYPE = b"Content-Type: application/json\r\nContent-Length: "
+# `prepare`'s hot path: a keep-alive HTTP/1.1 answer with a body (Content-Length, the
+# Cache-Control line, [x-request-id,] Date line, body), the bytes `_message` writes for it.
+_HOT = (b"HTTP/1.1 200 OK\r\n" + _TYPE + b"%d\r\n%bx-request-id: %b\r\n%b" + _SERVER
+        + b"\r\n%b")
+_HOT_NO_ID = b"HTTP/1.1 200 OK\r\n" + _TYPE + b"%d\r\n%b%b" + _SERVER + b"\r\n%b"
+# The Cache-Control lines of the values the handlers pass (others are formatted per answer).
+_CACHE_LINES: Mapping[str | None, bytes] = MappingProxyType(
+    {None: b"", "no-store": b"Cache-Control: no-store\r\n"})
 # The characters aiohttp's header serializer refuses (http_writer._FORBIDDEN_HEADER_CHARS_RE).
 _FORBIDDEN = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
@@ -66,7 +76,8 @@ class BytesResponse:
     def __init__(self, body: bytes, date: HttpDate, cache_control: str | None = None) -> None:
         self.body = body
         self.cache_control = cache_control
-        self._cache_line = (b"" if cache_control is None
+        line = _CACHE_LINES.get(cache_control)
+        self._cache_line = (line if line is not None
                             else f"Cache-Control: {cache_control}\r\n".encode())
         self.request_id = ""
         self.extra: tuple[tuple[str, str], ...] = ()
@@ -110,6 +121,23 @@ class BytesResponse:
         keep_alive = self.keep_alive = request.keep_alive
         version = request.version
         body = self.body
+        writer = request.writer
+        transport = writer.transport
+        if transport is None or transport.is_closing():
+            raise ConnectionResetError("Cannot write to closing transport")
+        if (keep_alive and version == HttpVersion11 and not self.extra
+                and request.method != "HEAD"):
+            # The hot path (a keep-alive HTTP/1.1 GET): one formatting, the same bytes.
+            transport.write(_HOT % (len(body), self._cache_line, self.request_id.encode(),
+                                    self._date.line(), body) if self.request_id else
+                            _HOT_NO_ID % (len(body), self._cache_line, self._date.line(), body))
+        else:
+            transport.write(self._message(keep_alive, version, request.method != "HEAD"))
+        await writer.drain()
+
+    def _message(self, keep_alive: bool, version: HttpVersion, with_body: bool) -> bytes:
+        """The whole message, for every case `prepare`'s hot path does not cover."""
+        body = self.body
         parts = [
             b"HTTP/1.1 200 OK\r\n" if version == HttpVersion11
             else f"HTTP/{version[0]}.{version[1]} 200 OK\r\n".encode(),
@@ -126,14 +154,9 @@ class BytesResponse:
         elif version == HttpVersion11:
             parts.append(b"Connection: close\r\n")
         parts.append(b"\r\n")
-        if request.method != "HEAD":
+        if with_body:
             parts.append(body)
-        writer = request.writer
-        transport = writer.transport
-        if transport is None or transport.is_closing():
-            raise ConnectionResetError("Cannot write to closing transport")
-        transport.write(b"".join(parts))
-        await writer.drain()
+        return b"".join(parts)
 
     async def write_eof(self, data: bytes = b"") -> None:
         """Nothing left to write: `prepare` wrote the whole message."""

@@ -48,6 +48,11 @@ class CallerAuthenticator(Protocol):
 
     async def authenticate(self, authorization: str | None) -> CallerIdentity: ...
 
+    def authenticate_now(self, authorization: str | None) -> CallerIdentity | None:
+        """The caller when it is known without awaiting (the hot path), else None: await
+        `authenticate`, which also raises every refusal."""
+        ...
+
 
 def bearer_value(authorization: str | None) -> str | None:
     """The token in `Bearer <t>` or a raw `<t>` header value; None when absent or blank."""
@@ -72,6 +77,9 @@ class NoCallerAuth:
     async def authenticate(self, authorization: str | None) -> CallerIdentity:
         return ANONYMOUS
 
+    def authenticate_now(self, authorization: str | None) -> CallerIdentity | None:
+        return ANONYMOUS
+
 
 class StaticTokenCallerAuth:
     """Mode `token`: a fixed map of bearer tokens to caller names."""
@@ -92,6 +100,12 @@ class StaticTokenCallerAuth:
         if name is None:
             raise UnauthenticatedError("unknown caller token")
         return CallerIdentity(name=name, authenticated=True)
+
+    def authenticate_now(self, authorization: str | None) -> CallerIdentity | None:
+        """A known token's caller (a refusal is `authenticate`'s to raise)."""
+        token = bearer_value(authorization)
+        name = None if token is None else self._by_digest.get(_digest(token))
+        return None if name is None else CallerIdentity(name=name, authenticated=True)
 
     @staticmethod
     def read_tokens(path: Path) -> dict[str, str]:
@@ -250,6 +264,11 @@ class JwtCallerAuth:
         caller = CallerIdentity(name=name, authenticated=True)
         self._verified[digest] = (caller, float(claims["exp"]), kid, key)
         return caller
+
+    def authenticate_now(self, authorization: str | None) -> CallerIdentity | None:
+        """None: a token is checked against the JWKS's current key for its kid, which may
+        need a fetch, so every JWT request awaits `authenticate`."""
+        return None
 
 
 def build_authenticator(settings: CallerSettings, clock: Clock) -> CallerAuthenticator:

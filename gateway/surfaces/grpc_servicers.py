@@ -175,32 +175,36 @@ class CredentialServicer(_Servicer):
             MATCH_CACHE_SIZE)
         # Validated refs by their raw fields: a TableRef checks every name (~10 µs), and
         # executors ask for the same few tables (the HTTP twin is the route match's memo).
-        self._refs: BoundedLru[tuple[str, tuple[str, ...], str, str], TableRef] = BoundedLru(
-            MATCH_CACHE_SIZE)
+        self._refs: BoundedLru[tuple[bytes, str], TableRef] = BoundedLru(MATCH_CACHE_SIZE)
 
     async def GetTableCredentials(
         self, request: credentials_pb2.GetTableCredentialsRequest, call: GrpcCall
     ) -> bytes:
         """The serialized GetTableCredentialsResponse (`serialize` passes it through)."""
         table = request.table
-        raw = (table.warehouse, tuple(table.namespace), table.name, table_kind(request.kind))
+        # The memo's key: the table message's own bytes (one C call; reading its three fields
+        # makes a Python object each) and the kind ("" is "generic").
+        raw = (table.SerializeToString(), request.kind or "generic")
         ref = self._refs.get(raw)
         if ref is None:
             ref = ref_of(table)
-            if raw[3] == "iceberg":
+            if table_kind(request.kind) == "iceberg":
                 ref = replace(ref, kind="iceberg")
             self._refs.put(raw, ref)
         access = access_of(request.access)
-        await self._gate.authorize(call.caller, call.ctx, ref.scope, access)
+        if not self._gate.authorize_now(call.caller, call.ctx, ref.scope, access):
+            await self._gate.authorize(call.caller, call.ctx, ref.scope, access)
         expect = ExpectedIdentity.of(request.expected_location, request.table_id)
-        lookup = await self._ops.get_credentials(ref, access, call.ctx, expect=expect)
+        lookup = ((None if expect is not None else self._ops.credentials_now(ref, access,
+                                                                             call.ctx))
+                  or await self._ops.get_credentials(ref, access, call.ctx, expect=expect))
         call.tally.served(lookup.outcome, lookup.remaining_s)
         key = (ref, access)
         body = self._bodies.get(key)
         if body is None or not body.fits(lookup):
             body = RenderedBody(lookup, *credentials_pb_parts(lookup))
             self._bodies.put(key, body)
-        return body.splice(_pb_fields(lookup)) + _pb_identity_ttl(lookup)
+        return body.splice(_pb_fields(lookup), _pb_identity_ttl(lookup))
 
     async def InvalidateCredentials(
         self, request: credentials_pb2.InvalidateCredentialsRequest, call: GrpcCall

@@ -74,10 +74,12 @@ class AwsApi(HttpApi):
     async def get(self, call: HttpCall) -> BytesResponse:
         # Same {wh}/{ns}/{table} captures and ?access= as the native credential route.
         ref, access = call_target(call)
-        await self._authorize(call, ref, access)
+        if not self._gate.authorize_now(call.caller, call.ctx, ref.scope, access):
+            await self._authorize(call, ref, access)
         # More than botocore's advisory window left, so an SDK refreshes once (tuning.py).
-        lookup = await self._ops.get_credentials(ref, access, call.ctx,
-                                                 min_left_s=AWS_SDK_MIN_LEFT_S)
+        lookup = (self._ops.credentials_now(ref, access, call.ctx, min_left_s=AWS_SDK_MIN_LEFT_S)
+                  or await self._ops.get_credentials(ref, access, call.ctx,
+                                                     min_left_s=AWS_SDK_MIN_LEFT_S))
         body = aws_body(call.match, lookup)
         call.tally.served(lookup.outcome, lookup.remaining_s)
         return json_body_response(body, self._d.date, NO_STORE)

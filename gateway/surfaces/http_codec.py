@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from aiohttp import web
-from multidict import MultiMapping
+from multidict import MultiMapping, istr
 
 from gateway.errors import InvalidRequestError, PayloadTooLargeError
 from gateway.models import (
@@ -40,6 +40,10 @@ from gateway.surfaces.lakekeeper_compat import (
 from gateway.surfaces.request_ids import RequestIds
 
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+# Header names read on every request, as `istr` (a case-insensitive lookup folds a plain str
+# each time; see ingress.py).
+_X_REQUEST_ID, _IDEMPOTENCY_KEY, _PROJECT_ID, _PROJECT_IDENT, _DELEGATION = map(istr, (
+    "x-request-id", "Idempotency-Key", "x-project-id", "x-project-ident", DELEGATION_HEADER))
 NameRef = tuple[tuple[str, ...], str]  # (namespace, table) inside a warehouse
 
 
@@ -261,7 +265,7 @@ async def read_json(request: web.BaseRequest, max_bytes: int) -> dict[str, Any]:
 
 def request_id_of(request: web.BaseRequest, ids: RequestIds) -> str:
     """The caller's x-request-id if well-formed, else a new (UUID-shaped) id from `ids`."""
-    given = request.headers.get("x-request-id")
+    given = request.headers.get(_X_REQUEST_ID)
     if given and _REQUEST_ID.match(given):
         return given
     return ids.new()
@@ -273,14 +277,14 @@ def context_of(request: web.BaseRequest, request_id: str,
     surface (the audit names it)."""
     headers = request.headers
     # Most requests carry neither header: one membership test each instead of a list of lines.
-    idem = ("Idempotency-Key" in headers
-            and idempotency_key(header_lines(headers, "Idempotency-Key"))) or None
+    idem = (_IDEMPOTENCY_KEY in headers
+            and idempotency_key(header_lines(headers, _IDEMPOTENCY_KEY))) or None
     return RequestContext(
         request_id=request_id,
         idempotency_key=idem,
-        project_id=headers.get("x-project-id") or headers.get("x-project-ident") or None,
+        project_id=headers.get(_PROJECT_ID) or headers.get(_PROJECT_IDENT) or None,
         # Lakekeeper's parse_data_access: only client-managed-only changes what is vended.
-        delegation=("client-managed" if DELEGATION_HEADER in headers
+        delegation=("client-managed" if _DELEGATION in headers
                     and client_managed(header_lines(headers)) else None),
         caller=caller,
         surface=surface,

@@ -167,9 +167,12 @@ class HttpPipeline:
                     headers = request.headers
                     with self._recorder.track(route.surface, kind) as tally:
                         transport = request.transport
-                        caller = await self._gate.admit(
-                            headers.get("Authorization"), headers, peer=LazyPeer(transport),
-                            uds=partial(over_unix_socket, transport))
+                        peer, uds = LazyPeer(transport), partial(over_unix_socket, transport)
+                        authorization = headers.get(hdrs.AUTHORIZATION)
+                        caller = (self._gate.admit_now(authorization, headers, peer=peer,
+                                                       uds=uds)
+                                  or await self._gate.admit(authorization, headers, peer=peer,
+                                                            uds=uds))
                         ctx = context_of(request, request_id, caller, route.surface)
                         if ctx.project_id is not None:
                             ctx = self._gate.check_project(

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cachetools import LRUCache
+from multidict import istr
 
 from gateway.audit import DENIED, credential_event, folded_scope, note_table
 from gateway.clock import Clock
@@ -38,6 +39,11 @@ from gateway.surfaces.policy import CallerPolicy
 from gateway.tuning import DECISION_MEMO_SIZE
 
 MARKER_HEADER = "X-Lakegate-Request"
+# The header names read on every request, as `istr`: a case-insensitive lookup with a plain str
+# folds the name each time (~40 ns), an istr carries its folded form (aiohttp's hdrs do the
+# same). An istr is a str, so plain mappings are read alike.
+_HOST, _FORWARDED_FOR, _FETCH_SITE, _ORIGIN, _AUTHORIZATION, _MARKER = map(istr, (
+    "Host", "X-Forwarded-For", "Sec-Fetch-Site", "Origin", "Authorization", MARKER_HEADER))
 # Lakekeeper's default project (LAKEKEEPER__ENABLE_DEFAULT_PROJECT, on by default): the project
 # of a request that names none, and the one a gateway without UPSTREAM__PROJECT_ID serves.
 DEFAULT_PROJECT = "00000000-0000-0000-0000-000000000000"
@@ -91,21 +97,21 @@ def check_not_forged(headers: Mapping[str, str], *, require_marker: bool,
     Raises:
         PermissionDeniedError: type ForgeableRequest.
     """
-    host = headers.get("Host")
+    host = headers.get(_HOST)
     if not hosts.allows(host) and not (uds is not None and well_formed(host) and uds()):
         raise forgeable("the Host header must name loopback (127.0.0.1, [::1], localhost) or a "
                         "name in LAKEGATE__LISTEN__ALLOWED_HOSTS")
-    if "X-Forwarded-For" in headers:
+    if _FORWARDED_FOR in headers:
         raise forgeable("requests relayed by a proxy (X-Forwarded-For) are refused")
-    fetch_site = headers.get("Sec-Fetch-Site")
+    fetch_site = headers.get(_FETCH_SITE)
     if fetch_site is not None and fetch_site.lower() != "none":
         # Only `none` (typed in the address bar) is not a page's request: `same-origin` is what a
         # rebound page's own requests say.
         raise forgeable("browser requests from a page (Sec-Fetch-Site) are refused")
-    origin = headers.get("Origin")
+    origin = headers.get(_ORIGIN)
     if origin is not None:
         raise forgeable("browser requests (Origin) are refused")
-    if require_marker and not headers.get("Authorization") and not headers.get(MARKER_HEADER):
+    if require_marker and not headers.get(_AUTHORIZATION) and not headers.get(_MARKER):
         raise forgeable(
             "no Authorization header and no anti-forgery header: send any bearer token"
             f" (a real one if the gateway checks tokens) or the header '{MARKER_HEADER}: 1'"
@@ -178,6 +184,48 @@ class Gate:
         _log.info("request refused", extra=extra)
         return err
 
+    def admit_now(
+        self,
+        authorization: str | None,
+        headers: Mapping[str, str] | None = None,
+        *,
+        require_marker: bool = True,
+        peer: Callable[[], Peer] | None = None,
+        uds: Callable[[], bool] | None = None,
+    ) -> CallerIdentity | None:
+        """`admit` without a coroutine when the caller is known at once (mode none, a known
+        static token) and nothing failed lately, else None: await `admit`.
+
+        The same checks in the same order: the anti-SSRF headers (refused here as there),
+        then the caller, then the rate limit.
+        """
+        if headers is not None:
+            self._check_headers(headers, require_marker, uds)
+        failures = self.failures
+        if failures is not None and failures.active:
+            return None
+        caller = self.auth.authenticate_now(authorization)
+        if caller is not None and self.limiter is not None:
+            self._take_token(caller, peer)
+        return caller
+
+    def _check_headers(self, headers: Mapping[str, str], require_marker: bool,
+                       uds: Callable[[], bool] | None) -> None:
+        try:
+            check_not_forged(headers, require_marker=require_marker, hosts=self.hosts, uds=uds)
+        except PermissionDeniedError as exc:
+            raise self._reject("ssrf_header", exc) from None
+
+    def _take_token(self, caller: CallerIdentity, peer: Callable[[], Peer] | None) -> None:
+        assert self.limiter is not None
+        # An anonymous caller (mode none) is its peer: one process cannot starve the rest.
+        key = caller.name if caller.authenticated or peer is None else (
+            f"{caller.name}@{peer().caller_key}")
+        try:
+            self.limiter.acquire(key)
+        except RateLimitedCallerError as exc:
+            raise self._reject("ratelimit", exc) from None
+
     async def admit(
         self,
         authorization: str | None,
@@ -197,11 +245,7 @@ class Gate:
             uds: whether the connection is a Unix socket (the Host rule is for TCP only).
         """
         if headers is not None:
-            try:
-                check_not_forged(headers, require_marker=require_marker, hosts=self.hosts,
-                                 uds=uds)
-            except PermissionDeniedError as exc:
-                raise self._reject("ssrf_header", exc) from None
+            self._check_headers(headers, require_marker, uds)
         failures = self.failures
         if failures is not None and failures.active:
             caller = await self._authenticate_limited(failures, authorization, peer)
@@ -217,13 +261,7 @@ class Gate:
                                     peer().auth_key if peer is not None else None)
                 raise self._reject("auth", exc) from None
         if self.limiter is not None:
-            # An anonymous caller (mode none) is its peer: one process cannot starve the rest.
-            key = caller.name if caller.authenticated or peer is None else (
-                f"{caller.name}@{peer().caller_key}")
-            try:
-                self.limiter.acquire(key)
-            except RateLimitedCallerError as exc:
-                raise self._reject("ratelimit", exc) from None
+            self._take_token(caller, peer)
         return caller
 
     async def _authenticate_limited(self, failures: AuthFailures, authorization: str | None,
@@ -297,6 +335,21 @@ class Gate:
         scope = _scope_or_none(where)
         credential_event(ctx, caller, scope or _NO_SCOPE, None, err.type_name)
         raise self._reject("project", err, caller=caller.name, project=project, scope=scope)
+
+    def authorize_now(
+        self, caller: CallerIdentity, ctx: RequestContext, scope: Scope, access: AccessMode
+    ) -> bool:
+        """True when the policy allows it without awaiting (no policy, or a remembered
+        allow that needs no warehouse names), the table noted as `authorize` notes it; False:
+        await `authorize`, which decides (and refuses) as always."""
+        policy = self.policy
+        if policy.enabled:
+            dk: DecisionKey = (caller.name, scope[0], scope[1], scope[2], access,
+                               ctx.project_id)
+            if self._decisions.get(dk) is not _ALLOW:
+                return False
+        note_table(ctx, caller, scope, access)  # audited with the answer (audit.TableNotes)
+        return True
 
     async def authorize(
         self, caller: CallerIdentity, ctx: RequestContext, scope: Scope, access: AccessMode

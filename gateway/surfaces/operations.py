@@ -26,6 +26,11 @@ from gateway.models import (
 class Operations(Protocol):
     """Transport-neutral operations, shared by every surface (see docs/contracts.md)."""
 
+    def credentials_now(
+        self, ref: TableRef, access: AccessMode, ctx: RequestContext, *,
+        min_left_s: float | None = ...,
+    ) -> CredentialLookup | None: ...
+
     async def get_credentials(
         self, ref: TableRef, access: AccessMode, ctx: RequestContext, *,
         expect: ExpectedIdentity | None = ..., min_left_s: float | None = ...,

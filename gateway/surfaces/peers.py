@@ -170,6 +170,10 @@ class AuthFailures:
         self._delay_s = delay_s
         self._max_delayed = max_delayed
         self._delayed = 0
+        # Whether anything failed lately (else no key need be computed): a plain attribute,
+        # read on every admitted request; set by `failed`, recounted by `forget_credentials`
+        # (failure buckets leave only by LRU eviction or that clear).
+        self.active = False
 
     async def hold(self, retry_after_s: float) -> None:
         """Hold a refused request before its 429, at most `delay_s` (and no longer than its
@@ -186,11 +190,6 @@ class AuthFailures:
             await self._clock.sleep(wait)
         finally:
             self._delayed -= 1
-
-    @property
-    def active(self) -> bool:
-        """Whether anything failed lately (else no key need be computed)."""
-        return bool(self._credentials) or bool(self._peers)
 
     def check_credential(self, key: str) -> None:
         """Refuse a credential that has used up its failures.
@@ -212,9 +211,12 @@ class AuthFailures:
         the peer (None: unknown)."""
         if credential is not None:
             self._credentials.failed(credential)
+            self.active = True
         if peer is not None:
             self._peers.failed(peer)
+            self.active = True
 
     def forget_credentials(self) -> None:
         """Drop the credential buckets (a reload may have made a failing token valid)."""
         self._credentials.clear()
+        self.active = bool(self._peers)

@@ -122,10 +122,11 @@ class RenderedBody:
             and lookup.access is self.access
         )
 
-    def splice(self, middle: bytes) -> bytes:
-        """`head + middle + tail`: the per-request part encoded by the caller (gRPC's wire
-        fields 5 and 6 between a GetTableCredentialsResponse's head and tail)."""
-        return b"".join((self._head, middle, self._tail or b""))
+    def splice(self, middle: bytes, end: bytes = b"") -> bytes:
+        """`head + middle + tail + end`: the per-request parts encoded by the caller (gRPC's
+        wire fields 5 and 6 between a GetTableCredentialsResponse's head and tail, field 9
+        after it), joined in one copy."""
+        return b"".join((self._head, middle, self._tail or b"", end))
 
     def render(self, lookup: CredentialLookup) -> bytes:
         """The body bytes for `lookup` (which `fits`)."""

@@ -135,6 +135,11 @@ class FakeOperations:
         return CredentialSet(credentials=(cred,), expires_at_ms=expires_ms,
                              location=table.base_location)
 
+    def credentials_now(self, ref: TableRef, access: AccessMode, ctx: RequestContext, *,
+                        min_left_s: float | None = None) -> CredentialLookup | None:
+        """No synchronous hits: every request reaches `get_credentials` (counted there)."""
+        return None
+
     async def get_credentials(self, ref: TableRef, access: AccessMode,
                               ctx: RequestContext, *,
                               expect: ExpectedIdentity | None = None,

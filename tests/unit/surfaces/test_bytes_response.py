@@ -47,7 +47,30 @@ def regular_no_store(request: web.BaseRequest) -> Any:
                         headers={"x-request-id": "rid-1", "Cache-Control": "no-store"})
 
 
-SHAPES = {"lakekeeper": (prebuilt, regular), "no-store": (prebuilt_no_store, regular_no_store)}
+def prebuilt_no_id(request: web.BaseRequest) -> Any:
+    """The one-formatting hot path without a request id, and a Cache-Control value that is
+    formatted per answer (not one of the prebuilt lines)."""
+    return BytesResponse(BODY, HttpDate(), "max-age=0, private")
+
+
+def regular_no_id(request: web.BaseRequest) -> Any:
+    return web.Response(body=BODY, content_type="application/json",
+                        headers={"Cache-Control": "max-age=0, private"})
+
+
+def prebuilt_plain(request: web.BaseRequest) -> Any:
+    answer = BytesResponse(BODY, HttpDate())
+    answer.request_id = "rid-1"
+    return answer
+
+
+def regular_plain(request: web.BaseRequest) -> Any:
+    return web.Response(body=BODY, content_type="application/json",
+                        headers={"x-request-id": "rid-1"})
+
+
+SHAPES = {"lakekeeper": (prebuilt, regular), "no-store": (prebuilt_no_store, regular_no_store),
+          "no-id": (prebuilt_no_id, regular_no_id), "plain": (prebuilt_plain, regular_plain)}
 
 
 async def _serve(handler: Handler) -> AsyncIterator[int]:
