@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from lakegate_client.tables import attempts
 from lakegate_client.tables.directory import delete_files, fs_path, list_files, write_id_of
+from lakegate_client.tables.object_store import StagingListDenied
 from lakegate_client.tables.plain_commit import (
     CommitTiming,
     PlainPlan,
@@ -90,10 +91,8 @@ def sweep(s3: Any, where: S3Location, write_id: str, keep: Sequence[str] = ()) -
     """
     try:
         return sweep_uploads(s3, where, write_id, keep)
-    except s3.exceptions.ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") == "AccessDenied":
-            return -1
-        raise
+    except StagingListDenied:
+        return -1
 
 
 def retried(step: Callable[[], T], attempts: int = RETRIES) -> T:
