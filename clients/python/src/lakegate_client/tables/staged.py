@@ -165,7 +165,10 @@ def pending_uploads(s3: Any, where: S3Location) -> Iterator[tuple[str, str]]:
 
 
 def sweep_uploads(s3: Any, where: S3Location, write_id: str, keep: Iterable[str] = ()) -> int:
-    """Abandon the job's pending uploads (by write id in the key name) except ``keep`` ids."""
+    """Abandon the job's pending uploads (by write id in the key name) except ``keep`` ids
+    (none on a store whose abandon removes nothing: ADLS, whose garbage collection does)."""
+    if not as_store(s3, where.bucket).abandon_removes:
+        return 0
     kept = set(keep)
     doomed = [
         (key, uid)
