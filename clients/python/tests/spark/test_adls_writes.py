@@ -100,4 +100,5 @@ def test_a_failed_job_leaves_no_visible_file(monkeypatch: pytest.MonkeyPatch) ->
     staged = [_stage(store, writer._plan.write_id, n) for n in range(3)]
     writer.abort(staged)
     assert _data(store) == []
-    assert len(store.blocks) == 3  # left to Azure's garbage collection (no call removes them)
+    prefix = f"{WHERE.prefix}/"
+    assert list(store.view().pending_staged(prefix)) == []  # abandoned (Delete Blob)

@@ -11,13 +11,15 @@ Azure's behaviour that matters to the protocol, which it copies:
   wrong ETag or on a missing blob: 412 ``ConditionNotMet`` (both a refusal: None).
 - Staged blocks are invisible (not listed, ``get``/``head`` find nothing); a completion (Put
   Block List with ``If-None-Match: *``) publishes them, and completing again is a 409, i.e.
-  done. Nothing removes uncommitted blocks: ``abandon_staged`` makes no call.
+  done. Abandoning (HEAD, then Delete Blob) hides a staged blob from listings but, as on
+  Azurite, leaves its blocks committable: the protocol must never complete what it gave up.
 
 Faults, ``view()``, ``calls``, ``killed`` and ``on_stall`` work as in ``fake_s3.FakeS3``.
 """
 
 from __future__ import annotations
 
+import base64
 import itertools
 import threading
 import uuid
@@ -38,6 +40,7 @@ class _Container:
     objects: dict[str, bytes] = field(default_factory=dict)
     etags: dict[str, str] = field(default_factory=dict)
     blocks: dict[str, dict[str, bytes]] = field(default_factory=dict)  # key → block id → bytes
+    hidden: set[str] = field(default_factory=set)  # staged blobs deleted (blocks still there)
     ids: Any = field(default_factory=lambda: itertools.count(1))
     lock: threading.RLock = field(default_factory=threading.RLock)
 
@@ -45,7 +48,7 @@ class _Container:
 class FakeAdls:
     """One container's blobs and uncommitted blocks."""
 
-    abandon_removes = False
+    abandon_removes = True
 
     def __init__(self, *, faults: dict[int, Fault] | None = None,
                  _container: _Container | None = None) -> None:
@@ -175,14 +178,32 @@ class FakeAdls:
                     raise AzureStoreError("PutBlockList", 400, "InvalidBlockList")
                 self._write(upload.key, b"".join(staged[b] for _, b in upload.parts))
                 self._c.blocks.pop(upload.key, None)
+                self._c.hidden.discard(upload.key)
         self._answer(fault, "PutBlockList")
 
     def abandon_staged(self, key: str, upload_id: str) -> bool:
-        return False  # Azure has no call that drops uncommitted blocks
+        if self.head(key) is not None:
+            return False
+        fault = self._call("DeleteBlob", key)
+        with self._c.lock:
+            staged = key in self._c.blocks and key not in self._c.hidden
+            self._c.hidden.add(key)
+        self._answer(fault, "DeleteBlob")
+        return staged
 
     def pending_staged(self, prefix: str) -> Iterator[tuple[str, str]]:
+        committed = self.list(prefix)
+        fault = self._call("ListBlobs", prefix)  # include=uncommittedblobs
         with self._c.lock:
-            pending = [(k, next(iter(b))) for k, b in self._c.blocks.items()
-                       if k.startswith(prefix) and b and k not in self._c.objects]
-        for key, _block in pending:
-            yield key, ""
+            pending = sorted(k for k, b in self._c.blocks.items() if k.startswith(prefix)
+                             and b and k not in self._c.hidden)
+        self._answer(fault, "ListBlobs")
+        for key in pending:
+            if key in committed:
+                continue
+            fault = self._call("GetBlockList", key)
+            with self._c.lock:
+                first = next(iter(self._c.blocks.get(key, {})), None)
+            self._answer(fault, "GetBlockList")
+            if first is not None:
+                yield key, base64.b64decode(first).decode().rsplit("-", 1)[0]

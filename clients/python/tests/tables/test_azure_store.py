@@ -112,10 +112,20 @@ def test_no_error_carries_the_sas() -> None:
     assert "AuthenticationFailed" in str(failed.value)
 
 
-def test_abandoning_makes_no_call() -> None:
-    def no_call(_request: httpx.Request) -> httpx.Response:
-        raise AssertionError("no call expected")
+def test_abandoning_never_deletes_a_published_blob() -> None:
+    seen: list[tuple[str, str]] = []
 
-    store = _store(no_call)
-    assert store.abandon_staged("t/a", "up1") is False
-    assert store.abandon_removes is False
+    def published(request: httpx.Request) -> httpx.Response:
+        seen.append((request.method, request.headers.get("If-None-Match", "")))
+        return httpx.Response(200, headers={"ETag": '"0x1"'})
+
+    assert _store(published).abandon_staged("t/a", "up1") is False
+    assert seen == [("HEAD", "")]  # a committed version exists: no delete at all
+
+    def staged_only(request: httpx.Request) -> httpx.Response:
+        seen.append((request.method, request.headers.get("If-None-Match", "")))
+        return httpx.Response(404) if request.method == "HEAD" else httpx.Response(202)
+
+    seen.clear()
+    assert _store(staged_only).abandon_staged("t/a", "up1") is True
+    assert seen == [("HEAD", ""), ("DELETE", "*")]
