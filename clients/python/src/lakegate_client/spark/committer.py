@@ -3,15 +3,16 @@
 Why a module of its own: tasks (``writer.py``) only ever *stage* data; every decision about what
 becomes visible is made here, once, by the one process that knows which attempts Spark accepted.
 
-- Plain tables and Delta on S3: tasks leave multipart uploads pending (``tables/staged.py``).
+- Plain tables and Delta on S3 and ADLS: tasks leave staged files pending (``tables/staged.py``;
+  S3 multipart uploads, ADLS uncommitted blocks, through ``table_store``).
   Commit completes the reported ones (plain: under the conflict protocol of
   ``tables/plain_commit.py``; Delta: then one Delta transaction adds them); abort aborts them.
   Both then sweep the job's other pending uploads when the credential may list them.
-- Other storage (no multipart API here): tasks write visible files named by the write id; commit
+- Other storage (no store here yet): tasks write visible files named by the write id; commit
   and abort delete every file of the job that is not published.
 - Lance: one commit of the reported fragments; append never overwrites (see ``commit_lance``).
-  On S3 the job's attempt ledger (``tables/attempts.py``) removes the fragment files of attempts
-  the commit does not use (killed duplicates, tasks finishing after the job ended).
+  On S3 and ADLS the job's attempt ledger (``tables/attempts.py``) removes the fragment files of
+  attempts the commit does not use (killed duplicates, tasks finishing after the job ended).
 """
 
 from __future__ import annotations
@@ -25,9 +26,11 @@ from contextlib import contextmanager
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+from lakegate_client._errors import UnsupportedStorageError
 from lakegate_client.tables import attempts, job_intent
 from lakegate_client.tables.directory import delete_files, fs_path, list_files, write_id_of
 from lakegate_client.tables.job_intent import JobIntent, JobLease, JobTiming
+from lakegate_client.tables.object_store import ObjectStore, S3Store, StagingListDenied
 from lakegate_client.tables.plain_commit import (
     CommitTiming,
     PlainPlan,
@@ -82,20 +85,45 @@ def _client(kwargs: tuple[tuple[str, str], ...], path_style: bool, pid: int) -> 
     return boto3.session.Session().client("s3", **options)
 
 
+STAGED_STORAGE = frozenset({"s3", "adls"})  # stores with an ObjectStore (``table_store``)
+
+
+def stages(creds: TableCredentials) -> bool:
+    """Whether tasks stage files invisibly on this credential's store, and the plain-table
+    commit protocol runs there (S3: multipart uploads; ADLS: uncommitted blocks)."""
+    return creds.storage in STAGED_STORAGE
+
+
+def table_store(creds: TableCredentials) -> ObjectStore:
+    """The store of a credential's table, as the write protocols use it: S3 over this
+    process's cached boto3 client, ADLS over the Blob REST API with the vended SAS.
+
+    Raises:
+        UnsupportedStorageError: the storage has no :class:`ObjectStore` (see ``stages``).
+    """
+    where = S3Location.parse(creds.location)
+    if creds.storage == "s3":
+        return S3Store(s3_client(creds), where.bucket)
+    if creds.storage == "adls":
+        from lakegate_client.tables.azure_store import AzureBlobStore
+
+        return AzureBlobStore.for_credentials(creds)
+    raise UnsupportedStorageError(f"the write protocol does not run on {creds.storage} storage")
+
+
 def sweep(s3: Any, where: S3Location, write_id: str, keep: Sequence[str] = ()) -> int:
     """Abort the job's pending uploads left by failed, duplicate or late attempts.
 
     Lakekeeper's session policy grants no ``s3:ListBucketMultipartUploads``, so under a vended
     credential this listing is refused (AccessDenied): then nothing is swept here, and those
     invisible uploads wait for the bucket's ``AbortIncompleteMultipartUpload`` lifecycle rule.
-    Returns how many uploads were aborted (-1: listing refused).
+    A read-write ADLS SAS may list staged blobs, so there the sweep runs. Returns how many
+    uploads were aborted (-1: listing refused).
     """
     try:
         return sweep_uploads(s3, where, write_id, keep)
-    except s3.exceptions.ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") == "AccessDenied":
-            return -1
-        raise
+    except StagingListDenied:
+        return -1
 
 
 def retried(step: Callable[[], T], attempts: int = RETRIES) -> T:
@@ -144,7 +172,7 @@ def publish_plain(creds: TableCredentials, fmt: str, plan: PlainPlan,
     (unless another process took the commit over to finish it). The sweep never aborts an
     upload of the plan: a step left to recovery may still need it.
     """
-    s3, where = s3_client(creds), S3Location.parse(creds.location)
+    s3, where = table_store(creds), S3Location.parse(creds.location)
     try:
         commit_plain(s3, where, fmt, plan, uploads, overwrite=overwrite, write_id=write_id,
                      timing=timing)
@@ -171,11 +199,11 @@ def finish_abandoned(creds: TableCredentials,
     Best effort (logged): listing the intents needs only the read credential; a recovery needs
     a write one, which a read-only caller may not get. Returns how many commits it finished.
     """
-    if creds.storage != "s3":
+    if not stages(creds):
         return 0
     try:
-        return finish_abandoned_commits(s3_client(creds), S3Location.parse(creds.location),
-                                        lambda: s3_client(write_creds()))
+        return finish_abandoned_commits(table_store(creds), S3Location.parse(creds.location),
+                                        lambda: table_store(write_creds()))
     except Exception:  # the read goes on with the table as it is
         log.warning("could not finish an abandoned commit of %s", creds.location, exc_info=True)
         return 0
@@ -194,7 +222,7 @@ def publish_delta(creds: TableCredentials, schema: pa.Schema, files: Sequence[An
     files (and the intent, for a later recovery) are kept and the job fails with
     :class:`CommitUnknownError`.
     """
-    s3 = s3_client(creds) if uploads else None
+    s3 = table_store(creds) if uploads else None
     where = S3Location.parse(creds.location)
     with fenced(intent, uploads=[[u.key, u.upload_id] for u in uploads],
                 files=[f.path for f in files]):
@@ -486,8 +514,8 @@ def drop_job_files(creds: TableCredentials, write_id: str, keep: Sequence[str]) 
 def commit_lance(creds: TableCredentials, schema: pa.Schema, fragments_json: Sequence[str], *,
                  overwrite: bool, read_version: int | None, write_id: str = "",
                  intent: JobIntent | None = None) -> None:
-    """One Lance commit of the fragments, then (S3, ``write_id`` given) the attempt ledger's
-    cleanup of every fragment file the commit does not use.
+    """One Lance commit of the fragments, then (S3, ADLS; ``write_id`` given) the attempt
+    ledger's cleanup of every fragment file the commit does not use.
 
     Overwrite replaces whatever version is current (last writer wins, a serial order). Append
     never overwrites: it appends against the version that exists at commit time. A job that
@@ -512,8 +540,8 @@ def commit_lance(creds: TableCredentials, schema: pa.Schema, fragments_json: Seq
 
 
 def lance_ledger(creds: TableCredentials) -> tuple[Any, S3Location] | None:
-    """``(s3 client, location)`` for the attempt ledger (S3 only), else None."""
-    return (s3_client(creds), S3Location.parse(creds.location)) if creds.storage == "s3" else None
+    """``(store, location)`` for the attempt ledger (S3, ADLS), else None."""
+    return (table_store(creds), S3Location.parse(creds.location)) if stages(creds) else None
 
 
 def _commit_lance(creds: TableCredentials, schema: pa.Schema, fragments_json: Sequence[str], *,
@@ -597,9 +625,9 @@ def create_lance(location: str, options: dict[str, str], schema: pa.Schema,
     """Create the empty dataset a job found missing; returns the version to commit on.
 
     Lance's create is not exclusive: of two at once, the later commits as an Overwrite on top of
-    the first, wiping an append or overwrite that landed in between (or failing it). On S3 only
-    the holder of the ledger's create claim creates; the other jobs wait until the dataset
-    exists. Elsewhere (no conditional PUT here) every job tries to create, as before.
+    the first, wiping an append or overwrite that landed in between (or failing it). On S3 and
+    ADLS only the holder of the ledger's create claim creates; the other jobs wait until the
+    dataset exists. Elsewhere (no conditional PUT here) every job tries to create, as before.
     """
     import lance
 
@@ -659,10 +687,10 @@ def delete_under(creds: TableCredentials, base: str, relative: Sequence[str]) ->
     """
     if not relative:
         return
-    if creds.storage == "s3":
-        s3, where = s3_client(creds), S3Location.parse(base)
+    if stages(creds):
+        store, where = table_store(creds), S3Location.parse(base)
         for rel in relative:
-            s3.delete_object(Bucket=where.bucket, Key=where.key(rel))
+            store.delete(where.key(rel))
         return
     delete_files(creds.pyarrow_filesystem(), fs_path(base), relative)
 

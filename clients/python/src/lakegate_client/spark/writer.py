@@ -3,10 +3,11 @@
 Why split this way: only the driver knows which task attempts Spark accepted, so only the driver
 makes data visible (``committer.py``); a task never writes a file a reader could see.
 
-- ``parquet`` (plain table) and ``delta`` on S3: each task streams one Parquet file into a
-  multipart upload that it does not complete (``tables/staged.py``) and reports key, upload id
-  and part ETags. A failed, duplicate or late attempt's upload is never completed, so its rows
-  never appear; ``abort`` aborts the reported uploads. Plain tables commit under a conflict check
+- ``parquet`` (plain table) and ``delta`` on S3 and ADLS: each task streams one Parquet file
+  into a staged upload that it does not complete (``tables/staged.py``: an S3 multipart upload,
+  ADLS uncommitted blocks) and reports key, upload id and part tags. A failed, duplicate or
+  late attempt's upload is never completed, so its rows never appear; ``abort`` aborts the
+  reported uploads. Plain tables commit under a conflict check
   (``tables/plain_commit.py``); Delta adds the files in one Delta transaction.
 - Other storage: tasks write ``part-<write-id>-*`` files; commit and abort delete the job's
   unpublished ones (a reader listing a plain table during the job sees them as they land).
@@ -153,7 +154,7 @@ class LakekeeperWriter(DataSourceArrowWriter):
     def _stage(self, creds: TableCredentials, rel: str, batches: Iterator[pa.RecordBatch],
                partition: int, attempt: int) -> PendingUpload:
         """One Parquet file as a pending upload; a failure after staging aborts it."""
-        s3, where = committer.s3_client(creds), S3Location.parse(creds.location)
+        s3, where = committer.table_store(creds), S3Location.parse(creds.location)
         upload = stage_parquet(s3, where.bucket, where.key(rel), self._schema, batches)
         try:
             self._plan.faults.hit("after_land", partition, attempt)
@@ -215,7 +216,7 @@ class LakekeeperWriter(DataSourceArrowWriter):
             return
         uploads = [u for m in messages if isinstance(m, TaskResult) for u in m.uploads]
         if self._plan.staged:
-            s3, where = committer.s3_client(creds), S3Location.parse(creds.location)
+            s3, where = committer.table_store(creds), S3Location.parse(creds.location)
             if self._plan.plain is not None:  # a visible file is a committed one: never deleted
                 committer.abort_plain_job(s3, where, uploads, self._plan.write_id)
                 return
