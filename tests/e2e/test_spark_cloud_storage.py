@@ -3,8 +3,9 @@ token-checking layer): Spark writes and reads tables with credentials from the g
 exact. Tasks reach the local store through the ``storage_endpoint`` option (Lakekeeper never
 vends an ADLS or GCS endpoint).
 
-On GCS only Parquet runs: deltalake takes no raw access token, and Lance's object_store lists
-and uploads through the XML API, which fake-gcs-server does not serve."""
+On GCS Parquet and Lance run (Lance's object_store speaks GCS's XML API, which the stack's
+token-checking layer serves on fake-gcs-server's JSON API); Delta does not: deltalake takes no
+raw access token on GCS, and the data source refuses it before anything is written."""
 
 from __future__ import annotations
 
@@ -34,7 +35,13 @@ def _frame(spark: SparkSession, start: int, count: int, partitions: int) -> Data
 
 @pytest.mark.parametrize(
     ("storage", "fmt"),
-    [("adls", "parquet"), ("adls", "delta"), ("adls", "lance"), ("gcs", "parquet")],
+    [
+        ("adls", "parquet"),
+        ("adls", "delta"),
+        ("adls", "lance"),
+        ("gcs", "parquet"),
+        ("gcs", "lance"),
+    ],
 )
 def test_spark_round_trip_on_cloud_storage(
     spark: SparkSession, cloud_stack: Stack, storage: str, fmt: str

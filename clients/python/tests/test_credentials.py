@@ -458,6 +458,18 @@ def test_gcs_refuses_engines_without_a_raw_token_option(adapter: str) -> None:
         getattr(c, adapter)()
 
 
+def test_deltalake_on_gcs_is_refused_with_the_libraries_reason() -> None:
+    """deltalake's bundled object_store (0.13) has no GCS bearer-token option: the error says
+    so, rather than a bare "unsupported" (or options that fall back to ambient credentials)."""
+    c = creds(GCS, location="gs://bucket/wh/tbl")
+    with pytest.raises(UnsupportedStorageError) as info:
+        c.delta_storage_options()
+    message = str(info.value)
+    assert "object_store 0.13" in message
+    assert "google_bearer_token" in message
+    assert "ya29" not in message  # never the token
+
+
 def test_unknown_storage_is_refused_by_every_adapter() -> None:
     c = creds({"foo": "bar"}, location="file:///tmp/t")
     assert c.storage == "unknown"

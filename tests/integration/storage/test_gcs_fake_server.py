@@ -1,5 +1,6 @@
 """GCS on fake-gcs-server behind the stack's token-checking layer: vended tokens in Lakekeeper's
-shape, enforced (expiry, role, prefix, bucket); pyarrow and gcsfs write and read with them."""
+shape, enforced (expiry, role, prefix, bucket); pyarrow, gcsfs and Lance write and read with
+them, and deltalake is refused with its reason."""
 
 from __future__ import annotations
 
@@ -217,6 +218,42 @@ def test_gcsfs_uses_a_token_with_less_than_300_s_left(client, cloud_stack, hooks
     root = fs_path(creds.location)
     fs.pipe(f"{root}/short.bin", b"still valid")
     assert fs.cat(f"{root}/short.bin") == b"still valid"
+
+
+def test_lance_writes_and_reads_with_the_vended_token(client, cloud_stack, table):
+    """Lance's object_store speaks GCS's XML API (simple and multipart uploads, conditional
+    creates, lists), served by the layer on fake-gcs-server; the token is the vended one."""
+    import lance
+    import numpy as np
+
+    writer = _creds(client, cloud_stack, table, "write")
+    uri = f"{writer.location}/lance"
+    rows = 800_000  # 12.8 MB of data file: a multipart upload
+    big = pa.table({"id": np.arange(rows), "v": np.arange(rows) * 0.5})
+    lance.write_dataset(big, uri, storage_options=writer.lance_storage_options())
+    small = pa.table({"id": np.arange(50), "v": np.zeros(50)})
+    lance.write_dataset(small, uri, mode="append", storage_options=writer.lance_storage_options())
+    reader = _creds(client, cloud_stack, table, "read")
+    got = lance.dataset(uri, storage_options=reader.lance_storage_options())
+    assert got.count_rows() == 800_050
+    assert got.version == 2
+    assert sorted(got.to_table(columns=["id"], filter="id < 3")["id"].to_pylist()) == [
+        0, 0, 1, 1, 2, 2,
+    ]  # fmt: skip
+    with pytest.raises(OSError, match=r"403"):
+        lance.write_dataset(ROWS, f"{reader.location}/lance-denied",
+                            storage_options=reader.lance_storage_options())  # fmt: skip
+    with pytest.raises(OSError, match=r"(?i)already exists"):
+        lance.write_dataset(big, uri, mode="create", storage_options=writer.lance_storage_options())
+    assert lance.dataset(uri, storage_options=reader.lance_storage_options()).version == 2
+
+
+def test_deltalake_is_refused_with_its_reason(client, cloud_stack, table):
+    from lakegate_client import UnsupportedStorageError
+
+    creds = _creds(client, cloud_stack, table, "write")
+    with pytest.raises(UnsupportedStorageError, match=r"object_store 0\.13"):
+        creds.delta_storage_options()
 
 
 def pq_bytes(table: pa.Table) -> bytes:
