@@ -252,6 +252,15 @@ class TableCredentials:
         self._require("s3", "S3 settings")
         return S3Settings.from_config(self.config, self.expires_at_ms)
 
+    def adls(self) -> AdlsSettings:
+        """The normalised ADLS facts (account, SAS token, blob endpoint).
+
+        Raises:
+            UnsupportedStorageError: the location is not on ADLS or nothing was vended.
+        """
+        self._require("adls", "ADLS settings")
+        return self._adls()
+
     def _adls(self) -> AdlsSettings:
         return AdlsSettings.from_config(
             self.config, self.location, self.expires_at_ms, self._endpoint()

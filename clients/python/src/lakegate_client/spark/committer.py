@@ -24,8 +24,10 @@ from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+from lakegate_client._errors import UnsupportedStorageError
 from lakegate_client.tables import attempts
 from lakegate_client.tables.directory import delete_files, fs_path, list_files, write_id_of
+from lakegate_client.tables.object_store import ObjectStore, S3Store, StagingListDenied
 from lakegate_client.tables.plain_commit import (
     CommitTiming,
     PlainPlan,
@@ -80,6 +82,32 @@ def _client(kwargs: tuple[tuple[str, str], ...], path_style: bool, pid: int) -> 
     return boto3.session.Session().client("s3", **options)
 
 
+STAGED_STORAGE = frozenset({"s3", "adls"})  # stores with an ObjectStore (``table_store``)
+
+
+def stages(creds: TableCredentials) -> bool:
+    """Whether tasks stage files invisibly on this credential's store, and the plain-table
+    commit protocol runs there (S3: multipart uploads; ADLS: uncommitted blocks)."""
+    return creds.storage in STAGED_STORAGE
+
+
+def table_store(creds: TableCredentials) -> ObjectStore:
+    """The store of a credential's table, as the write protocols use it: S3 over this
+    process's cached boto3 client, ADLS over the Blob REST API with the vended SAS.
+
+    Raises:
+        UnsupportedStorageError: the storage has no :class:`ObjectStore` (see ``stages``).
+    """
+    where = S3Location.parse(creds.location)
+    if creds.storage == "s3":
+        return S3Store(s3_client(creds), where.bucket)
+    if creds.storage == "adls":
+        from lakegate_client.tables.azure_store import AzureBlobStore
+
+        return AzureBlobStore.for_credentials(creds)
+    raise UnsupportedStorageError(f"the write protocol does not run on {creds.storage} storage")
+
+
 def sweep(s3: Any, where: S3Location, write_id: str, keep: Sequence[str] = ()) -> int:
     """Abort the job's pending uploads left by failed, duplicate or late attempts.
 
@@ -90,10 +118,8 @@ def sweep(s3: Any, where: S3Location, write_id: str, keep: Sequence[str] = ()) -
     """
     try:
         return sweep_uploads(s3, where, write_id, keep)
-    except s3.exceptions.ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") == "AccessDenied":
-            return -1
-        raise
+    except StagingListDenied:
+        return -1
 
 
 def retried(step: Callable[[], T], attempts: int = RETRIES) -> T:
@@ -142,7 +168,7 @@ def publish_plain(creds: TableCredentials, fmt: str, plan: PlainPlan,
     (unless another process took the commit over to finish it). The sweep never aborts an
     upload of the plan: a step left to recovery may still need it.
     """
-    s3, where = s3_client(creds), S3Location.parse(creds.location)
+    s3, where = table_store(creds), S3Location.parse(creds.location)
     try:
         commit_plain(s3, where, fmt, plan, uploads, overwrite=overwrite, write_id=write_id,
                      timing=timing)
@@ -169,11 +195,11 @@ def finish_abandoned(creds: TableCredentials,
     Best effort (logged): listing the intents needs only the read credential; a recovery needs
     a write one, which a read-only caller may not get. Returns how many commits it finished.
     """
-    if creds.storage != "s3":
+    if not stages(creds):
         return 0
     try:
-        return finish_abandoned_commits(s3_client(creds), S3Location.parse(creds.location),
-                                        lambda: s3_client(write_creds()))
+        return finish_abandoned_commits(table_store(creds), S3Location.parse(creds.location),
+                                        lambda: table_store(write_creds()))
     except Exception:  # the read goes on with the table as it is
         log.warning("could not finish an abandoned commit of %s", creds.location, exc_info=True)
         return 0
@@ -188,7 +214,7 @@ def publish_delta(creds: TableCredentials, schema: pa.Schema, files: Sequence[An
     timeout): the log then decides (:func:`delta_committed`), and when it cannot be read the
     files are kept and the job fails with :class:`CommitUnknownError`.
     """
-    s3 = s3_client(creds) if uploads else None
+    s3 = table_store(creds) if uploads else None
     where = S3Location.parse(creds.location)
     if s3 is not None:
         complete_uploads(s3, where.bucket, uploads)
@@ -337,8 +363,8 @@ def commit_lance(creds: TableCredentials, schema: pa.Schema, fragments_json: Seq
 
 
 def lance_ledger(creds: TableCredentials) -> tuple[Any, S3Location] | None:
-    """``(s3 client, location)`` for the attempt ledger (S3 only), else None."""
-    return (s3_client(creds), S3Location.parse(creds.location)) if creds.storage == "s3" else None
+    """``(store, location)`` for the attempt ledger (S3, ADLS), else None."""
+    return (table_store(creds), S3Location.parse(creds.location)) if stages(creds) else None
 
 
 def _commit_lance(creds: TableCredentials, schema: pa.Schema, fragments_json: Sequence[str], *,
@@ -476,10 +502,10 @@ def delete_under(creds: TableCredentials, base: str, relative: Sequence[str]) ->
     """
     if not relative:
         return
-    if creds.storage == "s3":
-        s3, where = s3_client(creds), S3Location.parse(base)
+    if stages(creds):
+        store, where = table_store(creds), S3Location.parse(base)
         for rel in relative:
-            s3.delete_object(Bucket=where.bucket, Key=where.key(rel))
+            store.delete(where.key(rel))
         return
     delete_files(creds.pyarrow_filesystem(), fs_path(base), relative)
 

@@ -32,7 +32,7 @@ from pyspark.sql.datasource import DataSource
 
 from lakegate_client import tables
 from lakegate_client.spark import iceberg
-from lakegate_client.spark.committer import lance_version, s3_client
+from lakegate_client.spark.committer import lance_version, s3_client, stages, table_store
 from lakegate_client.spark.connection import client_for, table_credentials
 from lakegate_client.spark.faults import Faults
 from lakegate_client.spark.options import SourceOptions
@@ -40,12 +40,15 @@ from lakegate_client.spark.reader import LakekeeperReader, arrow_schema, spark_s
 from lakegate_client.spark.writer import WRITABLE_FORMATS, LakekeeperWriter, WritePlan
 from lakegate_client.tables.conditional_writes import process_probe
 from lakegate_client.tables.directory import fs_path
+from lakegate_client.tables.object_store import ObjectStore, S3Store
 from lakegate_client.tables.plain_commit import plan_plain
 from lakegate_client.tables.snapshot import convert_to_plain
 from lakegate_client.tables.staged import S3Location
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
+
+    from lakegate_client import TableCredentials
 
 SOURCE_NAME = "lakekeeper"
 
@@ -103,16 +106,16 @@ class LakekeeperDataSource(DataSource):
             creds.delta_storage_options()
         if info.format in tables.DIRECTORY_FORMATS:  # an old-layout table becomes plain files first
             convert_to_plain(creds.pyarrow_filesystem(), fs_path(creds.location), info.format)
-        staged = creds.storage == "s3" and info.format != "lance"
+        staged = stages(creds) and info.format != "lance"
         plain = None
         if staged and info.format in tables.DIRECTORY_FORMATS:
-            s3, where = s3_client(creds), S3Location.parse(creds.location)
-            process_probe().ensure(s3, where.bucket, where.prefix,
+            store, where = _store(creds), S3Location.parse(creds.location)
+            process_probe().ensure(store, where.bucket, where.prefix,
                                    accept_risk=opts.accept_single_writer_risk)
-            plain = plan_plain(s3, where, info.format)
-        elif creds.storage == "s3" and info.format == "lance":  # create claim, attempt ledger
+            plain = plan_plain(store, where, info.format)
+        elif stages(creds) and info.format == "lance":  # create claim, attempt ledger
             where = S3Location.parse(creds.location)
-            process_probe().ensure(s3_client(creds), where.bucket, where.prefix,
+            process_probe().ensure(_store(creds), where.bucket, where.prefix,
                                    accept_risk=opts.accept_single_writer_risk)
         plan = WritePlan(
             opts=opts,
@@ -125,3 +128,10 @@ class LakekeeperDataSource(DataSource):
             faults=Faults.parse(opts.test_fault),
         )
         return LakekeeperWriter(plan, to_arrow_schema(schema))
+
+
+def _store(creds: TableCredentials) -> ObjectStore:
+    """The table's store (``committer.table_store``; S3 through this module's ``s3_client``)."""
+    if creds.storage == "s3":
+        return S3Store(s3_client(creds), S3Location.parse(creds.location).bucket)
+    return table_store(creds)

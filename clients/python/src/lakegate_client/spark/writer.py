@@ -144,7 +144,7 @@ class LakekeeperWriter(DataSourceArrowWriter):
     def _stage(self, creds: TableCredentials, rel: str, batches: Iterator[pa.RecordBatch],
                partition: int, attempt: int) -> PendingUpload:
         """One Parquet file as a pending upload; a failure after staging aborts it."""
-        s3, where = committer.s3_client(creds), S3Location.parse(creds.location)
+        s3, where = committer.table_store(creds), S3Location.parse(creds.location)
         upload = stage_parquet(s3, where.bucket, where.key(rel), self._schema, batches)
         try:
             self._plan.faults.hit("after_land", partition, attempt)
@@ -203,7 +203,7 @@ class LakekeeperWriter(DataSourceArrowWriter):
             return
         uploads = [u for m in messages if isinstance(m, TaskResult) for u in m.uploads]
         if self._plan.staged:
-            s3, where = committer.s3_client(creds), S3Location.parse(creds.location)
+            s3, where = committer.table_store(creds), S3Location.parse(creds.location)
             if self._plan.plain is not None:  # a visible file is a committed one: never deleted
                 committer.abort_plain_job(s3, where, uploads, self._plan.write_id)
                 return

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from lakegate_client.tables.conditional_writes import is_conflict
+from lakegate_client.tables.object_store import as_store
 from lakegate_client.tables.staged import S3Location
 
 __all__ = ["CLOSED", "CREATE", "LEDGER", "JobClosedError", "check_in", "claim_create",
@@ -54,19 +54,19 @@ class JobClosedError(RuntimeError):
 
 
 def _read_closed(s3: Any, where: S3Location) -> tuple[str | None, dict[str, float]]:
-    try:
-        answer = s3.get_object(Bucket=where.bucket, Key=where.key(CLOSED))
-    except s3.exceptions.NoSuchKey:
+    found = as_store(s3, where.bucket).get(where.key(CLOSED))
+    if found is None:
         return None, {}
-    body = json.loads(answer["Body"].read() or b"{}")
+    body = json.loads(found[0] or b"{}")
     jobs = body.get("jobs", {}) if isinstance(body, dict) else {}
-    return str(answer["ETag"]), {str(k): float(v) for k, v in jobs.items()}
+    return found[1], {str(k): float(v) for k, v in jobs.items()}
 
 
 def _delete(s3: Any, where: S3Location, relative: Iterable[str]) -> None:
     """Delete the objects, :data:`WORKERS` at a time (idempotent; the first error raises once
     every delete was tried)."""
-    _each(lambda rel: s3.delete_object(Bucket=where.bucket, Key=where.key(rel)), list(relative))
+    store = as_store(s3, where.bucket)
+    _each(lambda rel: store.delete(where.key(rel)), list(relative))
 
 
 def _each(call: Callable[[str], T], items: Sequence[str]) -> list[T]:
@@ -84,8 +84,7 @@ def check_in(s3: Any, where: S3Location, write_id: str, partition: int, attempt:
     """Record an attempt's ``files`` (relative paths); raise :class:`JobClosedError` (after
     deleting files and record) when the job has already ended."""
     record = f"{LEDGER}/{write_id}/{partition:05d}-{attempt}-{uuid.uuid4().hex[:8]}.json"
-    s3.put_object(Bucket=where.bucket, Key=where.key(record),
-                  Body=json.dumps({"files": list(files)}).encode())
+    as_store(s3, where.bucket).put(where.key(record), json.dumps({"files": list(files)}).encode())
     if write_id in _read_closed(s3, where)[1]:
         _delete(s3, where, [*files, record])
         raise JobClosedError(f"write {write_id} has already ended; attempt {attempt} of "
@@ -99,14 +98,9 @@ def close_job(s3: Any, where: S3Location, write_id: str) -> None:
         now = time.time()
         jobs = {w: at for w, at in jobs.items() if now - at < KEEP_CLOSED_S}
         jobs[write_id] = now
-        condition = {"IfMatch": etag} if etag else {"IfNoneMatch": "*"}
-        try:
-            s3.put_object(Bucket=where.bucket, Key=where.key(CLOSED),
-                          Body=json.dumps({"jobs": jobs}).encode(), **condition)
+        if as_store(s3, where.bucket).put_if(where.key(CLOSED),
+                                             json.dumps({"jobs": jobs}).encode(), etag):
             return
-        except s3.exceptions.ClientError as exc:
-            if not is_conflict(exc, if_match=etag is not None):
-                raise
         time.sleep(0.02 * (attempt + 1))
     raise RuntimeError(f"could not record the end of write {write_id} in {CLOSED}")
 
@@ -115,21 +109,14 @@ def discard_unused(s3: Any, where: S3Location, write_id: str, used: Iterable[str
     """Delete every file the job's attempts recorded that is not in ``used``, and the records.
     Call after :func:`close_job`. Returns the deleted files."""
     kept = set(used)
-    prefix = f"{where.prefix}/{LEDGER}/{write_id}/"
-    records: list[str] = []
-    kwargs: dict[str, str] = {"Bucket": where.bucket, "Prefix": prefix}
-    while True:
-        page = s3.list_objects_v2(**kwargs)
-        records.extend(where.relative(str(o["Key"])) for o in page.get("Contents", ()))
-        if not page.get("IsTruncated"):
-            break
-        kwargs["ContinuationToken"] = str(page["NextContinuationToken"])
+    store = as_store(s3, where.bucket)
+    records = [where.relative(key) for key in store.list(f"{where.prefix}/{LEDGER}/{write_id}/")]
+
     def files_of(record: str) -> list[str]:
-        try:
-            body = s3.get_object(Bucket=where.bucket, Key=where.key(record))["Body"].read()
-        except s3.exceptions.NoSuchKey:  # the attempt discarded itself meanwhile
+        found = store.get(where.key(record))
+        if found is None:  # the attempt discarded itself meanwhile
             return []
-        return [str(f) for f in json.loads(body).get("files", ())]
+        return [str(f) for f in json.loads(found[0]).get("files", ())]
 
     doomed = [f for files in _each(files_of, records) for f in files if f not in kept]
     _delete(s3, where, [*doomed, *records])
@@ -139,27 +126,17 @@ def discard_unused(s3: Any, where: S3Location, write_id: str, used: Iterable[str
 def claim_create(s3: Any, where: S3Location, write_id: str) -> bool:
     """Whether this job may create the missing dataset: it put the claim first, holds it
     already, or took over a claim older than ``STALE_CREATE_S`` (both conditional PUTs)."""
+    store = as_store(s3, where.bucket)
     body = json.dumps({"write_id": write_id, "at": time.time()}).encode()
-    try:
-        s3.put_object(Bucket=where.bucket, Key=where.key(CREATE), Body=body, IfNoneMatch="*")
+    if store.put_if(where.key(CREATE), body, None) is not None:  # refused: 412, AWS's 409
         return True
-    except s3.exceptions.ClientError as exc:
-        if not is_conflict(exc):  # 412, or AWS's 409 ConditionalRequestConflict
-            raise
-    try:
-        answer = s3.get_object(Bucket=where.bucket, Key=where.key(CREATE))
-    except s3.exceptions.NoSuchKey:  # AWS's 409: a concurrent claim not yet visible; ask again
+    found = store.get(where.key(CREATE))
+    if found is None:  # AWS's 409: a concurrent claim not yet visible; ask again
         return False
-    claim = json.loads(answer["Body"].read() or b"{}")
+    claim = json.loads(found[0] or b"{}")
     if claim.get("write_id") == write_id:
         return True
     if time.time() - float(claim.get("at", 0)) < STALE_CREATE_S:
         return False
-    try:
-        s3.put_object(Bucket=where.bucket, Key=where.key(CREATE), Body=body,
-                      IfMatch=str(answer["ETag"]))
-    except s3.exceptions.ClientError as exc:
-        if not is_conflict(exc, if_match=True):  # AWS: 404 when the claim is gone meanwhile
-            raise
-        return False
-    return True
+    # AWS: 404 when the claim is gone meanwhile (a refusal too)
+    return store.put_if(where.key(CREATE), body, found[1]) is not None

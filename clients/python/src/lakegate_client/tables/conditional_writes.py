@@ -23,12 +23,14 @@ from functools import lru_cache
 from typing import Any
 
 from lakegate_client._errors import UnsupportedStorageError
+from lakegate_client.tables.object_store import ObjectStore, as_store
 
 __all__ = ["ACCEPT_RISK_OPTION", "ConditionalWriteProbe", "UnsafeStoreError", "is_conflict",
            "process_probe", "put_conditional"]
 
 ACCEPT_RISK_OPTION = "accept_single_writer_risk"
 PROBE_PREFIX = "_lakegate_probe-"
+WRONG_ETAG = '"0x8D0123456789ABC"'  # no store's ETag for a fresh object (S3 hex, Azure 0x...)
 _CONFLICT_CODES = frozenset({"PreconditionFailed", "412", "ConditionalRequestConflict", "409"})
 log = logging.getLogger(__name__)
 
@@ -58,15 +60,9 @@ def is_conflict(exc: BaseException, *, if_match: bool = False) -> bool:
 
 def put_conditional(s3: Any, bucket: str, key: str, body: bytes, etag: str | None) -> str | None:
     """PUT ``key`` only if it is still at ``etag`` (``None``: only if absent); returns the new
-    ETag, or None when the store refused (someone else wrote first)."""
-    condition = {"IfMatch": etag} if etag else {"IfNoneMatch": "*"}
-    try:
-        answer = s3.put_object(Bucket=bucket, Key=key, Body=body, **condition)
-    except s3.exceptions.ClientError as exc:
-        if is_conflict(exc, if_match=etag is not None):
-            return None
-        raise
-    return str(answer["ETag"])
+    ETag, or None when the store refused (someone else wrote first). ``s3``: an
+    :class:`~lakegate_client.tables.object_store.ObjectStore` or a boto3 S3 client."""
+    return as_store(s3, bucket).put_if(key, body, etag)
 
 
 class ConditionalWriteProbe:
@@ -79,12 +75,13 @@ class ConditionalWriteProbe:
     def ensure(self, s3: Any, bucket: str, prefix: str, *, accept_risk: bool = False) -> None:
         """Raise :class:`UnsafeStoreError` unless the store refuses conflicting conditional
         PUTs (``accept_risk``: log it and go on, for a store with one writer at a time)."""
-        endpoint = str(getattr(getattr(s3, "meta", None), "endpoint_url", "") or "")
+        store = as_store(s3, bucket)
+        endpoint = store.endpoint
         with self._lock:
             known = (endpoint, bucket) in self._known
             failure = self._known.get((endpoint, bucket))
         if not known:
-            failure = self._probe(s3, bucket, prefix)
+            failure = self._probe(store, prefix)
             with self._lock:
                 self._known[(endpoint, bucket)] = failure
         if failure is None:
@@ -102,25 +99,25 @@ class ConditionalWriteProbe:
         log.warning("%s; going on because %s is set", message, ACCEPT_RISK_OPTION)
 
     @staticmethod
-    def _probe(s3: Any, bucket: str, prefix: str) -> str | None:
+    def _probe(store: ObjectStore, prefix: str) -> str | None:
         """Write a probe object under ``prefix`` and try to overwrite it against the rules;
         returns what the store wrongly accepted, or None."""
         key = f"{prefix.strip('/')}/{PROBE_PREFIX}{uuid.uuid4().hex}"
-        first = put_conditional(s3, bucket, key, b"probe-1", None)
+        first = store.put_if(key, b"probe-1", None)
         try:
             if first is None:
                 return "a first If-None-Match: * PUT of a fresh key was refused"
-            if put_conditional(s3, bucket, key, b"probe-2", None) is not None:
+            if store.put_if(key, b"probe-2", None) is not None:
                 return "a second If-None-Match: * PUT of the same key succeeded"
-            if put_conditional(s3, bucket, key, b"probe-3", '"0123456789abcdef"') is not None:
+            if store.put_if(key, b"probe-3", WRONG_ETAG) is not None:
                 return "an If-Match PUT with a wrong ETag succeeded"
-            if put_conditional(s3, bucket, f"{key}-absent", b"probe-4", first) is not None:
+            if store.put_if(f"{key}-absent", b"probe-4", first) is not None:
                 return "an If-Match PUT of a missing key succeeded"
             return None
         finally:
             for doomed in (key, f"{key}-absent"):
                 try:
-                    s3.delete_object(Bucket=bucket, Key=doomed)
+                    store.delete(doomed)
                 except Exception:  # debris only (hidden by its "_" prefix): logged
                     log.warning("could not delete the probe object %s", doomed, exc_info=True)
 

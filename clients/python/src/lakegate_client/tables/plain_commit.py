@@ -1,6 +1,9 @@
-"""Commit a job's staged files into a plain directory table on S3: a serial order of the jobs, a
-loud :class:`WriteConflictError`, or (after a crash) a commit that the next writer or reader
-finishes. Never a torn table once anyone touched it.
+"""Commit a job's staged files into a plain directory table on an object store: a serial order
+of the jobs, a loud :class:`WriteConflictError`, or (after a crash) a commit that the next writer
+or reader finishes. Never a torn table once anyone touched it.
+
+Every store call goes through :class:`~lakegate_client.tables.object_store.ObjectStore` (the
+functions take a store, or a boto3 S3 client that they wrap in an ``S3Store``).
 
 Why: a plain table has no log, so two jobs that each "delete every file that is not mine" tear it,
 and a commit is many calls (complete N uploads, delete M files), any of which can fail or be the
@@ -48,6 +51,7 @@ from typing import Any, TypeVar
 from lakegate_client._errors import ConflictError
 from lakegate_client.tables.conditional_writes import put_conditional
 from lakegate_client.tables.directory import data_files
+from lakegate_client.tables.object_store import as_store
 from lakegate_client.tables.staged import PendingUpload, S3Location
 
 __all__ = ["INTENT_PREFIX", "MARKER", "CommitTiming", "PlainPlan", "WriteConflictError",
@@ -94,15 +98,8 @@ class PlainPlan:
 
 def list_objects(s3: Any, where: S3Location, under: str = "") -> dict[str, str]:
     """Every object under the table (``under``: a relative key prefix): path → ETag."""
-    out: dict[str, str] = {}
-    kwargs: dict[str, str] = {"Bucket": where.bucket, "Prefix": f"{where.prefix}/{under}"}
-    while True:
-        page = s3.list_objects_v2(**kwargs)
-        for obj in page.get("Contents", ()):
-            out[where.relative(str(obj["Key"]))] = str(obj.get("ETag", ""))
-        if not page.get("IsTruncated"):
-            return out
-        kwargs["ContinuationToken"] = str(page["NextContinuationToken"])
+    listed = as_store(s3, where.bucket).list(f"{where.prefix}/{under}")
+    return {where.relative(key): etag for key, etag in listed.items()}
 
 
 def _data(s3: Any, where: S3Location, fmt: str) -> dict[str, str]:
@@ -111,12 +108,11 @@ def _data(s3: Any, where: S3Location, fmt: str) -> dict[str, str]:
 
 
 def _read_json(s3: Any, where: S3Location, rel: str) -> tuple[str | None, dict[str, Any]]:
-    try:
-        answer = s3.get_object(Bucket=where.bucket, Key=where.key(rel))
-    except s3.exceptions.NoSuchKey:
+    found = as_store(s3, where.bucket).get(where.key(rel))
+    if found is None:
         return None, {}
-    body = json.loads(answer["Body"].read() or b"{}")
-    return str(answer["ETag"]), body if isinstance(body, dict) else {}
+    body = json.loads(found[0] or b"{}")
+    return found[1], body if isinstance(body, dict) else {}
 
 
 def intent_name(write_id: str) -> str:
@@ -169,7 +165,7 @@ class _Intent:
             return True
 
     def remove(self) -> None:
-        self.s3.delete_object(Bucket=self.where.bucket, Key=self.key)
+        as_store(self.s3, self.where.bucket).delete(self.key)
 
 
 class _Heartbeat:
@@ -353,8 +349,8 @@ def _roll_forward(intent: _Intent, *, who: str) -> None:
         for up in intent.uploads
     ]
     deletes: list[tuple[str, Callable[[], object]]] = [
-        (f"deleting {rel}", lambda rel=rel: s3.delete_object(  # type: ignore[misc]
-            Bucket=where.bucket, Key=where.key(rel))) for rel in intent.body.get("delete", [])]
+        (f"deleting {rel}", lambda rel=rel: as_store(s3, where.bucket).delete(  # type: ignore[misc]
+            where.key(rel))) for rel in intent.body.get("delete", [])]
     after: list[tuple[str, Callable[[], object]]] = []
     if intent.body.get("overwrite"):
         after.append(("releasing the marker",
@@ -402,13 +398,7 @@ def _run_all(run: Callable[[T], bool], steps: Sequence[T], workers: int) -> int:
 
 def _complete(s3: Any, where: S3Location, up: PendingUpload) -> None:
     """Complete one upload; already completed (by us or a recoverer) is fine."""
-    try:
-        s3.complete_multipart_upload(
-            Bucket=where.bucket, Key=up.key, UploadId=up.upload_id,
-            MultipartUpload={"Parts": [{"PartNumber": n, "ETag": e} for n, e in up.parts]},
-        )
-    except s3.exceptions.NoSuchUpload:
-        s3.head_object(Bucket=where.bucket, Key=up.key)  # raises if it never completed
+    as_store(s3, where.bucket).complete_staged(up)
 
 
 def abort_plain(s3: Any, where: S3Location, uploads: Sequence[PendingUpload],
@@ -436,8 +426,8 @@ def abort_plain(s3: Any, where: S3Location, uploads: Sequence[PendingUpload],
     pairs = [(u.key, u.upload_id) for u in uploads]
     _retried("aborting the uploads", lambda: abort_uploads(s3, where.bucket, pairs), timing)
     if etag is not None:
-        _retried("removing the intent", lambda: s3.delete_object(
-            Bucket=where.bucket, Key=where.key(intent_name(write_id))), timing)
+        _retried("removing the intent", lambda: as_store(s3, where.bucket).delete(
+            where.key(intent_name(write_id))), timing)
     return True
 
 
@@ -502,6 +492,7 @@ def _discard(intent: _Intent) -> None:
 
 
 def delete_job_files(s3: Any, where: S3Location, relative: Sequence[str]) -> None:
-    """Delete objects under the table (already gone is fine: S3 DELETE is idempotent)."""
+    """Delete objects under the table (already gone is fine)."""
+    store = as_store(s3, where.bucket)
     for rel in relative:
-        s3.delete_object(Bucket=where.bucket, Key=where.key(rel))
+        store.delete(where.key(rel))

@@ -70,8 +70,8 @@ def read_table(
         ).to_table(columns=cols)
     fs, root = creds.pyarrow_filesystem(), fs_path(creds.location)
     files = list_files(fs, root)
-    if creds.storage == "s3" and _has_intent(files):  # a crashed writer's commit is finished,
-        _finish_abandoned(client, info, creds, warehouse)  # not read torn
+    if creds.storage in ("s3", "adls") and _has_intent(files):  # a crashed writer's commit
+        _finish_abandoned(client, info, creds, warehouse)  # is finished, not read torn
         files = list_files(fs, root)  # what the roll-forward left
     snapshot = current_snapshot(fs, root, info.format, files)
     parts = [read_file(fs, f"{root}/{rel}", info.format) for rel in snapshot.files]
@@ -86,6 +86,9 @@ def _finish_abandoned(client: Client, info: TableInfo, creds: TableCredentials,
     """Roll forward a plain commit whose writer died (``plain_commit.finish_abandoned``); best
     effort: a caller without write access, or without boto3 (the core client installs only
     httpx), reads the table as it is, with a warning."""
+    if creds.storage == "adls":  # the Blob REST store needs httpx only
+        _finish_abandoned_adls(client, info, creds, warehouse)
+        return
     try:
         import boto3
     except ImportError:
@@ -104,6 +107,25 @@ def _finish_abandoned(client: Client, info: TableInfo, creds: TableCredentials,
     try:
         reader = boto3.session.Session().client("s3", **creds.boto3_kwargs())
         finish_abandoned(reader, S3Location.parse(creds.location), writer)
+    except Exception:  # the read goes on with the table as it is
+        log.warning("could not finish an abandoned commit of %s", info.name, exc_info=True)
+
+
+def _finish_abandoned_adls(client: Client, info: TableInfo, creds: TableCredentials,
+                           warehouse: str | None) -> None:
+    from lakegate_client.tables.azure_store import AzureBlobStore
+    from lakegate_client.tables.plain_commit import finish_abandoned
+    from lakegate_client.tables.staged import S3Location
+
+    def writer() -> object:
+        wcreds = client.credentials(list(info.namespace), info.name, warehouse=warehouse,
+                                    access="write", expected_location=info.location)
+        return AzureBlobStore.for_credentials(wcreds.with_storage_endpoint(
+            creds.storage_endpoint))
+
+    try:
+        finish_abandoned(AzureBlobStore.for_credentials(creds), S3Location.parse(creds.location),
+                         writer)
     except Exception:  # the read goes on with the table as it is
         log.warning("could not finish an abandoned commit of %s", info.name, exc_info=True)
 

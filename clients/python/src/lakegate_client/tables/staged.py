@@ -1,4 +1,5 @@
-"""Staged data files: S3 multipart uploads that tasks start and only the job's commit completes.
+"""Staged data files: uploads that tasks start and only the job's commit completes (S3 multipart
+uploads, ADLS uncommitted blocks: ``object_store.py``).
 
 Why (Hadoop S3A's "magic" committer, in small): an S3 object becomes visible only when its upload
 completes. A task therefore uploads its file's parts and stops there; its commit message carries
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lakegate_client.tables.directory import write_id_of
+from lakegate_client.tables.object_store import as_store
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -34,17 +36,18 @@ COMPLETE_WORKERS = 8  # below botocore's default connection pool (10)
 
 @dataclass(frozen=True)
 class S3Location:
-    """A table's bucket and key prefix (no trailing slash)."""
+    """A table's bucket (ADLS: container) and key prefix (no trailing slash)."""
 
     bucket: str
     prefix: str
 
     @classmethod
     def parse(cls, uri: str) -> S3Location:
-        """``s3://bucket/a/b/`` → ``S3Location("bucket", "a/b")``."""
+        """``s3://bucket/a/b/`` → ``S3Location("bucket", "a/b")``; ADLS's
+        ``abfss://container@account.host/a/b`` → ``S3Location("container", "a/b")``."""
         rest = uri.split("://", 1)[-1]
         bucket, _, key = rest.partition("/")
-        return cls(bucket=bucket, prefix=key.strip("/"))
+        return cls(bucket=bucket.split("@", 1)[0], prefix=key.strip("/"))
 
     def key(self, relative: str) -> str:
         return f"{self.prefix}/{relative}"
@@ -64,16 +67,18 @@ class PendingUpload:
 
 
 class StagedWriter(io.RawIOBase):
-    """A write-only file whose bytes go to parts of one multipart upload (never completed here).
+    """A write-only file whose bytes go to parts of one staged upload (never completed here).
 
-    Memory stays at one part. ``finish()`` uploads the last part and returns the
-    :class:`PendingUpload`; ``discard()`` aborts the upload (a failed task leaves nothing).
+    Memory stays at one part. ``finish()`` stages the last part and returns the
+    :class:`PendingUpload`; ``discard()`` abandons the upload (a failed task leaves nothing
+    visible). ``s3``: an :class:`~lakegate_client.tables.object_store.ObjectStore` or a boto3
+    S3 client.
     """
 
     def __init__(self, s3: Any, bucket: str, key: str) -> None:
         super().__init__()
-        self._s3, self._bucket, self._key = s3, bucket, key
-        self._upload_id: str = s3.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"]
+        self._store, self._key = as_store(s3, bucket), key
+        self._upload_id: str = self._store.start_staged(key)
         self._buffer = bytearray()
         self._parts: list[tuple[int, str]] = []
         self._size = 0
@@ -96,25 +101,20 @@ class StagedWriter(io.RawIOBase):
 
     def _upload(self, body: bytes) -> None:
         number = len(self._parts) + 1
-        answer = self._s3.upload_part(
-            Bucket=self._bucket, Key=self._key, UploadId=self._upload_id,
-            PartNumber=number, Body=body,
-        )
-        self._parts.append((number, str(answer["ETag"])))
+        self._parts.append((number, self._store.stage_part(self._key, self._upload_id, number,
+                                                           body)))
 
     def finish(self) -> PendingUpload:
-        """Upload what is buffered as the last part; the upload stays pending."""
+        """Stage what is buffered as the last part; the upload stays pending."""
         if self._buffer or not self._parts:
             self._upload(bytes(self._buffer))
             self._buffer.clear()
         return PendingUpload(self._key, self._upload_id, tuple(self._parts), self._size)
 
     def discard(self) -> None:
-        """Abort the upload (best effort: the job's sweep catches what this misses)."""
+        """Abandon the upload (best effort: the job's sweep catches what this misses)."""
         with contextlib.suppress(Exception):
-            self._s3.abort_multipart_upload(
-                Bucket=self._bucket, Key=self._key, UploadId=self._upload_id
-            )
+            self._store.abandon_staged(self._key, self._upload_id)
 
 
 def stage_parquet(
@@ -137,53 +137,38 @@ def stage_parquet(
 def complete_uploads(s3: Any, bucket: str, uploads: Sequence[PendingUpload],
                      workers: int = COMPLETE_WORKERS) -> None:
     """Make the uploads visible objects (one call each: not atomic across files), ``workers``
-    at a time (a boto3 client is thread-safe). Every upload is tried; then the first error, if
-    any, is raised."""
-
-    def complete(up: PendingUpload) -> None:
-        s3.complete_multipart_upload(
-            Bucket=bucket, Key=up.key, UploadId=up.upload_id,
-            MultipartUpload={"Parts": [{"PartNumber": n, "ETag": e} for n, e in up.parts]},
-        )
-
+    at a time (a store is thread-safe). Every upload is tried; then the first error, if any,
+    is raised."""
+    store = as_store(s3, bucket)
     if len(uploads) <= 1 or workers <= 1:
         for up in uploads:
-            complete(up)
+            store.complete_staged(up)
         return
     with ThreadPoolExecutor(max_workers=min(workers, len(uploads)),
                             thread_name_prefix="lakegate-complete") as pool:
-        futures = [pool.submit(complete, up) for up in uploads]
+        futures = [pool.submit(store.complete_staged, up) for up in uploads]
     for future in futures:
         future.result()
 
 
 def abort_uploads(s3: Any, bucket: str, uploads: Iterable[tuple[str, str]]) -> int:
-    """Abort ``(key, upload_id)`` pairs; an upload already gone is fine. Returns how many."""
-    aborted = 0
-    for key, upload_id in uploads:
-        try:
-            s3.abort_multipart_upload(Bucket=bucket, Key=key, UploadId=upload_id)
-        except s3.exceptions.NoSuchUpload:
-            continue
-        aborted += 1
-    return aborted
+    """Abandon ``(key, upload_id)`` pairs; an upload already gone is fine. Returns how many."""
+    store = as_store(s3, bucket)
+    return sum(store.abandon_staged(key, upload_id) for key, upload_id in uploads)
 
 
 def pending_uploads(s3: Any, where: S3Location) -> Iterator[tuple[str, str]]:
-    """Every pending upload under the table: ``(key, upload_id)`` (all pages)."""
-    kwargs: dict[str, str] = {"Bucket": where.bucket, "Prefix": f"{where.prefix}/"}
-    while True:
-        page = s3.list_multipart_uploads(**kwargs)
-        for upload in page.get("Uploads", ()):
-            yield str(upload["Key"]), str(upload["UploadId"])
-        if not page.get("IsTruncated"):
-            return
-        kwargs["KeyMarker"] = str(page.get("NextKeyMarker", ""))
-        kwargs["UploadIdMarker"] = str(page.get("NextUploadIdMarker", ""))
+    """Every pending upload under the table: ``(key, upload_id)`` (all pages; raises
+    :class:`~lakegate_client.tables.object_store.StagingListDenied` when the credential may
+    not list them)."""
+    return as_store(s3, where.bucket).pending_staged(f"{where.prefix}/")
 
 
 def sweep_uploads(s3: Any, where: S3Location, write_id: str, keep: Iterable[str] = ()) -> int:
-    """Abort the job's pending uploads (by write id in the key name) except ``keep`` ids."""
+    """Abandon the job's pending uploads (by write id in the key name) except ``keep`` ids
+    (none on a store whose abandon removes nothing: ADLS, whose garbage collection does)."""
+    if not as_store(s3, where.bucket).abandon_removes:
+        return 0
     kept = set(keep)
     doomed = [
         (key, uid)
