@@ -16,9 +16,11 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from tests.integration.devstack.conftest import LocalGcs
+from tests.integration import local_gcs as _local
+from tests.integration.local_gcs import LocalGcs
 
 pytestmark = pytest.mark.integration
+local_gcs = _local.local_gcs  # the fixture
 
 MIB = 1024 * 1024
 
