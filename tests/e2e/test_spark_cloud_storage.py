@@ -77,3 +77,33 @@ def test_spark_round_trip_on_cloud_storage(
     with Client(f"unix:{info.gateway.uds}", warehouse=warehouse) as client:
         creds = client.credentials(info.namespace, qualified.split(".")[1])
         assert creds.storage == storage
+
+
+def test_spark_plain_write_on_gcs_runs_the_commit_protocol(
+    spark: SparkSession, cloud_stack: Stack
+) -> None:
+    """On GCS a plain write stages hidden parts and the driver publishes them: afterwards the
+    table has its commit marker, no intent and no staged part left, and rows are exact."""
+    from lakegate_client.tables.gcs_store import STAGING_DIR, GcsStore
+    from lakegate_client.tables.plain_commit import INTENT_PREFIX, MARKER
+    from lakegate_client.tables.staged import S3Location
+
+    info = cloud_stack.info
+    assert info.gcs is not None
+    warehouse = info.warehouse_for("gcs").name
+    name = f"s_plain_{uuid.uuid4().hex[:8]}"
+    options = {"table": f"{info.namespace}.{name}", "url": f"grpc+unix:{info.gateway.grpc_uds}",
+               "warehouse": warehouse, "storage_endpoint": info.gcs.endpoint}  # fmt: skip
+    _frame(spark, 0, 30, 3).write.format("lakekeeper").options(
+        **options, format="parquet", create="true").mode("overwrite").save()  # fmt: skip
+    _frame(spark, 30, 10, 2).write.format("lakekeeper").options(**options).mode("append").save()
+    frame = spark.read.format("lakekeeper").options(**options).load()
+    assert sorted(r.id for r in frame.select("id").collect()) == list(range(40))
+    with Client(f"unix:{info.gateway.uds}", warehouse=warehouse) as client:
+        creds = client.credentials(info.namespace, name).with_storage_endpoint(info.gcs.endpoint)
+    where = S3Location.parse(creds.location)
+    keys = [k[len(where.prefix) + 1 :] for k in GcsStore.for_credentials(creds).list(
+        where.prefix + "/")]  # fmt: skip
+    assert MARKER in keys
+    assert not [k for k in keys if k.startswith(INTENT_PREFIX) or STAGING_DIR in k]
+    assert len([k for k in keys if k.endswith(".parquet")]) == 5  # 3 tasks, then 2
