@@ -260,3 +260,61 @@ def pq_bytes(table: pa.Table) -> bytes:
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink)
     return sink.getvalue().to_pybytes()
+
+
+class _Died(BaseException):
+    """The simulated driver died here."""
+
+
+def test_the_next_read_finishes_a_gcs_commit_whose_driver_died(client, cloud_stack, table,
+                                                                monkeypatch):
+    """The plain protocol on GCS, on the real stand-in: a driver dies after publishing the first
+    of two staged files (past the point of no return); the next ``read_table`` rolls it forward
+    with a fresh write token, and no intent or staged part is left."""
+    from lakegate_client.tables import read_table, write_table
+    from lakegate_client.tables.gcs_store import STAGING_DIR, GcsStore
+    from lakegate_client.tables.plain_commit import CommitTiming, commit_plain, plan_plain
+    from lakegate_client.tables.staged import PendingUpload, S3Location, stage_parquet
+
+    ns = cloud_stack.info.namespace
+    assert cloud_stack.info.gcs is not None
+    endpoint = cloud_stack.info.gcs.endpoint
+    monkeypatch.setenv("LAKEGATE_GCS_ENDPOINT", endpoint)  # the client setting read_table uses
+    write_table(client, ns, table, pa.table({"id": list(range(10))}), format="parquet")
+    store = GcsStore.for_credentials(_creds(client, cloud_stack, table, "write"))
+    where = S3Location.parse(_creds(client, cloud_stack, table, "write").location)
+    plan = plan_plain(store, where, "parquet")
+    schema = pa.schema([("id", pa.int64())])
+    wid = uuid.uuid4().hex
+    uploads = [
+        stage_parquet(store, where.bucket, where.key(f"part-{wid}-{i:05d}-x.parquet"), schema,
+                      [pa.record_batch([pa.array(range(100 + 10 * i, 110 + 10 * i))],
+                                       schema=schema)])
+        for i in range(2)
+    ]  # fmt: skip
+
+    class DiesAtSecondCompletion(GcsStore):
+        completions = 0
+
+        def complete_staged(self, upload: PendingUpload) -> None:
+            DiesAtSecondCompletion.completions += 1
+            if DiesAtSecondCompletion.completions >= 2:
+                raise _Died(upload.key)
+            super().complete_staged(upload)
+
+    dying = DiesAtSecondCompletion(endpoint, where.bucket, _token(
+        _creds(client, cloud_stack, table, "write")))  # fmt: skip
+    an_hour_ago = CommitTiming(now=lambda: time.time() - 3600)
+    with pytest.raises(_Died):
+        commit_plain(dying, where, "parquet", plan, uploads, overwrite=True, write_id=wid,
+                     timing=an_hour_ago)  # fmt: skip
+    keys = store.list(where.prefix + "/")
+    assert sum(k.endswith(".parquet") for k in keys) == 2  # torn: the old file and one new
+    assert any("_lakegate_intent-" in k for k in keys)
+    assert any(f"/{STAGING_DIR}/" in k for k in keys)  # the second file is still staged
+
+    got = read_table(client, ns, table).column("id").to_pylist()
+
+    assert sorted(got) == list(range(100, 120))
+    keys = store.list(where.prefix + "/")
+    assert not [k for k in keys if "_lakegate_intent-" in k or f"/{STAGING_DIR}/" in k]

@@ -6,8 +6,11 @@ compose tree, "already completed" detection) under every failure, not a stand-in
 
 ``honours_compose_conditions=False`` plays fake-gcs-server, whose compose ignores
 ``ifGenerationMatch`` (tests/integration/devstack/test_fake_gcs_facts.py); uploads honour it on
-both, as on the real binary. A fault at call ``n``: a 503 before the effect ("error"), after it
-("lost"), a kill (that call and every later one raise :class:`Killed`) or a stall.
+both, as on the real binary (``honours_upload_conditions=False``: a store that ignores them, as
+fake-gcs-server's media uploads do, for the conditional-writes probe to refuse).
+
+A fault at call ``n``: a 503 before the effect ("error"), after it ("lost"), a kill (that call
+and every later one raise :class:`Killed`) or a stall.
 """
 
 from __future__ import annotations
@@ -51,9 +54,11 @@ class FakeGcs:
     abandon_removes = True
 
     def __init__(self, *, honours_compose_conditions: bool = True,
+                 honours_upload_conditions: bool = True,
                  faults: dict[int, Fault] | None = None, _state: _State | None = None) -> None:
         self._state = _state if _state is not None else _State()
         self.honours_compose_conditions = honours_compose_conditions
+        self.honours_upload_conditions = honours_upload_conditions
         self.faults: dict[int, Fault] = dict(faults or {})
         self.calls: list[tuple[str, str]] = []
         self.killed = False
@@ -63,6 +68,7 @@ class FakeGcs:
 
     def view(self, *, faults: dict[int, Fault] | None = None) -> FakeGcs:
         return FakeGcs(honours_compose_conditions=self.honours_compose_conditions,
+                       honours_upload_conditions=self.honours_upload_conditions,
                        faults=faults, _state=self._state)
 
     @property
@@ -139,7 +145,7 @@ class FakeGcs:
         return _json(200, {"name": name, "generation": str(generation), "size": str(len(data))})
 
     def _upload(self, name: str, data: bytes, query: dict[str, str]) -> httpx.Response:
-        if not self._precondition(name, query):
+        if self.honours_upload_conditions and not self._precondition(name, query):
             return _error(412, "conditionNotMet")
         return self._write(name, data)
 

@@ -52,3 +52,13 @@ def test_a_part_retried_after_a_lost_answer_keeps_its_first_generation() -> None
         job.stage_part(key, upload_id, 1, b"data")
     tag = job.stage_part(key, upload_id, 1, b"data")  # the retry meets ifGenerationMatch=0
     assert tag == gcs.head(f"{staging_prefix(key, upload_id)}000001")
+
+
+def test_the_probe_refuses_a_gcs_store_that_ignores_upload_preconditions() -> None:
+    from lakegate_client.tables.conditional_writes import ConditionalWriteProbe, UnsafeStoreError
+
+    with pytest.raises(UnsafeStoreError, match="accept_single_writer_risk"):
+        ConditionalWriteProbe().ensure(FakeGcs(honours_upload_conditions=False), "b", "wh/t1")
+    honest = FakeGcs()
+    ConditionalWriteProbe().ensure(honest, "b", "wh/t1")
+    assert honest.objects == {}
