@@ -57,6 +57,9 @@ def run_crash_enumeration() -> dict[str, Any]:
             report = enumerate_points(PlainScenario(case, store=dict(flags)),
                                       kinds=(*KINDS, STALL))
             cases[f"{report.scenario} ({store})"] = _summary(report)
+    for case in CASES:  # ADLS: Azure's answers, AzureBlobStore's calls (issue 34)
+        report = enumerate_points(PlainScenario(case, adls=True), kinds=(*KINDS, STALL))
+        cases[f"{report.scenario} (adls-409-412)"] = _summary(report)
     cases.update(run_format_enumeration())  # Delta, Iceberg, Lance: on local files
     unsafe = _unsafe_store_refused()
     return {

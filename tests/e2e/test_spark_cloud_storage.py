@@ -9,6 +9,7 @@ raw access token on GCS, and the data source refuses it before anything is writt
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import TYPE_CHECKING
 
@@ -19,6 +20,8 @@ from lakegate_client import Client
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+    from devstack.stack_info import StackInfo
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -77,6 +80,123 @@ def test_spark_round_trip_on_cloud_storage(
     with Client(f"unix:{info.gateway.uds}", warehouse=warehouse) as client:
         creds = client.credentials(info.namespace, qualified.split(".")[1])
         assert creds.storage == storage
+
+
+def _adls_options(info: StackInfo, qualified: str) -> dict[str, str]:
+    assert info.azure is not None
+    return {"table": qualified, "url": f"grpc+unix:{info.gateway.grpc_uds}",
+            "warehouse": info.warehouse_for("adls").name,
+            "storage_endpoint": info.azure.blob_endpoint}
+
+
+def _adls_data_files(info: StackInfo, qualified: str) -> list[str]:
+    """The table's visible data files, listed with a vended write SAS."""
+    from lakegate_client.tables.azure_store import AzureBlobStore
+    from lakegate_client.tables.staged import S3Location
+
+    assert info.azure is not None
+    namespace, name = qualified.split(".")
+    with Client(f"unix:{info.gateway.uds}", warehouse=info.warehouse_for("adls").name) as client:
+        creds = client.credentials(namespace, name, access="write").with_storage_endpoint(
+            info.azure.blob_endpoint)
+    store, where = AzureBlobStore.for_credentials(creds), S3Location.parse(creds.location)
+    return sorted(where.relative(k) for k in store.list(f"{where.prefix}/")
+                  if k.endswith(".parquet"))
+
+
+def test_an_aborted_adls_parquet_job_shows_no_row_even_from_a_task_finishing_after_abort(
+    spark: SparkSession, cloud_stack: Stack
+) -> None:
+    """On ADLS a failed job's tasks stage blocks that nothing publishes, also those of tasks
+    finishing after ``abort`` (issue 34)."""
+    info = cloud_stack.info
+    qualified = f"{info.namespace}.s_abort_{uuid.uuid4().hex[:8]}"
+    options = _adls_options(info, qualified)
+    _frame(spark, 1000, 12, 1).write.format("lakekeeper").options(
+        **options, format="parquet", create="true").mode("overwrite").save()
+    seed = _adls_data_files(info, qualified)
+    with pytest.raises(Exception, match="injected fault after_land@0"):
+        _frame(spark, 0, 40, 4).write.format("lakekeeper").options(
+            **options, test_fault="after_land@0,slow@1=4,slow@2=4,slow@3=4").mode(
+            "append").save()
+    time.sleep(8)  # the slowed tasks have finished their files by now
+    ids = sorted(r.id for r in spark.read.format("lakekeeper").options(**options).load()
+                 .select("id").collect())
+    assert ids == list(range(1000, 1012))
+    assert _adls_data_files(info, qualified) == seed
+
+
+def test_a_listing_during_an_adls_parquet_job_sees_none_of_its_files(
+    spark: SparkSession, cloud_stack: Stack
+) -> None:
+    """Regression (issue 34): on ADLS tasks wrote visible ``part-*`` files, so a reader listing
+    the table during a job saw the rows of the tasks that had finished. Now a finished task's
+    file is uncommitted blocks until the driver's commit."""
+    from devstack.spark_writes import concurrently
+    from lakegate_client.tables.azure_store import AzureBlobStore
+    from lakegate_client.tables.staged import S3Location
+
+    info = cloud_stack.info
+    assert info.azure is not None
+    qualified = f"{info.namespace}.s_mid_{uuid.uuid4().hex[:8]}"
+    options = _adls_options(info, qualified)
+    _frame(spark, 1000, 12, 1).write.format("lakekeeper").options(
+        **options, format="parquet", create="true").mode("overwrite").save()
+    seed = _adls_data_files(info, qualified)
+    with Client(f"unix:{info.gateway.uds}", warehouse=info.warehouse_for("adls").name) as client:
+        creds = client.credentials(info.namespace, qualified.split(".")[1],
+                                   access="write").with_storage_endpoint(info.azure.blob_endpoint)
+    store, where = AzureBlobStore.for_credentials(creds), S3Location.parse(creds.location)
+    seen: list[list[str]] = []
+
+    def job() -> None:  # task 1 sleeps 20 s once its rows are read; task 0 finishes at once
+        _frame(spark, 0, 40, 2).write.format("lakekeeper").options(
+            **options, test_fault="slow@1=20").mode("append").save()
+
+    def observe() -> None:  # as soon as task 0 is done (staged, or, before, visible)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            files = _adls_data_files(info, qualified)
+            if files != seed or list(store.pending_staged(f"{where.prefix}/")):
+                seen.append(_adls_data_files(info, qualified))
+                return
+            time.sleep(0.5)
+
+    errors = concurrently(spark, job, observe)
+    assert errors == [None, None]
+    assert seen == [seed]  # task 0's file existed, invisible
+    ids = sorted(r.id for r in spark.read.format("lakekeeper").options(**options).load()
+                 .select("id").collect())
+    assert ids == sorted([*range(1000, 1012), *range(40)])
+
+
+def test_two_concurrent_adls_parquet_overwrites_never_tear_the_table(
+    spark: SparkSession, cloud_stack: Stack
+) -> None:
+    """Regression (issue 34): plain tables on ADLS had no conflict check, so two overwrites
+    both "won" and each deleted what the other wrote. Now one commits and the other fails with
+    the conflict error, or they land in a serial order."""
+    from devstack.spark_writes import concurrently, is_conflict
+
+    info = cloud_stack.info
+    qualified = f"{info.namespace}.s_race_{uuid.uuid4().hex[:8]}"
+    options = _adls_options(info, qualified)
+    _frame(spark, 0, 10, 1).write.format("lakekeeper").options(
+        **options, format="parquet", create="true").mode("overwrite").save()
+    at = f"commit_at@0={time.time() + 30}"  # both drivers commit at the same moment
+
+    def overwrite(start: int) -> None:
+        _frame(spark, start, 40, 4).write.format("lakekeeper").options(
+            **options, test_fault=at).mode("overwrite").save()
+
+    errors = concurrently(spark, lambda: overwrite(100), lambda: overwrite(200))
+    for error in errors:
+        assert error is None or is_conflict(error), str(error)[-3000:]
+    assert any(e is None for e in errors)
+    ids = sorted(r.id for r in spark.read.format("lakekeeper").options(**options).load()
+                 .select("id").collect())
+    assert ids in (list(range(100, 140)), list(range(200, 240))), f"torn: {len(ids)} rows"
+    assert len(_adls_data_files(info, qualified)) == 4
 
 
 def test_spark_plain_write_on_gcs_runs_the_commit_protocol(

@@ -14,9 +14,11 @@ from __future__ import annotations
 import itertools
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 from lakegate_client.spark import committer
 from lakegate_client.tables.gcs_store import STAGING_DIR
+from lakegate_client.tables.object_store import as_store
 from lakegate_client.tables.plain_commit import (
     INTENT_PREFIX,
     MARKER,
@@ -27,6 +29,7 @@ from lakegate_client.tables.plain_commit import (
 )
 from lakegate_client.tables.staged import PendingUpload, S3Location
 
+from .fake_adls import FakeAdls
 from .fake_gcs import FakeGcs
 from .fake_s3 import FakeS3, Killed
 
@@ -62,6 +65,7 @@ class PlainScenario:
     case: str
     uploads: int = 2
     store: dict[str, bool] = field(default_factory=dict)  # FakeS3 behaviour flags
+    adls: bool = False  # on FakeAdls (Azure's answers, ``AzureBlobStore``'s calls) instead
     clock: FakeClock = field(default_factory=FakeClock)
     rival_committed: bool = False
     _plan: PlainPlan | None = None
@@ -69,7 +73,7 @@ class PlainScenario:
 
     @property
     def name(self) -> str:
-        return f"parquet/{self.case}"
+        return f"parquet/{self.case}" + ("@adls" if self.adls else "")
 
     @property
     def timing(self) -> CommitTiming:
@@ -93,7 +97,7 @@ class PlainScenario:
 
     def fresh(self) -> FakeS3:
         self.clock, self.rival_committed = FakeClock(), False
-        s3 = FakeS3(**self.store)
+        s3: Any = FakeAdls() if self.adls else FakeS3(**self.store)
         for rel in self.old():
             if rel != OTHER:
                 s3.objects[WHERE.key(rel)] = rel.encode()
@@ -103,13 +107,13 @@ class PlainScenario:
         if self.case == "conflict":
             s3.objects[WHERE.key(OTHER)] = OTHER.encode()
         self._staged = []
+        store = as_store(s3, WHERE.bucket)
         for rel in self.mine():
             key = WHERE.key(rel)
-            uid = s3.create_multipart_upload(Bucket="b", Key=key)["UploadId"]
-            etag = s3.upload_part(Bucket="b", Key=key, UploadId=uid, PartNumber=1,
-                                  Body=rel.encode())["ETag"]
-            self._staged.append(PendingUpload(key, uid, ((1, etag),), len(rel)))
-        return s3
+            uid = store.start_staged(key)
+            tag = store.stage_part(key, uid, 1, rel.encode())
+            self._staged.append(PendingUpload(key, uid, ((1, tag),), len(rel)))
+        return s3  # type: ignore[no-any-return]
 
     def run(self, s3: FakeS3) -> bool:
         """``publish_plain`` and then Spark's ``abort`` (which runs after a raising commit)."""
@@ -145,11 +149,9 @@ class PlainScenario:
         self.clock.advance(3600)
         try:
             plan = plan_plain(s3, WHERE, "parquet", self.timing)
-            key = WHERE.key(RIVAL_FILE)
-            uid = s3.create_multipart_upload(Bucket="b", Key=key)["UploadId"]
-            etag = s3.upload_part(Bucket="b", Key=key, UploadId=uid, PartNumber=1,
-                                  Body=b"rival")["ETag"]
-            upload = PendingUpload(key, uid, ((1, etag),), 5)
+            key, store = WHERE.key(RIVAL_FILE), as_store(s3, WHERE.bucket)
+            uid = store.start_staged(key)
+            upload = PendingUpload(key, uid, ((1, store.stage_part(key, uid, 1, b"rival")),), 5)
         except Exception:  # noqa: BLE001 - the rival could not even start
             return
         try:

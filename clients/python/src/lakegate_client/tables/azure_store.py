@@ -8,13 +8,14 @@ completion is recognised, never a rewrite). Markers, intents and claims are Put 
 ``If-None-Match: *`` (refused: 409 ``BlobAlreadyExists``) or ``If-Match: <etag>`` (refused: 412
 ``ConditionNotMet``; 404 when the blob is gone).
 
-What Azure cannot do: remove the uncommitted blocks of a blob that has no committed version.
-Delete Blob answers 404 for it, and only a Put Block List or Put Blob of that name discards
-them, either of which would publish a (possibly empty) file readers can see. So an abandoned
-staged file stays as invisible uncommitted blocks until Azure's garbage collection removes them
-(7 days); ``abandon_staged`` makes no call. They can be listed (List Blobs with
-``include=uncommittedblobs``), and block ids carry the upload id, so nothing ever commits them
-by mistake.
+Giving a staged file up (``abandon_staged``) is a Delete Blob, only of a blob with no committed
+version (a HEAD first, and ``If-None-Match: *``), so it never removes a published file. What it
+frees differs: Azurite answers 202 and drops the blob from listings, though its blocks can still
+be committed by id; Azure documents no call that discards uncommitted blocks other than a Put
+Block List or Put Blob of the name (either would publish a file readers can see), and garbage
+collects them after 7 days. Either way the blocks stay invisible to every reader, and their ids
+carry the upload id, so nothing commits them by mistake. Staged files are listed with List Blobs
+``include=uncommittedblobs``, which a SAS with ``l`` may do, so the job's sweep runs on ADLS.
 
 Every URL carries the SAS, so no URL goes into an error message or a log.
 """
@@ -73,7 +74,7 @@ def _quoted(etag: str) -> str:
 class AzureBlobStore:
     """One container of one storage account, through a SAS token (thread-safe)."""
 
-    abandon_removes = False
+    abandon_removes = True  # drops the staged blob from listings (module docstring)
 
     def __init__(self, blob_endpoint: str, container: str, sas_token: str,
                  http: httpx.Client | None = None) -> None:
@@ -213,7 +214,17 @@ class AzureBlobStore:
         raise self._fail(f"Put Block List {upload.key}", answer)
 
     def abandon_staged(self, key: str, upload_id: str) -> bool:
-        return False  # nothing removes uncommitted blocks (module docstring): Azure's GC does
+        """Delete the staged blob unless it has a committed version (then it is published:
+        never touched). Azurite ignores ``If-None-Match: *`` on a delete, hence the HEAD."""
+        if self.head(key) is not None:
+            return False
+        answer = self._send("DELETE", f"Delete Blob {key}", self._url(key),
+                            headers={"If-None-Match": "*"})
+        if answer.status_code == 202:
+            return True
+        if answer.status_code in (404, 412):
+            return False  # nothing staged there (any more), or published meanwhile
+        raise self._fail(f"Delete Blob {key}", answer)
 
     def pending_staged(self, prefix: str) -> Iterator[tuple[str, str]]:
         """Blobs with uncommitted blocks and no committed version, with the upload id their

@@ -1,0 +1,104 @@
+"""Spark writes to a plain table on ADLS run S3's protocol (issue 34): the plan stages tasks'
+files as uncommitted blocks after the conditional-writes probe, the commit publishes them under
+the marker/intent protocol, an overwrite planned against a stale table conflicts, and a failed
+job leaves nothing visible. Used to be: tasks wrote visible files, no conflict check."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from lakegate_client.tables.catalog import TableInfo
+from lakegate_client.tables.staged import S3Location, stage_parquet
+
+from ..tables.fake_adls import FakeAdls
+
+pytest.importorskip("pyspark")
+
+LOCATION = "abfss://wh@devstoreaccount1.dfs.core.windows.net/ns/t1"
+WHERE = S3Location.parse(LOCATION)
+
+
+def _creds() -> Any:
+    return type("C", (), {"location": LOCATION, "storage": "adls",
+                          "pyarrow_filesystem": lambda self: None})()
+
+
+def _writer(monkeypatch: pytest.MonkeyPatch, store: FakeAdls, overwrite: bool) -> Any:
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    from lakegate_client.spark import committer, datasource, writer
+    from lakegate_client.tables.conditional_writes import ConditionalWriteProbe
+
+    info = TableInfo(namespace=("ns",), name="t1", format="parquet", location=LOCATION)
+    monkeypatch.setattr(datasource, "client_for", lambda _url: None)
+    monkeypatch.setattr(datasource.tables, "ensure_table", lambda *_a, **_k: info)
+    monkeypatch.setattr(datasource, "table_credentials", lambda *_a, **_k: _creds())
+    monkeypatch.setattr(datasource, "convert_to_plain", lambda *_a: False)
+    monkeypatch.setattr(writer, "table_credentials", lambda *_a, **_k: _creds())
+    monkeypatch.setattr(datasource, "table_store", lambda _c: store)
+    monkeypatch.setattr(committer, "table_store", lambda _c: store)
+    probe = ConditionalWriteProbe()
+    monkeypatch.setattr(datasource, "process_probe", lambda: probe)
+    source = datasource.LakekeeperDataSource({"table": "ns.t1"})
+    return source.writer(StructType([StructField("id", LongType())]), overwrite)
+
+
+def _stage(store: FakeAdls, write_id: str, n: int) -> Any:
+    import pyarrow as pa
+
+    from lakegate_client.spark.writer import TaskResult
+
+    schema = pa.schema([("id", pa.int64())])
+    rel = f"part-{write_id}-{n:05d}-x.parquet"
+    batch = pa.record_batch([pa.array([n])], schema=schema)
+    upload = stage_parquet(store, WHERE.bucket, WHERE.key(rel), schema, [batch])
+    return TaskResult(partition=n, uploads=(upload,), rows=1)
+
+
+def _data(store: FakeAdls) -> list[str]:
+    return sorted(WHERE.relative(k) for k in store.objects if k.endswith(".parquet"))
+
+
+def test_a_plain_write_on_adls_is_staged_and_planned_after_the_probe(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    store = FakeAdls()
+    writer = _writer(monkeypatch, store, overwrite=True)
+    assert writer._plan.staged
+    assert writer._plan.plain is not None
+    assert [op for op, _ in store.calls][:4] == ["PutBlob"] * 4  # the probe's conditional PUTs
+    assert store.objects == {}  # the probe cleaned up after itself
+
+
+def test_a_staged_file_is_invisible_until_the_commit_and_a_stale_overwrite_conflicts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from lakegate_client.tables.plain_commit import WriteConflictError
+
+    store = FakeAdls()
+    first = _writer(monkeypatch, store, overwrite=True)
+    second = _writer(monkeypatch, store, overwrite=True)  # planned against the same table
+    mine = [_stage(store, first._plan.write_id, n) for n in range(2)]
+    assert _data(store) == []  # uncommitted blocks: nothing a reader can see
+    first.commit(mine)
+    assert _data(store) == sorted(f"part-{first._plan.write_id}-{n:05d}-x.parquet"
+                                  for n in range(2))
+    theirs = [_stage(store, second._plan.write_id, 0)]
+    with pytest.raises(WriteConflictError):
+        second.commit(theirs)
+    second.abort(theirs)
+    assert _data(store) == sorted(f"part-{first._plan.write_id}-{n:05d}-x.parquet"
+                                  for n in range(2))
+    assert not [k for k in store.objects if "_lakegate_intent-" in k]
+
+
+def test_a_failed_job_leaves_no_visible_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    store = FakeAdls()
+    writer = _writer(monkeypatch, store, overwrite=False)
+    staged = [_stage(store, writer._plan.write_id, n) for n in range(3)]
+    writer.abort(staged)
+    assert _data(store) == []
+    prefix = f"{WHERE.prefix}/"
+    assert list(store.view().pending_staged(prefix)) == []  # abandoned (Delete Blob)
