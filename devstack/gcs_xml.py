@@ -564,6 +564,6 @@ def _token(last_key: str) -> str:
 def _untoken(token: str) -> str:
     """Raises: XmlError 400 for a token this layer did not issue."""
     try:
-        return base64.urlsafe_b64decode(token.encode()).decode()
+        return base64.b64decode(token.encode(), altchars=b"-_", validate=True).decode()
     except (ValueError, UnicodeDecodeError) as exc:
         raise XmlError(400, "InvalidArgument", "the continuation token is not valid") from exc

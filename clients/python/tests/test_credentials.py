@@ -411,6 +411,20 @@ def test_gcs_shapes_where_the_library_takes_a_raw_token() -> None:
     assert isinstance(c.pyarrow_filesystem(), pafs.GcsFileSystem)
 
 
+def test_lance_on_a_local_gcs_endpoint_gets_the_token_and_the_base_url() -> None:
+    """Lakekeeper vends no GCS endpoint: the client's setting becomes object_store's base URL
+    (plain HTTP allowed only for an http:// endpoint), next to the vended token."""
+    c = creds(GCS, location="gs://bucket/wh/tbl").with_storage_endpoint("http://127.0.0.1:4443/")
+    assert c.lance_storage_options() == {
+        "google_storage_token": "ya29.token",
+        "google_base_url": "http://127.0.0.1:4443",
+        "allow_http": "true",
+        "expires_at_millis": str(EXPIRES_MS),
+    }
+    tls = creds(GCS, location="gs://bucket/wh/tbl").with_storage_endpoint("https://gcs.example")
+    assert "allow_http" not in tls.lance_storage_options()
+
+
 def test_gcsfs_takes_a_credentials_object_and_never_asks_tokeninfo(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -352,3 +352,22 @@ def test_lance_concurrent_appends_all_land(local_gcs: LocalGcs, prefix: str) -> 
     got = sorted(lance.dataset(uri, storage_options=options).to_table()["id"].to_pylist())
     assert got == [-1, *range(40), *range(1000, 1040)]
     assert lance.dataset(uri, storage_options=options).version == 9
+
+
+def test_list_v1_pages_with_markers(http: httpx.Client, prefix: str) -> None:
+    names = [f"{prefix}/k{i}" for i in range(5)]
+    for name in names:
+        assert http.put(_key(name), content=b"1").status_code == 200
+    seen: list[str] = []
+    marker = ""
+    for _ in range(10):
+        params = {"prefix": f"{prefix}/", "max-keys": "2", **({"marker": marker} if marker else {})}
+        root = _parse(http.get("", params=params).content)
+        seen += [e.text or "" for e in root.iter() if e.tag.endswith("Key")]
+        marker = root.findtext("{*}NextMarker") or ""
+        if root.findtext("{*}IsTruncated") != "true":
+            break
+    assert seen == names
+    bad = http.get("", params={"list-type": "2", "prefix": f"{prefix}/",
+                               "continuation-token": "%%%"})  # fmt: skip
+    assert (bad.status_code, _code(bad)) == (400, "InvalidArgument")
