@@ -88,7 +88,7 @@ test-integration: venv azurite
 bench: venv
 	$(PY) -m loadtest --standard --profile
 
-harden: venv
+harden: venv azurite
 	$(PY) -m hardening $(HARDEN_ARGS)
 
 soak: venv

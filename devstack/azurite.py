@@ -70,6 +70,12 @@ def _admin_sas(container: str, permissions: str) -> str:
     return sign(request, ACCOUNT_KEY)
 
 
+def owner_sas(container: str) -> str:
+    """A container SAS with every blob permission, signed with the account key: the storage
+    owner's view (audits list and read what no vended credential may)."""
+    return _admin_sas(container, "racwdl")
+
+
 def create_container(endpoint: str, container: str, timeout_s: float = 5.0) -> None:
     """Create `container` with an account SAS of the development account (idempotent).
 

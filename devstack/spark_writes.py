@@ -7,7 +7,7 @@ Shared by the e2e write-protocol tests and the hardening write matrix, so both d
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
@@ -32,9 +32,11 @@ def frame(spark: SparkSession, start: int, count: int, partitions: int = 2) -> D
 
 
 def save(df: DataFrame, qualified: str, fmt: str, mode: str, *, fault: str = "",
-         catalog_url: str = "") -> None:
-    """Write ``df`` with ``create=true`` (Iceberg needs the gateway's HTTP ``catalog_url``)."""
+         catalog_url: str = "", options: Mapping[str, str] | None = None) -> None:
+    """Write ``df`` with ``create=true`` (Iceberg needs the gateway's HTTP ``catalog_url``;
+    ``options``: more data source options, e.g. another storage's warehouse and endpoint)."""
     w = df.write.format("lakekeeper").option("table", qualified).option("format", fmt)
+    w = w.options(**(options or {}))
     if catalog_url:
         w = w.option("catalog_url", catalog_url)
     if fault:
@@ -42,10 +44,10 @@ def save(df: DataFrame, qualified: str, fmt: str, mode: str, *, fault: str = "",
     w.option("create", "true").mode(mode).save()
 
 
-def spark_ids(spark: SparkSession, qualified: str, fmt: str = "", catalog_url: str = ""
-              ) -> list[int]:
+def spark_ids(spark: SparkSession, qualified: str, fmt: str = "", catalog_url: str = "",
+              options: Mapping[str, str] | None = None) -> list[int]:
     """The table's ``id`` column as Spark's reader sees it, sorted."""
-    r = spark.read.format("lakekeeper").option("table", qualified)
+    r = spark.read.format("lakekeeper").option("table", qualified).options(**(options or {}))
     if fmt == "iceberg":
         r = r.option("format", "iceberg").option("catalog_url", catalog_url)
     return sorted(row.id for row in r.load().select("id").collect())

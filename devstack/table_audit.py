@@ -29,42 +29,70 @@ class Audit:
 
 
 class TableAuditor:
-    """Owner-keyed access to the stack's S3 (boto3 and pyarrow)."""
+    """Owner-keyed access to the stack's S3 (boto3 and pyarrow), or with ``storage="adls"`` to
+    its Azurite container (an account-key-signed container SAS, the Blob REST store)."""
 
-    def __init__(self, info: StackInfo) -> None:
+    def __init__(self, info: StackInfo, storage: str = "s3") -> None:
         import boto3
 
         s3 = info.s3
-        self._info = info
+        self._info, self.storage = info, storage
         self.s3: Any = boto3.session.Session().client(
             "s3", endpoint_url=s3.endpoint, region_name=s3.region,
             aws_access_key_id=s3.admin_access_key, aws_secret_access_key=s3.admin_secret_key,
         )
+        self._adls: Any = None
+        if storage == "adls":
+            self._adls = self._adls_settings(info)
+
+    @staticmethod
+    def _adls_settings(info: StackInfo) -> Any:
+        """The owner's ADLS facts: a container SAS signed with the development account key."""
+        from devstack import azurite
+        from lakegate_client._azure import AdlsSettings
+
+        assert info.azure is not None, "the stack runs without adls"
+        return AdlsSettings(account_name=info.azure.account, host_suffix=info.azure.host,
+                            sas_token=azurite.owner_sas(info.azure.container),
+                            account_host=None, expires_at_ms=None,
+                            endpoint=info.azure.blob_endpoint)
+
+    def _store(self, location: str) -> Any:
+        from lakegate_client.tables.azure_store import AzureBlobStore
+        from lakegate_client.tables.object_store import S3Store
+        from lakegate_client.tables.staged import S3Location
+
+        bucket = S3Location.parse(location).bucket
+        if self._adls is not None:
+            return AzureBlobStore(self._adls.blob_endpoint, bucket, self._adls.sas_token)
+        return S3Store(self.s3, bucket)
 
     def _split(self, location: str) -> tuple[str, str]:
-        bucket, _, key = location.split("://", 1)[1].partition("/")
-        return bucket, key.strip("/")
+        from lakegate_client.tables.staged import S3Location
+
+        where = S3Location.parse(location)
+        return where.bucket, where.prefix
 
     def objects(self, location: str) -> list[str]:
         """Every object under the location (relative paths)."""
-        bucket, key = self._split(location)
-        out: list[str] = []
-        for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket=bucket,
-                                                                        Prefix=key + "/"):
-            out.extend(str(o["Key"])[len(key) + 1 :] for o in page.get("Contents", ()))
-        return sorted(out)
+        _, key = self._split(location)
+        return sorted(k[len(key) + 1 :] for k in self._store(location).list(key + "/"))
 
     def pending_uploads(self, location: str) -> int:
-        bucket, key = self._split(location)
-        page = self.s3.list_multipart_uploads(Bucket=bucket, Prefix=key + "/")
-        return len(page.get("Uploads", ()))
+        """Staged files nobody completed (S3 multipart uploads, ADLS uncommitted blobs)."""
+        _, key = self._split(location)
+        return len(list(self._store(location).pending_staged(key + "/")))
 
     def _read(self, location: str, rel: str) -> bytes:
-        bucket, key = self._split(location)
-        body: bytes = self.s3.get_object(Bucket=bucket, Key=f"{key}/{rel}")["Body"].read()
+        _, key = self._split(location)
+        found = self._store(location).get(f"{key}/{rel}")
+        assert found is not None, f"{rel} vanished"
+        body: bytes = found[0]
         return body
 
     def _storage_options(self) -> dict[str, str]:
+        if self._adls is not None:
+            return dict(self._adls.delta())
         s3 = self._info.s3
         return {"aws_access_key_id": s3.admin_access_key,
                 "aws_secret_access_key": s3.admin_secret_key, "aws_region": s3.region,
@@ -82,6 +110,8 @@ class TableAuditor:
 
     def audit(self, fmt: str, location: str, table: Any = None) -> Audit:
         """Rows by the format's reader, orphans and pending uploads under ``location``."""
+        if self.storage == "adls":  # a fresh owner SAS (it lives an hour)
+            self._adls = self._adls_settings(self._info)
         objects = self.objects(location)
         if fmt in PLAIN_FORMATS:
             ids, orphans = self._plain(fmt, location, objects)
@@ -99,6 +129,14 @@ class TableAuditor:
         import pyarrow.dataset as pads
         import pyarrow.fs as pafs
 
+        if self._adls is not None:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            data = [r for r in objects if not r.startswith(("_", ".")) and r.endswith(f".{fmt}")]
+            ids = [i for r in data for i in pq.read_table(pa.BufferReader(
+                self._read(location, r)), columns=["id"]).column("id").to_pylist()]
+            return ids, [r for r in objects if r not in data and r != PLAIN_MARKER]
         s3 = self._info.s3
         scheme, _, host = s3.endpoint.partition("://")
         fs = pafs.S3FileSystem(access_key=s3.admin_access_key, secret_key=s3.admin_secret_key,
@@ -129,7 +167,7 @@ class TableAuditor:
     def _lance(self, location: str, objects: list[str]) -> tuple[list[int], list[str]]:
         import lance
 
-        options = self._storage_options()
+        options = dict(self._adls.lance()) if self._adls is not None else self._storage_options()
         latest = lance.dataset(location, storage_options=options)
         referenced: set[str] = set()
         for version in latest.versions():

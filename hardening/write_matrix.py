@@ -42,6 +42,9 @@ if TYPE_CHECKING:
     from devstack.stack_info import StackInfo
 
 FORMATS = ("parquet", "delta", "lance", "iceberg")
+# ADLS (Azurite): the formats the data source writes there (no Iceberg: the catalog emulator
+# writes Iceberg metadata on S3 only); results under "<format>@adls"
+ADLS_FORMATS = ("parquet", "delta", "lance")
 CASES = ("retry", "abort_late", "before_commit", "append+append", "overwrite+overwrite",
          "overwrite+append", "create+create", "create+overwrite")  # on the local[2,2] session
 PLAIN_CASES = ("slow_commit",)  # plain tables only (the commit lease is theirs)
@@ -80,23 +83,28 @@ class CaseCounts:
 class _Round:
     """One case on one fresh table."""
 
-    def __init__(self, spark: SparkSession, info: StackInfo, auditor: TableAuditor, fmt: str
-                 ) -> None:
+    def __init__(self, spark: SparkSession, info: StackInfo, auditor: TableAuditor, fmt: str,
+                 storage: str = "s3") -> None:
         self.spark, self.info, self.auditor, self.fmt = spark, info, auditor, fmt
         self.name = f"w_{uuid.uuid4().hex[:10]}"
         self.qualified = f"{info.namespace}.{self.name}"
         self.url = info.gateway_url if fmt == "iceberg" else ""
+        self.warehouse = info.warehouse_for(storage).name
+        self.options = {"warehouse": self.warehouse}
+        if storage == "adls":  # Lakekeeper vends no endpoint: tasks reach Azurite by option
+            assert info.azure is not None
+            self.options["storage_endpoint"] = info.azure.blob_endpoint
 
     def write(self, rows: list[int], mode: str, fault: str = "", parts: int = 4) -> None:
         save(frame(self.spark, rows[0], len(rows), parts), self.qualified, self.fmt, mode,
-             fault=fault, catalog_url=self.url)
+             fault=fault, catalog_url=self.url, options=self.options)
 
     def job(self, rows: list[int], mode: str, fault: str) -> Callable[[], None]:
         return lambda: self.write(rows, mode, fault)
 
     def observe(self) -> tuple[list[int], list[int], list[str], int]:
         """(Spark's ids, the native reader's ids, orphans, pending uploads)."""
-        ids = spark_ids(self.spark, self.qualified, self.fmt, self.url)
+        ids = spark_ids(self.spark, self.qualified, self.fmt, self.url, self.options)
         if self.fmt == "iceberg":
             table = self.auditor.iceberg_table(self.info.namespace, self.name)
             audit = self.auditor.audit("iceberg", str(table.location()), table)
@@ -104,7 +112,7 @@ class _Round:
             from lakegate_client import Client, tables
 
             with Client(f"grpc+unix:{self.info.gateway.grpc_uds}",
-                        warehouse=self.info.warehouse.name) as client:
+                        warehouse=self.warehouse) as client:
                 location = tables.describe_table(client, self.info.namespace, self.name).location
             audit = self.auditor.audit(self.fmt, location)
         return ids, audit.native_ids, audit.orphans, audit.pending_uploads
@@ -256,16 +264,19 @@ def _allowed(case: str, errors: list[BaseException | None]) -> list[list[int]]:
 
 
 def run_write_suite(run_dir: Path, *, rounds: int = 3, formats: tuple[str, ...] = FORMATS,
-                    speculation: bool = True) -> dict[str, Any]:
-    """Start a stack with a gateway and a ``local[2,2]`` session, run the matrix, then the
-    ``speculation`` case on a two-host cluster session; stop everything."""
+                    speculation: bool = True,
+                    adls_formats: tuple[str, ...] = ADLS_FORMATS) -> dict[str, Any]:
+    """Start a stack (S3 and Azurite) with a gateway and a ``local[2,2]`` session, run the
+    matrix on S3 (``formats``) and on ADLS (``adls_formats``, results as ``<format>@adls``),
+    then the ``speculation`` case (S3) on a two-host cluster session; stop everything."""
     from demo.pipeline import spark_session
     from devstack.launcher import start_stack, stop_stack
     from hardening.crash_enumeration import run_crash_enumeration
     from hardening.write_speculation import speculation_session
 
     crash = run_crash_enumeration()  # in-process on the fake store: exhaustive and quick
-    stack = start_stack(run_dir / "stack", with_gateway=True)
+    stack = start_stack(run_dir / "stack", with_gateway=True,
+                        storages=("s3", "adls") if adls_formats else ("s3",))
     results: dict[str, dict[str, CaseCounts]] = {}
     try:
         info = stack.info
@@ -282,6 +293,12 @@ def run_write_suite(run_dir: Path, *, rounds: int = 3, formats: tuple[str, ...] 
                     _rounds(results, fmt, case, rounds,
                             lambda c, f=fmt, k=case: _run_case(  # type: ignore[misc]
                                 _Round(spark, info, auditor, f), k, c))
+            adls_auditor = TableAuditor(info, "adls") if adls_formats else auditor
+            for fmt in adls_formats:
+                for case in CASES + (PLAIN_CASES if fmt == "parquet" else ()):
+                    _rounds(results, f"{fmt}@adls", case, rounds,
+                            lambda c, f=fmt, k=case: _run_case(  # type: ignore[misc]
+                                _Round(spark, info, adls_auditor, f, "adls"), k, c))
         finally:
             spark.stop()
         if speculation:

@@ -3,15 +3,16 @@
 Why a module of its own: tasks (``writer.py``) only ever *stage* data; every decision about what
 becomes visible is made here, once, by the one process that knows which attempts Spark accepted.
 
-- Plain tables and Delta on S3: tasks leave multipart uploads pending (``tables/staged.py``).
+- Plain tables and Delta on S3 and ADLS: tasks leave staged files pending (``tables/staged.py``;
+  S3 multipart uploads, ADLS uncommitted blocks, through ``table_store``).
   Commit completes the reported ones (plain: under the conflict protocol of
   ``tables/plain_commit.py``; Delta: then one Delta transaction adds them); abort aborts them.
   Both then sweep the job's other pending uploads when the credential may list them.
-- Other storage (no multipart API here): tasks write visible files named by the write id; commit
+- Other storage (no store here yet): tasks write visible files named by the write id; commit
   and abort delete every file of the job that is not published.
 - Lance: one commit of the reported fragments; append never overwrites (see ``commit_lance``).
-  On S3 the job's attempt ledger (``tables/attempts.py``) removes the fragment files of attempts
-  the commit does not use (killed duplicates, tasks finishing after the job ended).
+  On S3 and ADLS the job's attempt ledger (``tables/attempts.py``) removes the fragment files of
+  attempts the commit does not use (killed duplicates, tasks finishing after the job ended).
 """
 
 from __future__ import annotations
@@ -347,7 +348,7 @@ def drop_job_files(creds: TableCredentials, write_id: str, keep: Sequence[str]) 
 
 def commit_lance(creds: TableCredentials, schema: pa.Schema, fragments_json: Sequence[str], *,
                  overwrite: bool, read_version: int | None, write_id: str = "") -> None:
-    """One Lance commit of the fragments, then (S3, ``write_id`` given) the attempt ledger's
+    """One Lance commit of the fragments, then (S3, ADLS; ``write_id`` given) the attempt ledger's
     cleanup of every fragment file the commit does not use.
 
     Overwrite replaces whatever version is current (last writer wins, a serial order). Append
@@ -451,8 +452,8 @@ def create_lance(location: str, options: dict[str, str], schema: pa.Schema,
     """Create the empty dataset a job found missing; returns the version to commit on.
 
     Lance's create is not exclusive: of two at once, the later commits as an Overwrite on top of
-    the first, wiping an append or overwrite that landed in between (or failing it). On S3 only
-    the holder of the ledger's create claim creates; the other jobs wait until the dataset
+    the first, wiping an append or overwrite that landed in between (or failing it). On S3 and
+    ADLS only the holder of the ledger's create claim creates; the other jobs wait until the dataset
     exists. Elsewhere (no conditional PUT here) every job tries to create, as before.
     """
     import lance

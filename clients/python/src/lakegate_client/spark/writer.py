@@ -3,10 +3,11 @@
 Why split this way: only the driver knows which task attempts Spark accepted, so only the driver
 makes data visible (``committer.py``); a task never writes a file a reader could see.
 
-- ``parquet`` (plain table) and ``delta`` on S3: each task streams one Parquet file into a
-  multipart upload that it does not complete (``tables/staged.py``) and reports key, upload id
-  and part ETags. A failed, duplicate or late attempt's upload is never completed, so its rows
-  never appear; ``abort`` aborts the reported uploads. Plain tables commit under a conflict check
+- ``parquet`` (plain table) and ``delta`` on S3 and ADLS: each task streams one Parquet file
+  into a staged upload that it does not complete (``tables/staged.py``: an S3 multipart upload,
+  ADLS uncommitted blocks) and reports key, upload id and part tags. A failed, duplicate or
+  late attempt's upload is never completed, so its rows never appear; ``abort`` aborts the
+  reported uploads. Plain tables commit under a conflict check
   (``tables/plain_commit.py``); Delta adds the files in one Delta transaction.
 - Other storage: tasks write ``part-<write-id>-*`` files; commit and abort delete the job's
   unpublished ones (a reader listing a plain table during the job sees them as they land).

@@ -1,5 +1,6 @@
-"""The attempt ledger of a Lance write job on S3: what each task attempt wrote, so that the files
-of an attempt no commit uses are deleted, also when that attempt finishes after the job ended.
+"""The attempt ledger of a Lance write job on S3 or ADLS (any ``ObjectStore``): what each task
+attempt wrote, so that the files of an attempt no commit uses are deleted, also when that attempt
+finishes after the job ended.
 
 Why: Lance fragment files land as visible (if unreferenced) objects with names Lance picks. Spark
 accepts one attempt per partition; a killed speculative duplicate, or a task still running when

@@ -1,5 +1,5 @@
-"""Conditional PUTs on S3-compatible stores: what counts as "refused", and whether a store honours
-them at all.
+"""Conditional PUTs on S3-compatible stores (and, through ``ObjectStore.put_if``, ADLS): what
+counts as "refused", and whether a store honours them at all.
 
 Why: every exclusion the writers rely on (the plain-table commit marker and intents, the Lance
 create claim, the attempt ledger) is a PUT with ``If-None-Match: *`` or ``If-Match: <etag>``. A
