@@ -133,3 +133,29 @@ def test_the_driver_reads_records_and_deletes_files_in_parallel() -> None:
     assert sorted(discard_unused(s3, WHERE, "w1", used)) == [f"data/p{p}-b.lance" for p in range(6)]
     assert _left(s3) == sorted(used)
     assert Slow.most > 1
+
+
+def test_the_ledger_and_the_create_claim_run_on_adls() -> None:
+    """Issue 34: the ledger and the create claim are ``ObjectStore`` calls, so on ADLS a
+    duplicate's and a late attempt's files are removed too, and one job holds the claim."""
+    from lakegate_client.tables.attempts import claim_create
+
+    from .fake_adls import FakeAdls
+
+    store = FakeAdls()
+
+    def land(rel: str) -> list[str]:
+        store.put(WHERE.key(rel), b"fragment")
+        return [rel]
+
+    check_in(store, WHERE, "w1", 0, 0, land("data/a.lance"))
+    check_in(store, WHERE, "w1", 0, 1, land("data/b.lance"))
+    close_job(store, WHERE, "w1")
+    assert discard_unused(store, WHERE, "w1", ["data/b.lance"]) == ["data/a.lance"]
+    with pytest.raises(JobClosedError):
+        check_in(store, WHERE, "w1", 1, 0, land("data/late.lance"))
+    assert sorted(WHERE.relative(k) for k in store.objects
+                  if WHERE.relative(k) != CLOSED) == ["data/b.lance"]
+    assert claim_create(store, WHERE, "w2") is True
+    assert claim_create(store.view(), WHERE, "w3") is False  # 409 BlobAlreadyExists: held
+    assert claim_create(store.view(), WHERE, "w2") is True  # the holder asks again

@@ -121,7 +121,8 @@ def sweep(s3: Any, where: S3Location, write_id: str, keep: Sequence[str] = ()) -
     Lakekeeper's session policy grants no ``s3:ListBucketMultipartUploads``, so under a vended
     credential this listing is refused (AccessDenied): then nothing is swept here, and those
     invisible uploads wait for the bucket's ``AbortIncompleteMultipartUpload`` lifecycle rule.
-    Returns how many uploads were aborted (-1: listing refused).
+    A read-write ADLS SAS may list staged blobs, so there the sweep runs. Returns how many
+    uploads were aborted (-1: listing refused).
     """
     try:
         return sweep_uploads(s3, where, write_id, keep)
@@ -348,8 +349,8 @@ def drop_job_files(creds: TableCredentials, write_id: str, keep: Sequence[str]) 
 
 def commit_lance(creds: TableCredentials, schema: pa.Schema, fragments_json: Sequence[str], *,
                  overwrite: bool, read_version: int | None, write_id: str = "") -> None:
-    """One Lance commit of the fragments, then (S3, ADLS; ``write_id`` given) the attempt ledger's
-    cleanup of every fragment file the commit does not use.
+    """One Lance commit of the fragments, then (S3, ADLS; ``write_id`` given) the attempt
+    ledger's cleanup of every fragment file the commit does not use.
 
     Overwrite replaces whatever version is current (last writer wins, a serial order). Append
     never overwrites: it appends against the version that exists at commit time. A job that
@@ -453,8 +454,8 @@ def create_lance(location: str, options: dict[str, str], schema: pa.Schema,
 
     Lance's create is not exclusive: of two at once, the later commits as an Overwrite on top of
     the first, wiping an append or overwrite that landed in between (or failing it). On S3 and
-    ADLS only the holder of the ledger's create claim creates; the other jobs wait until the dataset
-    exists. Elsewhere (no conditional PUT here) every job tries to create, as before.
+    ADLS only the holder of the ledger's create claim creates; the other jobs wait until the
+    dataset exists. Elsewhere (no conditional PUT here) every job tries to create, as before.
     """
     import lance
 
