@@ -498,3 +498,13 @@ def test_unknown_storage_is_refused_by_every_adapter() -> None:
     ):
         with pytest.raises(UnsupportedStorageError):
             getattr(c, adapter)()
+
+
+def test_gcs_settings_are_public_on_gcs_only() -> None:
+    gcs = creds(GCS, location="gs://bucket/wh/tbl").with_storage_endpoint("http://127.0.0.1:1/")
+    settings = gcs.gcs()
+    assert (settings.token, settings.project_id, settings.endpoint) == (
+        "ya29.token", "proj", "http://127.0.0.1:1")
+    assert "ya29" not in repr(settings)
+    with pytest.raises(UnsupportedStorageError):
+        creds(S3_HTTP).gcs()
