@@ -137,3 +137,23 @@ def test_delete_and_copy_ignore_if_generation_match(api: httpx.Client, name: str
     copy = f"/storage/v1/b/bkt/o/{quote(src, safe='')}/copyTo/b/bkt/o/{quote(dst, safe='')}"
     assert api.post(copy, params={"ifGenerationMatch": "0"}).status_code == 200  # GCS: 412
     assert _read(api, dst) == b"src"
+
+
+def test_compose_ignores_if_generation_match_and_missing_sources_are_500(
+    api: httpx.Client, name: str,
+) -> None:
+    """The GCS store publishes a staged file by compose with ifGenerationMatch=0; here that
+    precondition is not checked (so "already published" is found by a HEAD instead)."""
+    for part, data in (("p1", b"ab"), ("p2", b"cd")):
+        assert _multipart(api, f"{name}/{part}", data).status_code == 200
+    assert _multipart(api, f"{name}/dst", b"existing").status_code == 200
+    body = {"sourceObjects": [{"name": f"{name}/p1"}, {"name": f"{name}/p2"}],
+            "destination": {"contentType": "application/octet-stream"}}  # fmt: skip
+    url = f"/storage/v1/b/bkt/o/{quote(name + '/dst', safe='')}/compose"
+    unconditional = api.post(url, json=body, params={"ifGenerationMatch": "0"})
+    assert unconditional.status_code == 200  # GCS: 412
+    assert _read(api, f"{name}/dst") == b"abcd"
+    missing = {**body, "sourceObjects": [{"name": f"{name}/gone"}]}
+    assert api.post(url, json=missing).status_code == 500  # GCS: 404
+    too_many = {**body, "sourceObjects": [{"name": f"{name}/p1"}] * 33}
+    assert api.post(url, json=too_many).status_code == 400
