@@ -63,7 +63,8 @@ def _visible(http: httpx.Client, name: str) -> bytes | None:
 
 def test_fake_gcs_refuses_the_xml_writes(local_gcs: LocalGcs, prefix: str) -> None:
     """Why the guard translates: fake-gcs-server itself (addressed as its public host, so its
-    XML routes match) refuses the XML simple PUT and the multipart initiation."""
+    XML routes match) refuses the XML simple PUT, the multipart initiation and a part upload,
+    and its XML list does not page."""
     host = {"Host": local_gcs.guard.removeprefix("http://")}
     base = f"{local_gcs.server}/{local_gcs.bucket}/{quote(prefix + '/a', safe='')}"
     put = httpx.put(base, content=b"x", headers=host, trust_env=False)
@@ -71,6 +72,20 @@ def test_fake_gcs_refuses_the_xml_writes(local_gcs: LocalGcs, prefix: str) -> No
     assert "invalid uploadType" in put.text
     initiate = httpx.post(base, params={"uploads": ""}, headers=host, trust_env=False)
     assert initiate.status_code >= 400
+    part = httpx.put(base, params={"partNumber": "1", "uploadId": "u"}, content=b"x",
+                     headers=host, trust_env=False)  # fmt: skip
+    assert part.status_code == 400
+    # Its XML list (served for its public host) ignores max-keys: every key, no token.
+    for leaf in ("a", "b", "c"):
+        httpx.post(f"{local_gcs.server}/upload/storage/v1/b/{local_gcs.bucket}/o",
+                   params={"uploadType": "media", "name": f"{prefix}/{leaf}"}, content=b"1",
+                   trust_env=False)  # fmt: skip
+    listing = httpx.get(f"{local_gcs.server}/{local_gcs.bucket}", headers=host, trust_env=False,
+                        params={"list-type": "2", "prefix": f"{prefix}/", "max-keys": "1"})
+    assert listing.status_code == 200
+    root = _parse(listing.content)
+    assert len([e for e in root.iter() if e.tag.endswith("Key")]) == 3
+    assert root.findtext("{*}NextContinuationToken") is None
 
 
 def test_put_writes_and_answers_like_gcs(http: httpx.Client, prefix: str) -> None:
