@@ -213,10 +213,11 @@ async def handle(request: web.Request) -> web.StreamResponse:
     state = request.app[GUARD_STATE]
     body = await request.read()
     query = dict(request.query)
-    xml = is_xml_api(request.path)
+    path = request.rel_url.raw_path  # still encoded: each name is decoded once, as the store does
+    xml = is_xml_api(path)
     try:
         grant = state.grant(request.headers.get("Authorization"))
-        access = classify(request.method, request.path, query, body,
+        access = classify(request.method, path, query, body,
                           request.headers.get("Content-Type", ""),
                           request.headers.get("x-goog-copy-source") if xml else None)  # fmt: skip
         state.check(grant, access)

@@ -292,7 +292,8 @@ class XmlApi:
 
     async def _dispatch(self, session: aiohttp.ClientSession, request: web.Request, body: bytes
                         ) -> web.Response:  # fmt: skip
-        parts = [unquote(p) for p in request.path.strip("/").split("/")]
+        # The encoded path, each segment decoded once (as the guard checked it and GCS reads it).
+        parts = [unquote(p) for p in request.rel_url.raw_path.strip("/").split("/")]
         bucket, name = parts[0], "/".join(parts[1:])
         query = request.query
         headers = _lower(request.headers)

@@ -386,3 +386,22 @@ def test_list_v1_pages_with_markers(http: httpx.Client, prefix: str) -> None:
     bad = http.get("", params={"list-type": "2", "prefix": f"{prefix}/",
                                "continuation-token": "%%%"})  # fmt: skip
     assert (bad.status_code, _code(bad)) == (400, "InvalidArgument")
+
+
+def test_a_name_encoded_twice_is_checked_as_the_store_reads_it(local_gcs: LocalGcs,
+                                                               prefix: str) -> None:
+    """Regression: the layer decoded the path twice (aiohttp's decoded path, then each part),
+    so `<prefix>%252Fx` was checked as `<prefix>/x` while fake-gcs-server stored the object
+    `<prefix>%2Fx`, a name outside the token's prefix. Both APIs now check the name the store
+    reads."""
+    auth = {"Authorization": f"Bearer {local_gcs.token(prefix)}"}
+    escaped = quote(quote(f"{prefix}/x", safe=""), safe="")  # %252F: one literal %2F
+    xml = httpx.put(f"{local_gcs.guard}/{local_gcs.bucket}/{escaped}", content=b"x",
+                    headers=auth, trust_env=False)  # fmt: skip
+    assert xml.status_code == 403
+    json_api = httpx.delete(f"{local_gcs.guard}/storage/v1/b/{local_gcs.bucket}/o/{escaped}",
+                            headers=auth, trust_env=False)  # fmt: skip
+    assert json_api.status_code == 403
+    listing = httpx.get(f"{local_gcs.server}/storage/v1/b/{local_gcs.bucket}/o",
+                        params={"prefix": prefix.split("/")[0]}, trust_env=False).json()
+    assert not [i["name"] for i in listing.get("items", []) if "%" in i["name"]]
