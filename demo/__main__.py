@@ -55,7 +55,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--storage", choices=("s3", "adls", "gcs"), default="s3",
         help="where the tables live: s3 (SeaweedFS, default), adls (Azurite) or gcs"
-        " (fake-gcs-server behind a token-checking layer); GCS runs the Parquet tables only",
+        " (fake-gcs-server behind a token-checking layer); GCS runs no Delta table",
     )
     parser.add_argument("--run-dir", type=Path, default=None, help="stack state (default: temp)")
     parser.add_argument("--summary-json", type=Path, default=None, help="write a JSON summary")

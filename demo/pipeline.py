@@ -202,9 +202,9 @@ OUTPUTS: tuple[Output, ...] = (
 ICEBERG_OUTPUTS: tuple[Output, ...] = (
     Output("orders_iceberg", "iceberg", _all_orders, lambda d: d.clean_rows),
 )
-# The output formats each store runs: on GCS, deltalake takes no raw access token and Lance's
-# object_store uses the XML API, which fake-gcs-server does not serve.
-STORAGE_FORMATS = {"gcs": frozenset({"parquet"})}
+# The output formats each store runs: on GCS, deltalake takes no raw access token (its bundled
+# object_store has no GCS bearer-token option).
+STORAGE_FORMATS = {"gcs": frozenset({"parquet", "lance"})}
 
 
 def run(

@@ -6,7 +6,8 @@ service-account key), unexpired, for the bucket, every object it names under the
 prefix, and a method its role allows (read: get, list; write: also upload, delete, copy).
 That is what Google enforces for Lakekeeper's downscoped tokens (a CEL condition on the prefix,
 objectViewer / objectUser); refusals are Google's: 401 without a valid token, 403 outside the
-grant. Allowed requests are proxied as they are.
+grant. Allowed JSON-API requests are proxied as they are; XML-API requests (which
+fake-gcs-server does not serve) are served on its JSON API by devstack/gcs_xml.py.
 
 Run: `python -m devstack.gcs_guard --config guard.json` (`port`, `upstream`, `keys`: the hex
 signing keys of the warehouses it serves).
@@ -27,6 +28,7 @@ import aiohttp
 from aiohttp import web
 
 from devstack.emulator.gcs_tokens import TokenGrant, verify
+from devstack.gcs_xml import MultipartUploads, XmlApi, XmlError, copy_source, error_response
 
 MAX_BODY_BYTES = 512 * 1024 * 1024
 MAX_UPLOAD_SESSIONS = 10_000  # resumable sessions remembered (oldest forgotten first)
@@ -77,9 +79,16 @@ def _multipart_name(body: bytes, content_type: str) -> str | None:
     return None
 
 
+def is_xml_api(path: str) -> bool:
+    """An XML-API request (`/<bucket>[/<object>]`), not a JSON-API one."""
+    first = path.lstrip("/").split("/", 1)[0]
+    return first not in ("storage", "upload", "download", "batch")
+
+
 def classify(method: str, path: str, query: dict[str, str], body: bytes,
-             content_type: str) -> Access:  # fmt: skip
-    """Which bucket and objects a GCS JSON- or XML-API request touches.
+             content_type: str, copy_from: str | None = None) -> Access:  # fmt: skip
+    """Which bucket and objects a GCS JSON- or XML-API request touches (`copy_from`: an XML
+    copy's `x-goog-copy-source`).
 
     Raises:
         Refused: a request shape this layer does not know (refused, never passed unchecked).
@@ -138,6 +147,11 @@ def classify(method: str, path: str, query: dict[str, str], body: bytes,
             if method == "GET":
                 return Access(bucket=bucket, prefix=query.get("prefix", ""))
             raise Refused(403, "bucket-level XML call is not allowed")
+        if copy_from is not None and method == "PUT":
+            src_bucket, src_name = copy_source(copy_from)
+            if src_bucket != bucket:
+                raise Refused(403, "copies across buckets are not allowed")
+            return Access(bucket=bucket, objects=(src_name, name), writes=True)
         return Access(bucket=bucket, objects=(name,), writes=writes)
     raise Refused(404, "unknown request")
 
@@ -153,6 +167,7 @@ class GuardState:
     uploads: OrderedDict[str, tuple[str, str]] = field(default_factory=OrderedDict)
     refused: int = 0
     session: aiohttp.ClientSession | None = None
+    multipart: MultipartUploads = field(default_factory=MultipartUploads)
 
     def grant(self, header: str | None) -> TokenGrant:
         if not header or not header.startswith("Bearer "):
@@ -187,7 +202,9 @@ class GuardState:
                 raise Refused(403, "object outside the token's prefix")
 
 
-def _error(status: int, reason: str) -> web.Response:
+def _error(status: int, reason: str, *, xml: bool = False, head: bool = False) -> web.Response:
+    if xml:
+        return error_response(status, reason, head=head)
     body = {"error": {"code": status, "message": reason, "errors": [{"message": reason}]}}
     return web.json_response(body, status=status)
 
@@ -196,15 +213,23 @@ async def handle(request: web.Request) -> web.StreamResponse:
     state = request.app[GUARD_STATE]
     body = await request.read()
     query = dict(request.query)
+    path = request.rel_url.raw_path  # still encoded: each name is decoded once, as the store does
+    xml = is_xml_api(path)
     try:
         grant = state.grant(request.headers.get("Authorization"))
-        access = classify(request.method, request.path, query, body,
-                          request.headers.get("Content-Type", ""))  # fmt: skip
+        access = classify(request.method, path, query, body,
+                          request.headers.get("Content-Type", ""),
+                          request.headers.get("x-goog-copy-source") if xml else None)  # fmt: skip
         state.check(grant, access)
+    except XmlError as exc:
+        state.refused += 1
+        return error_response(exc.status, exc.message, exc.code, head=request.method == "HEAD")
     except Refused as exc:
         state.refused += 1
-        return _error(exc.status, exc.reason)
+        return _error(exc.status, exc.reason, xml=xml, head=request.method == "HEAD")
     assert state.session is not None
+    if xml:
+        return await XmlApi(state.upstream, state.multipart).handle(state.session, request, body)
     headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_HEADERS}
     async with state.session.request(
         request.method, state.upstream + request.path_qs, data=body, headers=headers,

@@ -30,7 +30,8 @@ class Audit:
 
 class TableAuditor:
     """Owner-keyed access to the stack's S3 (boto3 and pyarrow), or with ``storage="adls"`` to
-    its Azurite container (an account-key-signed container SAS, the Blob REST store)."""
+    its Azurite container (an account-key-signed container SAS, the Blob REST store), or with
+    ``storage="gcs"`` to fake-gcs-server itself (plain tables)."""
 
     def __init__(self, info: StackInfo, storage: str = "s3") -> None:
         import boto3
@@ -44,6 +45,8 @@ class TableAuditor:
         self._adls: Any = None
         if storage == "adls":
             self._adls = self._adls_settings(info)
+        # GCS: fake-gcs-server itself, which checks no token (the owner's view, past the layer)
+        self._gcs_server = info.gcs.server_endpoint if storage == "gcs" and info.gcs else None
 
     @staticmethod
     def _adls_settings(info: StackInfo) -> Any:
@@ -63,6 +66,10 @@ class TableAuditor:
         from lakegate_client.tables.staged import S3Location
 
         bucket = S3Location.parse(location).bucket
+        if self._gcs_server is not None:
+            from lakegate_client.tables.gcs_store import GcsStore
+
+            return GcsStore(self._gcs_server, bucket, "owner")
         if self._adls is not None:
             return AzureBlobStore(self._adls.blob_endpoint, bucket, self._adls.sas_token)
         return S3Store(self.s3, bucket)
@@ -129,14 +136,16 @@ class TableAuditor:
         import pyarrow.dataset as pads
         import pyarrow.fs as pafs
 
-        if self._adls is not None:
+        if self._adls is not None or self._gcs_server is not None:
             import pyarrow as pa
             import pyarrow.parquet as pq
 
             data = [r for r in objects if not r.startswith(("_", ".")) and r.endswith(f".{fmt}")]
             ids = [i for r in data for i in pq.read_table(pa.BufferReader(
                 self._read(location, r)), columns=["id"]).column("id").to_pylist()]
-            return ids, [r for r in objects if r not in data and r != PLAIN_MARKER]
+            staged = "_lakegate_staging/"  # GCS's staged parts: counted as pending uploads
+            return ids, [r for r in objects if r not in data and r != PLAIN_MARKER
+                         and not r.startswith(staged) and f"/{staged}" not in r]
         s3 = self._info.s3
         scheme, _, host = s3.endpoint.partition("://")
         fs = pafs.S3FileSystem(access_key=s3.admin_access_key, secret_key=s3.admin_secret_key,

@@ -17,7 +17,7 @@ from typing import Any
 
 from clients.python.tests.tables.crash_points import KINDS, STALL, CrashReport, enumerate_points
 from clients.python.tests.tables.fake_s3 import FakeS3
-from clients.python.tests.tables.plain_scenarios import CASES, PlainScenario
+from clients.python.tests.tables.plain_scenarios import CASES, GcsPlainScenario, PlainScenario
 from hardening.format_crash_enumeration import run_format_enumeration
 
 STORES: dict[str, dict[str, bool]] = {"s3-412": {}, "aws-409-404": {"aws_conflicts": True}}
@@ -60,6 +60,12 @@ def run_crash_enumeration() -> dict[str, Any]:
     for case in CASES:  # ADLS: Azure's answers, AzureBlobStore's calls (issue 34)
         report = enumerate_points(PlainScenario(case, adls=True), kinds=(*KINDS, STALL))
         cases[f"{report.scenario} (adls-409-412)"] = _summary(report)
+    for case in CASES:  # GCS: GcsStore's calls; compose preconditions honoured (GCS) or not
+        for honoured, store in ((True, "gcs"), (False, "fake-gcs-server")):
+            report = enumerate_points(
+                GcsPlainScenario(case, store={"honours_compose_conditions": honoured}),
+                kinds=(*KINDS, STALL))
+            cases[f"{report.scenario} ({store})"] = _summary(report)
     cases.update(run_format_enumeration())  # Delta, Iceberg, Lance: on local files
     unsafe = _unsafe_store_refused()
     return {

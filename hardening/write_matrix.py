@@ -45,6 +45,9 @@ FORMATS = ("parquet", "delta", "lance", "iceberg")
 # ADLS (Azurite): the formats the data source writes there (no Iceberg: the catalog emulator
 # writes Iceberg metadata on S3 only); results under "<format>@adls"
 ADLS_FORMATS = ("parquet", "delta", "lance")
+# GCS (fake-gcs-server behind the stack's layer): plain tables only (no Delta there, and the
+# owner's Lance audit would need a token of its own); results under "<format>@gcs"
+GCS_FORMATS = ("parquet",)
 CASES = ("retry", "abort_late", "before_commit", "append+append", "overwrite+overwrite",
          "overwrite+append", "create+create", "create+overwrite")  # on the local[2,2] session
 PLAIN_CASES = ("slow_commit",)  # plain tables only (the commit lease is theirs)
@@ -94,6 +97,9 @@ class _Round:
         if storage == "adls":  # Lakekeeper vends no endpoint: tasks reach Azurite by option
             assert info.azure is not None
             self.options["storage_endpoint"] = info.azure.blob_endpoint
+        if storage == "gcs":  # likewise: tasks reach fake-gcs-server's layer by option
+            assert info.gcs is not None
+            self.options["storage_endpoint"] = info.gcs.endpoint
 
     def write(self, rows: list[int], mode: str, fault: str = "", parts: int = 4) -> None:
         save(frame(self.spark, rows[0], len(rows), parts), self.qualified, self.fmt, mode,
@@ -265,9 +271,11 @@ def _allowed(case: str, errors: list[BaseException | None]) -> list[list[int]]:
 
 def run_write_suite(run_dir: Path, *, rounds: int = 3, formats: tuple[str, ...] = FORMATS,
                     speculation: bool = True,
-                    adls_formats: tuple[str, ...] = ADLS_FORMATS) -> dict[str, Any]:
+                    adls_formats: tuple[str, ...] = ADLS_FORMATS,
+                    gcs_formats: tuple[str, ...] = GCS_FORMATS) -> dict[str, Any]:
     """Start a stack (S3 and Azurite) with a gateway and a ``local[2,2]`` session, run the
-    matrix on S3 (``formats``) and on ADLS (``adls_formats``, results as ``<format>@adls``),
+    matrix on S3 (``formats``), on ADLS (``adls_formats``, results as ``<format>@adls``) and on
+    GCS (``gcs_formats``, ``<format>@gcs``),
     then the ``speculation`` case (S3) on a two-host cluster session; stop everything."""
     from demo.pipeline import spark_session
     from devstack.launcher import start_stack, stop_stack
@@ -275,8 +283,8 @@ def run_write_suite(run_dir: Path, *, rounds: int = 3, formats: tuple[str, ...] 
     from hardening.write_speculation import speculation_session
 
     crash = run_crash_enumeration()  # in-process on the fake store: exhaustive and quick
-    stack = start_stack(run_dir / "stack", with_gateway=True,
-                        storages=("s3", "adls") if adls_formats else ("s3",))
+    storages = ("s3", *(("adls",) if adls_formats else ()), *(("gcs",) if gcs_formats else ()))
+    stack = start_stack(run_dir / "stack", with_gateway=True, storages=storages)
     results: dict[str, dict[str, CaseCounts]] = {}
     try:
         info = stack.info
@@ -299,6 +307,12 @@ def run_write_suite(run_dir: Path, *, rounds: int = 3, formats: tuple[str, ...] 
                     _rounds(results, f"{fmt}@adls", case, rounds,
                             lambda c, f=fmt, k=case: _run_case(  # type: ignore[misc]
                                 _Round(spark, info, adls_auditor, f, "adls"), k, c))
+            gcs_auditor = TableAuditor(info, "gcs") if gcs_formats else auditor
+            for fmt in gcs_formats:
+                for case in CASES + (PLAIN_CASES if fmt == "parquet" else ()):
+                    _rounds(results, f"{fmt}@gcs", case, rounds,
+                            lambda c, f=fmt, k=case: _run_case(  # type: ignore[misc]
+                                _Round(spark, info, gcs_auditor, f, "gcs"), k, c))
         finally:
             spark.stop()
         if speculation:

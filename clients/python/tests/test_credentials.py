@@ -411,6 +411,20 @@ def test_gcs_shapes_where_the_library_takes_a_raw_token() -> None:
     assert isinstance(c.pyarrow_filesystem(), pafs.GcsFileSystem)
 
 
+def test_lance_on_a_local_gcs_endpoint_gets_the_token_and_the_base_url() -> None:
+    """Lakekeeper vends no GCS endpoint: the client's setting becomes object_store's base URL
+    (plain HTTP allowed only for an http:// endpoint), next to the vended token."""
+    c = creds(GCS, location="gs://bucket/wh/tbl").with_storage_endpoint("http://127.0.0.1:4443/")
+    assert c.lance_storage_options() == {
+        "google_storage_token": "ya29.token",
+        "google_base_url": "http://127.0.0.1:4443",
+        "allow_http": "true",
+        "expires_at_millis": str(EXPIRES_MS),
+    }
+    tls = creds(GCS, location="gs://bucket/wh/tbl").with_storage_endpoint("https://gcs.example")
+    assert "allow_http" not in tls.lance_storage_options()
+
+
 def test_gcsfs_takes_a_credentials_object_and_never_asks_tokeninfo(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -458,6 +472,18 @@ def test_gcs_refuses_engines_without_a_raw_token_option(adapter: str) -> None:
         getattr(c, adapter)()
 
 
+def test_deltalake_on_gcs_is_refused_with_the_libraries_reason() -> None:
+    """deltalake's bundled object_store (0.13) has no GCS bearer-token option: the error says
+    so, rather than a bare "unsupported" (or options that fall back to ambient credentials)."""
+    c = creds(GCS, location="gs://bucket/wh/tbl")
+    with pytest.raises(UnsupportedStorageError) as info:
+        c.delta_storage_options()
+    message = str(info.value)
+    assert "object_store 0.13" in message
+    assert "google_bearer_token" in message
+    assert "ya29" not in message  # never the token
+
+
 def test_unknown_storage_is_refused_by_every_adapter() -> None:
     c = creds({"foo": "bar"}, location="file:///tmp/t")
     assert c.storage == "unknown"
@@ -472,3 +498,13 @@ def test_unknown_storage_is_refused_by_every_adapter() -> None:
     ):
         with pytest.raises(UnsupportedStorageError):
             getattr(c, adapter)()
+
+
+def test_gcs_settings_are_public_on_gcs_only() -> None:
+    gcs = creds(GCS, location="gs://bucket/wh/tbl").with_storage_endpoint("http://127.0.0.1:1/")
+    settings = gcs.gcs()
+    assert (settings.token, settings.project_id, settings.endpoint) == (
+        "ya29.token", "proj", "http://127.0.0.1:1")
+    assert "ya29" not in repr(settings)
+    with pytest.raises(UnsupportedStorageError):
+        creds(S3_HTTP).gcs()

@@ -1,5 +1,6 @@
 """GCS on fake-gcs-server behind the stack's token-checking layer: vended tokens in Lakekeeper's
-shape, enforced (expiry, role, prefix, bucket); pyarrow and gcsfs write and read with them."""
+shape, enforced (expiry, role, prefix, bucket); pyarrow, gcsfs and Lance write and read with
+them, and deltalake is refused with its reason."""
 
 from __future__ import annotations
 
@@ -219,7 +220,101 @@ def test_gcsfs_uses_a_token_with_less_than_300_s_left(client, cloud_stack, hooks
     assert fs.cat(f"{root}/short.bin") == b"still valid"
 
 
+def test_lance_writes_and_reads_with_the_vended_token(client, cloud_stack, table):
+    """Lance's object_store speaks GCS's XML API (simple and multipart uploads, conditional
+    creates, lists), served by the layer on fake-gcs-server; the token is the vended one."""
+    import lance
+    import numpy as np
+
+    writer = _creds(client, cloud_stack, table, "write")
+    uri = f"{writer.location}/lance"
+    rows = 800_000  # 12.8 MB of data file: a multipart upload
+    big = pa.table({"id": np.arange(rows), "v": np.arange(rows) * 0.5})
+    lance.write_dataset(big, uri, storage_options=writer.lance_storage_options())
+    small = pa.table({"id": np.arange(50), "v": np.zeros(50)})
+    lance.write_dataset(small, uri, mode="append", storage_options=writer.lance_storage_options())
+    reader = _creds(client, cloud_stack, table, "read")
+    got = lance.dataset(uri, storage_options=reader.lance_storage_options())
+    assert got.count_rows() == 800_050
+    assert got.version == 2
+    assert sorted(got.to_table(columns=["id"], filter="id < 3")["id"].to_pylist()) == [
+        0, 0, 1, 1, 2, 2,
+    ]  # fmt: skip
+    with pytest.raises(OSError, match=r"403"):
+        lance.write_dataset(ROWS, f"{reader.location}/lance-denied",
+                            storage_options=reader.lance_storage_options())  # fmt: skip
+    with pytest.raises(OSError, match=r"(?i)already exists"):
+        lance.write_dataset(big, uri, mode="create", storage_options=writer.lance_storage_options())
+    assert lance.dataset(uri, storage_options=reader.lance_storage_options()).version == 2
+
+
+def test_deltalake_is_refused_with_its_reason(client, cloud_stack, table):
+    from lakegate_client import UnsupportedStorageError
+
+    creds = _creds(client, cloud_stack, table, "write")
+    with pytest.raises(UnsupportedStorageError, match=r"object_store 0\.13"):
+        creds.delta_storage_options()
+
+
 def pq_bytes(table: pa.Table) -> bytes:
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink)
     return sink.getvalue().to_pybytes()
+
+
+class _Died(BaseException):
+    """The simulated driver died here."""
+
+
+def test_the_next_read_finishes_a_gcs_commit_whose_driver_died(client, cloud_stack, table,
+                                                                monkeypatch):
+    """The plain protocol on GCS, on the real stand-in: a driver dies after publishing the first
+    of two staged files (past the point of no return); the next ``read_table`` rolls it forward
+    with a fresh write token, and no intent or staged part is left."""
+    from lakegate_client.tables import read_table, write_table
+    from lakegate_client.tables.gcs_store import STAGING_DIR, GcsStore
+    from lakegate_client.tables.plain_commit import CommitTiming, commit_plain, plan_plain
+    from lakegate_client.tables.staged import PendingUpload, S3Location, stage_parquet
+
+    ns = cloud_stack.info.namespace
+    assert cloud_stack.info.gcs is not None
+    endpoint = cloud_stack.info.gcs.endpoint
+    monkeypatch.setenv("LAKEGATE_GCS_ENDPOINT", endpoint)  # the client setting read_table uses
+    write_table(client, ns, table, pa.table({"id": list(range(10))}), format="parquet")
+    store = GcsStore.for_credentials(_creds(client, cloud_stack, table, "write"))
+    where = S3Location.parse(_creds(client, cloud_stack, table, "write").location)
+    plan = plan_plain(store, where, "parquet")
+    schema = pa.schema([("id", pa.int64())])
+    wid = uuid.uuid4().hex
+    uploads = [
+        stage_parquet(store, where.bucket, where.key(f"part-{wid}-{i:05d}-x.parquet"), schema,
+                      [pa.record_batch([pa.array(range(100 + 10 * i, 110 + 10 * i))],
+                                       schema=schema)])
+        for i in range(2)
+    ]  # fmt: skip
+
+    class DiesAtSecondCompletion(GcsStore):
+        completions = 0
+
+        def complete_staged(self, upload: PendingUpload) -> None:
+            DiesAtSecondCompletion.completions += 1
+            if DiesAtSecondCompletion.completions >= 2:
+                raise _Died(upload.key)
+            super().complete_staged(upload)
+
+    dying = DiesAtSecondCompletion(endpoint, where.bucket, _token(
+        _creds(client, cloud_stack, table, "write")))  # fmt: skip
+    an_hour_ago = CommitTiming(now=lambda: time.time() - 3600)
+    with pytest.raises(_Died):
+        commit_plain(dying, where, "parquet", plan, uploads, overwrite=True, write_id=wid,
+                     timing=an_hour_ago)  # fmt: skip
+    keys = store.list(where.prefix + "/")
+    assert sum(k.endswith(".parquet") for k in keys) == 2  # torn: the old file and one new
+    assert any("_lakegate_intent-" in k for k in keys)
+    assert any(f"/{STAGING_DIR}/" in k for k in keys)  # the second file is still staged
+
+    got = read_table(client, ns, table).column("id").to_pylist()
+
+    assert sorted(got) == list(range(100, 120))
+    keys = store.list(where.prefix + "/")
+    assert not [k for k in keys if "_lakegate_intent-" in k or f"/{STAGING_DIR}/" in k]

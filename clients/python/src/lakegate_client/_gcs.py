@@ -1,8 +1,8 @@
 """GCS: a vended downscoped OAuth2 access token → the option names each engine wants.
 
-Not every library can take a raw token: deltalake has no raw-token key (verified: it falls back to
-the metadata server), and neither the stock Hadoop GCS connector nor boto3 can. Those adapters
-raise :class:`UnsupportedStorageError` instead of returning options that silently fail.
+Not every library can take a raw token: deltalake has no raw-token key (:data:`DELTALAKE_REASON`),
+and neither the stock Hadoop GCS connector nor boto3 can. Those adapters raise
+:class:`UnsupportedStorageError` instead of returning options that silently fail.
 
 Lakekeeper's GCS profile has no endpoint field: a local store (fake-gcs-server) is reached
 through a client setting, the JSON API's base URL (``LAKEGATE_GCS_ENDPOINT`` or
@@ -19,7 +19,14 @@ from urllib.parse import urlsplit
 
 from lakegate_client._errors import UnsupportedStorageError
 
-__all__ = ["GcsSettings"]
+__all__ = ["DELTALAKE_REASON", "GcsSettings"]
+
+DELTALAKE_REASON = (
+    "deltalake (1.6.6 and earlier) bundles object_store 0.13, whose GCS store takes no OAuth "
+    "bearer token: only a service account, a service-account key or application credentials "
+    "(google_bearer_token arrived in object_store 0.14, apache/arrow-rs-object-store#717). "
+    "Without one it would use this machine's own Google credentials, never the vended token"
+)
 
 
 @dataclass(frozen=True, repr=False)
@@ -116,6 +123,10 @@ class GcsSettings:
     @staticmethod
     def unsupported(target: str) -> UnsupportedStorageError:
         """The error for an engine that cannot take a raw GCS access token."""
+        if target == "deltalake":
+            return UnsupportedStorageError(
+                f"deltalake cannot use a vended GCS access token: {DELTALAKE_REASON}"
+            )
         return UnsupportedStorageError(
             f"{target} cannot use a vended GCS access token (no raw-token option)"
         )

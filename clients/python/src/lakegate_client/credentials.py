@@ -266,6 +266,15 @@ class TableCredentials:
             self.config, self.location, self.expires_at_ms, self._endpoint()
         )
 
+    def gcs(self) -> GcsSettings:
+        """The normalised GCS facts (token, project, expiry, endpoint override).
+
+        Raises:
+            UnsupportedStorageError: the location is not on GCS or nothing was vended.
+        """
+        self._require("gcs", "GCS settings")
+        return self._gcs()
+
     def _gcs(self) -> GcsSettings:
         return GcsSettings.from_config(self.config, self.expires_at_ms, self._endpoint())
 

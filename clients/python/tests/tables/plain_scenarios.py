@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lakegate_client.spark import committer
+from lakegate_client.tables.gcs_store import STAGING_DIR
 from lakegate_client.tables.object_store import as_store
 from lakegate_client.tables.plain_commit import (
     INTENT_PREFIX,
@@ -29,6 +30,7 @@ from lakegate_client.tables.plain_commit import (
 from lakegate_client.tables.staged import PendingUpload, S3Location
 
 from .fake_adls import FakeAdls
+from .fake_gcs import FakeGcs
 from .fake_s3 import FakeS3, Killed
 
 WHERE = S3Location.parse("s3://b/wh/t1")
@@ -192,3 +194,52 @@ class PlainScenario:
         if marker is not None and json.loads(marker).get("state") == "committing":
             out.append("marker left committing")
         return out
+
+
+@dataclass
+class GcsPlainScenario(PlainScenario):
+    """The same cases on GCS (``fake_gcs.FakeGcs``: the real GcsStore over an in-memory JSON
+    API): files staged as hidden part objects, completed by compose; ``store`` takes
+    ``honours_compose_conditions``."""
+
+    @property
+    def name(self) -> str:
+        return f"parquet/gcs/{self.case}"
+
+    def fresh(self) -> FakeGcs:  # type: ignore[override]
+        self.clock, self.rival_committed = FakeClock(), False
+        gcs = FakeGcs(**self.store)
+        for rel in self.old():
+            if rel != OTHER:
+                gcs.seed(WHERE.key(rel), rel.encode())
+        if self.case != "create":
+            gcs.seed(WHERE.key(MARKER), json.dumps({"state": "done"}).encode())
+        self._plan = plan_plain(gcs, WHERE, "parquet", self.timing)
+        if self.case == "conflict":
+            gcs.seed(WHERE.key(OTHER), OTHER.encode())
+        self._staged = [_stage(gcs, WHERE.key(rel), rel.encode()) for rel in self.mine()]
+        return gcs
+
+    def stall(self, s3: FakeGcs) -> None:  # type: ignore[override]
+        self.clock.advance(3600)
+        try:
+            plan = plan_plain(s3, WHERE, "parquet", self.timing)
+            upload = _stage(s3, WHERE.key(RIVAL_FILE), b"rival")
+        except Exception:  # noqa: BLE001 - the rival could not even start
+            return
+        try:
+            commit_plain(s3, WHERE, "parquet", plan, [upload], overwrite=True, write_id=RIVAL,
+                         timing=self.timing)
+            self.rival_committed = True
+        except Exception:  # noqa: BLE001 - a loud conflict: the rival failed, honestly
+            committer.abort_plain_job(s3, WHERE, [upload], RIVAL)
+
+    def staging_left(self, gcs: FakeGcs) -> int:
+        """Staged part objects still in the bucket (hidden from readers; counted, not judged)."""
+        return sum(f"/{STAGING_DIR}/" in k for k in gcs.objects)
+
+
+def _stage(gcs: FakeGcs, key: str, data: bytes) -> PendingUpload:
+    upload_id = gcs.start_staged(key)
+    return PendingUpload(key, upload_id, ((1, gcs.stage_part(key, upload_id, 1, data)),),
+                         len(data))

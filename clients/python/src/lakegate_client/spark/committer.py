@@ -85,18 +85,20 @@ def _client(kwargs: tuple[tuple[str, str], ...], path_style: bool, pid: int) -> 
     return boto3.session.Session().client("s3", **options)
 
 
-STAGED_STORAGE = frozenset({"s3", "adls"})  # stores with an ObjectStore (``table_store``)
+STAGED_STORAGE = frozenset({"s3", "adls", "gcs"})  # stores with an ObjectStore (``table_store``)
 
 
 def stages(creds: TableCredentials) -> bool:
     """Whether tasks stage files invisibly on this credential's store, and the plain-table
-    commit protocol runs there (S3: multipart uploads; ADLS: uncommitted blocks)."""
+    commit protocol runs there (S3: multipart uploads; ADLS: uncommitted blocks; GCS: hidden
+    part objects composed at commit)."""
     return creds.storage in STAGED_STORAGE
 
 
 def table_store(creds: TableCredentials) -> ObjectStore:
     """The store of a credential's table, as the write protocols use it: S3 over this
-    process's cached boto3 client, ADLS over the Blob REST API with the vended SAS.
+    process's cached boto3 client, ADLS over the Blob REST API with the vended SAS, GCS over the
+    JSON API with the vended OAuth token.
 
     Raises:
         UnsupportedStorageError: the storage has no :class:`ObjectStore` (see ``stages``).
@@ -108,6 +110,10 @@ def table_store(creds: TableCredentials) -> ObjectStore:
         from lakegate_client.tables.azure_store import AzureBlobStore
 
         return AzureBlobStore.for_credentials(creds)
+    if creds.storage == "gcs":
+        from lakegate_client.tables.gcs_store import GcsStore
+
+        return GcsStore.for_credentials(creds)
     raise UnsupportedStorageError(f"the write protocol does not run on {creds.storage} storage")
 
 

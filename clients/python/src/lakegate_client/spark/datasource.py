@@ -112,6 +112,8 @@ class LakekeeperDataSource(DataSource):
         if info.format not in WRITABLE_FORMATS:
             raise tables.TableFormatError(f"{info.format!r} tables are read-only in Spark")
         creds = table_credentials(opts, "write")
+        if info.format == "delta":  # a store deltalake cannot reach: refused before tasks write
+            creds.delta_storage_options()
         if info.format in tables.DIRECTORY_FORMATS:  # an old-layout table becomes plain files first
             convert_to_plain(creds.pyarrow_filesystem(), fs_path(creds.location), info.format)
         staged = stages(creds) and info.format != "lance"

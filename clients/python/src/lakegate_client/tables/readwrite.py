@@ -72,7 +72,7 @@ def read_table(
         ).to_table(columns=cols)
     fs, root = creds.pyarrow_filesystem(), fs_path(creds.location)
     files = list_files(fs, root)
-    if creds.storage in ("s3", "adls") and _has_intent(files):  # a crashed writer's commit
+    if creds.storage in ("s3", "adls", "gcs") and _has_intent(files):  # a crashed writer's commit
         _finish_abandoned(client, info, creds, warehouse)  # is finished, not read torn
         files = list_files(fs, root)  # what the roll-forward left
     snapshot = current_snapshot(fs, root, info.format, files)
@@ -90,6 +90,9 @@ def _finish_abandoned(client: Client, info: TableInfo, creds: TableCredentials,
     httpx), reads the table as it is, with a warning."""
     if creds.storage == "adls":  # the Blob REST store needs httpx only
         _finish_abandoned_adls(client, info, creds, warehouse)
+        return
+    if creds.storage == "gcs":  # the JSON-API store needs httpx only
+        _finish_abandoned_gcs(client, info, creds, warehouse)
         return
     try:
         import boto3
@@ -144,6 +147,24 @@ def _finish_abandoned_adls(client: Client, info: TableInfo, creds: TableCredenti
 
     try:
         finish_abandoned(AzureBlobStore.for_credentials(creds), S3Location.parse(creds.location),
+                         writer)
+    except Exception:  # the read goes on with the table as it is
+        log.warning("could not finish an abandoned commit of %s", info.name, exc_info=True)
+
+
+def _finish_abandoned_gcs(client: Client, info: TableInfo, creds: TableCredentials,
+                          warehouse: str | None) -> None:
+    from lakegate_client.tables.gcs_store import GcsStore
+    from lakegate_client.tables.plain_commit import finish_abandoned
+    from lakegate_client.tables.staged import S3Location
+
+    def writer() -> object:
+        wcreds = client.credentials(list(info.namespace), info.name, warehouse=warehouse,
+                                    access="write", expected_location=info.location)
+        return GcsStore.for_credentials(wcreds.with_storage_endpoint(creds.storage_endpoint))
+
+    try:
+        finish_abandoned(GcsStore.for_credentials(creds), S3Location.parse(creds.location),
                          writer)
     except Exception:  # the read goes on with the table as it is
         log.warning("could not finish an abandoned commit of %s", info.name, exc_info=True)
