@@ -23,7 +23,7 @@ from functools import lru_cache
 from typing import Any
 
 from lakegate_client._errors import UnsupportedStorageError
-from lakegate_client.tables.object_store import ObjectStore, as_store
+from lakegate_client.tables.object_store import ObjectStore, as_store, is_conflict
 
 __all__ = ["ACCEPT_RISK_OPTION", "ConditionalWriteProbe", "UnsafeStoreError", "is_conflict",
            "process_probe", "put_conditional"]
@@ -31,31 +31,11 @@ __all__ = ["ACCEPT_RISK_OPTION", "ConditionalWriteProbe", "UnsafeStoreError", "i
 ACCEPT_RISK_OPTION = "accept_single_writer_risk"
 PROBE_PREFIX = "_lakegate_probe-"
 WRONG_ETAG = '"0x8D0123456789ABC"'  # no store's ETag for a fresh object (S3 hex, Azure 0x...)
-_CONFLICT_CODES = frozenset({"PreconditionFailed", "412", "ConditionalRequestConflict", "409"})
 log = logging.getLogger(__name__)
 
 
 class UnsafeStoreError(UnsupportedStorageError):
     """The store does not refuse conflicting conditional writes: no exclusion would hold."""
-
-
-def _code(exc: BaseException) -> tuple[str, int]:
-    response = getattr(exc, "response", None) or {}
-    code = str(response.get("Error", {}).get("Code", ""))
-    status = int(response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
-    return code, status
-
-
-def is_conflict(exc: BaseException, *, if_match: bool = False) -> bool:
-    """True when a conditional PUT was refused because the condition failed.
-
-    ``if_match``: the PUT carried ``If-Match``, so AWS's 404 for a missing key is a conflict too
-    (the object the writer expected is gone: someone else moved it).
-    """
-    code, status = _code(exc)
-    if code in _CONFLICT_CODES or status in (409, 412):
-        return True
-    return if_match and (code in ("NoSuchKey", "404") or status == 404)
 
 
 def put_conditional(s3: Any, bucket: str, key: str, body: bytes, etag: str | None) -> str | None:

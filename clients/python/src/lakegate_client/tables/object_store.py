@@ -12,7 +12,7 @@ ETag is an opaque string, spelled the same way by ``get``, ``head``, ``list`` an
 answers, so a listing's ETag can be compared with a ``get``'s and passed to ``put_if``.
 
 Staging: ``start_staged(key)`` gives an upload id, ``stage_part`` sends one part (numbered from
-1) and returns its tag; the task reports a :class:`~lakegate_client.tables.staged.PendingUpload`
+1) and returns its tag; the task reports a :class:`PendingUpload`
 (key, upload id, parts, size: never a secret); ``complete_staged`` publishes it; ``abandon_staged``
 gives it up. A store whose abandoned parts cannot be removed (ADLS) says so with
 ``abandon_removes = False``: they stay invisible until the store's own garbage collection.
@@ -21,12 +21,24 @@ gives it up. A store whose abandoned parts cannot be removed (ADLS) says so with
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
 
-if TYPE_CHECKING:
-    from lakegate_client.tables.staged import PendingUpload
+__all__ = ["ObjectStore", "PendingUpload", "S3Store", "StagingListDenied", "as_store",
+           "is_conflict"]
 
-__all__ = ["ObjectStore", "S3Store", "StagingListDenied", "as_store"]
+_CONFLICT_CODES = frozenset({"PreconditionFailed", "412", "ConditionalRequestConflict", "409"})
+
+
+@dataclass(frozen=True)
+class PendingUpload:
+    """One uncompleted upload: enough for the driver to complete or abort it (``staged.py``
+    re-exports it, where tasks make them)."""
+
+    key: str
+    upload_id: str
+    parts: tuple[tuple[int, str], ...]
+    size: int
 
 
 class StagingListDenied(Exception):
@@ -129,8 +141,6 @@ class S3Store:
         return str(self.client.put_object(Bucket=self._bucket, Key=key, Body=body)["ETag"])
 
     def put_if(self, key: str, body: bytes, etag: str | None) -> str | None:
-        from lakegate_client.tables.conditional_writes import is_conflict
-
         condition = {"IfMatch": etag} if etag else {"IfNoneMatch": "*"}
         try:
             answer = self.client.put_object(Bucket=self._bucket, Key=key, Body=body,
@@ -231,3 +241,15 @@ def as_store(store_or_client: Any, bucket: str) -> ObjectStore:
     if isinstance(store_or_client, ObjectStore):
         return store_or_client
     return S3Store(store_or_client, bucket)
+
+
+def is_conflict(exc: BaseException, *, if_match: bool = False) -> bool:
+    """True when a conditional PUT was refused because the condition failed.
+
+    ``if_match``: the PUT carried ``If-Match``, so AWS's 404 for a missing key is a conflict too
+    (the object the writer expected is gone: someone else moved it).
+    """
+    code, status = _code(exc), _status(exc)
+    if code in _CONFLICT_CODES or status in (409, 412):
+        return True
+    return if_match and (code in ("NoSuchKey", "404") or status == 404)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lakegate_client.tables.directory import write_id_of
-from lakegate_client.tables.object_store import as_store
+from lakegate_client.tables.object_store import PendingUpload, as_store
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -54,16 +54,6 @@ class S3Location:
 
     def relative(self, key: str) -> str:
         return key[len(self.prefix) + 1 :]
-
-
-@dataclass(frozen=True)
-class PendingUpload:
-    """One uncompleted upload: enough for the driver to complete or abort it."""
-
-    key: str
-    upload_id: str
-    parts: tuple[tuple[int, str], ...]
-    size: int
 
 
 class StagedWriter(io.RawIOBase):
