@@ -318,7 +318,9 @@ def test_adls_shapes_pick_the_locations_account() -> None:
         ),
         "fs.azure.sas.fixed.token.acct.dfs.core.windows.net": "sv=2024&sig=abc",
     }
-    assert isinstance(c.pyarrow_filesystem(), pafs.AzureFileSystem)
+    fs = c.pyarrow_filesystem()  # an AzureFileSystem whose errors carry no SAS
+    assert isinstance(fs, pafs.PyFileSystem)
+    assert fs.type_name == "py::redacted-abfs"
     with pytest.raises(UnsupportedStorageError, match="boto3"):
         c.boto3_kwargs()
 

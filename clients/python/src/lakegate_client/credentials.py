@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from lakegate_client._azure import AdlsSettings
 from lakegate_client._clock import Clock, SystemClock
@@ -335,6 +335,11 @@ class TableCredentials:
         # AzureFileSystem, and naming it eagerly broke S3 there too.
         filesystems = {"s3": "S3FileSystem", "adls": "AzureFileSystem", "gcs": "GcsFileSystem"}
         filesystem: pyarrow.fs.FileSystem = getattr(pafs, filesystems[self.storage])(**kwargs)
+        if self.storage == "adls":  # Arrow quotes each request URL, SAS included, in its errors
+            from lakegate_client.redacted_fs import redacted_filesystem
+
+            token = str(kwargs["sas_token"]).lstrip("?")
+            return redacted_filesystem(filesystem, [token, *parse_qs(token).get("sig", [])])
         return filesystem
 
     def hadoop_s3a_conf(self, *, per_bucket: bool = False, spark: bool = False) -> dict[str, str]:
