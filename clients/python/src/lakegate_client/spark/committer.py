@@ -19,8 +19,10 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -72,12 +74,34 @@ def s3_client(creds: TableCredentials) -> Any:
 @lru_cache(maxsize=16)
 def _client(kwargs: tuple[tuple[str, str], ...], path_style: bool, pid: int) -> Any:
     """``pid``: a forked child builds its own (a client's connections are not fork-safe)."""
-    import boto3
     from botocore.config import Config
 
     config = Config(s3={"addressing_style": "path"} if path_style else {"addressing_style": "auto"})
     options: dict[str, Any] = {**dict(kwargs), "config": config}
-    return boto3.session.Session().client("s3", **options)
+    session = _session(pid)
+    with session.lock:  # a boto3 session is not thread-safe; its clients are
+        return session.boto3.client("s3", **options)
+
+
+@dataclass(frozen=True)
+class _Session:
+    boto3: Any
+    lock: threading.Lock
+
+
+@lru_cache(maxsize=1)
+def _session(pid: int) -> _Session:
+    """The process's one boto3 session, whose loader every client shares.
+
+    Why one: a client built on a session of its own loads and keeps its own copy of the S3
+    service model (0.2 s of CPU and some 35,000 objects). Every table's credential is a client
+    of its own, so a long-lived Spark worker collected a model per table, and PySpark runs a
+    full ``gc.collect()`` after every task: at 200 partitions that collection, not the write,
+    was most of a task's time (issue 36). Clients of one session share the model.
+    """
+    import boto3
+
+    return _Session(boto3.session.Session(), threading.Lock())
 
 
 def sweep(s3: Any, where: S3Location, write_id: str, keep: Sequence[str] = ()) -> int:
