@@ -381,8 +381,8 @@ class LanceWorld:
                                     schema=SCHEMA)
         self.fragments = [json.dumps(f.to_json()) for f in fragments]
         self.s3, self.where = FakeS3(), S3Location("b", "wh/ds")
-        attempts.check_in(self.s3, self.where, self.write_id, 0, 0,
-                          committer.lance_files(self.fragments))
+        self.records = [attempts.check_in(self.s3, self.where, self.write_id, 0, 0,
+                                          committer.lance_files(self.fragments))]
 
     @staticmethod
     def error(name: str) -> BaseException:
@@ -421,7 +421,8 @@ class LanceWorld:
     def commit(self) -> None:
         committer.commit_lance(self.creds, SCHEMA, self.fragments,
                                overwrite=self.case == "overwrite",
-                               read_version=self.read_version, write_id=self.write_id)
+                               read_version=self.read_version, write_id=self.write_id,
+                               records=self.records)
 
     def abort(self) -> None:
         committer.drop_lance_fragments(self.creds, self.fragments, self.write_id,

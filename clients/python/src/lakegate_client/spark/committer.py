@@ -230,9 +230,10 @@ def publish_delta(creds: TableCredentials, schema: pa.Schema, files: Sequence[An
             drop_job_files(creds, write_id, keep=())
             raise
         log.warning("the Delta commit of write %s failed (%r) but landed", write_id, exc)
-    after_commit("removing unused files", write_id,
-                 lambda: drop_job_files(creds, write_id, keep=[f.path for f in files]))
-    if s3 is not None:
+    if s3 is None:  # tasks wrote visible files: those of failed or duplicate attempts go
+        after_commit("removing unused files", write_id,
+                     lambda: drop_job_files(creds, write_id, keep=[f.path for f in files]))
+    else:  # staged: the completed uploads are the job's only visible files, all committed
         after_commit("the upload sweep", write_id, lambda: sweep(s3, where, write_id))
 
 
@@ -338,9 +339,11 @@ def drop_job_files(creds: TableCredentials, write_id: str, keep: Sequence[str]) 
 
 
 def commit_lance(creds: TableCredentials, schema: pa.Schema, fragments_json: Sequence[str], *,
-                 overwrite: bool, read_version: int | None, write_id: str = "") -> None:
+                 overwrite: bool, read_version: int | None, write_id: str = "",
+                 records: Sequence[str] = ()) -> None:
     """One Lance commit of the fragments, then (S3, ``write_id`` given) the attempt ledger's
-    cleanup of every fragment file the commit does not use.
+    cleanup of every fragment file the commit does not use (``records``: the ledger records of
+    the attempts that reported the fragments).
 
     Overwrite replaces whatever version is current (last writer wins, a serial order). Append
     never overwrites: it appends against the version that exists at commit time. A job that
@@ -357,7 +360,7 @@ def commit_lance(creds: TableCredentials, schema: pa.Schema, fragments_json: Seq
     if ledger is not None:
         after_commit("removing the unused fragment files", write_id,
                      lambda: attempts.discard_unused(*ledger, write_id,
-                                                     lance_files(fragments_json)))
+                                                     lance_files(fragments_json), records))
 
 
 def lance_ledger(creds: TableCredentials) -> tuple[Any, S3Location] | None:

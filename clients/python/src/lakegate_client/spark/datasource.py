@@ -107,7 +107,7 @@ class LakekeeperDataSource(DataSource):
             s3, where = s3_client(creds), S3Location.parse(creds.location)
             process_probe().ensure(s3, where.bucket, where.prefix,
                                    accept_risk=opts.accept_single_writer_risk)
-            plain = plan_plain(s3, where, info.format)
+            plain = plan_plain(s3, where, info.format, overwrite=overwrite)
         elif creds.storage == "s3" and info.format == "lance":  # create claim, attempt ledger
             where = S3Location.parse(creds.location)
             process_probe().ensure(s3_client(creds), where.bucket, where.prefix,

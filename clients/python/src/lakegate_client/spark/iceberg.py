@@ -254,8 +254,9 @@ class IcebergWriter(DataSourceArrowWriter):
         except BaseException:
             self._drop_files(creds, keep=())
             raise
-        after_commit("removing unused files", self._write_id,
-                     lambda: self._drop_files(creds, keep=paths))
+        if not uploads:  # staged: the completed uploads are the job's only visible files
+            after_commit("removing unused files", self._write_id,
+                         lambda: self._drop_files(creds, keep=paths))
 
     def _commit_resolved(self, paths: list[str]) -> None:
         """Commit once; a conflict is redone on the new snapshot, an ambiguous answer resolved.
