@@ -19,8 +19,13 @@ Each pair's ratio (data source time / direct time) is one sample; the report giv
 and quartiles. Where the time goes: beside each pair, the same DataFrame written to Spark's
 ``noop`` sink (planning, the tasks' row generation and Arrow conversion, no I/O) is the floor both
 writes stand on; direct - noop is the format library's I/O and publish; data source - direct is
-what the data source and its commit protocol add. Every table is read back after its writes, and
-a row count that differs from what was written fails the scenario.
+what the data source and its commit protocol add. Each timed write is also split in three from
+Spark's event log (:class:`_StageLog`): ``plan`` (the driver before the write's tasks start: the
+data source's ``writer()`` with its table, credential, probe and plan calls; the direct write's
+credential and listing), ``tasks`` (the write stage: rows to staged uploads, fragments or files)
+and ``commit`` (the driver after the last task: completes, marker, intents, ledger, log or catalog
+commit, deletes). Every table is read back after its writes, and a row count that differs from
+what was written fails the scenario.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from unittest.mock import patch
 
@@ -69,9 +75,11 @@ def run(ctx: BenchContext) -> dict[str, Any]:
     try:
         with patch.dict(os.environ, env), Client(env["LAKEGATE_URL"],
                                                  warehouse=warehouse) as client:
-            spark = _session()
+            event_log = ctx.work_dir / "writes-event-log"
+            spark = _session(event_log)
             try:
-                bench = _WriteBench(ctx, spark, client, namespace, gw.http_url)
+                bench = _WriteBench(ctx, spark, client, namespace, gw.http_url,
+                                    _StageLog(event_log))
                 for parts in prof.write_partitions:
                     for fmt in FORMATS:
                         key = f"{fmt}@{parts}"
@@ -85,20 +93,85 @@ def run(ctx: BenchContext) -> dict[str, Any]:
     return out
 
 
-def _session() -> SparkSession:
+def _session(event_log: Path) -> SparkSession:
     from demo.pipeline import spark_session
 
     # local[2]: the machine's two cores; no retries, so a failing write fails the scenario.
+    # The event log (uncompressed JSON lines, flushed at each stage's end) times the stages.
+    event_log.mkdir(parents=True, exist_ok=True)
     return spark_session("local[2]", app_name="lakegate-bench-writes",
-                         conf={"spark.sql.shuffle.partitions": "8"})
+                         conf={"spark.sql.shuffle.partitions": "8",
+                               "spark.eventLog.enabled": "true",
+                               "spark.eventLog.dir": event_log.as_uri(),
+                               "spark.eventLog.compress": "false",
+                               "spark.eventLog.rolling.enabled": "false"})
+
+
+class _StageLog:
+    """When the session's stages ran, from Spark's event log (``SparkListenerStageCompleted``:
+    submission and completion, epoch ms), read incrementally."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self._offset = 0
+        self._stages: list[tuple[float, float]] = []
+
+    def stages(self) -> list[tuple[float, float]]:
+        """Every completed stage so far: (submitted, completed) in epoch seconds."""
+        files = sorted(self.directory.iterdir())
+        if not files:
+            return self._stages
+        with files[-1].open("rb") as log:
+            log.seek(self._offset)
+            chunk = log.read()
+        complete = chunk[: chunk.rfind(b"\n") + 1]  # a line still being written waits
+        self._offset += len(complete)
+        for line in complete.splitlines():
+            if b"SparkListenerStageCompleted" not in line:
+                continue
+            info = json.loads(line).get("Stage Info", {})
+            if info.get("Submission Time") and info.get("Completion Time"):
+                self._stages.append((info["Submission Time"] / 1000,
+                                     info["Completion Time"] / 1000))
+        return self._stages
+
+    def phases(self, started: float, ended: float) -> dict[str, float] | None:
+        """``plan`` / ``tasks`` / ``commit`` seconds of the write timed from ``started`` to
+        ``ended`` (epoch seconds); None when no stage ran inside it."""
+        inside = [(a, b) for a, b in self.stages() if a >= started - 0.05 and b <= ended + 0.05]
+        if not inside:
+            return None
+        first, last = min(a for a, _ in inside), max(b for _, b in inside)
+        return {"plan": round(max(first - started, 0.0), 3),
+                "tasks": round(last - first, 3),
+                "commit": round(max(ended - last, 0.0), 3)}
+
+
+def _timed(call: Any) -> tuple[float, float, float]:
+    """Run ``call()``: (seconds, wall-clock start, wall-clock end)."""
+    wall, started = time.time(), time.perf_counter()
+    call()
+    return time.perf_counter() - started, wall, time.time()
 
 
 class _WriteBench:
     def __init__(self, ctx: BenchContext, spark: SparkSession, client: Client, namespace: str,
-                 http_url: str) -> None:
+                 http_url: str, stages: _StageLog) -> None:
         self.ctx, self.spark, self.client = ctx, spark, client
         self.namespace, self.http_url = namespace, http_url
         self.warehouse = ctx.stack.info.warehouse.name
+        self.stages = stages
+        self.windows: list[tuple[str, float, float]] = []  # ("datasource append", start, end)
+
+    def note_phases(self, what: str, started: float, ended: float) -> None:
+        """Remember a timed write's wall-clock window; its phases are read from the event log
+        once the cell is done (Spark's listener bus writes the log asynchronously)."""
+        self.windows.append((what, started, ended))
+
+    def phases(self, what: str) -> dict[str, float] | None:
+        samples = [p for w, a, b in self.windows if w == what
+                   for p in [self.stages.phases(a, b)] if p is not None]
+        return _median_phases(samples)
 
     def frame(self, parts: int) -> DataFrame:
         from pyspark.sql import functions as F
@@ -123,6 +196,7 @@ class _WriteBench:
         direct.create(df)
         times: dict[str, list[tuple[float, float]]] = {m: [] for m in MODES}
         noop: list[float] = []
+        self.windows = []
         expected = rows
         for _ in range(self.ctx.profile.write_pairs):
             noop.append(self.noop(df))
@@ -145,6 +219,8 @@ class _WriteBench:
                 "datasource_s": round(statistics.median(p[0] for p in pairs), 3),
                 "direct_s": round(statistics.median(p[1] for p in pairs), 3),
                 "met": _met(stats),
+                "phases": {side: self.phases(f"{side} {mode}")
+                           for side in ("datasource", "direct")},
             }
         return result
 
@@ -155,9 +231,10 @@ class _WriteBench:
             writer = writer.option("format", fmt).option("create", "true")
         if fmt == "iceberg":
             writer = writer.option("format", "iceberg").option("catalog_url", self.http_url)
-        started = time.perf_counter()
-        writer.mode(mode).save()
-        return time.perf_counter() - started
+        seconds, started, ended = _timed(writer.mode(mode).save)
+        if not create:
+            self.note_phases(f"datasource {mode}", started, ended)
+        return seconds
 
     def noop(self, df: DataFrame) -> float:
         """Spark's own cost of the job: the same rows to the ``noop`` sink."""
@@ -171,6 +248,13 @@ class _WriteBench:
         if fmt == "iceberg":
             reader = reader.option("format", "iceberg").option("catalog_url", self.http_url)
         return int(reader.load().count())
+
+
+def _median_phases(samples: list[dict[str, float]]) -> dict[str, float] | None:
+    """The median of each phase over a cell's pairs (None: no stage was seen)."""
+    if not samples:
+        return None
+    return {k: round(statistics.median(s[k] for s in samples), 3) for k in samples[0]}
 
 
 def _met(stats: RatioStats) -> bool | None:
@@ -194,7 +278,7 @@ class _Direct:
                                  schema=_arrow_schema(df))
         else:
             self.bench.client.create(self.bench.namespace, self.table, format=self.fmt)
-        self.write(df, "overwrite")
+        self._write(df, "overwrite")  # untimed, as the data source's create
 
     def _credentials(self) -> TableCredentials:
         kind = "iceberg" if self.fmt == "iceberg" else "generic"
@@ -211,7 +295,11 @@ class _Direct:
                "header.X-Lakegate-Request": "1"})
 
     def write(self, df: DataFrame, mode: str) -> float:
-        started = time.perf_counter()
+        seconds, started, ended = _timed(lambda: self._write(df, mode))
+        self.bench.note_phases(f"direct {mode}", started, ended)
+        return seconds
+
+    def _write(self, df: DataFrame, mode: str) -> None:
         creds = self._credentials()
         schema = _arrow_schema(df)
         overwrite = mode == "overwrite"
@@ -230,7 +318,6 @@ class _Direct:
             _delta_commit(creds, schema, results, overwrite=overwrite)
         else:
             self._iceberg_commit(results, overwrite=overwrite)
-        return time.perf_counter() - started
 
     def _iceberg_commit(self, results: list[dict[str, Any]], *, overwrite: bool) -> None:
         from pyiceberg.expressions import AlwaysTrue

@@ -1,0 +1,51 @@
+"""The writes scenario's time split (loadtest/scenarios/writes.py) and its report table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from loadtest.report import write_report
+from loadtest.scenarios.writes import _median_phases, _StageLog
+
+
+def _stage(submitted_ms: int, completed_ms: int) -> str:
+    return json.dumps({"Event": "SparkListenerStageCompleted",
+                       "Stage Info": {"Stage ID": 0, "Submission Time": submitted_ms,
+                                      "Completion Time": completed_ms}}) + "\n"
+
+
+def test_a_write_is_split_into_plan_tasks_and_commit_from_the_event_log(tmp_path: Path) -> None:
+    log = tmp_path / "local-1.inprogress"
+    log.write_text(json.dumps({"Event": "SparkListenerJobStart"}) + "\n"
+                   + _stage(100_000, 100_400)  # the noop job just before the write: not its
+                   + _stage(101_500, 103_000))
+    stages = _StageLog(tmp_path)
+    assert stages.phases(101.0, 103.25) == {"plan": 0.5, "tasks": 1.5, "commit": 0.25}
+    assert stages.phases(104.0, 105.0) is None  # no stage ran inside: no split
+    with log.open("a") as out:  # read on from where it stopped; a half-written line waits
+        out.write(_stage(105_200, 105_900) + '{"Event": "SparkListenerStageCompl')
+    assert stages.phases(105.0, 106.0) == {"plan": 0.2, "tasks": 0.7, "commit": 0.1}
+    assert len(stages.stages()) == 3
+
+
+def test_the_phases_of_a_cell_are_the_median_of_its_pairs() -> None:
+    samples = [{"plan": 0.2, "tasks": 1.0, "commit": 0.5}, {"plan": 0.4, "tasks": 3.0,
+                                                            "commit": 0.1},
+               {"plan": 0.3, "tasks": 2.0, "commit": 0.3}]
+    assert _median_phases(samples) == {"plan": 0.3, "tasks": 2.0, "commit": 0.3}
+    assert _median_phases([]) is None
+
+
+def test_the_report_shows_ratio_and_where_the_time_goes(tmp_path: Path) -> None:
+    ratio = {"median": 1.1, "q1": 1.0, "q3": 1.2, "pairs": 3}
+    cell = {"ratio": ratio, "datasource_s": 2.2, "direct_s": 2.0,
+            "phases": {"datasource": {"plan": 0.2, "tasks": 1.5, "commit": 0.5},
+                       "direct": None}}
+    write_report({"meta": {"profile": "standard"},
+                  "writes": {"rows": 100_000, "pairs": 3,
+                             "lance@200": {"noop_s": 0.3, "append": cell,
+                                           "overwrite": dict(cell)}}}, tmp_path)
+    md = (tmp_path / "report.md").read_text()
+    assert ("| lance | 200 | append | 2.2 | 2.0 | 0.3 | 1.10 [1.00-1.20] (3) | "
+            "0.20 / 1.50 / 0.50 | - |") in md
