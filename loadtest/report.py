@@ -208,8 +208,10 @@ def _write_section(writes: Any) -> list[str]:
     if not usable:
         return out
     out += [
-        f"{writes.get('rows'):,} rows per write; {writes.get('pairs')} interleaved pair(s) per "
-        "mode. `ratio` = data source seconds / direct seconds per pair (median [q1-q3]). `noop` "
+        f"{writes.get('rows'):,} rows per write; up to {writes.get('pairs')} interleaved "
+        "pair(s) per mode (each cell's count in parentheses: a cell past its share of the time "
+        "budget runs no further pair). `ratio` = data source seconds / direct seconds per pair "
+        "(median [q1-q3]). `noop` "
         "= the same DataFrame to Spark's noop sink: the job's cost without any I/O. "
         "`plan / tasks / commit` (medians, from Spark's event log): the driver before the "
         "write's tasks start, the write stage, the driver after its last task (the data "

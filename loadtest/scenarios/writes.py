@@ -82,12 +82,16 @@ def run(ctx: BenchContext) -> dict[str, Any]:
             try:
                 bench = _WriteBench(ctx, spark, client, namespace, gw.http_url,
                                     _StageLog(event_log))
-                for parts in prof.write_partitions:
-                    for fmt in FORMATS:
-                        key = f"{fmt}@{parts}"
-                        out[key] = bench.measure(fmt, parts)
-                        ctx.say(f"writes {key}: " + ", ".join(
-                            f"{m} ratio {out[key][m]['ratio']['median']}" for m in MODES))
+                cells = [(parts, fmt) for parts in prof.write_partitions for fmt in FORMATS]
+                started = time.monotonic()
+                for n, (parts, fmt) in enumerate(cells, 1):
+                    key = f"{fmt}@{parts}"
+                    # the budget's share of the cells so far: a cell starts a pair beyond the
+                    # first only before it (so the scenario's time is bounded)
+                    deadline = started + prof.write_budget_s * n / len(cells)
+                    out[key] = bench.measure(fmt, parts, deadline)
+                    ctx.say(f"writes {key}: " + ", ".join(
+                        f"{m} ratio {out[key][m]['ratio']['median']}" for m in MODES))
             finally:
                 spark.stop()
     finally:
@@ -187,8 +191,9 @@ class _WriteBench:
                                           (F.col("id") % 30).cast("int")))
         )
 
-    def measure(self, fmt: str, parts: int) -> dict[str, Any]:
-        """Both tables created by one untimed overwrite, then append and overwrite pairs."""
+    def measure(self, fmt: str, parts: int, deadline: float) -> dict[str, Any]:
+        """Both tables created by one untimed overwrite, then append and overwrite pairs:
+        ``write_pairs`` of them, the second and later only before ``deadline`` (monotonic)."""
         tag = uuid.uuid4().hex[:6]
         ds_table, direct_table = f"w_{fmt}_{parts}_ds_{tag}", f"w_{fmt}_{parts}_direct_{tag}"
         df = self.frame(parts)
@@ -200,7 +205,9 @@ class _WriteBench:
         noop: list[float] = []
         self.windows = []
         expected = rows
-        for _ in range(self.ctx.profile.write_pairs):
+        for pair in range(self.ctx.profile.write_pairs):
+            if pair and time.monotonic() > deadline:
+                break
             noop.append(self.noop(df))
             for mode in MODES:
                 ds_s = self.datasource(df, fmt, ds_table, mode)

@@ -73,3 +73,59 @@ def test_the_direct_overwrite_deletes_the_old_files_concurrently(
     creds = SimpleNamespace(pyarrow_filesystem=_Fs)
     writes._delete_parquet(creds, ["b/t/part-1.parquet", "b/t/part-2.parquet"])  # type: ignore[arg-type]
     assert sorted(deleted) == ["b/t/part-1.parquet", "b/t/part-2.parquet"]
+
+
+def _bench(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> tuple[object, list[str]]:
+    """A write bench whose writes are stubs: each timed write records what it did."""
+    from loadtest.profile import STANDARD
+    from loadtest.scenarios import writes
+
+    done: list[str] = []
+
+    class _Direct:
+        def __init__(self, *_a: object) -> None:
+            pass
+
+        def create(self, _df: object) -> None:
+            done.append("direct create")
+
+        def write(self, _df: object, mode: str) -> float:
+            done.append(f"direct {mode}")
+            return 1.0
+
+    monkeypatch.setattr(writes, "_Direct", _Direct)
+    ctx = SimpleNamespace(profile=STANDARD, stack=SimpleNamespace(
+        info=SimpleNamespace(warehouse=SimpleNamespace(name="wh"))))
+    bench = writes._WriteBench(ctx, None, None, "ns", "http://gw", _StageLog(tmp_path))  # type: ignore[arg-type]
+    rows = {"n": 0}
+
+    def datasource(_df: object, _fmt: str, _table: str, mode: str, *,
+                   create: bool = False) -> float:
+        done.append("datasource create" if create else f"datasource {mode}")
+        rows["n"] = rows["n"] + STANDARD.write_rows if mode == "append" else STANDARD.write_rows
+        return 1.1
+
+    monkeypatch.setattr(bench, "frame", lambda _parts: None)
+    monkeypatch.setattr(bench, "datasource", datasource)
+    monkeypatch.setattr(bench, "noop", lambda _df: 0.1)
+    monkeypatch.setattr(bench, "count", lambda _fmt, _table: rows["n"])
+    return bench, done
+
+
+def test_a_cell_runs_its_pairs_within_its_share_of_the_time_budget(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The 200-partition cells had never run in the standard profile: the scenario now bounds
+    its time. A cell runs ``write_pairs`` pairs while its share of the budget lasts, and always
+    one."""
+    import time
+
+    bench, done = _bench(monkeypatch, tmp_path)
+    result = bench.measure("lance", 200, deadline=time.monotonic() + 3600)  # type: ignore[attr-defined]
+    assert done.count("datasource append") == done.count("direct overwrite") == 3
+    assert result["append"]["ratio"]["pairs"] == 3
+    assert result["append"]["ratio"]["median"] == 1.1
+    bench, done = _bench(monkeypatch, tmp_path)
+    result = bench.measure("lance", 200, deadline=time.monotonic() - 1)  # type: ignore[attr-defined]
+    assert done == ["datasource create", "direct create", "datasource append", "direct append",
+                    "datasource overwrite", "direct overwrite"]
+    assert result["overwrite"]["ratio"]["pairs"] == 1
