@@ -90,8 +90,8 @@ def run(ctx: BenchContext) -> dict[str, Any]:
                     # first only before it (so the scenario's time is bounded)
                     deadline = started + prof.write_budget_s * n / len(cells)
                     out[key] = bench.measure(fmt, parts, deadline)
-                    ctx.say(f"writes {key}: " + ", ".join(
-                        f"{m} ratio {out[key][m]['ratio']['median']}" for m in MODES))
+                    ctx.say(f"writes {key}: " + "; ".join(_cell_line(out[key][m], m)
+                                                        for m in MODES))
             finally:
                 spark.stop()
     finally:
@@ -257,6 +257,18 @@ class _WriteBench:
         if fmt == "iceberg":
             reader = reader.option("format", "iceberg").option("catalog_url", self.http_url)
         return int(reader.load().count())
+
+
+def _cell_line(cell: dict[str, Any], mode: str) -> str:
+    """One mode of a cell for the progress log: ratio, then each side's seconds and phases."""
+    phases = cell.get("phases") or {}
+
+    def side(name: str, seconds: float) -> str:
+        split = phases.get(name)
+        return f"{name} {seconds} s" + (" (plan {plan} / tasks {tasks} / commit {commit})"
+                                         .format(**split) if split else "")
+    return (f"{mode} ratio {cell['ratio']['median']} "
+            f"[{side('datasource', cell['datasource_s'])}, {side('direct', cell['direct_s'])}]")
 
 
 def _median_phases(samples: list[dict[str, float]]) -> dict[str, float] | None:

@@ -129,3 +129,13 @@ def test_a_cell_runs_its_pairs_within_its_share_of_the_time_budget(
     assert done == ["datasource create", "direct create", "datasource append", "direct append",
                     "datasource overwrite", "direct overwrite"]
     assert result["overwrite"]["ratio"]["pairs"] == 1
+
+
+def test_the_progress_line_gives_each_sides_seconds_and_phases() -> None:
+    from loadtest.scenarios.writes import _cell_line
+
+    cell = {"ratio": {"median": 1.1}, "datasource_s": 2.2, "direct_s": 2.0,
+            "phases": {"datasource": {"plan": 0.2, "tasks": 1.5, "commit": 0.5},
+                       "direct": None}}
+    assert _cell_line(cell, "append") == (
+        "append ratio 1.1 [datasource 2.2 s (plan 0.2 / tasks 1.5 / commit 0.5), direct 2.0 s]")
