@@ -86,8 +86,8 @@ def _bench(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> tuple[object, lis
         def __init__(self, *_a: object) -> None:
             pass
 
-        def create(self, _df: object) -> None:
-            done.append("direct create")
+        def create(self, df: object) -> None:
+            done.append(f"direct create ({df})")
 
         def write(self, _df: object, mode: str) -> float:
             done.append(f"direct {mode}")
@@ -99,13 +99,14 @@ def _bench(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> tuple[object, lis
     bench = writes._WriteBench(ctx, None, None, "ns", "http://gw", _StageLog(tmp_path))  # type: ignore[arg-type]
     rows = {"n": 0}
 
-    def datasource(_df: object, _fmt: str, _table: str, mode: str, *,
+    def datasource(df: object, _fmt: str, _table: str, mode: str, *,
                    create: bool = False) -> float:
-        done.append("datasource create" if create else f"datasource {mode}")
+        done.append(f"datasource create ({df})" if create else f"datasource {mode}")
         rows["n"] = rows["n"] + STANDARD.write_rows if mode == "append" else STANDARD.write_rows
         return 1.1
 
-    monkeypatch.setattr(bench, "frame", lambda _parts: None)
+    monkeypatch.setattr(bench, "frame",
+                        lambda _parts: SimpleNamespace(coalesce=lambda n: f"{n} tasks"))
     monkeypatch.setattr(bench, "datasource", datasource)
     monkeypatch.setattr(bench, "noop", lambda _df: 0.1)
     monkeypatch.setattr(bench, "count", lambda _fmt, _table: rows["n"])
@@ -126,8 +127,9 @@ def test_a_cell_runs_its_pairs_within_its_share_of_the_time_budget(
     assert result["append"]["ratio"]["median"] == 1.1
     bench, done = _bench(monkeypatch, tmp_path)
     result = bench.measure("lance", 200, deadline=time.monotonic() - 1)  # type: ignore[attr-defined]
-    assert done == ["datasource create", "direct create", "datasource append", "direct append",
-                    "datasource overwrite", "direct overwrite"]
+    assert done == ["datasource create (2 tasks)", "direct create (2 tasks)",  # untimed
+                    "datasource append", "direct append", "datasource overwrite",
+                    "direct overwrite"]
     assert result["overwrite"]["ratio"]["pairs"] == 1
 
 
