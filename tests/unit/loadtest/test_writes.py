@@ -63,16 +63,17 @@ def test_the_direct_overwrite_deletes_the_old_files_concurrently(
     from loadtest.scenarios import writes
 
     both = threading.Barrier(2, timeout=5)
-    deleted: list[str] = []
+    deleted: list[tuple[str, str]] = []
 
-    class _Fs:
-        def delete_file(self, path: str) -> None:
+    class _S3:
+        def delete_object(self, *, Bucket: str, Key: str) -> None:
             both.wait()
-            deleted.append(path)
+            deleted.append((Bucket, Key))
 
-    creds = SimpleNamespace(pyarrow_filesystem=_Fs)
+    monkeypatch.setattr(writes, "s3_client", lambda _creds: _S3())
+    creds = SimpleNamespace(location="s3://b/t")
     writes._delete_parquet(creds, ["b/t/part-1.parquet", "b/t/part-2.parquet"])  # type: ignore[arg-type]
-    assert sorted(deleted) == ["b/t/part-1.parquet", "b/t/part-2.parquet"]
+    assert sorted(deleted) == [("b", "t/part-1.parquet"), ("b", "t/part-2.parquet")]
 
 
 def _bench(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> tuple[object, list[str]]:
