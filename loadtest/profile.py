@@ -28,7 +28,8 @@ class Profile:
     # 2b. Spark writes: the data source vs the same write made directly (per format and mode)
     write_rows: int = 100_000
     write_partitions: tuple[int, ...] = (8, 200)
-    write_pairs: int = 2
+    write_pairs: int = 3
+    write_budget_s: float = 1500.0  # past its share of this, a cell runs no further pair
     # 3. executors
     exec_processes: int = 4
     exec_per_process: int = 100
@@ -104,4 +105,5 @@ QUICK = Profile(
     write_rows=40_000,
     write_partitions=(8, 50),
     write_pairs=1,
+    write_budget_s=600.0,
 )

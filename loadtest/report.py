@@ -208,9 +208,14 @@ def _write_section(writes: Any) -> list[str]:
     if not usable:
         return out
     out += [
-        f"{writes.get('rows'):,} rows per write; {writes.get('pairs')} interleaved pair(s) per "
-        "mode. `ratio` = data source seconds / direct seconds per pair (median [q1-q3]). `noop` "
-        "= the same DataFrame to Spark's noop sink: the job's cost without any I/O.",
+        f"{writes.get('rows'):,} rows per write; up to {writes.get('pairs')} interleaved "
+        "pair(s) per mode (each cell's count in parentheses: a cell past its share of the time "
+        "budget runs no further pair). `ratio` = data source seconds / direct seconds per pair "
+        "(median [q1-q3]). `noop` "
+        "= the same DataFrame to Spark's noop sink: the job's cost without any I/O. "
+        "`plan / tasks / commit` (medians, from Spark's event log): the driver before the "
+        "write's tasks start, the write stage, the driver after its last task (the data "
+        "source's commit protocol; the direct write's publish).",
         "",
     ]
     rows = []
@@ -220,10 +225,20 @@ def _write_section(writes: Any) -> list[str]:
         fmt, parts = key.split("@", 1)
         for mode in ("append", "overwrite"):
             m = value.get(mode) or {}
+            phases = m.get("phases") or {}
             rows.append((fmt, parts, mode, m.get("datasource_s"), m.get("direct_s"),
-                         value.get("noop_s"), _ratio_cell(m.get("ratio"))))
+                         value.get("noop_s"), _ratio_cell(m.get("ratio")),
+                         _phases_cell(phases.get("datasource")),
+                         _phases_cell(phases.get("direct"))))
     return out + _table(("format", "partitions", "mode", "data source s", "direct s", "noop s",
-                         "ratio median [q1-q3] (pairs)"), rows)
+                         "ratio median [q1-q3] (pairs)", "data source plan / tasks / commit s",
+                         "direct plan / tasks / commit s"), rows)
+
+
+def _phases_cell(phases: Any) -> str:
+    if not isinstance(phases, Mapping) or not phases:
+        return "-"
+    return " / ".join(f"{phases.get(k, 0):.2f}" for k in ("plan", "tasks", "commit"))
 
 
 def _ratio_cell(ratio: Any) -> str:

@@ -11,16 +11,21 @@ written twice, interleaved pair by pair:
   write credential shipped to the tasks: inside ``mapInArrow`` each task writes its rows with the
   format's own library (pyarrow Parquet files, Lance ``write_fragments``, Parquet data files for
   Delta and Iceberg), and the driver makes them visible in one step (nothing for a Parquet append,
-  deleting the old files after an overwrite, one Delta transaction, one Lance commit, one Iceberg
-  ``add_files`` transaction through the same gateway). No staging, no marker, no conflict check:
-  the fastest correct-when-alone write.
+  deleting the old files after an overwrite 8 at a time, one Delta transaction, one Lance commit,
+  one Iceberg ``add_files`` transaction through the same gateway). No staging, no marker, no
+  conflict check: the fastest correct-when-alone write.
 
 Each pair's ratio (data source time / direct time) is one sample; the report gives their median
 and quartiles. Where the time goes: beside each pair, the same DataFrame written to Spark's
 ``noop`` sink (planning, the tasks' row generation and Arrow conversion, no I/O) is the floor both
 writes stand on; direct - noop is the format library's I/O and publish; data source - direct is
-what the data source and its commit protocol add. Every table is read back after its writes, and
-a row count that differs from what was written fails the scenario.
+what the data source and its commit protocol add. Each timed write is also split in three from
+Spark's event log (:class:`_StageLog`): ``plan`` (the driver before the write's tasks start: the
+data source's ``writer()`` with its table, credential, probe and plan calls; the direct write's
+credential and listing), ``tasks`` (the write stage: rows to staged uploads, fragments or files)
+and ``commit`` (the driver after the last task: completes, marker, intents, ledger, log or catalog
+commit, deletes). Every table is read back after its writes, and a row count that differs from
+what was written fails the scenario.
 """
 
 from __future__ import annotations
@@ -33,10 +38,14 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from unittest.mock import patch
 
+from lakegate_client.spark.committer import s3_client
 from lakegate_client.tables.directory import fs_path
+from lakegate_client.tables.staged import S3Location
 from loadtest.context import BenchContext
 from loadtest.ratios import RatioStats
 
@@ -49,6 +58,7 @@ if TYPE_CHECKING:
 FORMATS = ("parquet", "delta", "lance", "iceberg")
 MODES = ("append", "overwrite")
 TARGET = 1.25  # issue #36: the data source within 1.25 x of the direct write
+DELETE_WORKERS = 8  # the data source's commit deletes as many files at once
 
 
 def run(ctx: BenchContext) -> dict[str, Any]:
@@ -69,15 +79,21 @@ def run(ctx: BenchContext) -> dict[str, Any]:
     try:
         with patch.dict(os.environ, env), Client(env["LAKEGATE_URL"],
                                                  warehouse=warehouse) as client:
-            spark = _session()
+            event_log = ctx.work_dir / "writes-event-log"
+            spark = _session(event_log)
             try:
-                bench = _WriteBench(ctx, spark, client, namespace, gw.http_url)
-                for parts in prof.write_partitions:
-                    for fmt in FORMATS:
-                        key = f"{fmt}@{parts}"
-                        out[key] = bench.measure(fmt, parts)
-                        ctx.say(f"writes {key}: " + ", ".join(
-                            f"{m} ratio {out[key][m]['ratio']['median']}" for m in MODES))
+                bench = _WriteBench(ctx, spark, client, namespace, gw.http_url,
+                                    _StageLog(event_log))
+                cells = [(parts, fmt) for parts in prof.write_partitions for fmt in FORMATS]
+                started = time.monotonic()
+                for n, (parts, fmt) in enumerate(cells, 1):
+                    key = f"{fmt}@{parts}"
+                    # the budget's share of the cells so far: a cell starts a pair beyond the
+                    # first only before it (so the scenario's time is bounded)
+                    deadline = started + prof.write_budget_s * n / len(cells)
+                    out[key] = bench.measure(fmt, parts, deadline)
+                    ctx.say(f"writes {key}: " + "; ".join(_cell_line(out[key][m], m)
+                                                        for m in MODES))
             finally:
                 spark.stop()
     finally:
@@ -85,20 +101,85 @@ def run(ctx: BenchContext) -> dict[str, Any]:
     return out
 
 
-def _session() -> SparkSession:
+def _session(event_log: Path) -> SparkSession:
     from demo.pipeline import spark_session
 
     # local[2]: the machine's two cores; no retries, so a failing write fails the scenario.
+    # The event log (uncompressed JSON lines, flushed at each stage's end) times the stages.
+    event_log.mkdir(parents=True, exist_ok=True)
     return spark_session("local[2]", app_name="lakegate-bench-writes",
-                         conf={"spark.sql.shuffle.partitions": "8"})
+                         conf={"spark.sql.shuffle.partitions": "8",
+                               "spark.eventLog.enabled": "true",
+                               "spark.eventLog.dir": event_log.as_uri(),
+                               "spark.eventLog.compress": "false",
+                               "spark.eventLog.rolling.enabled": "false"})
+
+
+class _StageLog:
+    """When the session's stages ran, from Spark's event log (``SparkListenerStageCompleted``:
+    submission and completion, epoch ms), read incrementally."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self._offset = 0
+        self._stages: list[tuple[float, float]] = []
+
+    def stages(self) -> list[tuple[float, float]]:
+        """Every completed stage so far: (submitted, completed) in epoch seconds."""
+        files = sorted(self.directory.iterdir())
+        if not files:
+            return self._stages
+        with files[-1].open("rb") as log:
+            log.seek(self._offset)
+            chunk = log.read()
+        complete = chunk[: chunk.rfind(b"\n") + 1]  # a line still being written waits
+        self._offset += len(complete)
+        for line in complete.splitlines():
+            if b"SparkListenerStageCompleted" not in line:
+                continue
+            info = json.loads(line).get("Stage Info", {})
+            if info.get("Submission Time") and info.get("Completion Time"):
+                self._stages.append((info["Submission Time"] / 1000,
+                                     info["Completion Time"] / 1000))
+        return self._stages
+
+    def phases(self, started: float, ended: float) -> dict[str, float] | None:
+        """``plan`` / ``tasks`` / ``commit`` seconds of the write timed from ``started`` to
+        ``ended`` (epoch seconds); None when no stage ran inside it."""
+        inside = [(a, b) for a, b in self.stages() if a >= started - 0.05 and b <= ended + 0.05]
+        if not inside:
+            return None
+        first, last = min(a for a, _ in inside), max(b for _, b in inside)
+        return {"plan": round(max(first - started, 0.0), 3),
+                "tasks": round(last - first, 3),
+                "commit": round(max(ended - last, 0.0), 3)}
+
+
+def _timed(call: Any) -> tuple[float, float, float]:
+    """Run ``call()``: (seconds, wall-clock start, wall-clock end)."""
+    wall, started = time.time(), time.perf_counter()
+    call()
+    return time.perf_counter() - started, wall, time.time()
 
 
 class _WriteBench:
     def __init__(self, ctx: BenchContext, spark: SparkSession, client: Client, namespace: str,
-                 http_url: str) -> None:
+                 http_url: str, stages: _StageLog) -> None:
         self.ctx, self.spark, self.client = ctx, spark, client
         self.namespace, self.http_url = namespace, http_url
         self.warehouse = ctx.stack.info.warehouse.name
+        self.stages = stages
+        self.windows: list[tuple[str, float, float]] = []  # ("datasource append", start, end)
+
+    def note_phases(self, what: str, started: float, ended: float) -> None:
+        """Remember a timed write's wall-clock window; its phases are read from the event log
+        once the cell is done (Spark's listener bus writes the log asynchronously)."""
+        self.windows.append((what, started, ended))
+
+    def phases(self, what: str) -> dict[str, float] | None:
+        samples = [p for w, a, b in self.windows if w == what
+                   for p in [self.stages.phases(a, b)] if p is not None]
+        return _median_phases(samples)
 
     def frame(self, parts: int) -> DataFrame:
         from pyspark.sql import functions as F
@@ -112,19 +193,25 @@ class _WriteBench:
                                           (F.col("id") % 30).cast("int")))
         )
 
-    def measure(self, fmt: str, parts: int) -> dict[str, Any]:
-        """Both tables created by one untimed overwrite, then append and overwrite pairs."""
+    def measure(self, fmt: str, parts: int, deadline: float) -> dict[str, Any]:
+        """Both tables created by one untimed overwrite, then append and overwrite pairs:
+        ``write_pairs`` of them, the second and later only before ``deadline`` (monotonic)."""
         tag = uuid.uuid4().hex[:6]
         ds_table, direct_table = f"w_{fmt}_{parts}_ds_{tag}", f"w_{fmt}_{parts}_direct_{tag}"
         df = self.frame(parts)
         rows = self.ctx.profile.write_rows
-        self.datasource(df, fmt, ds_table, "overwrite", create=True)
+        # the same rows in two tasks (one per core): untimed, so no 200-task job per table
+        created = df.coalesce(2)
+        self.datasource(created, fmt, ds_table, "overwrite", create=True)
         direct = _Direct(self, fmt, direct_table)
-        direct.create(df)
+        direct.create(created)
         times: dict[str, list[tuple[float, float]]] = {m: [] for m in MODES}
         noop: list[float] = []
+        self.windows = []
         expected = rows
-        for _ in range(self.ctx.profile.write_pairs):
+        for pair in range(self.ctx.profile.write_pairs):
+            if pair and time.monotonic() > deadline:
+                break
             noop.append(self.noop(df))
             for mode in MODES:
                 ds_s = self.datasource(df, fmt, ds_table, mode)
@@ -145,6 +232,8 @@ class _WriteBench:
                 "datasource_s": round(statistics.median(p[0] for p in pairs), 3),
                 "direct_s": round(statistics.median(p[1] for p in pairs), 3),
                 "met": _met(stats),
+                "phases": {side: self.phases(f"{side} {mode}")
+                           for side in ("datasource", "direct")},
             }
         return result
 
@@ -155,9 +244,10 @@ class _WriteBench:
             writer = writer.option("format", fmt).option("create", "true")
         if fmt == "iceberg":
             writer = writer.option("format", "iceberg").option("catalog_url", self.http_url)
-        started = time.perf_counter()
-        writer.mode(mode).save()
-        return time.perf_counter() - started
+        seconds, started, ended = _timed(writer.mode(mode).save)
+        if not create:
+            self.note_phases(f"datasource {mode}", started, ended)
+        return seconds
 
     def noop(self, df: DataFrame) -> float:
         """Spark's own cost of the job: the same rows to the ``noop`` sink."""
@@ -171,6 +261,25 @@ class _WriteBench:
         if fmt == "iceberg":
             reader = reader.option("format", "iceberg").option("catalog_url", self.http_url)
         return int(reader.load().count())
+
+
+def _cell_line(cell: dict[str, Any], mode: str) -> str:
+    """One mode of a cell for the progress log: ratio, then each side's seconds and phases."""
+    phases = cell.get("phases") or {}
+
+    def side(name: str, seconds: float) -> str:
+        split = phases.get(name)
+        return f"{name} {seconds} s" + (" (plan {plan} / tasks {tasks} / commit {commit})"
+                                         .format(**split) if split else "")
+    return (f"{mode} ratio {cell['ratio']['median']} "
+            f"[{side('datasource', cell['datasource_s'])}, {side('direct', cell['direct_s'])}]")
+
+
+def _median_phases(samples: list[dict[str, float]]) -> dict[str, float] | None:
+    """The median of each phase over a cell's pairs (None: no stage was seen)."""
+    if not samples:
+        return None
+    return {k: round(statistics.median(s[k] for s in samples), 3) for k in samples[0]}
 
 
 def _met(stats: RatioStats) -> bool | None:
@@ -194,7 +303,7 @@ class _Direct:
                                  schema=_arrow_schema(df))
         else:
             self.bench.client.create(self.bench.namespace, self.table, format=self.fmt)
-        self.write(df, "overwrite")
+        self._write(df, "overwrite")  # untimed, as the data source's create
 
     def _credentials(self) -> TableCredentials:
         kind = "iceberg" if self.fmt == "iceberg" else "generic"
@@ -211,7 +320,11 @@ class _Direct:
                "header.X-Lakegate-Request": "1"})
 
     def write(self, df: DataFrame, mode: str) -> float:
-        started = time.perf_counter()
+        seconds, started, ended = _timed(lambda: self._write(df, mode))
+        self.bench.note_phases(f"direct {mode}", started, ended)
+        return seconds
+
+    def _write(self, df: DataFrame, mode: str) -> None:
         creds = self._credentials()
         schema = _arrow_schema(df)
         overwrite = mode == "overwrite"
@@ -221,16 +334,13 @@ class _Direct:
         results = _collect(df.mapInArrow(_task_writer(self.fmt, creds, schema),
                                          "result string"))
         if self.fmt == "parquet":
-            fs = creds.pyarrow_filesystem()
-            for path in old:
-                fs.delete_file(path)
+            _delete_parquet(creds, old)
         elif self.fmt == "lance":
             _lance_commit(creds, schema, results, overwrite=overwrite)
         elif self.fmt == "delta":
             _delta_commit(creds, schema, results, overwrite=overwrite)
         else:
             self._iceberg_commit(results, overwrite=overwrite)
-        return time.perf_counter() - started
 
     def _iceberg_commit(self, results: list[dict[str, Any]], *, overwrite: bool) -> None:
         from pyiceberg.expressions import AlwaysTrue
@@ -304,6 +414,23 @@ def _list_parquet(creds: TableCredentials) -> list[str]:
     selector = pafs.FileSelector(fs_path(creds.location), recursive=False, allow_not_found=True)
     return [i.path for i in creds.pyarrow_filesystem().get_file_info(selector)
             if i.type == pafs.FileType.File and i.path.endswith(".parquet")]
+
+
+def _delete_parquet(creds: TableCredentials, paths: list[str]) -> None:
+    """An overwrite's old files (``_list_parquet`` paths), deleted as the data source deletes
+    them: one S3 DELETE each on one boto3 client, :data:`DELETE_WORKERS` at a time. One at a
+    time, 200 files were 200 round trips in a row; pyarrow's ``delete_file`` also checks the
+    parent "directory" after each delete (and recreates its marker when it is emptied)."""
+    if not paths:
+        return
+    s3 = s3_client(creds)
+    bucket = S3Location.parse(creds.location).bucket
+
+    def delete(path: str) -> None:
+        s3.delete_object(Bucket=bucket, Key=path.split("/", 1)[1])  # "bucket/key" -> key
+
+    with ThreadPoolExecutor(max_workers=min(DELETE_WORKERS, len(paths))) as pool:
+        list(pool.map(delete, paths))
 
 
 def _lance_commit(creds: TableCredentials, schema: pa.Schema, results: list[dict[str, Any]], *,

@@ -524,6 +524,7 @@ class LanceWorld(JobWorld):
         self.s3, self.where = _DatasetS3(self.location), S3Location("b", "wh/ds")
         self._jobs_at(self.s3, self.where)
         self.fragments: list[str] = []
+        self.records: list[str] = []
 
     def tasks(self) -> None:
         """One task: renew the job's lease, write the fragments, record them in the ledger
@@ -536,8 +537,8 @@ class LanceWorld(JobWorld):
             fragments = write_fragments(pa.table({"id": NEW}, schema=SCHEMA),
                                         str(self.location), schema=SCHEMA)
             self.fragments = [json.dumps(f.to_json()) for f in fragments]
-            attempts.check_in(self.s3, self.where, self.write_id, 0, 0,
-                              committer.lance_files(self.fragments))
+            self.records = [attempts.check_in(self.s3, self.where, self.write_id, 0, 0,
+                                              committer.lance_files(self.fragments))]
 
     def _recovery_patches(self) -> list[tuple[Any, str, Any]]:
         return [(committer, "lance_ledger", lambda _creds: (self.s3, self.where))]
@@ -569,7 +570,7 @@ class LanceWorld(JobWorld):
         committer.commit_lance(self.creds, SCHEMA, self.fragments,
                                overwrite=self.case == "overwrite",
                                read_version=self.read_version, write_id=self.write_id,
-                               intent=self.intent())
+                               intent=self.intent(), records=self.records)
 
     def abort(self) -> None:
         committer.drop_lance_fragments(self.creds, self.fragments, self.write_id,

@@ -65,3 +65,25 @@ def test_a_cleanup_that_fails_once_is_retried(monkeypatch: pytest.MonkeyPatch) -
 
     committer.after_commit("removing unused files", "w", flaky)
     assert len(tries) == 2
+
+
+def test_a_staged_delta_commit_does_not_list_the_table_afterwards(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """On S3 tasks stage uploads that only the commit completes, so the completed uploads are
+    the job's only visible files. Listing the whole table after each commit (a LIST per 1,000
+    files, growing with the table) to remove the job's other files found none (issue 36)."""
+    from lakegate_client.spark import committer
+    from lakegate_client.tables.staged import PendingUpload
+
+    calls: list[str] = []
+    monkeypatch.setattr(committer, "table_store", lambda _creds: "s3")
+    monkeypatch.setattr(committer, "complete_uploads", lambda *_a, **_k: calls.append("complete"))
+    monkeypatch.setattr(committer, "_delta_transaction", lambda *_a, **_k: calls.append("commit"))
+    monkeypatch.setattr(committer, "sweep", lambda *_a, **_k: calls.append("sweep") or 0)
+    monkeypatch.setattr(committer, "drop_job_files",
+                        lambda *_a, **_k: calls.append("list the table") or [])
+    creds = SimpleNamespace(location="s3://bucket/tables/t")
+    upload = PendingUpload("tables/t/part-w-00000-a.parquet", "u-1", ((1, '"e"'),), 10)
+    files = [SimpleNamespace(path="part-w-00000-a.parquet")]
+    committer.publish_delta(creds, None, files, [upload], overwrite=False, write_id="w")  # type: ignore[arg-type]
+    assert calls == ["complete", "commit", "sweep"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from botocore.config import Config
 
 from lakegate_client.spark import committer
@@ -33,3 +34,21 @@ def test_a_credential_gets_one_client_per_process_and_other_keys_get_their_own()
     assert committer.s3_client(_Creds("AKIA1", path_style=False)) is not first
     assert first.meta.config.s3 == {"addressing_style": "path"}
     assert first.meta.endpoint_url == "http://127.0.0.1:1"
+
+
+def test_clients_of_different_credentials_share_one_service_model(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A client on a boto3 session of its own loaded the S3 model again (0.2 s of CPU and some
+    35,000 objects each). A worker that had written a few tables held a model per table, and
+    PySpark's ``gc.collect()`` after every task walked them all: at 200 partitions that was
+    most of a task's time. A new credential's client now loads nothing from disk."""
+    from botocore.loaders import JSONFileLoader
+
+    committer.s3_client(_Creds("AKIA-MODEL-1"))  # the process's session has the model now
+    loads: list[str] = []
+    real = JSONFileLoader.load_file
+    monkeypatch.setattr(JSONFileLoader, "load_file",
+                        lambda self, path: loads.append(path) or real(self, path))
+    second = committer.s3_client(_Creds("AKIA-MODEL-2"))
+    assert loads == []
+    assert second._request_signer._credentials.access_key == "AKIA-MODEL-2"

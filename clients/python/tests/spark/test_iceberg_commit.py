@@ -153,3 +153,24 @@ def test_a_clear_refusal_deletes_the_files(tmp_path: Path,
     writer.abort(messages)
     assert job.files(writer) == []
     assert job.rows() == []
+
+
+def test_a_staged_commit_does_not_list_the_data_folder_afterwards(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On S3 the completed uploads are the job's only visible files (failed and duplicate
+    attempts' uploads are never completed): listing ``data/`` after each commit, which grows
+    with every write, found nothing to remove (issue 36)."""
+    from lakegate_client.tables.staged import PendingUpload
+
+    job = Job(tmp_path, monkeypatch)
+    writer = job.writer()
+    calls: list[str] = []
+    monkeypatch.setattr(iceberg, "s3_client", lambda _creds: "s3")
+    monkeypatch.setattr(iceberg, "complete_uploads", lambda *_a, **_k: calls.append("complete"))
+    monkeypatch.setattr(writer, "_commit_resolved",
+                        lambda _paths, _intent=None: calls.append("commit"))
+    monkeypatch.setattr(writer, "_drop_files", lambda *_a, **_k: calls.append("list data/"))
+    path = f"{writer._location}/data/{writer._write_id}-a.parquet"
+    upload = PendingUpload(path.split("/", 3)[-1], "u-1", ((1, '"e"'),), 10)
+    writer.commit([iceberg.IcebergFiles(paths=(path,), uploads=(upload,))])
+    assert calls == ["complete", "commit"]

@@ -159,3 +159,20 @@ def test_the_ledger_and_the_create_claim_run_on_adls() -> None:
     assert claim_create(store, WHERE, "w2") is True
     assert claim_create(store.view(), WHERE, "w3") is False  # 409 BlobAlreadyExists: held
     assert claim_create(store.view(), WHERE, "w2") is True  # the holder asks again
+
+
+def test_the_records_of_reported_attempts_are_deleted_unread() -> None:
+    """The commit read back every attempt's record, one GET per task (200 at 200 partitions),
+    to learn files it already had from the attempts' reports (issue 36). Only the records no
+    accepted attempt reported (a duplicate's) are read; every record and the duplicate's file
+    still go."""
+    s3 = FakeS3()
+    used = [check_in(s3, WHERE, "w1", p, 0, _land(s3, f"data/p{p}.lance")) for p in range(3)]
+    duplicate = check_in(s3, WHERE, "w1", 0, 1, _land(s3, "data/p0-copy.lance"))
+    close_job(s3, WHERE, "w1")
+    seen = len(s3.calls)
+    files = [f"data/p{p}.lance" for p in range(3)]
+    assert discard_unused(s3, WHERE, "w1", files, used) == ["data/p0-copy.lance"]
+    reads = [key for op, key in s3.calls[seen:] if op == "GetObject"]
+    assert reads == [WHERE.key(duplicate)]
+    assert _left(s3) == files

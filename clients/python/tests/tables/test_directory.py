@@ -170,3 +170,36 @@ def test_a_stream_that_fails_midway_leaves_no_partial_file(fs: pafs.FileSystem, 
         write_parquet_batches(fs, path, DATA.schema, failing())
     assert not fs.get_file_info(path).is_file
     assert list_data_files(fs, root, "parquet") == []
+
+
+class _Listings:
+    """A local filesystem that records what is listed (``get_file_info`` selectors)."""
+
+    def __init__(self, fs: pafs.FileSystem) -> None:
+        self._fs = fs
+        self.listed: list[str] = []
+
+    def get_file_info(self, what: object) -> object:
+        if isinstance(what, pafs.FileSelector):
+            self.listed.append(what.base_dir)
+        return self._fs.get_file_info(what)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._fs, name)
+
+
+def test_a_plain_table_is_not_listed_whole_to_learn_it_has_no_legacy_log(
+    fs: pafs.FileSystem, root: str
+) -> None:
+    """Every Spark write of a directory table asks whether it is in the old layout; that listed
+    every file of the table (pages of 1,000, growing with every append) to look for
+    ``_lakegate_log/`` (issue 36). Now only that folder is listed; a legacy table is still
+    found and converted."""
+    for i in range(3):
+        _land(fs, root, f"part-w-{i:05d}-r.parquet")
+    spy = _Listings(fs)
+    assert not convert_to_plain(spy, root, "parquet")  # type: ignore[arg-type]
+    assert spy.listed == [f"{root}/_lakegate_log"]
+    _legacy_commit(fs, root, 1, ["part-w-00000-r.parquet"])
+    assert convert_to_plain(spy, root, "parquet")  # type: ignore[arg-type]
+    assert list_data_files(fs, root, "parquet") == ["part-w-00000-r.parquet"]

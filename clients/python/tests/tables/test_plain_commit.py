@@ -157,3 +157,20 @@ def test_a_commit_completes_and_deletes_in_parallel_after_the_first_completion_a
     assert (len(ends), len(starts)) == (8, 6)
     assert max(ends) < min(starts)
     assert s3.most > 1
+
+
+def test_an_append_plans_with_one_listing_of_the_intents_only() -> None:
+    """An append's commit checks nothing it planned (only overwrites take the marker and compare
+    listings), yet planning read the marker and listed the whole table, a listing that grows
+    with every append and whose file list was pickled into every task (issue 36). Abandoned
+    commits are still rolled forward first."""
+    s3 = FakeS3()
+    _seed(s3)
+    calls_before = len(s3.calls)
+    plan = plan_plain(s3, WHERE, "parquet", overwrite=False)
+    assert s3.calls[calls_before:] == [("ListObjectsV2", WHERE.key("_lakegate_intent-"))]
+    commit_plain(s3, WHERE, "parquet", plan, _stage(s3, "wa", 1), overwrite=False,
+                 write_id="wa")
+    assert _data(s3) == ["part-old-00000-r.parquet", "part-wa-00000-r.parquet"]
+    overwrite_plan = plan_plain(s3, WHERE, "parquet")  # an overwrite still records both files
+    assert [rel for rel, _etag in overwrite_plan.files] == _data(s3)

@@ -20,9 +20,11 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -77,12 +79,34 @@ def s3_client(creds: TableCredentials) -> Any:
 @lru_cache(maxsize=16)
 def _client(kwargs: tuple[tuple[str, str], ...], path_style: bool, pid: int) -> Any:
     """``pid``: a forked child builds its own (a client's connections are not fork-safe)."""
-    import boto3
     from botocore.config import Config
 
     config = Config(s3={"addressing_style": "path"} if path_style else {"addressing_style": "auto"})
     options: dict[str, Any] = {**dict(kwargs), "config": config}
-    return boto3.session.Session().client("s3", **options)
+    session = _session(pid)
+    with session.lock:  # a boto3 session is not thread-safe; its clients are
+        return session.boto3.client("s3", **options)
+
+
+@dataclass(frozen=True)
+class _Session:
+    boto3: Any
+    lock: threading.Lock
+
+
+@lru_cache(maxsize=1)
+def _session(pid: int) -> _Session:
+    """The process's one boto3 session, whose loader every client shares.
+
+    Why one: a client built on a session of its own loads and keeps its own copy of the S3
+    service model (0.2 s of CPU and some 35,000 objects). Every table's credential is a client
+    of its own, so a long-lived Spark worker collected a model per table, and PySpark runs a
+    full ``gc.collect()`` after every task: at 200 partitions that collection, not the write,
+    was most of a task's time (issue 36). Clients of one session share the model.
+    """
+    import boto3
+
+    return _Session(boto3.session.Session(), threading.Lock())
 
 
 STAGED_STORAGE = frozenset({"s3", "adls", "gcs"})  # stores with an ObjectStore (``table_store``)
@@ -249,10 +273,11 @@ def publish_delta(creds: TableCredentials, schema: pa.Schema, files: Sequence[An
                 end_job(intent)
                 raise
             log.warning("the Delta commit of write %s failed (%r) but landed", write_id, exc)
-    after_commit("removing unused files", write_id,
-                 lambda: drop_job_files(creds, write_id, keep=[f.path for f in files]))
+    if s3 is None:  # tasks wrote visible files: those of failed or duplicate attempts go
+        after_commit("removing unused files", write_id,
+                     lambda: drop_job_files(creds, write_id, keep=[f.path for f in files]))
     end_job(intent)
-    if s3 is not None:
+    if s3 is not None:  # staged: the completed uploads are the job's only visible files
         after_commit("the upload sweep", write_id, lambda: sweep(s3, where, write_id))
 
 
@@ -519,9 +544,10 @@ def drop_job_files(creds: TableCredentials, write_id: str, keep: Sequence[str]) 
 
 def commit_lance(creds: TableCredentials, schema: pa.Schema, fragments_json: Sequence[str], *,
                  overwrite: bool, read_version: int | None, write_id: str = "",
-                 intent: JobIntent | None = None) -> None:
+                 intent: JobIntent | None = None, records: Sequence[str] = ()) -> None:
     """One Lance commit of the fragments, then (S3, ADLS; ``write_id`` given) the attempt
-    ledger's cleanup of every fragment file the commit does not use.
+    ledger's cleanup of every fragment file the commit does not use (``records``: the ledger
+    records of the attempts that reported the fragments).
 
     Overwrite replaces whatever version is current (last writer wins, a serial order). Append
     never overwrites: it appends against the version that exists at commit time. A job that
@@ -541,7 +567,7 @@ def commit_lance(creds: TableCredentials, schema: pa.Schema, fragments_json: Seq
     if ledger is not None:
         after_commit("removing the unused fragment files", write_id,
                      lambda: attempts.discard_unused(*ledger, write_id,
-                                                     lance_files(fragments_json)))
+                                                     lance_files(fragments_json), records))
     end_job(intent)
 
 

@@ -122,7 +122,7 @@ class LakekeeperDataSource(DataSource):
             store, where = _store(creds), S3Location.parse(creds.location)
             process_probe().ensure(store, where.bucket, where.prefix,
                                    accept_risk=opts.accept_single_writer_risk)
-            plain = plan_plain(store, where, info.format)
+            plain = plan_plain(store, where, info.format, overwrite=overwrite)
         elif stages(creds) and (creds.storage == "s3" or info.format == "lance"):
             # Lance's create claim and ledger (S3, ADLS); every job's intent (S3)
             where = S3Location.parse(creds.location)

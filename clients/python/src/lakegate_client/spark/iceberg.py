@@ -271,8 +271,9 @@ class IcebergWriter(DataSourceArrowWriter):
                 self._drop_files(creds, keep=())
                 end_job(intent)
                 raise
-        after_commit("removing unused files", self._write_id,
-                     lambda: self._drop_files(creds, keep=paths))
+        if not uploads:  # staged: the completed uploads are the job's only visible files
+            after_commit("removing unused files", self._write_id,
+                         lambda: self._drop_files(creds, keep=paths))
         end_job(intent)
 
     def _commit_resolved(self, paths: list[str],

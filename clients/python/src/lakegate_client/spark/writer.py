@@ -69,6 +69,7 @@ class TaskResult(WriterCommitMessage):
     fragments: tuple[str, ...] = field(default=())
     uploads: tuple[PendingUpload, ...] = ()
     rows: int = 0
+    records: tuple[str, ...] = ()  # Lance on S3: the attempt's ledger record
 
 
 @dataclass(frozen=True)
@@ -137,16 +138,18 @@ class LakekeeperWriter(DataSourceArrowWriter):
                     partition: int, attempt: int, counter: _RowCounter) -> TaskResult:
         """Write the fragments, then record their files in the attempt ledger (S3)."""
         fragments = self._write_lance(creds, batches)
+        records: tuple[str, ...] = ()
         try:
             self._plan.faults.hit("after_land", partition, attempt)
             ledger = committer.lance_ledger(creds)
             if ledger is not None:  # a job that has ended makes this attempt drop its files
-                attempts.check_in(*ledger, self._plan.write_id, partition, attempt,
-                                  committer.lance_files(fragments))
+                records = (attempts.check_in(*ledger, self._plan.write_id, partition, attempt,
+                                             committer.lance_files(fragments)),)
         except BaseException:
             committer.drop_lance_fragments(creds, fragments)
             raise
-        return TaskResult(partition=partition, fragments=fragments, rows=counter.rows)
+        return TaskResult(partition=partition, fragments=fragments, rows=counter.rows,
+                          records=records)
 
     def _conform(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         return batch if batch.schema.equals(self._schema) else batch.cast(self._schema)
@@ -189,7 +192,8 @@ class LakekeeperWriter(DataSourceArrowWriter):
         if fmt == "lance":
             committer.commit_lance(creds, self._schema, [f for r in results for f in r.fragments],
                                    overwrite=plan.overwrite, read_version=plan.read_version,
-                                   write_id=plan.write_id, intent=intent)
+                                   write_id=plan.write_id, intent=intent,
+                                   records=[x for r in results for x in r.records])
         elif fmt == "delta":
             committer.publish_delta(creds, self._schema, files, uploads,
                                     overwrite=plan.overwrite, write_id=plan.write_id,

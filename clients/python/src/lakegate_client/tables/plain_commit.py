@@ -200,10 +200,14 @@ class _Heartbeat:
 
 
 def plan_plain(s3: Any, where: S3Location, fmt: str,
-               timing: CommitTiming | None = None) -> PlainPlan:
-    """Finish abandoned commits, then record what this job's commit will check."""
+               timing: CommitTiming | None = None, *, overwrite: bool = True) -> PlainPlan:
+    """Finish abandoned commits, then record what this job's commit will check (an append's
+    commit checks nothing: no marker read, no listing of a table that grows with every
+    append)."""
     timing = timing or CommitTiming()
     recover_plain(s3, where, timing)
+    if not overwrite:
+        return PlainPlan((), None, None)
     etag, body = _read_json(s3, where, MARKER)
     blocked = None
     if body.get("state") == "committing":

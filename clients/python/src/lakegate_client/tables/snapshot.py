@@ -59,7 +59,13 @@ def convert_to_plain(fs: pafs.FileSystem, root: str, fmt: str) -> bool:
     hidden files to plain names (Lakegate readers still follow the log); (2) delete visible files
     the log no longer lists (an old overwrite left them); (3) delete the log, newest entry last,
     so Lakegate readers switch to the listing only once it is exact; (4) delete ``_data/``.
+
+    A plain table costs one listing of ``_lakegate_log/`` (every Spark write asks), not of the
+    whole table.
     """
+    if _legacy(fs, root, [f"{LEGACY_LOG_DIR}/{rel}"
+                          for rel in list_files(fs, f"{root}/{LEGACY_LOG_DIR}")]) is None:
+        return False
     files = list_files(fs, root)
     legacy = _legacy(fs, root, files)
     if legacy is None:

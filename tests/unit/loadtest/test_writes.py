@@ -1,0 +1,144 @@
+"""The writes scenario's time split (loadtest/scenarios/writes.py) and its report table."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from loadtest.report import write_report
+from loadtest.scenarios.writes import _median_phases, _StageLog
+
+
+def _stage(submitted_ms: int, completed_ms: int) -> str:
+    return json.dumps({"Event": "SparkListenerStageCompleted",
+                       "Stage Info": {"Stage ID": 0, "Submission Time": submitted_ms,
+                                      "Completion Time": completed_ms}}) + "\n"
+
+
+def test_a_write_is_split_into_plan_tasks_and_commit_from_the_event_log(tmp_path: Path) -> None:
+    log = tmp_path / "local-1.inprogress"
+    log.write_text(json.dumps({"Event": "SparkListenerJobStart"}) + "\n"
+                   + _stage(100_000, 100_400)  # the noop job just before the write: not its
+                   + _stage(101_500, 103_000))
+    stages = _StageLog(tmp_path)
+    assert stages.phases(101.0, 103.25) == {"plan": 0.5, "tasks": 1.5, "commit": 0.25}
+    assert stages.phases(104.0, 105.0) is None  # no stage ran inside: no split
+    with log.open("a") as out:  # read on from where it stopped; a half-written line waits
+        out.write(_stage(105_200, 105_900) + '{"Event": "SparkListenerStageCompl')
+    assert stages.phases(105.0, 106.0) == {"plan": 0.2, "tasks": 0.7, "commit": 0.1}
+    assert len(stages.stages()) == 3
+
+
+def test_the_phases_of_a_cell_are_the_median_of_its_pairs() -> None:
+    samples = [{"plan": 0.2, "tasks": 1.0, "commit": 0.5}, {"plan": 0.4, "tasks": 3.0,
+                                                            "commit": 0.1},
+               {"plan": 0.3, "tasks": 2.0, "commit": 0.3}]
+    assert _median_phases(samples) == {"plan": 0.3, "tasks": 2.0, "commit": 0.3}
+    assert _median_phases([]) is None
+
+
+def test_the_report_shows_ratio_and_where_the_time_goes(tmp_path: Path) -> None:
+    ratio = {"median": 1.1, "q1": 1.0, "q3": 1.2, "pairs": 3}
+    cell = {"ratio": ratio, "datasource_s": 2.2, "direct_s": 2.0,
+            "phases": {"datasource": {"plan": 0.2, "tasks": 1.5, "commit": 0.5},
+                       "direct": None}}
+    write_report({"meta": {"profile": "standard"},
+                  "writes": {"rows": 100_000, "pairs": 3,
+                             "lance@200": {"noop_s": 0.3, "append": cell,
+                                           "overwrite": dict(cell)}}}, tmp_path)
+    md = (tmp_path / "report.md").read_text()
+    assert ("| lance | 200 | append | 2.2 | 2.0 | 0.3 | 1.10 [1.00-1.20] (3) | "
+            "0.20 / 1.50 / 0.50 | - |") in md
+
+
+def test_the_direct_overwrite_deletes_the_old_files_concurrently(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The baseline deleted an overwrite's old files one at a time (200 round trips in a row at
+    200 partitions) while the data source deletes 8 at a time: a baseline weaker than a careful
+    user's. Each delete here waits until a second one is in flight."""
+    from loadtest.scenarios import writes
+
+    both = threading.Barrier(2, timeout=5)
+    deleted: list[tuple[str, str]] = []
+
+    class _S3:
+        def delete_object(self, *, Bucket: str, Key: str) -> None:
+            both.wait()
+            deleted.append((Bucket, Key))
+
+    monkeypatch.setattr(writes, "s3_client", lambda _creds: _S3())
+    creds = SimpleNamespace(location="s3://b/t")
+    writes._delete_parquet(creds, ["b/t/part-1.parquet", "b/t/part-2.parquet"])  # type: ignore[arg-type]
+    assert sorted(deleted) == [("b", "t/part-1.parquet"), ("b", "t/part-2.parquet")]
+
+
+def _bench(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> tuple[object, list[str]]:
+    """A write bench whose writes are stubs: each timed write records what it did."""
+    from loadtest.profile import STANDARD
+    from loadtest.scenarios import writes
+
+    done: list[str] = []
+
+    class _Direct:
+        def __init__(self, *_a: object) -> None:
+            pass
+
+        def create(self, df: object) -> None:
+            done.append(f"direct create ({df})")
+
+        def write(self, _df: object, mode: str) -> float:
+            done.append(f"direct {mode}")
+            return 1.0
+
+    monkeypatch.setattr(writes, "_Direct", _Direct)
+    ctx = SimpleNamespace(profile=STANDARD, stack=SimpleNamespace(
+        info=SimpleNamespace(warehouse=SimpleNamespace(name="wh"))))
+    bench = writes._WriteBench(ctx, None, None, "ns", "http://gw", _StageLog(tmp_path))  # type: ignore[arg-type]
+    rows = {"n": 0}
+
+    def datasource(df: object, _fmt: str, _table: str, mode: str, *,
+                   create: bool = False) -> float:
+        done.append(f"datasource create ({df})" if create else f"datasource {mode}")
+        rows["n"] = rows["n"] + STANDARD.write_rows if mode == "append" else STANDARD.write_rows
+        return 1.1
+
+    monkeypatch.setattr(bench, "frame",
+                        lambda _parts: SimpleNamespace(coalesce=lambda n: f"{n} tasks"))
+    monkeypatch.setattr(bench, "datasource", datasource)
+    monkeypatch.setattr(bench, "noop", lambda _df: 0.1)
+    monkeypatch.setattr(bench, "count", lambda _fmt, _table: rows["n"])
+    return bench, done
+
+
+def test_a_cell_runs_its_pairs_within_its_share_of_the_time_budget(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The 200-partition cells had never run in the standard profile: the scenario now bounds
+    its time. A cell runs ``write_pairs`` pairs while its share of the budget lasts, and always
+    one."""
+    import time
+
+    bench, done = _bench(monkeypatch, tmp_path)
+    result = bench.measure("lance", 200, deadline=time.monotonic() + 3600)  # type: ignore[attr-defined]
+    assert done.count("datasource append") == done.count("direct overwrite") == 3
+    assert result["append"]["ratio"]["pairs"] == 3
+    assert result["append"]["ratio"]["median"] == 1.1
+    bench, done = _bench(monkeypatch, tmp_path)
+    result = bench.measure("lance", 200, deadline=time.monotonic() - 1)  # type: ignore[attr-defined]
+    assert done == ["datasource create (2 tasks)", "direct create (2 tasks)",  # untimed
+                    "datasource append", "direct append", "datasource overwrite",
+                    "direct overwrite"]
+    assert result["overwrite"]["ratio"]["pairs"] == 1
+
+
+def test_the_progress_line_gives_each_sides_seconds_and_phases() -> None:
+    from loadtest.scenarios.writes import _cell_line
+
+    cell = {"ratio": {"median": 1.1}, "datasource_s": 2.2, "direct_s": 2.0,
+            "phases": {"datasource": {"plan": 0.2, "tasks": 1.5, "commit": 0.5},
+                       "direct": None}}
+    assert _cell_line(cell, "append") == (
+        "append ratio 1.1 [datasource 2.2 s (plan 0.2 / tasks 1.5 / commit 0.5), direct 2.0 s]")
