@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from lakegate_client.tables.conditional_writes import put_conditional
+from lakegate_client.tables.retrying import retried
 from lakegate_client.tables.staged import S3Location
 
 __all__ = ["COMMIT_BOUND_S", "JOB_PREFIX", "JobFencedError", "JobIntent", "JobLease",
@@ -62,6 +63,7 @@ LEASE_S = 60.0
 # within its upstream timeout. Recovery of a ``committing`` intent waits this beyond the lease.
 COMMIT_BOUND_S = 600.0
 STALE_STAGED_S = 86_400.0  # a staged intent with nothing landed is debris after a day
+BACKOFF_S = 0.2  # times the attempt number
 RETRIES = 4
 CONFLICT_RETRIES = 20  # renewals of one job racing each other (tasks, the driver)
 log = logging.getLogger(__name__)
@@ -97,15 +99,7 @@ def _read(s3: Any, where: S3Location, rel: str) -> tuple[str | None, dict[str, A
 
 
 def _retried(what: str, step: Callable[[], Any], timing: JobTiming) -> Any:
-    for attempt in range(timing.retries):
-        try:
-            return step()
-        except Exception:
-            if attempt == timing.retries - 1:
-                raise
-            log.info("%s failed (attempt %d), retrying", what, attempt + 1, exc_info=True)
-            timing.sleep(0.2 * (attempt + 1))
-    raise AssertionError("unreachable")
+    return retried(what, step, retries=timing.retries, backoff_s=BACKOFF_S, sleep=timing.sleep)
 
 
 @dataclass

@@ -52,6 +52,7 @@ from lakegate_client._errors import ConflictError
 from lakegate_client.tables.conditional_writes import put_conditional
 from lakegate_client.tables.directory import data_files
 from lakegate_client.tables.object_store import as_store
+from lakegate_client.tables.retrying import retried
 from lakegate_client.tables.staged import PendingUpload, S3Location
 
 __all__ = ["INTENT_PREFIX", "MARKER", "CommitTiming", "PlainPlan", "WriteConflictError",
@@ -121,15 +122,8 @@ def intent_name(write_id: str) -> str:
 
 def _retried(what: str, step: Callable[[], T], timing: CommitTiming) -> T:
     """Run ``step``; on an error retry with backoff, then re-raise the last error."""
-    for attempt in range(timing.retries):
-        try:
-            return step()
-        except Exception:
-            if attempt == timing.retries - 1:
-                raise
-            log.info("%s failed (attempt %d), retrying", what, attempt + 1, exc_info=True)
-            timing.sleep(timing.backoff_s * (attempt + 1))
-    raise AssertionError("unreachable")
+    return retried(what, step, retries=timing.retries, backoff_s=timing.backoff_s,
+                   sleep=timing.sleep)
 
 
 @dataclass
