@@ -30,7 +30,7 @@ from typing import Any
 from lakegate_client.tables.azure_store import AzureBlobStore, AzureStoreError
 from lakegate_client.tables.staged import PendingUpload
 
-from .fake_s3 import Fault, Killed
+from .fake_s3 import Fault, take_call
 
 
 @dataclass
@@ -92,20 +92,8 @@ class FakeAdls:
             return self._c.etags[key]
 
     def _call(self, op: str, key: str) -> Fault | None:
-        with self._c.lock:
-            if self.killed:
-                raise Killed(f"{op} {key} after the kill")
-            self.calls.append((op, key))
-            fault = self.faults.get(len(self.calls))
-        if fault is None:
-            return None
-        if fault.kind == "stall":
-            self.on_stall()
-            return None
-        if fault.kind == "kill":
-            self.killed = True
-            raise Killed(f"killed at call {len(self.calls)}: {op} {key}")
-        if fault.after:
+        fault = take_call(self, self._c.lock, op, key)
+        if fault is None or fault.after:
             return fault
         raise AzureStoreError(op, fault.status, fault.code)
 

@@ -28,7 +28,7 @@ import httpx
 from lakegate_client.tables.gcs_store import GcsStore
 from lakegate_client.tables.staged import PendingUpload
 
-from .fake_s3 import Fault, Killed
+from .fake_s3 import Fault, take_call
 
 
 @dataclass
@@ -84,20 +84,7 @@ class FakeGcs:
     # -- the HTTP side ------------------------------------------------------------------------
 
     def _call(self, op: str, key: str) -> Fault | None:
-        with self._state.lock:
-            if self.killed:
-                raise Killed(f"{op} {key} after the kill")
-            self.calls.append((op, key))
-            fault = self.faults.get(len(self.calls))
-        if fault is None:
-            return None
-        if fault.kind == "stall":
-            self.on_stall()
-            return None
-        if fault.kind == "kill":
-            self.killed = True
-            raise Killed(f"killed at call {len(self.calls)}: {op} {key}")
-        return fault
+        return take_call(self, self._state.lock, op, key)
 
     def _handle(self, request: httpx.Request) -> httpx.Response:
         path = request.url.path

@@ -62,6 +62,26 @@ class Fault:
     after: bool = False
 
 
+def take_call(fake: Any, lock: Any, op: str, key: str) -> Fault | None:
+    """Record a call on a fake store (its ``calls``, ``faults``, ``killed``, ``on_stall``): a kill
+    raises :class:`Killed` (and stays for good), a stall runs ``on_stall``. Returns the fault the
+    call answers with (at once, or after its effect when ``fault.after``), or None."""
+    with lock:
+        if fake.killed:
+            raise Killed(f"{op} {key} after the kill")
+        fake.calls.append((op, key))
+        fault: Fault | None = fake.faults.get(len(fake.calls))
+    if fault is None:
+        return None
+    if fault.kind == "stall":
+        fake.on_stall()
+        return None
+    if fault.kind == "kill":
+        fake.killed = True
+        raise Killed(f"killed at call {len(fake.calls)}: {op} {key}")
+    return fault
+
+
 class _Exceptions:
     ClientError = botocore.exceptions.ClientError
 
@@ -122,20 +142,8 @@ class FakeS3:
     def _call(self, op: str, key: str) -> Fault | None:
         """Record the call; raise its fault (a kill stays for good); an ``after`` fault is
         returned for the call to raise once its effect is done."""
-        with self._store.lock:
-            if self.killed:
-                raise Killed(f"{op} {key} after the kill")
-            self.calls.append((op, key))
-            fault = self.faults.get(len(self.calls))
-        if fault is None:
-            return None
-        if fault.kind == "stall":
-            self.on_stall()
-            return None
-        if fault.kind == "kill":
-            self.killed = True
-            raise Killed(f"killed at call {len(self.calls)}: {op} {key}")
-        if fault.after:
+        fault = take_call(self, self._store.lock, op, key)
+        if fault is None or fault.after:
             return fault
         raise _error(fault.code, fault.status, op)
 
