@@ -82,26 +82,42 @@ def test_spark_round_trip_on_cloud_storage(
         assert creds.storage == storage
 
 
-def _adls_options(info: StackInfo, qualified: str) -> dict[str, str]:
-    assert info.azure is not None
+def _endpoint(info: StackInfo, storage: str) -> str:
+    """The local store's endpoint (a client setting: Lakekeeper never vends one)."""
+    if storage == "adls":
+        assert info.azure is not None
+        return info.azure.blob_endpoint
+    assert info.gcs is not None
+    return info.gcs.endpoint
+
+
+def _options(info: StackInfo, qualified: str, storage: str) -> dict[str, str]:
     return {"table": qualified, "url": f"grpc+unix:{info.gateway.grpc_uds}",
-            "warehouse": info.warehouse_for("adls").name,
-            "storage_endpoint": info.azure.blob_endpoint}
+            "warehouse": info.warehouse_for(storage).name,
+            "storage_endpoint": _endpoint(info, storage)}
 
 
-def _adls_data_files(info: StackInfo, qualified: str) -> list[str]:
-    """The table's visible data files, listed with a vended write SAS."""
+def _store(info: StackInfo, qualified: str, storage: str) -> tuple[Any, Any]:
+    """The table's ObjectStore (a vended write credential) and location."""
     from lakegate_client.tables.azure_store import AzureBlobStore
+    from lakegate_client.tables.gcs_store import GcsStore
     from lakegate_client.tables.staged import S3Location
 
-    assert info.azure is not None
     namespace, name = qualified.split(".")
-    with Client(f"unix:{info.gateway.uds}", warehouse=info.warehouse_for("adls").name) as client:
+    with Client(f"unix:{info.gateway.uds}", warehouse=info.warehouse_for(storage).name) as client:
         creds = client.credentials(namespace, name, access="write").with_storage_endpoint(
-            info.azure.blob_endpoint)
-    store, where = AzureBlobStore.for_credentials(creds), S3Location.parse(creds.location)
-    return sorted(where.relative(k) for k in store.list(f"{where.prefix}/")
-                  if k.endswith(".parquet"))
+            _endpoint(info, storage))
+    kind = AzureBlobStore if storage == "adls" else GcsStore
+    return kind.for_credentials(creds), S3Location.parse(creds.location)
+
+
+def _data_files(info: StackInfo, qualified: str, storage: str) -> list[str]:
+    """The table's data files as a Hive-convention reader lists them (staged files skipped)."""
+    from lakegate_client.tables.directory import is_visible
+
+    store, where = _store(info, qualified, storage)
+    return sorted(rel for rel in (where.relative(k) for k in store.list(f"{where.prefix}/"))
+                  if is_visible(rel) and rel.endswith(".parquet"))
 
 
 def test_an_aborted_adls_parquet_job_shows_no_row_even_from_a_task_finishing_after_abort(
@@ -111,10 +127,10 @@ def test_an_aborted_adls_parquet_job_shows_no_row_even_from_a_task_finishing_aft
     finishing after ``abort`` (issue 34)."""
     info = cloud_stack.info
     qualified = f"{info.namespace}.s_abort_{uuid.uuid4().hex[:8]}"
-    options = _adls_options(info, qualified)
+    options = _options(info, qualified, "adls")
     _frame(spark, 1000, 12, 1).write.format("lakekeeper").options(
         **options, format="parquet", create="true").mode("overwrite").save()
-    seed = _adls_data_files(info, qualified)
+    seed = _data_files(info, qualified, "adls")
     with pytest.raises(Exception, match="injected fault after_land@0"):
         _frame(spark, 0, 40, 4).write.format("lakekeeper").options(
             **options, test_fault="after_land@0,slow@1=4,slow@2=4,slow@3=4").mode(
@@ -123,80 +139,7 @@ def test_an_aborted_adls_parquet_job_shows_no_row_even_from_a_task_finishing_aft
     ids = sorted(r.id for r in spark.read.format("lakekeeper").options(**options).load()
                  .select("id").collect())
     assert ids == list(range(1000, 1012))
-    assert _adls_data_files(info, qualified) == seed
-
-
-def test_a_listing_during_an_adls_parquet_job_sees_none_of_its_files(
-    spark: SparkSession, cloud_stack: Stack
-) -> None:
-    """Regression (issue 34): on ADLS tasks wrote visible ``part-*`` files, so a reader listing
-    the table during a job saw the rows of the tasks that had finished. Now a finished task's
-    file is uncommitted blocks until the driver's commit."""
-    from devstack.spark_writes import concurrently
-    from lakegate_client.tables.azure_store import AzureBlobStore
-    from lakegate_client.tables.staged import S3Location
-
-    info = cloud_stack.info
-    assert info.azure is not None
-    qualified = f"{info.namespace}.s_mid_{uuid.uuid4().hex[:8]}"
-    options = _adls_options(info, qualified)
-    _frame(spark, 1000, 12, 1).write.format("lakekeeper").options(
-        **options, format="parquet", create="true").mode("overwrite").save()
-    seed = _adls_data_files(info, qualified)
-    with Client(f"unix:{info.gateway.uds}", warehouse=info.warehouse_for("adls").name) as client:
-        creds = client.credentials(info.namespace, qualified.split(".")[1],
-                                   access="write").with_storage_endpoint(info.azure.blob_endpoint)
-    store, where = AzureBlobStore.for_credentials(creds), S3Location.parse(creds.location)
-    seen: list[list[str]] = []
-
-    def job() -> None:  # task 1 sleeps 20 s once its rows are read; task 0 finishes at once
-        _frame(spark, 0, 40, 2).write.format("lakekeeper").options(
-            **options, test_fault="slow@1=20").mode("append").save()
-
-    def observe() -> None:  # as soon as task 0 is done (staged, or, before, visible)
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            files = _adls_data_files(info, qualified)
-            if files != seed or list(store.pending_staged(f"{where.prefix}/")):
-                seen.append(_adls_data_files(info, qualified))
-                return
-            time.sleep(0.5)
-
-    errors = concurrently(spark, job, observe)
-    assert errors == [None, None]
-    assert seen == [seed]  # task 0's file existed, invisible
-    ids = sorted(r.id for r in spark.read.format("lakekeeper").options(**options).load()
-                 .select("id").collect())
-    assert ids == sorted([*range(1000, 1012), *range(40)])
-
-
-def test_two_concurrent_adls_parquet_overwrites_never_tear_the_table(
-    spark: SparkSession, cloud_stack: Stack
-) -> None:
-    """Regression (issue 34): plain tables on ADLS had no conflict check, so two overwrites
-    both "won" and each deleted what the other wrote. Now one commits and the other fails with
-    the conflict error, or they land in a serial order."""
-    from devstack.spark_writes import concurrently, is_conflict
-
-    info = cloud_stack.info
-    qualified = f"{info.namespace}.s_race_{uuid.uuid4().hex[:8]}"
-    options = _adls_options(info, qualified)
-    _frame(spark, 0, 10, 1).write.format("lakekeeper").options(
-        **options, format="parquet", create="true").mode("overwrite").save()
-    at = f"commit_at@0={time.time() + 30}"  # both drivers commit at the same moment
-
-    def overwrite(start: int) -> None:
-        _frame(spark, start, 40, 4).write.format("lakekeeper").options(
-            **options, test_fault=at).mode("overwrite").save()
-
-    errors = concurrently(spark, lambda: overwrite(100), lambda: overwrite(200))
-    for error in errors:
-        assert error is None or is_conflict(error), str(error)[-3000:]
-    assert any(e is None for e in errors)
-    ids = sorted(r.id for r in spark.read.format("lakekeeper").options(**options).load()
-                 .select("id").collect())
-    assert ids in (list(range(100, 140)), list(range(200, 240))), f"torn: {len(ids)} rows"
-    assert len(_adls_data_files(info, qualified)) == 4
+    assert _data_files(info, qualified, "adls") == seed
 
 
 def test_spark_plain_write_on_gcs_runs_the_commit_protocol(
@@ -229,96 +172,71 @@ def test_spark_plain_write_on_gcs_runs_the_commit_protocol(
     assert len([k for k in keys if k.endswith(".parquet")]) == 5  # 3 tasks, then 2
 
 
-def _gcs_options(info: StackInfo, qualified: str) -> dict[str, str]:
-    assert info.gcs is not None
-    return {"table": qualified, "url": f"grpc+unix:{info.gateway.grpc_uds}",
-            "warehouse": info.warehouse_for("gcs").name, "storage_endpoint": info.gcs.endpoint}
-
-
-def _gcs_store(info: StackInfo, qualified: str) -> tuple[Any, Any]:
-    """The table's GcsStore (a vended write token) and location."""
-    from lakegate_client.tables.gcs_store import GcsStore
-    from lakegate_client.tables.staged import S3Location
-
-    assert info.gcs is not None
-    namespace, name = qualified.split(".")
-    with Client(f"unix:{info.gateway.uds}", warehouse=info.warehouse_for("gcs").name) as client:
-        creds = client.credentials(namespace, name, access="write").with_storage_endpoint(
-            info.gcs.endpoint)
-    return GcsStore.for_credentials(creds), S3Location.parse(creds.location)
-
-
-def _gcs_data_files(info: StackInfo, qualified: str) -> list[str]:
-    """The table's data files as a Hive-convention reader lists them (staged parts skipped)."""
-    from lakegate_client.tables.directory import is_visible
-
-    store, where = _gcs_store(info, qualified)
-    return sorted(rel for rel in (where.relative(k) for k in store.list(f"{where.prefix}/"))
-                  if is_visible(rel) and rel.endswith(".parquet"))  # fmt: skip
-
-
-def test_a_listing_during_a_gcs_parquet_job_sees_none_of_its_files(
-    spark: SparkSession, cloud_stack: Stack
+@pytest.mark.parametrize("storage", ["adls", "gcs"])
+def test_a_listing_during_a_parquet_job_sees_none_of_its_files(
+    spark: SparkSession, cloud_stack: Stack, storage: str
 ) -> None:
-    """Regression (issue 34): on GCS tasks wrote visible ``part-*`` files, so a reader listing
-    the table during a job saw the rows of the tasks that had finished. Now a finished task's
-    file is hidden staged parts until the driver's commit composes it."""
+    """Regression (issue 34): on ADLS and GCS tasks wrote visible ``part-*`` files, so a reader
+    listing the table during a job saw the rows of the tasks that had finished. Now a finished
+    task's file is uncommitted blocks (ADLS) or hidden staged parts (GCS) until the driver's
+    commit publishes it."""
     from devstack.spark_writes import concurrently
 
     info = cloud_stack.info
     qualified = f"{info.namespace}.s_mid_{uuid.uuid4().hex[:8]}"
-    options = _gcs_options(info, qualified)
+    options = _options(info, qualified, storage)
     _frame(spark, 1000, 12, 1).write.format("lakekeeper").options(
-        **options, format="parquet", create="true").mode("overwrite").save()  # fmt: skip
-    seed = _gcs_data_files(info, qualified)
-    store, where = _gcs_store(info, qualified)
+        **options, format="parquet", create="true").mode("overwrite").save()
+    seed = _data_files(info, qualified, storage)
+    store, where = _store(info, qualified, storage)
     seen: list[list[str]] = []
 
     def job() -> None:  # task 1 sleeps 20 s once its rows are read; task 0 finishes at once
         _frame(spark, 0, 40, 2).write.format("lakekeeper").options(
-            **options, test_fault="slow@1=20").mode("append").save()  # fmt: skip
+            **options, test_fault="slow@1=20").mode("append").save()
 
     def observe() -> None:  # as soon as task 0 is done (staged, or, before, visible)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
-            files = _gcs_data_files(info, qualified)
+            files = _data_files(info, qualified, storage)
             if files != seed or list(store.pending_staged(f"{where.prefix}/")):
-                seen.append(_gcs_data_files(info, qualified))
+                seen.append(_data_files(info, qualified, storage))
                 return
             time.sleep(0.5)
 
     errors = concurrently(spark, job, observe)
     assert errors == [None, None]
-    assert seen == [seed]  # task 0's file existed, hidden
+    assert seen == [seed]  # task 0's file existed, invisible
     ids = sorted(r.id for r in spark.read.format("lakekeeper").options(**options).load()
-                 .select("id").collect())  # fmt: skip
+                 .select("id").collect())
     assert ids == sorted([*range(1000, 1012), *range(40)])
 
 
-def test_two_concurrent_gcs_parquet_overwrites_never_tear_the_table(
-    spark: SparkSession, cloud_stack: Stack
+@pytest.mark.parametrize("storage", ["adls", "gcs"])
+def test_two_concurrent_parquet_overwrites_never_tear_the_table(
+    spark: SparkSession, cloud_stack: Stack, storage: str
 ) -> None:
-    """Regression (issue 34): plain tables on GCS had no conflict check, so two overwrites both
-    "won" and each deleted what the other wrote. Now one commits and the other fails with the
-    conflict error, or they land in a serial order."""
+    """Regression (issue 34): plain tables on ADLS and GCS had no conflict check, so two
+    overwrites both "won" and each deleted what the other wrote. Now one commits and the other
+    fails with the conflict error, or they land in a serial order."""
     from devstack.spark_writes import concurrently, is_conflict
 
     info = cloud_stack.info
     qualified = f"{info.namespace}.s_race_{uuid.uuid4().hex[:8]}"
-    options = _gcs_options(info, qualified)
+    options = _options(info, qualified, storage)
     _frame(spark, 0, 10, 1).write.format("lakekeeper").options(
-        **options, format="parquet", create="true").mode("overwrite").save()  # fmt: skip
+        **options, format="parquet", create="true").mode("overwrite").save()
     at = f"commit_at@0={time.time() + 30}"  # both drivers commit at the same moment
 
     def overwrite(start: int) -> None:
         _frame(spark, start, 40, 4).write.format("lakekeeper").options(
-            **options, test_fault=at).mode("overwrite").save()  # fmt: skip
+            **options, test_fault=at).mode("overwrite").save()
 
     errors = concurrently(spark, lambda: overwrite(100), lambda: overwrite(200))
     for error in errors:
         assert error is None or is_conflict(error), str(error)[-3000:]
     assert any(e is None for e in errors)
     ids = sorted(r.id for r in spark.read.format("lakekeeper").options(**options).load()
-                 .select("id").collect())  # fmt: skip
+                 .select("id").collect())
     assert ids in (list(range(100, 140)), list(range(200, 240))), f"torn: {len(ids)} rows"
-    assert len(_gcs_data_files(info, qualified)) == 4
+    assert len(_data_files(info, qualified, storage)) == 4
