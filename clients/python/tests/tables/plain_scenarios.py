@@ -106,13 +106,7 @@ class PlainScenario:
         self._plan = plan_plain(s3, WHERE, "parquet", self.timing)
         if self.case == "conflict":
             s3.objects[WHERE.key(OTHER)] = OTHER.encode()
-        self._staged = []
-        store = as_store(s3, WHERE.bucket)
-        for rel in self.mine():
-            key = WHERE.key(rel)
-            uid = store.start_staged(key)
-            tag = store.stage_part(key, uid, 1, rel.encode())
-            self._staged.append(PendingUpload(key, uid, ((1, tag),), len(rel)))
+        self._staged = [_stage(s3, WHERE.key(rel), rel.encode()) for rel in self.mine()]
         return s3  # type: ignore[no-any-return]
 
     def run(self, s3: FakeS3) -> bool:
@@ -149,9 +143,7 @@ class PlainScenario:
         self.clock.advance(3600)
         try:
             plan = plan_plain(s3, WHERE, "parquet", self.timing)
-            key, store = WHERE.key(RIVAL_FILE), as_store(s3, WHERE.bucket)
-            uid = store.start_staged(key)
-            upload = PendingUpload(key, uid, ((1, store.stage_part(key, uid, 1, b"rival")),), 5)
+            upload = _stage(s3, WHERE.key(RIVAL_FILE), b"rival")
         except Exception:  # noqa: BLE001 - the rival could not even start
             return
         try:
@@ -220,26 +212,14 @@ class GcsPlainScenario(PlainScenario):
         self._staged = [_stage(gcs, WHERE.key(rel), rel.encode()) for rel in self.mine()]
         return gcs
 
-    def stall(self, s3: FakeGcs) -> None:  # type: ignore[override]
-        self.clock.advance(3600)
-        try:
-            plan = plan_plain(s3, WHERE, "parquet", self.timing)
-            upload = _stage(s3, WHERE.key(RIVAL_FILE), b"rival")
-        except Exception:  # noqa: BLE001 - the rival could not even start
-            return
-        try:
-            commit_plain(s3, WHERE, "parquet", plan, [upload], overwrite=True, write_id=RIVAL,
-                         timing=self.timing)
-            self.rival_committed = True
-        except Exception:  # noqa: BLE001 - a loud conflict: the rival failed, honestly
-            committer.abort_plain_job(s3, WHERE, [upload], RIVAL)
-
     def staging_left(self, gcs: FakeGcs) -> int:
         """Staged part objects still in the bucket (hidden from readers; counted, not judged)."""
         return sum(f"/{STAGING_DIR}/" in k for k in gcs.objects)
 
 
-def _stage(gcs: FakeGcs, key: str, data: bytes) -> PendingUpload:
-    upload_id = gcs.start_staged(key)
-    return PendingUpload(key, upload_id, ((1, gcs.stage_part(key, upload_id, 1, data)),),
+def _stage(s3: Any, key: str, data: bytes) -> PendingUpload:
+    """``data`` staged as one part at ``key`` (``s3``: a fake store or client of any family)."""
+    store = as_store(s3, WHERE.bucket)
+    upload_id = store.start_staged(key)
+    return PendingUpload(key, upload_id, ((1, store.stage_part(key, upload_id, 1, data)),),
                          len(data))
