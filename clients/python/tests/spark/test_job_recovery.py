@@ -103,8 +103,9 @@ def test_a_delta_job_killed_before_its_commit_leaves_no_orphan_after_the_next_re
     assert rows(tmp_path) == [0, 1]
 
 
-def test_a_lance_job_killed_before_its_commit_leaves_no_orphan_after_the_next_read(
-        tmp_path: Path, store: StoreS3, monkeypatch: pytest.MonkeyPatch) -> None:
+def _lance_job_with_fragments(tmp_path: Path, store: StoreS3) -> tuple[Any, str, list[str]]:
+    """A Lance table of two rows and a job (intent from long ago) whose task wrote two rows of
+    fragments, not yet recorded: its credentials, write id and fragments."""
     from lance.fragment import write_fragments
 
     creds = lance_creds(tmp_path)
@@ -113,6 +114,12 @@ def test_a_lance_job_killed_before_its_commit_leaves_no_orphan_after_the_next_re
     JobIntent(store, WHERE, wid, LONG_AGO).create("lance", staged=False, read_version=1)
     fragments = [json.dumps(f.to_json()) for f in write_fragments(
         pa.table({"id": [10, 11]}, schema=SCHEMA), str(tmp_path), schema=SCHEMA)]
+    return creds, wid, fragments
+
+
+def test_a_lance_job_killed_before_its_commit_leaves_no_orphan_after_the_next_read(
+        tmp_path: Path, store: StoreS3, monkeypatch: pytest.MonkeyPatch) -> None:
+    creds, wid, fragments = _lance_job_with_fragments(tmp_path, store)
     files = committer.lance_files(fragments)
     attempts.check_in(store, WHERE, wid, 0, 0, files)  # the task; then the driver dies
     assert all((tmp_path / f).exists() for f in files)
@@ -178,14 +185,7 @@ def test_a_stale_delta_driver_cannot_commit_after_a_takeover(
 
 def test_a_stale_lance_driver_cannot_commit_after_a_takeover(
         tmp_path: Path, store: StoreS3) -> None:
-    from lance.fragment import write_fragments
-
-    creds = lance_creds(tmp_path)
-    lance.write_dataset(pa.table({"id": [0, 1]}, schema=SCHEMA), str(tmp_path))
-    wid = uuid.uuid4().hex
-    JobIntent(store, WHERE, wid, LONG_AGO).create("lance", staged=False, read_version=1)
-    fragments = [json.dumps(f.to_json()) for f in write_fragments(
-        pa.table({"id": [10, 11]}, schema=SCHEMA), str(tmp_path), schema=SCHEMA)]
+    creds, wid, fragments = _lance_job_with_fragments(tmp_path, store)
     attempts.check_in(store, WHERE, wid, 0, 0, committer.lance_files(fragments))
     assert committer.recover_jobs("lance", creds) == 1
 
