@@ -16,7 +16,6 @@ import pytest
 
 from devstack import azurite
 from devstack.bootstrap import adls_warehouse, create_warehouse, fetch_token
-from devstack.hooks import EmulatorHooks
 from devstack.launcher import Stack
 from lakegate_client import Client, TableCredentials
 from lakegate_client.duckdb.extensions import connect
@@ -27,15 +26,6 @@ pytestmark = pytest.mark.integration
 
 ROWS = pa.table({"id": list(range(50)), "name": [f"row-{i}" for i in range(50)]})
 SAS_KEY = "adls.sas-token.devstoreaccount1.dfs.core.windows.net"
-
-
-@pytest.fixture
-def hooks(cloud_stack: Stack) -> Iterator[EmulatorHooks]:
-    hooks = EmulatorHooks(cloud_stack.info.catalog.url)
-    hooks.clear_faults()
-    hooks.clear_credential_cache()
-    yield hooks
-    hooks.clear_faults()
 
 
 @pytest.fixture

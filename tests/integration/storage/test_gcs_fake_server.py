@@ -14,7 +14,6 @@ import pyarrow.parquet as pq
 import pytest
 
 from devstack.bootstrap import fetch_token
-from devstack.hooks import EmulatorHooks
 from devstack.launcher import Stack
 from lakegate_client import Client, StorageCredential, TableCredentials
 from lakegate_client.tables.directory import fs_path
@@ -22,15 +21,6 @@ from lakegate_client.tables.directory import fs_path
 pytestmark = pytest.mark.integration
 
 ROWS = pa.table({"id": list(range(50)), "name": [f"row-{i}" for i in range(50)]})
-
-
-@pytest.fixture
-def hooks(cloud_stack: Stack) -> Iterator[EmulatorHooks]:
-    hooks = EmulatorHooks(cloud_stack.info.catalog.url)
-    hooks.clear_faults()
-    hooks.clear_credential_cache()
-    yield hooks
-    hooks.clear_faults()
 
 
 @pytest.fixture
