@@ -74,8 +74,12 @@ async def test_a_flood_of_events_never_holds_the_loop_and_is_accounted_for(
     # The all-events budget (which pauses the subscription past it) is off here: this test
     # accounts for every message of the flood (tests/unit/upstream/test_events.py and the
     # isolation suite's event flood cover the budget).
-    node = events_core(server.url, EVENTS__TABLE_EVENT_BURST=str(BURST),
-                       EVENTS__EVENTS_PER_S="1000000", EVENTS__EVENT_BURST="1000000")
+    node = events_core(
+        server.url,
+        EVENTS__TABLE_EVENT_BURST=str(BURST),
+        EVENTS__EVENTS_PER_S="1000000",
+        EVENTS__EVENT_BURST="1000000",
+    )
     service = node.core.service
     for i in range(1, KEYS):
         node.catalog.add_table(("ns",), f"t{i}")
@@ -105,8 +109,17 @@ async def test_a_flood_of_events_never_holds_the_loop_and_is_accounted_for(
     try:
         tick = asyncio.create_task(ticker())
         publisher = await asyncio.create_subprocess_exec(
-            sys.executable, "-c", PUBLISHER, server.url, SUBJECT, node.catalog.warehouse_id,
-            str(HEAVY), str(SMALL), str(HOT), stderr=subprocess.PIPE)
+            sys.executable,
+            "-c",
+            PUBLISHER,
+            server.url,
+            SUBJECT,
+            node.catalog.warehouse_id,
+            str(HEAVY),
+            str(SMALL),
+            str(HOT),
+            stderr=subprocess.PIPE,
+        )
         async with asyncio.timeout(60):
             _, err = await publisher.communicate()
         assert publisher.returncode == 0, err.decode()
@@ -118,9 +131,11 @@ async def test_a_flood_of_events_never_holds_the_loop_and_is_accounted_for(
     finally:
         gc.unfreeze()
     got = counted()
-    print(f"\nflood of {total} events, {KEYS} cached keys: longest loop block "
-          f"{longest * 1000:.1f} ms CPU ({longest_wall * 1000:.1f} ms wall); drained "
-          f"{time.perf_counter() - started:.2f} s after the publisher; {got}")
+    print(
+        f"\nflood of {total} events, {KEYS} cached keys: longest loop block "
+        f"{longest * 1000:.1f} ms CPU ({longest_wall * 1000:.1f} ms wall); drained "
+        f"{time.perf_counter() - started:.2f} s after the publisher; {got}"
+    )
     assert got["refused"] == HEAVY  # names deeper than a request may spell
     assert got["dropped"] == 0  # max_pending_events is above the flood
     assert got["applied"] == SMALL + BURST
