@@ -29,6 +29,9 @@ class NodeCounters:
     served: dict[str, int] = field(default_factory=dict)  # credential requests by cache result
     metadata: int = 0
     upstream_credential_calls: int = 0  # catalog credential calls this gateway made
+    # The same calls by answer: "200" vended; "404" a table not created yet; "timeout", "error"
+    # or a 5xx an attempt that the gateway retried or answered as an error.
+    upstream_credential_by_status: dict[str, int] = field(default_factory=dict)
     idp_token_calls: int = 0  # IdP logins this gateway made
 
     @property
@@ -72,16 +75,22 @@ def read_gateway(http: httpx.Client, name: str, url: str) -> NodeCounters:
     answer.raise_for_status()
     samples = parse(answer.text)
     served: dict[str, int] = {}
+    upstream: dict[str, int] = {}
     for (metric, labels), value in samples.items():
         label = dict(labels)
         if metric == _REQUESTS and label.get("kind") == "credential":
             result = label.get("result", "?")
             served[result] = served.get(result, 0) + int(value)
+        elif (metric == _UPSTREAM and label.get("target") == "catalog"
+              and label.get("op") == "load_credentials" and value):
+            status = label.get("status", "?")
+            upstream[status] = upstream.get(status, 0) + int(value)
     return NodeCounters(
         name, url, served,
         metadata=int(total(samples, _REQUESTS, kind="metadata")),
         upstream_credential_calls=int(
             total(samples, _UPSTREAM, target="catalog", op="load_credentials")),
+        upstream_credential_by_status=upstream,
         idp_token_calls=int(total(samples, _UPSTREAM, target="idp")),
     )
 

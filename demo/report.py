@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from demo.duckdb_query import DuckDBResult
-from demo.metrics import Counters
+from demo.metrics import Counters, NodeCounters
 from demo.pipeline import PipelineRun
 from devstack.stack_info import StackInfo
 
@@ -40,15 +40,16 @@ def render(
             f" {t.write_tasks + t.read_tasks:>6}"
         )
     bound = len(run.tables) * ACCESS_MODES
-    lines += ["", f"Nodes (each node's upstream credential calls are bounded by tables x access"
-              f" modes = {len(run.tables)} x {ACCESS_MODES} = {bound})",
+    lines += ["", f"Nodes (each node's credential vends are bounded by tables x access"
+              f" modes = {len(run.tables)} x {ACCESS_MODES} = {bound}; calls that vended nothing,"
+              " by status, after a +)",
               f"  {'node':<8} {'executors':>9} {'requests served':>16} {'catalog calls':>14}"
               f" {'IdP logins':>11}  gateway"]
     for node in counters.nodes:
         count = (executors or {}).get(node.name, 0)
         lines.append(
             f"  {node.name:<8} {count:>9} {node.credential_requests:>16,}"
-            f" {node.upstream_credential_calls:>14} {node.idp_token_calls:>11}  {node.gateway}"
+            f" {format_catalog_calls(node):>14} {node.idp_token_calls:>11}  {node.gateway}"
         )
     lines += _savings(run, counters, storage)
     if duckdb is not None:
@@ -131,6 +132,14 @@ def _duckdb(result: DuckDBResult) -> list[str]:
     ]
 
 
+def format_catalog_calls(node: NodeCounters) -> str:
+    """`10`, or `10 +404x1` when some calls vended nothing (a table not created yet, a retry)."""
+    by_status = node.upstream_credential_by_status
+    others = " ".join(f"{status}x{n}" for status, n in sorted(by_status.items()) if status != "200")
+    vended = by_status.get("200", 0) if by_status else node.upstream_credential_calls
+    return f"{vended} +{others}" if others else str(vended)
+
+
 def summary(
     run: PipelineRun,
     counters: Counters,
@@ -148,6 +157,7 @@ def summary(
                 "executors": (executors or {}).get(n.name, 0),
                 "credential_requests": n.credential_requests,
                 "upstream_credential_calls": n.upstream_credential_calls,
+                "upstream_credential_by_status": n.upstream_credential_by_status,
             }
             for n in counters.nodes
         ],

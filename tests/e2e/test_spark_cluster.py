@@ -56,7 +56,13 @@ def test_demo_on_a_two_worker_cluster_uses_each_nodes_gateway(tmp_path: Path) ->
     for node in nodes:
         assert node["executors"] >= 1, node  # an executor JVM ran on every node
         assert node["credential_requests"] >= 1, node  # the node's executors used its gateway
-        assert 1 <= node["upstream_credential_calls"] <= bound, node
+        # One vend per table and access mode on each node; an attempt that was not a vend (a
+        # 404 for a table not created yet, a timeout retried on a loaded machine) is counted
+        # apart, and the whole breakdown is in the message if the bound fails.
+        vended = node["upstream_credential_by_status"].get("200", 0)
+        assert 1 <= vended <= bound, json.dumps(node)
+        assert sum(node["upstream_credential_by_status"].values()) == node[
+            "upstream_credential_calls"], json.dumps(node)
     for table in tables:
         assert table["rows_read"] == table["rows_written"] > 0, table
     assert summary["tasks"] > summary["catalog_credential_calls"]

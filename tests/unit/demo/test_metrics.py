@@ -6,6 +6,7 @@ import httpx
 from prometheus_client import generate_latest
 
 from demo.metrics import read_gateway
+from demo.report import format_catalog_calls
 from gateway.metrics import Metrics
 
 
@@ -17,6 +18,8 @@ def test_a_gateways_exposition_becomes_the_nodes_counters() -> None:
     metrics.requests.labels("http", "credential", "error").inc(1)
     metrics.requests.labels("http", "metadata", "miss").inc(4)
     metrics.upstream_requests.labels("catalog", "load_credentials", "200").inc(3)
+    metrics.upstream_requests.labels("catalog", "load_credentials", "404").inc(1)
+    metrics.upstream_requests.labels("catalog", "load_credentials", "timeout").inc(1)
     metrics.upstream_requests.labels("catalog", "load_table", "200").inc(5)
     metrics.upstream_requests.labels("idp", "token", "200").inc(1)
     body = generate_latest(metrics.registry)
@@ -31,5 +34,8 @@ def test_a_gateways_exposition_becomes_the_nodes_counters() -> None:
     assert node.served["miss"] == 3
     assert node.credential_requests == 12  # the error is not a served credential
     assert node.metadata == 4
-    assert node.upstream_credential_calls == 3
+    assert node.upstream_credential_calls == 5
+    # Only answered-200 calls vended; the rest are counted apart (the series at zero are not).
+    assert node.upstream_credential_by_status == {"200": 3, "404": 1, "timeout": 1}
+    assert format_catalog_calls(node) == "3 +404x1 timeoutx1"
     assert node.idp_token_calls == 1
