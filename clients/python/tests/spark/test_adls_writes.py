@@ -113,6 +113,7 @@ def test_a_delta_job_on_adls_is_planned_after_the_probe_with_its_job_intent(
     before its Delta commit left its completed files for good."""
     import json
 
+    from lakegate_client.spark import committer
     from lakegate_client.tables.job_intent import JOB_PREFIX
 
     store = FakeAdls()
@@ -125,3 +126,5 @@ def test_a_delta_job_on_adls_is_planned_after_the_probe_with_its_job_intent(
         f"{JOB_PREFIX}{writer._plan.write_id}.json"]
     body = json.loads(store.objects[intents[0]])
     assert (body["format"], body["state"], body["staged"]) == ("delta", "staged", True)
+    committer.end_job(committer.job_of(_creds(), writer._plan.write_id))  # its heartbeat ends
+    assert not [k for k in store.objects if JOB_PREFIX in k]
