@@ -33,8 +33,9 @@ publishes. Every call goes through the table's
 - **Only a job with landed files is recovered while ``staged``.** Spark reaps an idle Python
   worker after a minute, so the planning process's heartbeat may end long before the write
   tasks start (upstream stages run after planning). A ``staged`` job with nothing landed (Delta
-  and Iceberg on S3 stage invisible uploads; a Lance job whose attempt ledger is empty) is left
-  alone until :data:`STALE_STAGED_S`, so a long job is not failed for a gap in its heartbeat.
+  on S3 and ADLS and Iceberg on S3 stage invisible uploads; a Lance job whose attempt ledger is
+  empty) is left alone until :data:`STALE_STAGED_S`, so a long job is not failed for a gap in
+  its heartbeat.
 
 What stays open (README): leases compare the hosts' wall clocks, and a process stalled longer
 than the lease plus :data:`COMMIT_BOUND_S` inside a commit call (a frozen VM, a request held
