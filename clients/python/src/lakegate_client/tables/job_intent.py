@@ -13,8 +13,9 @@ publishes. Every call goes through the table's
 
 - **Lease.** The intent's ``at`` is renewed while the job lives: by the planning process, by
   every task while it writes, by the commit while it runs. A renewal reads the intent and PUTs it
-  back conditional on the ETag it read, only while it still names the job as ``owner``: renewals of
-  one job may race each other (the loser sees a fresh lease and is done), never a takeover.
+  back conditional on the ETag it read, only while it still names the job as ``owner``:
+  renewals of one job may race each other (the loser sees a fresh lease and is done), never a
+  takeover.
 - **The fence** (:meth:`JobIntent.fence`): before each commit call (the point of no return) the
   driver moves the intent to ``committing``, with the same read-check-PUT. If another process
   took the job over (its lease had expired), the fence fails and the job fails with nothing
@@ -140,11 +141,10 @@ class JobIntent:
     def _update(self, states: tuple[str, ...], fresh_s: float | None = None,
                 **changes: Any) -> bool:
         """Read the intent and PUT it back (conditional on its ETag) with ``changes`` and a
-        fresh lease,
-        while it names this job as owner in one of ``states``; False when it does not (gone,
-        taken over, or past these states). ``fresh_s`` (a plain renewal): renewed less than
-        that ago (by a sibling task, whose PUT may just have beaten this one) is renewed
-        enough, so many tasks renewing at once do not fight over the ETag."""
+        fresh lease, while it names this job as owner in one of ``states``; False when it does
+        not (gone, taken over, or past these states). ``fresh_s`` (a plain renewal): renewed
+        less than that ago (by a sibling task, whose PUT may just have beaten this one) is
+        renewed enough, so many tasks renewing at once do not fight over the ETag."""
         for _ in range(CONFLICT_RETRIES):
             etag, body = _read(self.store, self.where, self.name)
             if etag is None or body.get("owner") != self.write_id \
