@@ -5,7 +5,10 @@ delta-rs, Lance and a pyiceberg catalog on local files, so their calls are recor
 driver's code meets the store or the catalog (``clients/python/tests/spark/format_scenarios.py``),
 not on the fake S3 (which holds only the job intents and the Lance ledger). Same kinds (error,
 lost answer, kill), same invariant, same summary keys, plus ``kill_orphans``: the job files left
-unreferenced once the next write or read recovered the table (a violation; 0 expected).
+unreferenced once the next write or read recovered the table (a violation; 0 expected). Each
+format runs with its job intent (and Lance's ledger) on every store it is written to
+(``FORMAT_STORES``: S3, plus ADLS for Delta and Lance, GCS for Lance; keys ``<fmt> <case>
+(<store>)`` beside S3's ``<fmt> <case>``).
 """
 
 from __future__ import annotations
@@ -17,9 +20,10 @@ from typing import Any
 
 
 def run_format_enumeration() -> dict[str, Any]:
-    """Every format x case; one summary per scenario, keyed like the plain ones."""
+    """Every format x store x case; one summary per scenario, keyed like the plain ones."""
     from clients.python.tests.spark.format_scenarios import (
         CASES,
+        FORMAT_STORES,
         FORMATS,
         FormatScenario,
         enumerate_format,
@@ -27,9 +31,9 @@ def run_format_enumeration() -> dict[str, Any]:
 
     cases: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="lakegate-crash-") as root:
-        for fmt in FORMATS:
+        for fmt, store in ((f, s) for f in FORMATS for s in FORMAT_STORES[f]):
             for case in CASES:
-                report = enumerate_format(FormatScenario(fmt, case, Path(root)))
+                report = enumerate_format(FormatScenario(fmt, case, Path(root), store))
                 kinds = Counter(p.kind for p in report.points if p.n)
                 cases[report.scenario] = {
                     "calls": len(report.calls),

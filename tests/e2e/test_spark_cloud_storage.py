@@ -80,6 +80,10 @@ def test_spark_round_trip_on_cloud_storage(
     with Client(f"unix:{info.gateway.uds}", warehouse=warehouse) as client:
         creds = client.credentials(info.namespace, qualified.split(".")[1])
         assert creds.storage == storage
+    if fmt != "parquet":  # each job wrote its intent on this store and removed it once committed
+        from lakegate_client.tables.job_intent import job_intents
+
+        assert job_intents(*_store(info, qualified, storage)) == []
 
 
 def _endpoint(info: StackInfo, storage: str) -> str:

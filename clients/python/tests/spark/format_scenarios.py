@@ -7,7 +7,8 @@ every log, manifest or catalog read, the one commit call, every listing and dele
 run records them; then, for each call N, the job runs again with an error at N (nothing
 happened), a lost answer at N (it happened, the caller saw an error) and the driver killed at N
 (that call and every later one never happen). The job runs as Spark runs it: planning writes
-the job's intent (``tables/job_intent.py``, kept on a fake S3 next to the local table), the
+the job's intent (``tables/job_intent.py``, kept on a fake S3, ADLS or GCS store next to the
+local table: ``FORMAT_STORES``, where each format is written), the
 tasks land their files (a Lance task renews the job's lease first), then ``commit``, then
 ``abort`` when a task or the commit raised, nothing after a kill. Then the next write or read
 recovers the table, once the lease (and the commit call's bound) ran out.
@@ -41,9 +42,14 @@ from lakegate_client.tables.directory import new_data_file
 from lakegate_client.tables.job_intent import JOB_PREFIX, JobTiming
 from lakegate_client.tables.staged import S3Location
 
+from ..tables.fake_adls import FakeAdls
+from ..tables.fake_gcs import FakeGcs
 from ..tables.fake_s3 import FakeS3, Killed
 
 FORMATS = ("delta", "iceberg", "lance")
+# The stores that hold each format's job intent (and Lance's ledger) where the data source
+# writes it: Delta on GCS is refused at planning, Iceberg is not served on ADLS or GCS.
+FORMAT_STORES = {"delta": ("s3", "adls"), "iceberg": ("s3",), "lance": ("s3", "adls", "gcs")}
 CASES = ("append", "overwrite", "create", "refused")
 COMMIT_CALLS = ("delta: commit", "catalog: commit", "lance: commit")
 KINDS = ("error", "lost", "kill")
@@ -138,11 +144,12 @@ class FormatReport:
 
 
 class FormatScenario:
-    """One format and case; every run builds a fresh table under ``root``."""
+    """One format and case; every run builds a fresh table under ``root``; ``store``: where the
+    job's intent (and Lance's ledger) lives."""
 
-    def __init__(self, fmt: str, case: str, root: Path) -> None:
-        self.fmt, self.case, self.root = fmt, case, root
-        self.name = f"{fmt} {case}"
+    def __init__(self, fmt: str, case: str, root: Path, store: str = "s3") -> None:
+        self.fmt, self.case, self.root, self.store = fmt, case, root, store
+        self.name = f"{fmt} {case}" if store == "s3" else f"{fmt} {case} ({store})"
         self._runs = itertools.count()
 
     @property
@@ -158,10 +165,10 @@ class FormatScenario:
     def run(self, faults: dict[int, str] | None = None
             ) -> tuple[list[str], Outcome, Outcome]:
         """One job: its calls, what it left (``before``) and the table once recovered."""
-        where = self.root / f"{self.fmt}-{self.case}-{next(self._runs)}"
+        where = self.root / f"{self.fmt}-{self.case}-{self.store}-{next(self._runs)}"
         where.mkdir(parents=True)
         world = {"delta": DeltaWorld, "iceberg": IcebergWorld, "lance": LanceWorld}[self.fmt]
-        job = world(where, "append" if self.case == "refused" else self.case)
+        job = world(where, "append" if self.case == "refused" else self.case, self.store)
         calls = Calls(faults, job.error, job.refusal() if self.case == "refused" else None)
         reported = "committed"
         with patched([*job.patches(calls), NO_WAIT]):
@@ -262,6 +269,20 @@ def _s3_error(name: str) -> BaseException:
         name)
 
 
+def _store_error(name: str) -> BaseException:
+    """A 503 as each store's client raises it (by the call's ``<store>:`` prefix)."""
+    from lakegate_client.tables.azure_store import AzureStoreError
+    from lakegate_client.tables.gcs_store import GcsStoreError
+
+    if name.startswith("s3:"):
+        return _s3_error(name)
+    if name.startswith("adls:"):
+        return AzureStoreError(name, 503, "ServerBusy")
+    if name.startswith("gcs:"):
+        return GcsStoreError(name, 503, "backendError")
+    return OSError(f"injected 503 at {name}")
+
+
 def _tracked_s3(s3: FakeS3, calls: Calls) -> Any:
     """The fake S3 with each call recorded, named by what it touches (a fresh client view per
     process): the job's intent or the Lance attempt ledger."""
@@ -275,19 +296,84 @@ def _tracked_s3(s3: FakeS3, calls: Calls) -> Any:
     return client
 
 
+class _TrackedStore:
+    """An ADLS or GCS fake with each call the intent and the ledger make recorded, named by
+    store, method and what it touches (the staging calls, unused here, pass through)."""
+
+    def __init__(self, kind: str, store: Any, calls: Calls) -> None:
+        self._kind, self._store, self._calls = kind, store, calls
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def _call(self, method: str, key: str, *args: Any) -> Any:
+        what = "job intent" if JOB_PREFIX in key else "ledger"
+        return self._calls.call(f"{self._kind}: {method} ({what})",
+                                getattr(self._store, method), key, *args)
+
+    def put(self, key: str, body: bytes) -> str:
+        return str(self._call("put", key, body))
+
+    def put_if(self, key: str, body: bytes, etag: str | None) -> str | None:
+        answer = self._call("put_if", key, body, etag)
+        return None if answer is None else str(answer)
+
+    def get(self, key: str) -> tuple[bytes, str] | None:
+        answer: tuple[bytes, str] | None = self._call("get", key)
+        return answer
+
+    def head(self, key: str) -> str | None:
+        answer = self._call("head", key)
+        return None if answer is None else str(answer)
+
+    def delete(self, key: str) -> None:
+        self._call("delete", key)
+
+    def list(self, prefix: str) -> dict[str, str]:
+        return dict(self._call("list", prefix))
+
+
+def _tracked(kind: str, store: Any, calls: Calls) -> Any:
+    """The job's store with each call recorded (a fresh client view per process)."""
+    return _tracked_s3(store, calls) if kind == "s3" else _TrackedStore(kind, store, calls)
+
+
+def _on_disk(kind: str, location: Path | None = None) -> Any:
+    """A fake store of ``kind`` for the intent and the ledger; with ``location``, on the same
+    store as the local table: a delete of a key under ``wh/ds/`` (the ledger's cleanup of
+    recorded fragment files) removes the local file too, as one store would."""
+    if location is None:
+        return {"s3": FakeS3, "adls": FakeAdls, "gcs": FakeGcs}[kind]()
+    if kind == "s3":
+        return _DatasetS3(location)
+    base = FakeAdls if kind == "adls" else FakeGcs
+
+    class OnDisk(base):  # type: ignore[misc, valid-type]
+        def delete(self, key: str) -> None:
+            super().delete(key)
+            (location / key.removeprefix("wh/ds/")).unlink(missing_ok=True)
+
+    return OnDisk()
+
+
 class JobWorld:
-    """What every format's job shares: its intent on a fake S3 (``tables/job_intent.py``),
+    """What every format's job shares: its intent on a fake store (``tables/job_intent.py``),
     written at planning, and the recovery of the next write or read."""
 
     fmt = ""
+    store = "s3"
 
-    def _jobs_at(self, s3: FakeS3, where: S3Location) -> None:
+    def _jobs_at(self, s3: Any, where: S3Location) -> None:
         self.jobs, self.jobs_where = s3, where
         self.write_id = uuid.uuid4().hex
 
     def _job_patches(self, calls: Calls) -> list[tuple[Any, str, Any]]:
-        return [(committer, "job_store", lambda _c: (_tracked_s3(self.jobs, calls),
+        return [(committer, "job_store", lambda _c: (_tracked(self.store, self.jobs, calls),
                                                      self.jobs_where))]
+
+    @staticmethod
+    def error(name: str) -> BaseException:
+        return _store_error(name)
 
     def plan(self) -> None:
         """The driver's planning: write the job's intent (and start its heartbeat thread)."""
@@ -328,12 +414,12 @@ class DeltaWorld(JobWorld):
 
     fmt = "delta"
 
-    def __init__(self, where: Path, case: str) -> None:
+    def __init__(self, where: Path, case: str, store: str = "s3") -> None:
         import deltalake
 
-        self.where, self.case = where, case
+        self.where, self.case, self.store = where, case, store
         self.creds = _local_creds(where)
-        self._jobs_at(FakeS3(), S3Location("b", "wh/t"))
+        self._jobs_at(_on_disk(store), S3Location("b", "wh/t"))
         if case != "create":
             deltalake.write_deltalake(str(where), pa.table({"id": OLD}, schema=SCHEMA))
         self.files: list[Any] = []
@@ -347,10 +433,6 @@ class DeltaWorld(JobWorld):
             rel = new_data_file(self.write_id, i, "parquet")
             pq.write_table(pa.table({"id": ids}, schema=SCHEMA), self.where / rel)
             self.files.append(WrittenFile(rel, (self.where / rel).stat().st_size, len(ids), 0))
-
-    @staticmethod
-    def error(name: str) -> BaseException:
-        return _s3_error(name) if name.startswith("s3:") else OSError(f"injected 503 at {name}")
 
     @staticmethod
     def refusal() -> BaseException:
@@ -407,19 +489,19 @@ class IcebergWorld(JobWorld):
 
     fmt = "iceberg"
 
-    def __init__(self, where: Path, case: str) -> None:
+    def __init__(self, where: Path, case: str, store: str = "s3") -> None:
         from lakegate_client.spark import iceberg
 
         from .iceberg_catalog import MemoryCatalog
 
-        self.case = case
+        self.case, self.store = case, store
         self.catalog = MemoryCatalog(f"file://{where}/wh")
         table = self.catalog.create_table(("ns", "t"), SCHEMA)
         (where / "wh" / "ns" / "t" / "data").mkdir(parents=True)
         if case != "create":
             table.append(pa.table({"id": OLD}, schema=SCHEMA))
         self.creds = _local_creds(where)
-        self._jobs_at(FakeS3(), S3Location("b", "wh/ns/t"))
+        self._jobs_at(_on_disk(store), S3Location("b", "wh/ns/t"))
         self._patch = [(iceberg, "load_table", lambda _opts: self.catalog.load_table(("ns", "t"))),
                        (iceberg, "node_credentials", lambda *_a, **_k: self.creds),
                        (iceberg.time, "sleep", lambda _s: None)]
@@ -453,7 +535,7 @@ class IcebergWorld(JobWorld):
 
         if name == "catalog: commit":  # what pyiceberg raises on a 500, 502 or 504
             return CommitStateUnknownException(f"injected 504 at {name}")
-        return _s3_error(name) if name.startswith("s3:") else OSError(f"injected 503 at {name}")
+        return _store_error(name)
 
     @staticmethod
     def refusal() -> BaseException:
@@ -507,21 +589,22 @@ class _DatasetS3(FakeS3):
 
 class LanceWorld(JobWorld):
     """A Lance dataset of the old rows (none: create); the job's tasks write its fragments and
-    record them in the attempt ledger, kept on a fake S3 with the job's intent (as on S3: close,
-    create claim, cleanup of the records are store calls of the commit and the abort)."""
+    record them in the attempt ledger, kept on the fake store with the job's intent (as on S3,
+    ADLS, GCS: close, create claim, cleanup of the records are store calls of the commit and the
+    abort)."""
 
     fmt = "lance"
 
-    def __init__(self, where: Path, case: str) -> None:
+    def __init__(self, where: Path, case: str, store: str = "s3") -> None:
         import lance
 
-        self.case = case
+        self.case, self.store = case, store
         self.location = where / "ds"
         self.creds = _local_creds(self.location)
         if case != "create":
             lance.write_dataset(pa.table({"id": OLD}, schema=SCHEMA), str(self.location))
         self.read_version = committer.lance_version(self.creds)
-        self.s3, self.where = _DatasetS3(self.location), S3Location("b", "wh/ds")
+        self.s3, self.where = _on_disk(store, self.location), S3Location("b", "wh/ds")
         self._jobs_at(self.s3, self.where)
         self.fragments: list[str] = []
         self.records: list[str] = []
@@ -544,10 +627,6 @@ class LanceWorld(JobWorld):
         return [(committer, "lance_ledger", lambda _creds: (self.s3, self.where))]
 
     @staticmethod
-    def error(name: str) -> BaseException:
-        return _s3_error(name) if name.startswith("s3:") else OSError(f"injected 503 at {name}")
-
-    @staticmethod
     def refusal() -> BaseException:
         return PermissionError("403 Forbidden")
 
@@ -562,7 +641,7 @@ class LanceWorld(JobWorld):
                 (lance.LanceDataset, "read_transaction",
                  lambda ds, v: calls.call("lance: read transaction", real_read, ds, v)),
                 (committer, "delete_files", calls.wrap("store: delete", committer.delete_files)),
-                (committer, "lance_ledger", lambda _creds: (_tracked_s3(self.s3, calls),
+                (committer, "lance_ledger", lambda _creds: (_tracked(self.store, self.s3, calls),
                                                             self.where)),
                 *self._job_patches(calls)]
 

@@ -22,16 +22,18 @@ WHERE = S3Location.parse(LOCATION)
 
 def _creds() -> Any:
     return type("C", (), {"location": LOCATION, "storage": "adls",
-                          "pyarrow_filesystem": lambda self: None})()
+                          "pyarrow_filesystem": lambda self: None,
+                          "delta_storage_options": lambda self: {}})()
 
 
-def _writer(monkeypatch: pytest.MonkeyPatch, store: FakeAdls, overwrite: bool) -> Any:
+def _writer(monkeypatch: pytest.MonkeyPatch, store: FakeAdls, overwrite: bool,
+            fmt: str = "parquet") -> Any:
     from pyspark.sql.types import LongType, StructField, StructType
 
     from lakegate_client.spark import committer, datasource, writer
     from lakegate_client.tables.conditional_writes import ConditionalWriteProbe
 
-    info = TableInfo(namespace=("ns",), name="t1", format="parquet", location=LOCATION)
+    info = TableInfo(namespace=("ns",), name="t1", format=fmt, location=LOCATION)
     monkeypatch.setattr(datasource, "client_for", lambda _url: None)
     monkeypatch.setattr(datasource.tables, "ensure_table", lambda *_a, **_k: info)
     monkeypatch.setattr(datasource, "table_credentials", lambda *_a, **_k: _creds())
@@ -102,3 +104,27 @@ def test_a_failed_job_leaves_no_visible_file(monkeypatch: pytest.MonkeyPatch) ->
     assert _data(store) == []
     prefix = f"{WHERE.prefix}/"
     assert list(store.view().pending_staged(prefix)) == []  # abandoned (Delete Blob)
+
+
+def test_a_delta_job_on_adls_is_planned_after_the_probe_with_its_job_intent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Regression: Delta on ADLS had no job intent (S3 only) and no probe, so a driver killed
+    before its Delta commit left its completed files for good."""
+    import json
+
+    from lakegate_client.spark import committer
+    from lakegate_client.tables.job_intent import JOB_PREFIX
+
+    store = FakeAdls()
+    writer = _writer(monkeypatch, store, overwrite=False, fmt="delta")
+    assert writer._plan.staged
+    assert writer._plan.job
+    assert [op for op, _ in store.calls][:4] == ["PutBlob"] * 4  # the probe's conditional PUTs
+    intents = [k for k in store.objects if JOB_PREFIX in k]
+    assert [WHERE.relative(k) for k in intents] == [
+        f"{JOB_PREFIX}{writer._plan.write_id}.json"]
+    body = json.loads(store.objects[intents[0]])
+    assert (body["format"], body["state"], body["staged"]) == ("delta", "staged", True)
+    committer.end_job(committer.job_of(_creds(), writer._plan.write_id))  # its heartbeat ends
+    assert not [k for k in store.objects if JOB_PREFIX in k]

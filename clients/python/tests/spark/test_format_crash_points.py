@@ -2,8 +2,9 @@
 kill at every store and catalog call that planning (the job intent), the tasks (a Lance task's
 lease renewal), commit and abort make, for append, overwrite and create; the invariant of
 ``format_scenarios`` must hold at each, including "no orphan once recovery ran". All of it runs
-here (a few seconds per format; ``pytest -s`` prints the counts); ``make harden`` (suite
-``writes``) reports them."""
+here on S3 (a few seconds per format; ``pytest -s`` prints the counts); on ADLS and GCS the
+refused case (planning, tasks, commit, abort and recovery: the most calls) runs here and every
+case in ``make harden`` (suite ``writes``), which reports them all."""
 
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ pytest.importorskip("lance")
 pytest.importorskip("pyiceberg")
 pytest.importorskip("pyspark")
 
-from .format_scenarios import CASES, FORMATS, FormatScenario, enumerate_format
+from .format_scenarios import CASES, FORMAT_STORES, FORMATS, FormatScenario, enumerate_format
+
+CLOUD = [(fmt, store) for fmt in FORMATS for store in FORMAT_STORES[fmt] if store != "s3"]
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -30,6 +33,23 @@ def test_every_crash_point_leaves_old_or_new_rows_and_an_honest_message(
     assert [c for c in report.calls if "job intent" in c][:3] == [
         "s3: put_object (job intent)", "s3: get_object (job intent)",
         "s3: put_object (job intent)"]  # planning's PUT, then a renewal or the fence
+    assert len(report.points) == 1 + 3 * len(report.calls)
+    assert [(p.n, p.call, p.kind, p.reported, p.violations) for p in report.failed] == []
+    assert report.kill_orphans == 0
+
+
+@pytest.mark.parametrize(("fmt", "store"), CLOUD)
+def test_every_crash_point_on_adls_and_gcs_leaves_old_or_new_rows_and_no_orphan(
+        tmp_path: Path, fmt: str, store: str) -> None:
+    """The job's intent (and Lance's ledger) on the fake ADLS or the in-memory GCS: a driver
+    killed at any call, before or after its commit, leaves no file behind once recovered."""
+    report = enumerate_format(FormatScenario(fmt, "refused", tmp_path, store))
+    print(f"{report.scenario}: {len(report.calls)} calls, {len(report.points) - 1} crash "
+          f"points, {len(report.failed)} violations")
+    assert [c for c in report.calls if "job intent" in c][:3] == [
+        f"{store}: put_if (job intent)", f"{store}: get (job intent)",
+        f"{store}: put_if (job intent)"]  # planning's create, then a renewal or the fence
+    assert not [c for c in report.calls if c.startswith("s3:")]  # nothing left on S3
     assert len(report.points) == 1 + 3 * len(report.calls)
     assert [(p.n, p.call, p.kind, p.reported, p.violations) for p in report.failed] == []
     assert report.kill_orphans == 0

@@ -233,3 +233,114 @@ def test_a_reader_without_write_access_reads_on_with_a_warning(
     assert (tmp_path / orphan.path).exists()  # left for a caller who may write
     assert len(intents(store)) == 1
     assert rows(tmp_path) == [0, 1]
+
+
+# ------------------------------------------------------- the intent on ADLS and GCS (not patched)
+def _on_disk(store_class: type[Any]) -> type[Any]:
+    """A fake ADLS or GCS store holding the job's intent and the Lance ledger, whose deletes of a
+    key under a local table remove the local file too (one store, as on ADLS or GCS)."""
+
+    class OnDisk(store_class):  # type: ignore[misc, valid-type]
+        def delete(self, key: str) -> None:
+            super().delete(key)
+            Path(f"/{key}").unlink(missing_ok=True)
+
+    return OnDisk
+
+
+def _cloud(storage: str, fmt: str, tmp_path: Path,
+           monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any]:
+    """A local table whose credential says ``storage``: ``job_store`` (not patched) finds its
+    intents on the table's store, here the fake of that store."""
+    from ..tables.fake_adls import FakeAdls
+    from ..tables.fake_gcs import FakeGcs
+
+    creds = lance_creds(tmp_path) if fmt == "lance" else local_creds(tmp_path)
+    creds.storage = storage
+    cloud = _on_disk(FakeAdls if storage == "adls" else FakeGcs)()
+    monkeypatch.setattr(committer, "table_store", lambda _creds: cloud)
+    return creds, cloud
+
+
+@pytest.mark.parametrize(("storage", "fmt"), [("adls", "delta"), ("adls", "lance"),
+                                              ("gcs", "lance"), ("adls", "iceberg")])
+def test_a_job_killed_before_its_commit_on_adls_or_gcs_leaves_no_orphan_after_recovery(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, storage: str, fmt: str) -> None:
+    """Regression: the intent existed on S3 only, so on ADLS and GCS a driver killed before its
+    Delta, Lance or Iceberg commit left its written files for good. Planning's intent, the
+    task's files, then the next write's planning (Delta, Lance) or read (Iceberg)."""
+    creds, cloud = _cloud(storage, fmt, tmp_path, monkeypatch)
+    wid = uuid.uuid4().hex
+    if fmt == "delta":
+        deltalake.write_deltalake(str(tmp_path), pa.table({"id": [0, 1]}, schema=SCHEMA))
+        intent = committer.job_of(creds, wid, LONG_AGO)
+        assert intent is not None  # None: no intent on this store
+        intent.create("delta", staged=False)
+        left = [tmp_path / write_file(tmp_path, wid, [10, 11]).path]
+    elif fmt == "lance":
+        from lance.fragment import write_fragments
+
+        lance.write_dataset(pa.table({"id": [0, 1]}, schema=SCHEMA), str(tmp_path))
+        intent = committer.job_of(creds, wid, LONG_AGO)
+        assert intent is not None
+        intent.create("lance", staged=False, read_version=1)
+        fragments = [json.dumps(f.to_json()) for f in write_fragments(
+            pa.table({"id": [10, 11]}, schema=SCHEMA), str(tmp_path), schema=SCHEMA)]
+        files = committer.lance_files(fragments)
+        attempts.check_in(cloud, S3Location.parse(str(tmp_path)), wid, 0, 0, files)
+        left = [tmp_path / f for f in files]
+    else:
+        left = _iceberg_job(tmp_path, creds, wid, monkeypatch)
+    assert left
+    assert all(p.exists() for p in left)
+
+    if fmt == "iceberg":
+        assert iceberg.recover_iceberg_jobs(SimpleNamespace(),  # type: ignore[arg-type]
+                                            str(tmp_path / "wh" / "ns" / "t"),
+                                            reading=True) == 1
+    else:
+        assert committer.recover_jobs(fmt, creds) == 1  # the next write's planning
+
+    assert not any(p.exists() for p in left)
+    assert [k for k in cloud.objects if JOB_PREFIX in k] == []
+
+
+def _iceberg_job(tmp_path: Path, creds: Any, wid: str,
+                 monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """An Iceberg table of two rows and a job (its intent from long ago) whose task wrote its
+    data file; returns the file."""
+    from .iceberg_catalog import MemoryCatalog
+
+    catalog = MemoryCatalog(f"file://{tmp_path}/wh")
+    catalog.create_table(("ns", "t"), SCHEMA).append(pa.table({"id": [0, 1]}, schema=SCHEMA))
+    table = catalog.load_table(("ns", "t"))
+    monkeypatch.setattr(iceberg, "load_table", lambda _opts: catalog.load_table(("ns", "t")))
+    monkeypatch.setattr(iceberg, "node_credentials", lambda *_a, **_k: creds)
+    intent = committer.job_of(creds, wid, LONG_AGO)
+    assert intent is not None
+    intent.create("iceberg", staged=False)
+    job = iceberg.IcebergWriter(SimpleNamespace(test_fault=""),  # type: ignore[arg-type]
+                                table, SCHEMA, False, write_id=wid, job=True)
+    job.write(iter(pa.table({"id": [10, 11]}, schema=SCHEMA).to_batches()))  # then it dies
+    data = tmp_path / "wh" / "ns" / "t" / "data"
+    return [p for p in data.iterdir() if p.name.startswith(wid)]
+
+
+def test_a_stale_driver_on_adls_cannot_commit_after_a_takeover(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fencing on ADLS: the takeover is a Put Blob conditional on the ETag the recoverer read,
+    so the stalled owner's fence (If-Match on its older ETag) fails and nothing is committed."""
+    creds, _cloud_store = _cloud("adls", "delta", tmp_path, monkeypatch)
+    deltalake.write_deltalake(str(tmp_path), pa.table({"id": [0, 1]}, schema=SCHEMA))
+    wid = uuid.uuid4().hex
+    intent = committer.job_of(creds, wid, LONG_AGO)
+    assert intent is not None
+    intent.create("delta", staged=False)
+    written = write_file(tmp_path, wid, [10, 11])
+    assert committer.recover_jobs("delta", creds) == 1
+
+    with pytest.raises(JobFencedError, match="took it over"):
+        committer.publish_delta(creds, SCHEMA, [written], [], overwrite=False, write_id=wid,
+                                intent=committer.job_of(creds, wid))
+    assert rows(tmp_path) == [0, 1]
+    assert committer.delta_committed(creds, wid) is False

@@ -1,6 +1,9 @@
 """The job intent of Delta, Iceberg and Lance writes (``tables/job_intent.py``): a lease the
 job's processes renew, a fence before the commit call, and a recovery that takes an expired job
-over and removes its files only when its write id is proven absent."""
+over and removes its files only when its write id is proven absent. Every test runs on each
+store the intent lives on: the fake S3 (through a boto3-like client), the fake ADLS (Azure's
+409/412 refusals, an ETag that changes on every write) and the in-memory GCS behind the real
+``GcsStore`` (generation preconditions)."""
 
 from __future__ import annotations
 
@@ -19,9 +22,28 @@ from lakegate_client.tables.job_intent import (
 )
 from lakegate_client.tables.staged import S3Location
 
-from .fake_s3 import FakeS3
+from .fake_adls import FakeAdls
+from .fake_gcs import FakeGcs
+from .fake_s3 import FakeS3, Fault
 
 WHERE = S3Location("b", "wh/t")
+Store = FakeS3 | FakeAdls | FakeGcs
+STORES = {"s3": FakeS3, "adls": FakeAdls, "gcs": FakeGcs}
+# what a renewal calls on each store: read the intent, PUT it back conditionally, read again
+RENEWAL_OPS = {"s3": ["GetObject", "PutObject", "GetObject"],
+               "adls": ["GetBlob", "PutBlob", "GetBlob"],
+               "gcs": ["Get", "Upload", "Get"]}
+
+
+@pytest.fixture(params=sorted(STORES))
+def kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def s3(kind: str) -> Store:
+    """The store the intent lives on (named ``s3`` as in the code: a store or an S3 client)."""
+    return STORES[kind]()
 
 
 class Clock:
@@ -56,16 +78,16 @@ def _timing(clock: Clock) -> JobTiming:
                      stale_staged_s=86_400.0)
 
 
-def _intent(s3: FakeS3, clock: Clock, write_id: str = "w1") -> JobIntent:
+def _intent(s3: Store, clock: Clock, write_id: str = "w1") -> JobIntent:
     return JobIntent(s3, WHERE, write_id, _timing(clock))
 
 
-def _body(s3: FakeS3, write_id: str = "w1") -> dict[str, Any]:
+def _body(s3: Store, write_id: str = "w1") -> dict[str, Any]:
     return dict(json.loads(s3.objects[WHERE.key(intent_name(write_id))]))
 
 
-def test_a_job_killed_before_its_commit_loses_its_files_to_the_next_recovery() -> None:
-    s3, clock = FakeS3(), Clock()
+def test_a_job_killed_before_its_commit_loses_its_files_to_the_next_recovery(s3: Store) -> None:
+    clock = Clock()
     _intent(s3, clock).create("lance", staged=False)
     table = Table({"data/a.lance"})
     assert recover_jobs(s3.view(), WHERE, table, _timing(clock)) == 0  # the lease is alive
@@ -77,10 +99,10 @@ def test_a_job_killed_before_its_commit_loses_its_files_to_the_next_recovery() -
     assert s3.objects == {}
 
 
-def test_a_stale_owner_cannot_commit_after_a_takeover() -> None:
+def test_a_stale_owner_cannot_commit_after_a_takeover(s3: Store) -> None:
     """The owner stalled past its lease; a recoverer took the job over and removed its files.
     The owner's fence then fails, so its commit call is never made."""
-    s3, clock = FakeS3(), Clock()
+    clock = Clock()
     owner = _intent(s3, clock)
     owner.create("delta", staged=False)
     clock.t += 61
@@ -100,8 +122,8 @@ def test_a_stale_owner_cannot_commit_after_a_takeover() -> None:
         owner.fence()
 
 
-def test_a_committing_job_is_left_alone_until_its_commit_call_can_no_longer_land() -> None:
-    s3, clock = FakeS3(), Clock()
+def test_a_committing_job_is_left_alone_until_its_commit_call_can_no_longer_land(s3: Store) -> None:
+    clock = Clock()
     owner = _intent(s3, clock)
     owner.create("iceberg", staged=True)
     owner.fence(files=["data/w1-a.parquet"])
@@ -116,8 +138,9 @@ def test_a_committing_job_is_left_alone_until_its_commit_call_can_no_longer_land
     assert s3.objects == {}
 
 
-def test_a_committed_job_keeps_its_files_and_an_unreadable_table_keeps_the_intent() -> None:
-    s3, clock = FakeS3(), Clock()
+def test_a_committed_job_keeps_its_files_and_an_unreadable_table_keeps_the_intent(
+        s3: Store) -> None:
+    clock = Clock()
     for write_id in ("w1", "w2"):
         owner = _intent(s3, clock, write_id)
         owner.create("delta", staged=False)
@@ -138,10 +161,10 @@ def test_a_committed_job_keeps_its_files_and_an_unreadable_table_keeps_the_inten
     assert _body(s3, "w2")["owner"].startswith("recovery-")  # left for a later recovery
 
 
-def test_a_staged_job_with_nothing_landed_is_not_taken_over_before_a_day() -> None:
+def test_a_staged_job_with_nothing_landed_is_not_taken_over_before_a_day(s3: Store) -> None:
     """Spark reaps the planning process's heartbeat after a minute: a job whose tasks have not
     started yet (or stage invisible uploads) must not fail for that."""
-    s3, clock = FakeS3(), Clock()
+    clock = Clock()
     owner = _intent(s3, clock)
     owner.create("delta", staged=True)
     nothing = Table(set(), landed=False)
@@ -155,8 +178,8 @@ def test_a_staged_job_with_nothing_landed_is_not_taken_over_before_a_day() -> No
     assert s3.objects == {}
 
 
-def test_renewals_of_one_job_racing_each_other_do_not_fence_it() -> None:
-    s3, clock = FakeS3(), Clock()
+def test_renewals_of_one_job_racing_each_other_do_not_fence_it(s3: Store) -> None:
+    clock = Clock()
     driver, task = _intent(s3, clock), _intent(s3.view(), clock)
     driver.create("lance", staged=False)
     clock.t += 30
@@ -170,8 +193,8 @@ def test_renewals_of_one_job_racing_each_other_do_not_fence_it() -> None:
     assert s3.objects == {}
 
 
-def test_a_second_recoverer_loses_the_takeover() -> None:
-    s3, clock = FakeS3(), Clock()
+def test_a_second_recoverer_loses_the_takeover(s3: Store) -> None:
+    clock = Clock()
     _intent(s3, clock).create("lance", staged=False)
     clock.t += 61
     first = Table({"data/a.lance"})
@@ -187,17 +210,39 @@ def test_a_second_recoverer_loses_the_takeover() -> None:
     assert first.discarded == []
 
 
-def test_a_renewal_beaten_by_a_sibling_task_counts_as_renewed() -> None:
+def test_a_renewal_beaten_by_a_sibling_task_counts_as_renewed(s3: Store, kind: str) -> None:
     """Many tasks of one job renew at once: the one whose PUT loses to a sibling's is not
     fenced (it would fail a healthy job), the lease is fresh anyway."""
-    from .fake_s3 import Fault
-
-    s3, clock = FakeS3(), Clock()
+    clock = Clock()
     _intent(s3, clock).create("lance", staged=False)
     clock.t += 30
     sibling = _intent(s3.view(), clock)
     racing = s3.view(faults={2: Fault(kind="stall")})  # paused between its read and its PUT
     racing.on_stall = lambda: sibling.renew_once() or None
     assert _intent(racing, clock).renew()
-    assert [op for op, _ in racing.calls] == ["GetObject", "PutObject", "GetObject"]
+    assert [op for op, _ in racing.calls] == RENEWAL_OPS[kind]
     assert _body(s3)["at"] == clock.t
+
+
+def test_the_files_a_killed_job_left_on_the_store_go_and_nothing_else(s3: Store) -> None:
+    """The resolver deletes through the same store the intent is on: the job's objects and its
+    intent go; the table's other objects (a committed job's file, a live job's intent) stay."""
+    from lakegate_client.tables.object_store import as_store
+
+    clock = Clock()
+    store = as_store(s3, WHERE.bucket)
+    for rel in ("part-w1-0.parquet", "part-w1-1.parquet", "part-w0-0.parquet"):
+        store.put(WHERE.key(rel), b"rows")
+    _intent(s3, clock).create("delta", staged=False)
+    clock.t += 61
+    _intent(s3, clock, "w2").create("delta", staged=False)  # a live job, started later
+
+    class OnStore(Table):
+        def discard(self, intent: dict[str, Any]) -> None:
+            super().discard(intent)
+            for key in store.list(WHERE.key(f"part-{intent['write_id']}-")):
+                store.delete(key)
+
+    assert recover_jobs(s3, WHERE, OnStore(set()), _timing(clock)) == 1
+    assert sorted(WHERE.relative(k) for k in store.list(f"{WHERE.prefix}/")) == [
+        intent_name("w2"), "part-w0-0.parquet"]

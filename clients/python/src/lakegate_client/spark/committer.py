@@ -244,8 +244,9 @@ def publish_delta(creds: TableCredentials, schema: pa.Schema, files: Sequence[An
                   intent: JobIntent | None = None) -> None:
     """Complete the staged files, then add them (``files``: ``WrittenFile``) in one Delta commit.
 
-    ``intent`` (S3: the job's, written at planning) is fenced first: a job taken over after its
-    lease expired commits nothing (:class:`~lakegate_client.tables.job_intent.JobFencedError`).
+    ``intent`` (S3, ADLS: the job's, written at planning) is fenced first: a job taken over
+    after its lease expired commits nothing
+    (:class:`~lakegate_client.tables.job_intent.JobFencedError`).
     Completed-but-uncommitted files are unreferenced (no Delta reader sees them); a failed
     transaction deletes them. A failed commit call may still have landed (a lost answer, a
     timeout): the log then decides (:func:`delta_committed`), and when it cannot be read the
@@ -281,16 +282,16 @@ def publish_delta(creds: TableCredentials, schema: pa.Schema, files: Sequence[An
         after_commit("the upload sweep", write_id, lambda: sweep(s3, where, write_id))
 
 
-def job_store(creds: TableCredentials) -> tuple[Any, S3Location] | None:
+def job_store(creds: TableCredentials) -> tuple[ObjectStore, S3Location] | None:
     """Where a Delta, Iceberg or Lance job keeps its intent (``tables/job_intent.py``): the
-    table's S3 location (with a client), or None elsewhere (no conditional PUT there: a crashed
-    job's files are left to the format's own cleanup)."""
-    return (s3_client(creds), S3Location.parse(creds.location)) if creds.storage == "s3" else None
+    table's store (S3, ADLS, GCS: ``table_store``) and location, or None elsewhere (no
+    conditional PUT there: a crashed job's files are left to the format's own cleanup)."""
+    return (table_store(creds), S3Location.parse(creds.location)) if stages(creds) else None
 
 
 def job_of(creds: TableCredentials, write_id: str,
            timing: JobTiming | None = None) -> JobIntent | None:
-    """The job's intent as this process sees it (None: not on S3)."""
+    """The job's intent as this process sees it (None: no store with conditional writes)."""
     store = job_store(creds)
     if store is None or not write_id:
         return None
@@ -302,8 +303,8 @@ def start_job(creds: TableCredentials, fmt: str, write_id: str, *, staged: bool,
     """Planning, before any task writes: write the job's intent and renew its lease from this
     process while it lives (tasks and the commit renew it too). Returns whether there is one.
 
-    ``staged``: tasks leave invisible uploads (Delta, Iceberg on S3), so nothing can be left
-    behind before the commit fences the intent.
+    ``staged``: tasks leave invisible uploads (Delta on S3 and ADLS, Iceberg on S3), so nothing
+    can be left behind before the commit fences the intent.
     """
     intent = job_of(creds, write_id, timing)
     if intent is None:
@@ -366,10 +367,11 @@ class DeltaJobs:
 
 
 def abort_recorded(creds: TableCredentials, intent: dict[str, Any]) -> None:
-    """Abort the uploads a fenced intent recorded (completed ones are files, deleted apart)."""
+    """Abort the uploads a fenced intent recorded (completed ones are files, deleted apart;
+    abandoning never touches them)."""
     uploads = [(str(k), str(u)) for k, u in intent.get("uploads", ())]
-    if uploads and creds.storage == "s3":
-        abort_uploads(s3_client(creds), S3Location.parse(creds.location).bucket, uploads)
+    if uploads and stages(creds):
+        abort_uploads(table_store(creds), S3Location.parse(creds.location).bucket, uploads)
 
 
 class LanceJobs:
@@ -555,7 +557,7 @@ def commit_lance(creds: TableCredentials, schema: pa.Schema, fragments_json: Seq
     the create claim does, :func:`create_lance`), and Lance's own commit retries rebase
     concurrent appends (``max_retries``). A failed commit call is resolved from the versions
     (:func:`lance_committed`): landed, the job succeeds; undecidable, :class:`CommitUnknownError`.
-    ``intent`` (S3) is fenced first, as in :func:`publish_delta`.
+    ``intent`` (S3, ADLS, GCS) is fenced first, as in :func:`publish_delta`.
     """
     ledger = lance_ledger(creds) if write_id else None
     with fenced(intent, files=lance_files(fragments_json)):

@@ -123,8 +123,8 @@ class LakekeeperDataSource(DataSource):
             process_probe().ensure(store, where.bucket, where.prefix,
                                    accept_risk=opts.accept_single_writer_risk)
             plain = plan_plain(store, where, info.format, overwrite=overwrite)
-        elif stages(creds) and (creds.storage == "s3" or info.format == "lance"):
-            # Lance's create claim and ledger (S3, ADLS); every job's intent (S3)
+        elif stages(creds):
+            # every job's intent; Lance's create claim and ledger (S3, ADLS, GCS)
             where = S3Location.parse(creds.location)
             process_probe().ensure(_store(creds), where.bucket, where.prefix,
                                    accept_risk=opts.accept_single_writer_risk)

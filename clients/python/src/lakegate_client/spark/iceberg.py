@@ -222,7 +222,7 @@ class IcebergWriter(DataSourceArrowWriter):
         self._overwrite = overwrite
         self._write_id = write_id or uuid.uuid4().hex
         self._faults = Faults.parse(opts.test_fault)
-        self._job = job  # planning wrote the job's intent (S3: ``tables/job_intent.py``)
+        self._job = job  # planning wrote the job's intent (``tables/job_intent.py``)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> IcebergFiles:
         import pyarrow as pa

@@ -78,7 +78,7 @@ class WritePlan:
 
     ``staged``: tasks stage multipart uploads (S3); ``plain``: what a plain table looked like at
     planning, for the commit's conflict check (S3 plain tables only); ``job``: planning wrote the
-    job's intent (Delta, Lance on S3: ``tables/job_intent.py``).
+    job's intent (Delta, Lance on S3, ADLS, GCS: ``tables/job_intent.py``).
     """
 
     opts: SourceOptions

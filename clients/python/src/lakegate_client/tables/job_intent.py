@@ -1,17 +1,21 @@
-"""The intent of a Delta, Iceberg or Lance write job on S3: a leased claim that lets the next
-writer or reader remove the files of a job whose driver died before its commit.
+"""The intent of a Delta, Iceberg or Lance write job on S3, ADLS or GCS: a leased claim that
+lets the next writer or reader remove the files of a job whose driver died before its commit.
 
 Why: tasks land data files (Lance fragments, or uploads the commit completes) before the one
 log or catalog commit call that makes them part of the table. A driver killed before or during
 that call leaves files nothing references and nobody knows of. So the driver writes, before any
-task writes a file, ``_lakegate_job-<write id>.json`` (``If-None-Match: *``; hidden from every
+task writes a file, ``_lakegate_job-<write id>.json`` (a create only if absent; hidden from every
 reader): its write id, format, planned version and, once it commits, the uploads and files it
-publishes.
+publishes. Every call goes through the table's
+:class:`~lakegate_client.tables.object_store.ObjectStore` (or a boto3 S3 client, wrapped as an
+``S3Store``): S3's ``If-None-Match: *`` / ``If-Match``, ADLS's the same headers on Put Blob, GCS's
+``ifGenerationMatch=0`` / ``=<generation>`` (its "ETag" is the generation).
 
 - **Lease.** The intent's ``at`` is renewed while the job lives: by the planning process, by
   every task while it writes, by the commit while it runs. A renewal reads the intent and PUTs it
-  back ``If-Match`` the ETag it read, only while it still names the job as ``owner``: renewals of
-  one job may race each other (the loser sees a fresh lease and is done), never a takeover.
+  back conditional on the ETag it read, only while it still names the job as ``owner``:
+  renewals of one job may race each other (the loser sees a fresh lease and is done), never a
+  takeover.
 - **The fence** (:meth:`JobIntent.fence`): before each commit call (the point of no return) the
   driver moves the intent to ``committing``, with the same read-check-PUT. If another process
   took the job over (its lease had expired), the fence fails and the job fails with nothing
@@ -30,8 +34,9 @@ publishes.
 - **Only a job with landed files is recovered while ``staged``.** Spark reaps an idle Python
   worker after a minute, so the planning process's heartbeat may end long before the write
   tasks start (upstream stages run after planning). A ``staged`` job with nothing landed (Delta
-  and Iceberg on S3 stage invisible uploads; a Lance job whose attempt ledger is empty) is left
-  alone until :data:`STALE_STAGED_S`, so a long job is not failed for a gap in its heartbeat.
+  on S3 and ADLS and Iceberg on S3 stage invisible uploads; a Lance job whose attempt ledger is
+  empty) is left alone until :data:`STALE_STAGED_S`, so a long job is not failed for a gap in
+  its heartbeat.
 
 What stays open (README): leases compare the hosts' wall clocks, and a process stalled longer
 than the lease plus :data:`COMMIT_BOUND_S` inside a commit call (a frozen VM, a request held
@@ -49,7 +54,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from lakegate_client.tables.conditional_writes import put_conditional
+from lakegate_client.tables.object_store import ObjectStore, as_store
 from lakegate_client.tables.retrying import retried
 from lakegate_client.tables.staged import S3Location
 
@@ -89,13 +94,12 @@ def intent_name(write_id: str) -> str:
     return f"{JOB_PREFIX}{write_id}.json"
 
 
-def _read(s3: Any, where: S3Location, rel: str) -> tuple[str | None, dict[str, Any]]:
-    try:
-        answer = s3.get_object(Bucket=where.bucket, Key=where.key(rel))
-    except s3.exceptions.NoSuchKey:
+def _read(store: ObjectStore, where: S3Location, rel: str) -> tuple[str | None, dict[str, Any]]:
+    found = store.get(where.key(rel))
+    if found is None:
         return None, {}
-    body = json.loads(answer["Body"].read() or b"{}")
-    return str(answer["ETag"]), body if isinstance(body, dict) else {}
+    body = json.loads(found[0] or b"{}")
+    return found[1], body if isinstance(body, dict) else {}
 
 
 def _retried(what: str, step: Callable[[], Any], timing: JobTiming) -> Any:
@@ -105,7 +109,8 @@ def _retried(what: str, step: Callable[[], Any], timing: JobTiming) -> Any:
 @dataclass
 class JobIntent:
     """One job's intent object, as seen by any process of that job (picklable fields only
-    besides the client: rebuilt in each process from its own credential)."""
+    besides the store: rebuilt in each process from its own credential). ``s3``: the table's
+    :class:`ObjectStore`, or a boto3 S3 client."""
 
     s3: Any
     where: S3Location
@@ -116,36 +121,40 @@ class JobIntent:
     def name(self) -> str:
         return intent_name(self.write_id)
 
+    @property
+    def store(self) -> ObjectStore:
+        return as_store(self.s3, self.where.bucket)
+
     def create(self, fmt: str, **facts: Any) -> None:
-        """Planning: claim the job (``If-None-Match: *``) before any task writes a file."""
+        """Planning: claim the job (a create only if absent) before any task writes a file."""
         body = {"write_id": self.write_id, "owner": self.write_id, "format": fmt,
                 "state": "staged", "lease_s": self.timing.lease_s, **facts}
 
         def put() -> None:
-            etag = put_conditional(self.s3, self.where.bucket, self.where.key(self.name),
-                                   json.dumps({**body, "at": self.timing.now()}).encode(), None)
-            if etag is None and _read(self.s3, self.where, self.name)[1].get("owner") \
+            etag = self.store.put_if(self.where.key(self.name),
+                                     json.dumps({**body, "at": self.timing.now()}).encode(), None)
+            if etag is None and _read(self.store, self.where, self.name)[1].get("owner") \
                     != self.write_id:
                 raise JobFencedError(f"write {self.write_id} already has a job intent")
         _retried("writing the job intent", put, self.timing)
 
     def _update(self, states: tuple[str, ...], fresh_s: float | None = None,
                 **changes: Any) -> bool:
-        """Read the intent and PUT it back (``If-Match``) with ``changes`` and a fresh lease,
-        while it names this job as owner in one of ``states``; False when it does not (gone,
-        taken over, or past these states). ``fresh_s`` (a plain renewal): renewed less than
-        that ago (by a sibling task, whose PUT may just have beaten this one) is renewed
-        enough, so many tasks renewing at once do not fight over the ETag."""
+        """Read the intent and PUT it back (conditional on its ETag) with ``changes`` and a
+        fresh lease, while it names this job as owner in one of ``states``; False when it does
+        not (gone, taken over, or past these states). ``fresh_s`` (a plain renewal): renewed
+        less than that ago (by a sibling task, whose PUT may just have beaten this one) is
+        renewed enough, so many tasks renewing at once do not fight over the ETag."""
         for _ in range(CONFLICT_RETRIES):
-            etag, body = _read(self.s3, self.where, self.name)
+            etag, body = _read(self.store, self.where, self.name)
             if etag is None or body.get("owner") != self.write_id \
                     or body.get("state") not in states:
                 return False
             if fresh_s is not None and self.timing.now() - float(body.get("at", 0)) < fresh_s:
                 return True
             new = {**body, **changes, "at": self.timing.now()}
-            if put_conditional(self.s3, self.where.bucket, self.where.key(self.name),
-                               json.dumps(new).encode(), etag) is not None:
+            if self.store.put_if(self.where.key(self.name), json.dumps(new).encode(),
+                                 etag) is not None:
                 return True
         return False  # renewals kept racing: a renewal tries again; a fence fails the job
 
@@ -178,9 +187,9 @@ class JobIntent:
         """The job ended (committed, or its files are gone): delete the intent, if still ours
         (a recoverer's stays). Retried; a failure is logged (the next recoverer removes it)."""
         def step() -> None:
-            _, body = _read(self.s3, self.where, self.name)
+            _, body = _read(self.store, self.where, self.name)
             if body.get("owner") == self.write_id:
-                self.s3.delete_object(Bucket=self.where.bucket, Key=self.where.key(self.name))
+                self.store.delete(self.where.key(self.name))
         try:
             _retried("removing the job intent", step, self.timing)
         except Exception:
@@ -243,15 +252,10 @@ class Resolver(Protocol):
 
 
 def job_intents(s3: Any, where: S3Location) -> list[str]:
-    """The table's job intents (one listing under the intent prefix)."""
-    out: list[str] = []
-    kwargs: dict[str, str] = {"Bucket": where.bucket, "Prefix": where.key(JOB_PREFIX)}
-    while True:
-        page = s3.list_objects_v2(**kwargs)
-        out.extend(where.relative(str(o["Key"])) for o in page.get("Contents", ()))
-        if not page.get("IsTruncated"):
-            return sorted(out)
-        kwargs["ContinuationToken"] = str(page["NextContinuationToken"])
+    """The table's job intents (one listing under the intent prefix; ``s3``: an
+    :class:`ObjectStore` or a boto3 S3 client)."""
+    return sorted(where.relative(key) for key in as_store(s3, where.bucket).list(
+        where.key(JOB_PREFIX)))
 
 
 def expired(body: dict[str, Any], timing: JobTiming) -> bool:
@@ -277,8 +281,9 @@ def abandoned(s3: Any, where: S3Location, resolver: Resolver,
               timing: JobTiming | None = None) -> bool:
     """Whether the table has a job intent to recover now (read access suffices)."""
     timing = timing or JobTiming()
-    for rel in job_intents(s3, where):
-        etag, body = _read(s3, where, rel)
+    store = as_store(s3, where.bucket)
+    for rel in job_intents(store, where):
+        etag, body = _read(store, where, rel)
         if etag is not None and _due(body, resolver, timing):
             return True
     return False
@@ -290,15 +295,15 @@ def recover_jobs(s3: Any, where: S3Location, resolver: Resolver,
     else delete the job's files, then it. Returns how many jobs it finished; a job it could not
     finish (the table unreadable, a delete failing) is logged and left to the next recoverer."""
     timing = timing or JobTiming()
+    store = as_store(s3, where.bucket)
     me = f"recovery-{uuid.uuid4().hex[:12]}"
     done = 0
-    for rel in job_intents(s3, where):
-        etag, body = _read(s3, where, rel)
+    for rel in job_intents(store, where):
+        etag, body = _read(store, where, rel)
         if etag is None or not _due(body, resolver, timing):
             continue
         taken = {**body, "owner": me, "at": timing.now()}
-        new_etag = put_conditional(s3, where.bucket, where.key(rel), json.dumps(taken).encode(),
-                                   etag)
+        new_etag = store.put_if(where.key(rel), json.dumps(taken).encode(), etag)
         if new_etag is None:
             continue  # another recoverer (or the owner's fence) got there first
         write_id = str(body["write_id"])
@@ -314,8 +319,8 @@ def recover_jobs(s3: Any, where: S3Location, resolver: Resolver,
                             "unreferenced files", write_id)
                 _retried("deleting the files of an abandoned job",
                          lambda body=body: resolver.discard(body), timing)  # type: ignore[misc]
-            _retried("removing an abandoned job intent", lambda rel=rel: s3.delete_object(
-                Bucket=where.bucket, Key=where.key(rel)), timing)  # type: ignore[misc]
+            _retried("removing an abandoned job intent",
+                     lambda rel=rel: store.delete(where.key(rel)), timing)  # type: ignore[misc]
             done += 1
         except Exception:
             log.warning("could not finish the abandoned write %s (the next write or read "

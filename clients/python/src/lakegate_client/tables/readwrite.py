@@ -57,7 +57,7 @@ def read_table(
     creds = client.credentials(list(info.namespace), table, warehouse=warehouse, access="read",
                                expected_location=info.location)  # the table just described
     cols = list(columns) if columns is not None else None
-    if info.format in ("delta", "lance") and creds.storage == "s3":
+    if info.format in ("delta", "lance") and creds.storage in ("s3", "adls", "gcs"):
         _finish_abandoned_jobs(client, info, creds, warehouse)
     if info.format == "delta":
         from deltalake import DeltaTable
@@ -120,17 +120,18 @@ def _finish_abandoned_jobs(client: Client, info: TableInfo, creds: TableCredenti
                            warehouse: str | None) -> None:
     """Remove the files of a Delta or Lance Spark job whose driver died before its commit
     (``tables/job_intent.py``, ``spark/committer.py``; pyspark is not imported): one listing of
-    the job intents, then, only when one expired, a write credential. Best effort: without boto3
-    (a core install) or without write access, the read goes on as it is."""
+    the job intents, then, only when one expired, a write credential (S3, ADLS, GCS). Best
+    effort: on S3 without boto3 (a core install), or without write access, the read goes on as
+    it is."""
     import importlib.util
 
-    if importlib.util.find_spec("boto3") is None:  # such jobs are written with the Spark extra
-        return
+    if creds.storage == "s3" and importlib.util.find_spec("boto3") is None:  # such jobs are
+        return  # written with the Spark extra; ADLS and GCS need httpx only
     from lakegate_client.spark.committer import finish_abandoned_jobs
 
     finish_abandoned_jobs(info.format, creds, lambda: client.credentials(
         list(info.namespace), info.name, warehouse=warehouse, access="write",
-        expected_location=info.location))
+        expected_location=info.location).with_storage_endpoint(creds.storage_endpoint))
 
 
 def _finish_abandoned_adls(client: Client, info: TableInfo, creds: TableCredentials,
