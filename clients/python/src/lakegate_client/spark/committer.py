@@ -574,7 +574,7 @@ def commit_lance(creds: TableCredentials, schema: pa.Schema, fragments_json: Seq
 
 
 def lance_ledger(creds: TableCredentials) -> tuple[Any, S3Location] | None:
-    """``(store, location)`` for the attempt ledger (S3, ADLS), else None."""
+    """``(store, location)`` for the attempt ledger (S3, ADLS, GCS), else None."""
     return (table_store(creds), S3Location.parse(creds.location)) if stages(creds) else None
 
 
@@ -659,8 +659,8 @@ def create_lance(location: str, options: dict[str, str], schema: pa.Schema,
     """Create the empty dataset a job found missing; returns the version to commit on.
 
     Lance's create is not exclusive: of two at once, the later commits as an Overwrite on top of
-    the first, wiping an append or overwrite that landed in between (or failing it). On S3 and
-    ADLS only the holder of the ledger's create claim creates; the other jobs wait until the
+    the first, wiping an append or overwrite that landed in between (or failing it). On S3, ADLS
+    and GCS only the holder of the ledger's create claim creates; the other jobs wait until the
     dataset exists. Elsewhere (no conditional PUT here) every job tries to create, as before.
     """
     import lance
