@@ -18,6 +18,7 @@ _TIMEOUT_S = 5.0
 _NOT_SERVED = ("denied", "not_found", "error")
 _REQUESTS = "lakegate_requests_total"
 _UPSTREAM = "lakegate_upstream_requests_total"
+_EVICTIONS = "lakegate_evictions_total"
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,9 @@ class NodeCounters:
     # The same calls by answer: "200" vended; "404" a table not created yet; "timeout", "error"
     # or a 5xx an attempt that the gateway retried or answered as an error.
     upstream_credential_by_status: dict[str, int] = field(default_factory=dict)
+    # Entries dropped because the table changed (a change event, or a create or drop through
+    # this gateway): each may be vended again, so it explains one vend past tables x modes.
+    invalidated: int = 0
     idp_token_calls: int = 0  # IdP logins this gateway made
 
     @property
@@ -91,6 +95,7 @@ def read_gateway(http: httpx.Client, name: str, url: str) -> NodeCounters:
         upstream_credential_calls=int(
             total(samples, _UPSTREAM, target="catalog", op="load_credentials")),
         upstream_credential_by_status=upstream,
+        invalidated=int(total(samples, _EVICTIONS, reason="invalidated")),
         idp_token_calls=int(total(samples, _UPSTREAM, target="idp")),
     )
 

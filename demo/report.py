@@ -41,8 +41,8 @@ def render(
         )
     bound = len(run.tables) * ACCESS_MODES
     lines += ["", f"Nodes (each node's credential vends are bounded by tables x access"
-              f" modes = {len(run.tables)} x {ACCESS_MODES} = {bound}; calls that vended nothing,"
-              " by status, after a +)",
+              f" modes = {len(run.tables)} x {ACCESS_MODES} = {bound}, plus one per entry a table"
+              " change invalidated; calls that vended nothing, by status, after a +)",
               f"  {'node':<8} {'executors':>9} {'requests served':>16} {'catalog calls':>14}"
               f" {'IdP logins':>11}  gateway"]
     for node in counters.nodes:
@@ -137,7 +137,8 @@ def format_catalog_calls(node: NodeCounters) -> str:
     by_status = node.upstream_credential_by_status
     others = " ".join(f"{status}x{n}" for status, n in sorted(by_status.items()) if status != "200")
     vended = by_status.get("200", 0) if by_status else node.upstream_credential_calls
-    return f"{vended} +{others}" if others else str(vended)
+    cell = f"{vended} +{others}" if others else str(vended)
+    return f"{cell} ({node.invalidated} inv.)" if node.invalidated else cell
 
 
 def summary(
@@ -158,6 +159,7 @@ def summary(
                 "credential_requests": n.credential_requests,
                 "upstream_credential_calls": n.upstream_credential_calls,
                 "upstream_credential_by_status": n.upstream_credential_by_status,
+                "invalidated": n.invalidated,
             }
             for n in counters.nodes
         ],

@@ -56,11 +56,12 @@ def test_demo_on_a_two_worker_cluster_uses_each_nodes_gateway(tmp_path: Path) ->
     for node in nodes:
         assert node["executors"] >= 1, node  # an executor JVM ran on every node
         assert node["credential_requests"] >= 1, node  # the node's executors used its gateway
-        # One vend per table and access mode on each node; an attempt that was not a vend (a
-        # 404 for a table not created yet, a timeout retried on a loaded machine) is counted
-        # apart, and the whole breakdown is in the message if the bound fails.
+        # One vend per table and access mode on each node, plus one per entry a table change
+        # dropped: the event of a create arrives after the new table's first tasks filled the
+        # entry on a loaded machine (seen: 0.6 s late, one more vend); an attempt that was not a
+        # vend (a 404, a timeout retried) is counted apart. The breakdown is in the message.
         vended = node["upstream_credential_by_status"].get("200", 0)
-        assert 1 <= vended <= bound, json.dumps(node)
+        assert 1 <= vended <= bound + node["invalidated"], json.dumps(node)
         assert sum(node["upstream_credential_by_status"].values()) == node[
             "upstream_credential_calls"], json.dumps(node)
     for table in tables:

@@ -22,6 +22,8 @@ def test_a_gateways_exposition_becomes_the_nodes_counters() -> None:
     metrics.upstream_requests.labels("catalog", "load_credentials", "timeout").inc(1)
     metrics.upstream_requests.labels("catalog", "load_table", "200").inc(5)
     metrics.upstream_requests.labels("idp", "token", "200").inc(1)
+    metrics.evictions.labels("invalidated").inc(2)
+    metrics.evictions.labels("lru").inc(5)
     body = generate_latest(metrics.registry)
 
     def handler(request: httpx.Request) -> httpx.Response:
@@ -37,5 +39,6 @@ def test_a_gateways_exposition_becomes_the_nodes_counters() -> None:
     assert node.upstream_credential_calls == 5
     # Only answered-200 calls vended; the rest are counted apart (the series at zero are not).
     assert node.upstream_credential_by_status == {"200": 3, "404": 1, "timeout": 1}
-    assert format_catalog_calls(node) == "3 +404x1 timeoutx1"
+    assert node.invalidated == 2  # only the entries a table change dropped
+    assert format_catalog_calls(node) == "3 +404x1 timeoutx1 (2 inv.)"
     assert node.idp_token_calls == 1
