@@ -66,7 +66,7 @@ class EventPublisher:
         self._subject = subject
         host = socket.gethostname() or "hostname-unavailable"
         self._source = f"uri:iceberg-catalog-service:{host}"
-        self._queue: asyncio.Queue[bytes] = asyncio.Queue(QUEUE_SIZE)
+        self._queue: asyncio.Queue[tuple[bytes, float]] = asyncio.Queue(QUEUE_SIZE)
         self._nc: Any = None
         self._task: asyncio.Task[None] | None = None
         self.published = 0
@@ -105,15 +105,19 @@ class EventPublisher:
             "num-events": num_events, "sequence-number": sequence_number,
             "trace-id": _trace_id(request), "actor": _actor(request),
         }
+        delay_s = state_of(request).faults.event_delay_s  # a test fault, 0 by default
         try:
-            await asyncio.wait_for(self._queue.put(json.dumps(event).encode()), PUT_TIMEOUT_S)
+            await asyncio.wait_for(self._queue.put((json.dumps(event).encode(), delay_s)),
+                                   PUT_TIMEOUT_S)
         except TimeoutError:
             self.dropped += 1
             log.warning("change event dropped: the publish queue is full")
 
     async def _drain(self) -> None:
         while True:
-            payload = await self._queue.get()
+            payload, delay_s = await self._queue.get()
+            if delay_s:
+                await asyncio.sleep(delay_s)
             try:
                 await self._nc.publish(self._subject, payload)
                 self.published += 1

@@ -36,6 +36,8 @@ class FaultSpec(BaseModel):
     credential_lifetime_s: int | None = Field(default=None, ge=1)
     # Table reads (loads, credentials) answer what the name held this long ago (replica.py).
     replica_lag_ms: float = Field(default=0.0, ge=0, le=60_000)
+    # Change events reach NATS this much later (in order), as from a loaded catalog.
+    event_delay_ms: float = Field(default=0.0, ge=0, le=60_000)
     clear: bool = False
 
 
@@ -74,6 +76,10 @@ class Faults:
         out = self._spec.model_dump(exclude={"clear"})
         out["remaining"] = self._remaining
         return out
+
+    @property
+    def event_delay_s(self) -> float:
+        return self._spec.event_delay_ms / 1000.0
 
     @property
     def credential_lifetime_s(self) -> int | None:

@@ -342,6 +342,10 @@ class CredentialCache:
         self._negative.forget_table(match)
         return n
 
+    def forget_negative(self, warehouse_id: str, namespace: tuple[str, ...], table: str) -> None:
+        """Forget one table's negative entries only (its credentials stay)."""
+        self._negative.forget_table(TableMatch.of(warehouse_id, namespace, table))
+
     def invalidate_all(self) -> int:
         """Drop everything, fetches in flight included."""
         self._generation += 1

@@ -40,6 +40,7 @@ from gateway.models import (
     Warehouse,
 )
 from gateway.names import is_uuid
+from gateway.service.own_creates import OwnCreates
 from gateway.settings import Settings
 from gateway.tuning import EVENTS_CALLER_IDENTITY_TTL_S, HEALTH_TTL_S
 from gateway.upstream.lakekeeper import CatalogClient
@@ -106,8 +107,10 @@ class GatewayService:
     audit: AuditTrail | None = None
     _health: TTLCache[str, tuple[bool, str]] = field(init=False)
     _audit: AuditTrail = field(init=False)
+    own_creates: OwnCreates = field(init=False)
 
     def __post_init__(self) -> None:
+        self.own_creates = OwnCreates(self.clock)
         self._health = TTLCache(maxsize=1, ttl=HEALTH_TTL_S, timer=self.clock.monotonic)
         if self.audit is None:
             self.audit = AuditTrail(self.clock)
@@ -314,6 +317,7 @@ class GatewayService:
             raise
         # The new location is known: a replica still showing another is asked again shortly.
         self._invalidate_table(wh.id, namespace, spec.name, after=table.base_location)
+        self.own_creates.record(ctx.request_id, wh.id, namespace, spec.name)
         return LoadResult(table=table, config=None, credentials=None, warehouse=wh)
 
     async def drop_table(
@@ -382,7 +386,16 @@ class GatewayService:
     def invalidate_changed(self, warehouse_id: str, namespace: tuple[str, ...],
                            table: str) -> int:
         """Drop every entry of a table a catalog change event named (service/change_events)."""
+        self.own_creates.forget(warehouse_id, namespace, table)
         return self._invalidate_table(warehouse_id, namespace, table)
+
+    def own_create_echoed(self, warehouse_id: str, namespace: tuple[str, ...],
+                          table: str) -> int:
+        """The change event of a create this gateway made (service/own_creates.py): every
+        credential cached since the create answered is the new table's and stays; what a
+        replica behind the create answered meanwhile (a not-found, metadata) goes."""
+        self.cache.forget_negative(warehouse_id, namespace, table)
+        return self.metadata.invalidate_table(warehouse_id, namespace, table)
 
     def invalidate(self, ref: TableRef | None = None, *, all: bool = False) -> int:
         """Drop cache entries for one table (`ref`) or everything (`all=True`).

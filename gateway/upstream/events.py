@@ -62,6 +62,9 @@ class ChangeEvent:
     warehouse_id: str
     tabular_id: str
     names: tuple[TableName, ...]
+    # The request id of the catalog call that made it ("" when absent or not a short string):
+    # a gateway recognises the event of its own create by it (service/own_creates.py).
+    trace_id: str = ""
 
 
 class BadEvent(Exception):
@@ -145,8 +148,10 @@ def parse_event(payload: bytes, *, max_bytes: int) -> ChangeEvent:
                 names.append(ident)
     for each in names:
         _check_name(each)
+    trace = doc.get("trace-id")
+    trace_id = trace.lower() if isinstance(trace, str) and len(trace) <= MAX_ID_LEN else ""
     return ChangeEvent(type=type_, warehouse_id=wid.lower(), tabular_id=tid.lower(),
-                       names=tuple(names))
+                       names=tuple(names), trace_id=trace_id)
 
 
 def tls_context(settings: EventsSettings) -> ssl.SSLContext | None:

@@ -21,6 +21,7 @@ import httpx
 import pytest
 
 from devstack.gateway_proc import events_settings
+from devstack.hooks import EmulatorHooks
 from devstack.launcher import start_component, stop_component
 from devstack.stack_info import StackInfo
 from tests.gateway_process import running_gateway, stack_env
@@ -216,3 +217,32 @@ def test_a_table_replaced_by_register_overwrite_is_served_new_within_2s(
         assert new != old
         took = _wait_for(lambda: location() == new, EVENT_BOUND_S)
         assert took < EVENT_BOUND_S
+
+
+def _upstream_credential_calls(node: httpx.Client) -> float:
+    return sum(float(line.split()[1]) for line in node.get("/metrics").text.splitlines()
+               if line.startswith("lakegate_upstream_requests_total{")
+               and 'op="load_credentials"' in line)
+
+
+def test_the_event_of_a_nodes_own_create_drops_nothing_it_cached_since(
+    node_b: httpx.Client, new_table: Any, emulator: EmulatorHooks
+) -> None:
+    """The catalog's event carries the create's x-request-id as its trace-id: the node that
+    made the create keeps what it cached since its create answered (one STS call, not two).
+    The event is held back a second, as a loaded catalog's was, so it lands after the fill."""
+    ns = new_table(prefix="own")["namespace"]
+    emulator.set_faults(event_delay_ms=1000)
+    name = f"own_{uuid.uuid4().hex[:8]}"
+    applied = _metric(node_b, 'lakegate_change_events_total{result="applied"}') or 0.0
+    created = node_b.post(f"/v1/warehouses/demo/namespaces/{ns}/tables",
+                          json={"name": name, "format": "lance"},
+                          headers={"x-request-id": str(uuid.uuid4())})
+    assert created.status_code == 200, created.text
+    url = f"/v1/warehouses/demo/namespaces/{ns}/tables/{name}/credentials"
+    before = _upstream_credential_calls(node_b)
+    assert node_b.get(url).json()["outcome"] == "miss"
+    _wait_for(lambda: (_metric(node_b, 'lakegate_change_events_total{result="applied"}')
+                       or 0.0) > applied, EVENT_BOUND_S + 1)
+    assert node_b.get(url).json()["outcome"] == "hit"
+    assert _upstream_credential_calls(node_b) == before + 1

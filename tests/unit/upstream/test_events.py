@@ -28,6 +28,16 @@ def test_a_drop_names_its_table_with_dot_joined_levels() -> None:
     assert ev.names == ((("sales", "eu"), "orders"),)
 
 
+@pytest.mark.parametrize(("trace", "expected"), [
+    ("4DAA9EC3-8AD6-47DF-8889-99827F019994", "4daa9ec3-8ad6-47df-8889-99827f019994"),
+    (None, ""), (7, ""), ("t" * 500, ""),
+])
+def test_the_trace_id_is_kept_short_and_folded(trace: object, expected: str) -> None:
+    """A gateway recognises the event of its own create by it (service/own_creates.py)."""
+    ev = parse_event(event("createGenericTable", **{"trace-id": trace}), max_bytes=MAX)
+    assert ev.trace_id == expected
+
+
 def test_a_rename_names_source_and_destination_and_splits_unit_separators() -> None:
     data = {"source": {"namespace": ["sales", "eu"], "name": "orders"},
             "destination": {"namespace": ["sales", "eu"], "name": "orders_v1"}}
