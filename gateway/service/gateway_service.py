@@ -169,10 +169,9 @@ class GatewayService:
         # waited on has its own miss line); every other grant's line is written before.
         self._audit.credential(ctx, ref.scope, access, outcome,
                                defer=outcome is _COALESCED and access is _READ)
-        return CredentialLookup(
-            warehouse=hit[0], ref=ref, access=access, credentials=creds, outcome=outcome,
-            remaining_s=remaining, identity_ttl_s=self._identity_ttl(hit[1], creds),
-        )
+        # Positional (the field order of CredentialLookup): keywords cost ~0.3 µs a request.
+        return CredentialLookup(hit[0], ref, access, creds, outcome, remaining,
+                                self._identity_ttl(hit[1], creds))
 
     async def get_credentials(
         self, ref: TableRef, access: AccessMode, ctx: RequestContext, *,

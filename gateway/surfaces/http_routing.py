@@ -66,9 +66,12 @@ class Route:
     surface: Surface
     kind: Kind | KindOf
     lakekeeper: bool = field(init=False)
+    # The pattern as the audit's `route` names it ("/".join(pattern)), joined once.
+    path: str = field(init=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "lakekeeper", self.surface == "rest")
+        object.__setattr__(self, "path", "/".join(self.pattern))
 
 
 @dataclass(frozen=True)
