@@ -124,6 +124,18 @@ class TableRef:
     def __hash__(self) -> int:
         return self._hash
 
+    def __eq__(self, other: object) -> bool:
+        """Field equality (as generated), by identity or the stored hash first: the credential
+        key memo is looked up with each surface's own TableRef of a table (two routes, two
+        objects), once per cached answer."""
+        if self is other:
+            return True
+        if other.__class__ is not TableRef:
+            return NotImplemented
+        o: TableRef = other
+        return (self._hash == o._hash and self.name == o.name and self.namespace == o.namespace
+                and self.warehouse == o.warehouse and self.kind == o.kind)
+
     @property
     def scope(self) -> Scope:
         return self._scope
