@@ -17,7 +17,7 @@ from gateway.surfaces.bytes_response import BytesResponse
 from gateway.surfaces.http_codec import call_target
 from gateway.surfaces.http_pipeline import HttpApi
 from gateway.surfaces.http_routing import HttpCall, Match, Route
-from gateway.surfaces.render import NO_STORE, RenderedBody, dumps, json_body_response
+from gateway.surfaces.render import NO_STORE, RenderedBody, dumps
 from gateway.tuning import AWS_SDK_MIN_LEFT_S
 
 _KEYS = ("s3.access-key-id", "s3.secret-access-key", "s3.session-token")
@@ -82,4 +82,4 @@ class AwsApi(HttpApi):
                                                      min_left_s=AWS_SDK_MIN_LEFT_S))
         body = aws_body(call.match, lookup)
         call.tally.served(lookup.outcome, lookup.remaining_s)
-        return json_body_response(body, self._d.date, NO_STORE)
+        return BytesResponse(body, self._d.date, NO_STORE)

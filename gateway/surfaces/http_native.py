@@ -43,7 +43,6 @@ from gateway.surfaces.render import (
     NO_STORE,
     RenderedBody,
     credential_json,
-    json_body_response,
     json_response,
 )
 
@@ -153,8 +152,12 @@ class NativeApi(HttpApi):
         ref, access = call_target(call)
         if not self._gate.authorize_now(call.caller, call.ctx, ref.scope, access):
             await self._authorize(call, ref, access)
-        qs = call.request.query_string
-        if "expected_location" in qs or "table_id" in qs:  # the hot path parses nothing more
+        match = call.match
+        expects = match.expects
+        if expects is None:  # the query is part of the match's key: read it once per target
+            qs = call.request.query_string
+            expects = match.expects = "expected_location" in qs or "table_id" in qs
+        if expects:  # the hot path parses nothing more
             query = call.request.query
             expect = ExpectedIdentity.of(query.get("expected_location"), query.get("table_id"))
             lookup = await self._ops.get_credentials(ref, access, call.ctx, expect=expect)
@@ -162,7 +165,7 @@ class NativeApi(HttpApi):
             lookup = (self._ops.credentials_now(ref, access, call.ctx)
                       or await self._ops.get_credentials(ref, access, call.ctx))
         call.tally.served(lookup.outcome, lookup.remaining_s)
-        return json_body_response(memo_body(call.match, lookup), self._d.date, NO_STORE)
+        return BytesResponse(memo_body(match, lookup), self._d.date, NO_STORE)
 
     async def load(self, call: HttpCall) -> web.StreamResponse:
         ref = call_ref(call)

@@ -198,7 +198,12 @@ class HttpPipeline:
                     notes.write(request.method, route_path, str(status), failed=status >= 400)
             if isinstance(response, BytesResponse):
                 # The hot path's prebuilt answer: a 200, its headers written with the body.
-                return self._finish_bytes(request, response, request_id, lakekeeper)
+                if lakekeeper or _log.isEnabledFor(logging.DEBUG):
+                    return self._finish_bytes(request, response, request_id, lakekeeper)
+                response.request_id = request_id
+                # aiohttp's request handler only calls prepare() and write_eof() and reads
+                # keep_alive.
+                return cast(web.StreamResponse, response)
             response.headers["x-request-id"] = request_id
             if response.status >= 500:
                 left_out = self._failed_log.allow((request.method, pattern, response.status))

@@ -100,10 +100,12 @@ class Match:
     - `ref`, `access`: the parse of the target (a pure function of it, so stored only once it
       succeeded);
     - `body`: the last pre-rendered response body, which the handler reuses only while
-      `RenderedBody.fits` the lookup it serves.
+      `RenderedBody.fits` the lookup it serves;
+    - `expects`: whether the query names an expected table identity (the native credential
+      route's `expected_location` / `table_id`), None until the handler first asked.
     """
 
-    __slots__ = ("access", "body", "params", "ref", "route")
+    __slots__ = ("access", "body", "expects", "params", "ref", "route")
 
     def __init__(self, route: AnyRoute, params: dict[str, str] | None = None) -> None:
         self.route = route
@@ -111,6 +113,7 @@ class Match:
         self.ref: TableRef | None = None
         self.access: AccessMode | None = None
         self.body: RenderedBody | None = None
+        self.expects: bool | None = None
 
 
 @dataclass(frozen=True)
