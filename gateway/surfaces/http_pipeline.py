@@ -177,8 +177,11 @@ class HttpPipeline:
                         if ctx.project_id is not None:
                             ctx = self._gate.check_project(
                                 caller, ctx, lambda: params_scope(match.params))
-                        response = await route.handler(
+                        answer = route.handler(
                             HttpCall(request, match, request_id, caller, ctx, tally))
+                        # A prebuilt answer needs no await (http_routing.CallHandler).
+                        response = (answer if isinstance(answer, BytesResponse)
+                                    else await answer)
             except GatewayError as err:
                 if not lakekeeper:
                     lakekeeper = self.router.fence_for(split_target(raw_target)[0])[1]

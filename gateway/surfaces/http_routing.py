@@ -46,7 +46,10 @@ class HttpCall:
         return self.match.params
 
 
-CallHandler = Callable[[HttpCall], Awaitable[web.StreamResponse | BytesResponse]]
+# A handler's answer, or (a BytesResponse) the answer itself when it needs no await: the hot
+# credential routes answer a confirmed cache hit without building a coroutine.
+CallHandler = Callable[
+    [HttpCall], Awaitable[web.StreamResponse | BytesResponse] | BytesResponse]
 OpenHandler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
 # The `kind` of a route whose kind depends on the request (Lakekeeper's load: vended or not).
 KindOf = Callable[[web.BaseRequest], Kind]
