@@ -163,7 +163,7 @@ class HttpPipeline:
                     kind = route.kind if isinstance(route.kind, str) else route.kind(request)
                     route_path = route.path
                     # audit.TableNotes (a credential grant: the service's line says it)
-                    notes = TableNotes(successes=kind != "credential")
+                    notes = TableNotes(kind != "credential")  # successes: not for grants
                     headers = request.headers
                     with self._recorder.track(route.surface, kind) as tally:
                         peer = LazyPeer(request.transport)
