@@ -121,3 +121,15 @@ async def test_an_invalidated_entry_is_not_answered_from_the_memo(gateway: Gatew
     assert again["outcome"] == "miss"
     assert again["credentials"] != first["credentials"]
     assert (await gateway.doc(AWS))["AccessKeyId"] != aws_first["AccessKeyId"]
+
+
+async def test_a_dropped_table_is_not_answered_from_the_memo(gateway: Gateway) -> None:
+    for _ in range(2):  # the fill, then an at-once hit on both routes
+        await gateway.doc(NATIVE)
+        await gateway.doc(AWS)
+    async with gateway.http.delete("/v1/warehouses/demo/namespaces/ns/tables/orders",
+                                   headers=MARK) as resp:
+        assert resp.status == 204
+    for path in (NATIVE, AWS):
+        status, _, body = await gateway.get(path)
+        assert status == 404, body
