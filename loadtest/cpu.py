@@ -44,6 +44,7 @@ NATIVE_PATH = (f"/v1/warehouses/{WAREHOUSE}/namespaces/{NAMESPACE}/tables/{TABLE
 AWS_PATH = f"/v1/aws-credentials/{WAREHOUSE}/{NAMESPACE}/{TABLE}?access=read"
 MARK = {"X-Lakegate-Request": "1"}  # the bench's headers (loadtest/scenarios/surfaces.py)
 _CLIENT_TIMEOUT_S = 120.0
+_SAMPLE_S = 15.0  # the least py-spy window of `--profile`: ~3,000 samples
 
 
 @dataclass(frozen=True)
@@ -249,12 +250,13 @@ async def profile(requests: int, concurrency: int, surface: Surface, top: int,
                 started = time.monotonic()
                 await measure(drv, gw[key], surface, concurrency, requests // 10)
                 per_run = max(time.monotonic() - started, 0.01) * 10
-                spy = Sampler(exe, os.getpid(), raw, per_run * 2)
+                window = max(per_run * 2, _SAMPLE_S)  # py-spy samples at 200 Hz
+                spy = Sampler(exe, os.getpid(), raw, window)
                 await asyncio.sleep(0.5)  # py-spy attaches
-                deadline = time.monotonic() + per_run * 2
+                deadline = time.monotonic() + window
                 while time.monotonic() < deadline:
                     await measure(drv, gw[key], surface, concurrency, requests)
-                error = await asyncio.to_thread(spy.wait, per_run * 2 + 30)
+                error = await asyncio.to_thread(spy.wait, window + 30)
                 if error is not None:
                     raise SystemExit(error)
                 frames = top_frames(raw.read_text(), top)
