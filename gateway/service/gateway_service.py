@@ -171,9 +171,9 @@ class GatewayService:
         # waited on has its own miss line); every other grant's line is written before.
         self._audit.credential(ctx, ref.scope, access, outcome,
                                defer=outcome is _COALESCED and access is _READ)
-        # Positional (the field order of CredentialLookup): keywords cost ~0.3 µs a request.
         if confirmed_for is None:
             confirmed_for = self.identity.confirmed_for(hit[1], creds)
+        # Positional (the field order of CredentialLookup): keywords cost ~0.3 µs a request.
         return CredentialLookup(hit[0], ref, access, creds, outcome, remaining,
                                 self._caller_identity_ttl(confirmed_for))
 
