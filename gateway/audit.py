@@ -119,11 +119,13 @@ class TableNotes:
     layer raised them.
     """
 
-    __slots__ = ("_successes", "_token", "tables")
+    __slots__ = ("_token", "successes", "tables")
 
     def __init__(self, successes: bool = True) -> None:
         self.tables: list[tuple[RequestContext, CallerIdentity, Scope, AccessMode]] = []
-        self._successes = successes
+        # Whether a success is written too (else `write` writes only failures, and a surface
+        # that knows its request succeeded may just `close`).
+        self.successes = successes
         self._token: Token[TableNotes | None] | None = _notes.set(self)
 
     def close(self) -> None:
@@ -135,7 +137,7 @@ class TableNotes:
     def write(self, method: str, route: str, outcome: str, *, failed: bool) -> None:
         """One line per table noted, with the request's outcome (a status or a gRPC code)."""
         self.close()
-        if (not self.tables or not (failed or self._successes)
+        if (not self.tables or not (failed or self.successes)
                 or not _log.isEnabledFor(logging.INFO)):
             return
         seen: set[tuple[Scope, AccessMode]] = set()

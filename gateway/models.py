@@ -124,6 +124,18 @@ class TableRef:
     def __hash__(self) -> int:
         return self._hash
 
+    def __eq__(self, other: object) -> bool:
+        """Field equality (as generated), by identity or the stored hash first: the credential
+        key memo is looked up with each surface's own TableRef of a table (two routes, two
+        objects), once per cached answer."""
+        if self is other:
+            return True
+        if other.__class__ is not TableRef:
+            return NotImplemented
+        o: TableRef = other
+        return (self._hash == o._hash and self.name == o.name and self.namespace == o.namespace
+                and self.warehouse == o.warehouse and self.kind == o.kind)
+
     @property
     def scope(self) -> Scope:
         return self._scope
@@ -353,6 +365,20 @@ class CacheKey:
 
     def __hash__(self) -> int:
         return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        """Field equality (what the generated one does), decided by identity or the stored
+        hash first: every cached answer looks its key up in dicts that may hold an equal key
+        object of an earlier request, and the generated `__eq__` builds two 7-tuples per call."""
+        if self is other:
+            return True
+        if other.__class__ is not CacheKey:
+            return NotImplemented
+        o: CacheKey = other
+        return (self._hash == o._hash and self.table == o.table
+                and self.namespace == o.namespace and self.warehouse_id == o.warehouse_id
+                and self.project == o.project and self.access == o.access
+                and self.delegation == o.delegation and self.kind == o.kind)
 
     @classmethod
     def of(

@@ -18,6 +18,10 @@ import json
 import signal
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from aiohttp import web
 
 _FAKE_TOKEN = "x" * 920  # a SeaweedFS STS session token is ~920 characters
 
@@ -87,6 +91,24 @@ def synthetic_grpc_body(now_ms: int | None = None) -> bytes:
     return bytes(msg.SerializeToString())
 
 
+def http_app(http_body: bytes, aws_body: bytes) -> web.Application:
+    """The trivial aiohttp app: every GET answered with a prebuilt JSON body (the AWS shape
+    under /v1/aws-credentials/). Also run in-process by `loadtest.cpu`."""
+    from aiohttp import web
+
+    async def creds(_request: web.Request) -> web.Response:
+        return web.Response(body=http_body, content_type="application/json")
+
+    app = web.Application()
+
+    async def aws(_request: web.Request) -> web.Response:
+        return web.Response(body=aws_body, content_type="application/json")
+
+    app.router.add_get("/v1/aws-credentials/{tail:.*}", aws)
+    app.router.add_get("/{tail:.*}", creds)
+    return app
+
+
 async def serve(
     ports_file: Path,
     http_uds: Path,
@@ -101,17 +123,7 @@ async def serve(
 
     from lakegate.v1 import credentials_pb2, credentials_pb2_grpc
 
-    async def creds(_request: web.Request) -> web.Response:
-        return web.Response(body=http_body, content_type="application/json")
-
-    app = web.Application()
-
-    async def aws(_request: web.Request) -> web.Response:
-        return web.Response(body=aws_body, content_type="application/json")
-
-    app.router.add_get("/v1/aws-credentials/{tail:.*}", aws)
-    app.router.add_get("/{tail:.*}", creds)
-    runner = web.AppRunner(app, access_log=None)
+    runner = web.AppRunner(http_app(http_body, aws_body), access_log=None)
     await runner.setup()
     tcp = web.TCPSite(runner, "127.0.0.1", 0, backlog=4096)
     await tcp.start()

@@ -38,6 +38,9 @@ from gateway.metrics import Metrics
 from gateway.models import CacheKey, CredentialSet, Outcome, RequestContext
 from gateway.settings import CacheSettings
 
+# Bound once: an enum member looked up on its class costs ~50 ns on 3.11, once per hit.
+_HIT, _STALE = Outcome.HIT, Outcome.STALE
+
 log = logging.getLogger(__name__)
 
 Fetcher = Callable[[CacheKey, RequestContext], Awaitable[CredentialSet]]
@@ -141,7 +144,7 @@ class CredentialCache:
             return None
         entry.last_used_mono = now_m
         self._entries.move_to_end(key)
-        return (entry.value, Outcome.STALE if entry.stale else Outcome.HIT,
+        return (entry.value, _STALE if entry.stale else _HIT,
                 policy.remaining_until(now_m, entry.deadline_mono))
 
     async def lookup(self, key: CacheKey, ctx: RequestContext) -> tuple[

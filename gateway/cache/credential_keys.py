@@ -43,9 +43,25 @@ class CredentialKeys:
         self._maxsize = maxsize or KEY_MEMO_MAX
         # Hand-rolled, not cachetools: see the module docstring for the numbers.
         self._memo: OrderedDict[MemoKey, tuple[str, Warehouse, CacheKey]] = OrderedDict()
+        # One CacheKey object per key (same bound): the cache and the identity guard keep the
+        # key object of the request that filled them, and a dict finds its own key object by
+        # identity, without comparing fields, on every cached answer.
+        self._keys: OrderedDict[CacheKey, CacheKey] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._memo)
+
+    def _interned(self, key: CacheKey) -> CacheKey:
+        """The CacheKey object already handed out for `key`'s value, else `key` itself."""
+        keys = self._keys
+        known = keys.get(key)
+        if known is not None:
+            keys.move_to_end(known)
+            return known
+        keys[key] = key
+        if len(keys) > self._maxsize:
+            keys.popitem(last=False)
+        return key
 
     def peek(self, ref: TableRef, access: AccessMode, project: str,
              delegation: str | None) -> tuple[Warehouse, CacheKey] | None:
@@ -69,7 +85,7 @@ class CredentialKeys:
         if hit is not None:
             return hit
         wh = await self._warehouses.resolve(ref.warehouse, project, ctx)
-        key = cache_key(project, wh, ref, access, ctx.delegation)
+        key = self._interned(cache_key(project, wh, ref, access, ctx.delegation))
         ck = self._warehouses.cache_key(ref.warehouse, project)
         if self._warehouses.peek(ck) is wh:
             mk: MemoKey = (ref, access, project, ctx.delegation)

@@ -215,6 +215,25 @@ class IdentityGuard:
             return rec.served
         return None
 
+    def confirmed_now(self, key: CacheKey,
+                      value: CredentialSet) -> tuple[CredentialSet, float] | None:
+        """`confirmed(key, value, None)` and `confirmed_for` of what it serves, on one clock
+        read (the cached-credential hot path asks both): (served, seconds until due), or None
+        (await `confirm`)."""
+        rec = self._checked.get(id(value))
+        if rec is None or rec.source is not value:
+            return None
+        now_m = self._clock.monotonic()
+        if now_m >= rec.due_mono:
+            return None
+        served = rec.served
+        last = self._last.get(key)
+        if last is rec:  # the steady state: one record for the key and its value
+            return served, rec.due_mono - now_m
+        if last is None or (last.served is not served and last.source is not served):
+            return served, 0.0
+        return served, max(0.0, last.due_mono - now_m)
+
     def confirmed_for(self, key: CacheKey, served: CredentialSet) -> float:
         """Seconds from now until `served` (this guard's answer for `key`) is due to be
         confirmed again: how long a caller may keep using its identity (0 when unknown)."""

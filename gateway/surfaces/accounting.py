@@ -100,10 +100,13 @@ class Tally:
         else:
             # Metadata calls that went upstream and did not name an outcome count as a miss.
             result = self._result or "miss"
-            if self._remaining_s is not None:
-                track.remaining.observe(max(self._remaining_s, 0.0))
-        track.counter(result).inc(1.0)
-        track.duration.observe(max(self._clock.monotonic() - self._started, 0.0))
+            remaining = self._remaining_s
+            if remaining is not None:
+                track.remaining.observe(0.0 if remaining < 0.0 else remaining)  # max(r, 0.0)
+        inc = track.counters.get(result)
+        (inc if inc is not None else track.counter(result)).inc(1.0)
+        took = self._clock.monotonic() - self._started
+        track.duration.observe(0.0 if took < 0.0 else took)
 
 
 class Recorder:

@@ -8,7 +8,7 @@ request handler needs three things of what a handler returns: `prepare(request)`
 `write_eof()` and `keep_alive` (web_protocol.RequestHandler.finish_response and start), so
 this answer provides them and writes the same bytes aiohttp would (same headers, same
 Connection rules for HTTP/1.0 and 1.1, no body for HEAD), with the same back-pressure (the
-payload writer's `drain`).
+payload writer's `drain`, awaited when bytes stay buffered).
 
 Only for 200s with a body known up front: everything else stays a `web.Response`.
 """
@@ -133,7 +133,11 @@ class BytesResponse:
                             _HOT_NO_ID % (len(body), self._cache_line, self._date.line(), body))
         else:
             transport.write(self._message(keep_alive, version, request.method != "HEAD"))
-        await writer.drain()
+        # The writer's back-pressure: drain() waits only while the protocol is paused, which
+        # it is only with bytes still buffered; most answers leave in the write itself, and
+        # then no drain coroutine is built.
+        if transport.get_write_buffer_size():
+            await writer.drain()
 
     def _message(self, keep_alive: bool, version: HttpVersion, with_body: bool) -> bytes:
         """The whole message, for every case `prepare`'s hot path does not cover."""

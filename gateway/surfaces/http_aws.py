@@ -8,16 +8,17 @@ In caller mode `none` the token may be any value: it only serves as the anti-SSR
 
 from __future__ import annotations
 
+from collections.abc import Coroutine
 from datetime import UTC, datetime
 from typing import Any
 
 from gateway.errors import ProtocolViolationError
-from gateway.models import CredentialLookup
+from gateway.models import AccessMode, CredentialLookup, TableRef
 from gateway.surfaces.bytes_response import BytesResponse
 from gateway.surfaces.http_codec import call_target
 from gateway.surfaces.http_pipeline import HttpApi
 from gateway.surfaces.http_routing import HttpCall, Match, Route
-from gateway.surfaces.render import NO_STORE, RenderedBody, dumps, json_body_response
+from gateway.surfaces.render import NO_STORE, RenderedBody, dumps
 from gateway.tuning import AWS_SDK_MIN_LEFT_S
 
 _KEYS = ("s3.access-key-id", "s3.secret-access-key", "s3.session-token")
@@ -71,15 +72,30 @@ class AwsApi(HttpApi):
         return [Route("GET", ("v1", "aws-credentials", "{wh}", "{ns}", "{table}"), self.get,
                       "aws", "credential")]
 
-    async def get(self, call: HttpCall) -> BytesResponse:
+    def get(self, call: HttpCall) -> BytesResponse | Coroutine[Any, Any, BytesResponse]:
+        """A confirmed cache hit with more than botocore's advisory window left, for a caller
+        the policy allowed, is answered at once (no coroutine); everything else by `_get`."""
         # Same {wh}/{ns}/{table} captures and ?access= as the native credential route.
         ref, access = call_target(call)
         if not self._gate.authorize_now(call.caller, call.ctx, ref.scope, access):
+            return self._get(call, ref, access, authorized=False)
+        lookup = self._ops.credentials_now(ref, access, call.ctx, min_left_s=AWS_SDK_MIN_LEFT_S)
+        if lookup is None:
+            return self._get(call, ref, access, authorized=True)
+        return self._answer(call, lookup)
+
+    async def _get(self, call: HttpCall, ref: TableRef, access: AccessMode, *,
+                   authorized: bool) -> BytesResponse:
+        if not authorized:
             await self._authorize(call, ref, access)
         # More than botocore's advisory window left, so an SDK refreshes once (tuning.py).
-        lookup = (self._ops.credentials_now(ref, access, call.ctx, min_left_s=AWS_SDK_MIN_LEFT_S)
+        lookup = ((None if authorized else self._ops.credentials_now(
+                      ref, access, call.ctx, min_left_s=AWS_SDK_MIN_LEFT_S))
                   or await self._ops.get_credentials(ref, access, call.ctx,
                                                      min_left_s=AWS_SDK_MIN_LEFT_S))
+        return self._answer(call, lookup)
+
+    def _answer(self, call: HttpCall, lookup: CredentialLookup) -> BytesResponse:
         body = aws_body(call.match, lookup)
         call.tally.served(lookup.outcome, lookup.remaining_s)
-        return json_body_response(body, self._d.date, NO_STORE)
+        return BytesResponse(body, self._d.date, NO_STORE)

@@ -279,13 +279,15 @@ def context_of(request: web.BaseRequest, request_id: str,
     # Most requests carry neither header: one membership test each instead of a list of lines.
     idem = (_IDEMPOTENCY_KEY in headers
             and idempotency_key(header_lines(headers, _IDEMPOTENCY_KEY))) or None
+    # Positional (request_id, idempotency_key, project_id, delegation, caller, surface): a
+    # NamedTuple built with keywords costs ~0.3 µs more, once per request.
     return RequestContext(
-        request_id=request_id,
-        idempotency_key=idem,
-        project_id=headers.get(_PROJECT_ID) or headers.get(_PROJECT_IDENT) or None,
+        request_id,
+        idem,
+        headers.get(_PROJECT_ID) or headers.get(_PROJECT_IDENT) or None,
         # Lakekeeper's parse_data_access: only client-managed-only changes what is vended.
-        delegation=("client-managed" if _DELEGATION in headers
-                    and client_managed(header_lines(headers)) else None),
-        caller=caller,
-        surface=surface,
+        ("client-managed" if _DELEGATION in headers
+         and client_managed(header_lines(headers)) else None),
+        caller,
+        surface,
     )

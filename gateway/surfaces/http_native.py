@@ -11,6 +11,7 @@ the route match's memo, so a cache hit only formats `remaining_s` and `outcome`.
 from __future__ import annotations
 
 import json
+from collections.abc import Coroutine
 from typing import Any
 
 from aiohttp import web
@@ -43,7 +44,6 @@ from gateway.surfaces.render import (
     NO_STORE,
     RenderedBody,
     credential_json,
-    json_body_response,
     json_response,
 )
 
@@ -92,6 +92,17 @@ def memo_body(match: Match, lookup: CredentialLookup) -> bytes:
     if body is None or not body.fits(lookup):
         body = match.body = credentials_body(lookup)
     return body.render(lookup)
+
+
+def _expects(call: HttpCall) -> bool:
+    """Whether the query names an expected identity (`expected_location` / `table_id`): read
+    once per target, the query being part of the match's key; the hot path parses no more."""
+    match = call.match
+    expects = match.expects
+    if expects is None:
+        qs = call.request.query_string
+        expects = match.expects = "expected_location" in qs or "table_id" in qs
+    return expects
 
 
 def table_doc(table: GenericTable) -> dict[str, Any]:
@@ -149,20 +160,33 @@ class NativeApi(HttpApi):
         """The contract document: public, neither admitted nor counted."""
         return [OpenRoute("GET", ("v1", "openapi.json"), self.openapi)]
 
-    async def credentials(self, call: HttpCall) -> BytesResponse:
+    def credentials(self, call: HttpCall) -> BytesResponse | Coroutine[Any, Any, BytesResponse]:
+        """A confirmed cache hit for a caller the policy allowed is answered at once (no
+        coroutine: the pipeline awaits only what is not an answer yet); every other request
+        is `_credentials`, the same steps in the same order with the awaits they need."""
         ref, access = call_target(call)
         if not self._gate.authorize_now(call.caller, call.ctx, ref.scope, access):
+            return self._credentials(call, ref, access, authorized=False)
+        if not _expects(call):
+            lookup = self._ops.credentials_now(ref, access, call.ctx)
+            if lookup is not None:
+                call.tally.served(lookup.outcome, lookup.remaining_s)
+                return BytesResponse(memo_body(call.match, lookup), self._d.date, NO_STORE)
+        return self._credentials(call, ref, access, authorized=True)
+
+    async def _credentials(self, call: HttpCall, ref: TableRef, access: AccessMode, *,
+                           authorized: bool) -> BytesResponse:
+        if not authorized:
             await self._authorize(call, ref, access)
-        qs = call.request.query_string
-        if "expected_location" in qs or "table_id" in qs:  # the hot path parses nothing more
+        if _expects(call):
             query = call.request.query
             expect = ExpectedIdentity.of(query.get("expected_location"), query.get("table_id"))
             lookup = await self._ops.get_credentials(ref, access, call.ctx, expect=expect)
-        else:  # a confirmed cache hit needs no coroutine
-            lookup = (self._ops.credentials_now(ref, access, call.ctx)
+        else:  # `credentials` asked credentials_now already when it could authorize at once
+            lookup = ((None if authorized else self._ops.credentials_now(ref, access, call.ctx))
                       or await self._ops.get_credentials(ref, access, call.ctx))
         call.tally.served(lookup.outcome, lookup.remaining_s)
-        return json_body_response(memo_body(call.match, lookup), self._d.date, NO_STORE)
+        return BytesResponse(memo_body(call.match, lookup), self._d.date, NO_STORE)
 
     async def load(self, call: HttpCall) -> web.StreamResponse:
         ref = call_ref(call)

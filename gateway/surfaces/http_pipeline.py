@@ -22,7 +22,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Coroutine, Hashable
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any, cast
 
 from aiohttp import hdrs, web
@@ -36,7 +35,6 @@ from gateway.metrics import Metrics
 from gateway.models import AccessMode, ListResult, LoadResult, TableRef
 from gateway.surfaces.accounting import Recorder
 from gateway.surfaces.bytes_response import BytesResponse, HttpDate, header_value_ok
-from gateway.surfaces.hosts import over_unix_socket
 from gateway.surfaces.http_codec import (
     call_ref,
     context_of,
@@ -149,6 +147,7 @@ class HttpPipeline:
         token = request_id_var.set(request_id)
         lakekeeper = False
         pattern: tuple[str, ...] = ()
+        route_path = ""
         notes: TableNotes | None = None
         try:
             raw_target = request.raw_path
@@ -162,12 +161,13 @@ class HttpPipeline:
                 else:
                     # Inline, not a helper coroutine: one frame less on the hot path.
                     kind = route.kind if isinstance(route.kind, str) else route.kind(request)
+                    route_path = route.path
                     # audit.TableNotes (a credential grant: the service's line says it)
-                    notes = TableNotes(successes=kind != "credential")
+                    notes = TableNotes(kind != "credential")  # successes: not for grants
                     headers = request.headers
                     with self._recorder.track(route.surface, kind) as tally:
-                        transport = request.transport
-                        peer, uds = LazyPeer(transport), partial(over_unix_socket, transport)
+                        peer = LazyPeer(request.transport)
+                        uds = peer.on_unix_socket
                         authorization = headers.get(hdrs.AUTHORIZATION)
                         caller = (self._gate.admit_now(authorization, headers, peer=peer,
                                                        uds=uds)
@@ -177,8 +177,11 @@ class HttpPipeline:
                         if ctx.project_id is not None:
                             ctx = self._gate.check_project(
                                 caller, ctx, lambda: params_scope(match.params))
-                        response = await route.handler(
+                        answer = route.handler(
                             HttpCall(request, match, request_id, caller, ctx, tally))
+                        # A prebuilt answer needs no await (http_routing.CallHandler).
+                        response = (answer if isinstance(answer, BytesResponse)
+                                    else await answer)
             except GatewayError as err:
                 if not lakekeeper:
                     lakekeeper = self.router.fence_for(split_target(raw_target)[0])[1]
@@ -192,11 +195,18 @@ class HttpPipeline:
                 _log.exception("unhandled error", extra={"path": request.path})
                 response = internal_error_response(request_id)
             if notes is not None:
-                notes.write(request.method, "/".join(pattern), str(response.status),
-                            failed=response.status >= 400)
+                status = response.status
+                # A success of a route that writes no success line only closes (finally).
+                if status >= 400 or notes.successes:
+                    notes.write(request.method, route_path, str(status), failed=status >= 400)
             if isinstance(response, BytesResponse):
                 # The hot path's prebuilt answer: a 200, its headers written with the body.
-                return self._finish_bytes(request, response, request_id, lakekeeper)
+                if lakekeeper or _log.isEnabledFor(logging.DEBUG):
+                    return self._finish_bytes(request, response, request_id, lakekeeper)
+                response.request_id = request_id
+                # aiohttp's request handler only calls prepare() and write_eof() and reads
+                # keep_alive.
+                return cast(web.StreamResponse, response)
             response.headers["x-request-id"] = request_id
             if response.status >= 500:
                 left_out = self._failed_log.allow((request.method, pattern, response.status))

@@ -46,7 +46,10 @@ class HttpCall:
         return self.match.params
 
 
-CallHandler = Callable[[HttpCall], Awaitable[web.StreamResponse | BytesResponse]]
+# A handler's answer, or (a BytesResponse) the answer itself when it needs no await: the hot
+# credential routes answer a confirmed cache hit without building a coroutine.
+CallHandler = Callable[
+    [HttpCall], Awaitable[web.StreamResponse | BytesResponse] | BytesResponse]
 OpenHandler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
 # The `kind` of a route whose kind depends on the request (Lakekeeper's load: vended or not).
 KindOf = Callable[[web.BaseRequest], Kind]
@@ -66,9 +69,12 @@ class Route:
     surface: Surface
     kind: Kind | KindOf
     lakekeeper: bool = field(init=False)
+    # The pattern as the audit's `route` names it ("/".join(pattern)), joined once.
+    path: str = field(init=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "lakekeeper", self.surface == "rest")
+        object.__setattr__(self, "path", "/".join(self.pattern))
 
 
 @dataclass(frozen=True)
@@ -97,10 +103,12 @@ class Match:
     - `ref`, `access`: the parse of the target (a pure function of it, so stored only once it
       succeeded);
     - `body`: the last pre-rendered response body, which the handler reuses only while
-      `RenderedBody.fits` the lookup it serves.
+      `RenderedBody.fits` the lookup it serves;
+    - `expects`: whether the query names an expected table identity (the native credential
+      route's `expected_location` / `table_id`), None until the handler first asked.
     """
 
-    __slots__ = ("access", "body", "params", "ref", "route")
+    __slots__ = ("access", "body", "expects", "params", "ref", "route")
 
     def __init__(self, route: AnyRoute, params: dict[str, str] | None = None) -> None:
         self.route = route
@@ -108,6 +116,7 @@ class Match:
         self.ref: TableRef | None = None
         self.access: AccessMode | None = None
         self.body: RenderedBody | None = None
+        self.expects: bool | None = None
 
 
 @dataclass(frozen=True)

@@ -200,7 +200,11 @@ class Gate:
         then the caller, then the rate limit.
         """
         if headers is not None:
-            self._check_headers(headers, require_marker, uds)
+            try:  # _check_headers, inline: this runs once per request
+                check_not_forged(headers, require_marker=require_marker, hosts=self.hosts,
+                                 uds=uds)
+            except PermissionDeniedError as exc:
+                raise self._reject("ssrf_header", exc) from None
         failures = self.failures
         if failures is not None and failures.active:
             return None

@@ -31,6 +31,7 @@ from cachetools import LRUCache
 from gateway.clock import Clock
 from gateway.concurrency import TokenBucket
 from gateway.errors import RateLimitedCallerError
+from gateway.surfaces.hosts import over_unix_socket
 
 _UCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
 MAX_DELAYED = 1024  # refused requests held at once (AuthFailures.hold)
@@ -90,6 +91,11 @@ class LazyPeer:
             self._peer = UNKNOWN if t is None else socket_peer(
                 t.get_extra_info("socket"), t.get_extra_info("peername"))
         return self._peer
+
+    def on_unix_socket(self) -> bool:
+        """Whether the connection is on a Unix socket (the gate asks only for a Host it does
+        not allow; one object per request answers both questions)."""
+        return over_unix_socket(self._transport)
 
 
 class GrpcPeer:

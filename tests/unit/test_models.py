@@ -9,6 +9,7 @@ from gateway.models import (
     GenericTable,
     LoadResult,
     StorageCredential,
+    TableRef,
     Warehouse,
     join_namespace,
     normalize_delegation,
@@ -109,3 +110,15 @@ def test_remaining_seconds_from_the_earliest_expiry():
     creds = CredentialSet(credentials=(), expires_at_ms=1_800_000_100_000, location="")
     assert creds.remaining_s(1_800_000_000.0) == pytest.approx(100.0)
     assert CredentialSet(credentials=(), expires_at_ms=None).remaining_s(0) is None
+
+
+def test_table_refs_compare_by_every_field_and_equal_refs_hash_alike():
+    base = dict(warehouse="wh", namespace=("a", "b"), name="t", kind="generic")
+    ref = TableRef(**base)
+    assert ref == TableRef(**base)
+    assert hash(ref) == hash(TableRef(**base))
+    for name, other in (("warehouse", "wh2"), ("namespace", ("a",)), ("name", "u"),
+                        ("kind", "iceberg")):
+        changed = TableRef(**{**base, name: other})
+        assert ref != changed, name
+    assert ref != ("wh", ("a", "b"), "t")

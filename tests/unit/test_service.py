@@ -430,3 +430,47 @@ async def test_a_table_created_here_costs_no_identity_load_within_the_first_ttl(
         await svc.get_credentials(ref, AccessMode.READ, CTX)
         clock.advance(0.7)
     assert catalog.calls["load_generic_table"] == 0
+
+
+async def test_a_cached_answer_finds_its_cache_key_by_identity(make, monkeypatch):
+    """The memo, the cache and the identity guard share one CacheKey object per key, so a hit
+    compares no key fields (each generated dataclass `__eq__` built two 7-tuples: about a
+    microsecond per cached answer on 3.11)."""
+    from gateway.models import CacheKey
+
+    svc = await make()
+    # A cold herd: every request resolves the warehouse and derives the key on its own, one
+    # fills the cache and the identity record, another one's key may be the memoized one.
+    await asyncio.gather(*(svc.get_credentials(REF, AccessMode.READ, CTX) for _ in range(8)))
+    await svc.get_credentials(REF, AccessMode.READ, CTX)
+    compared = 0
+    field_eq = CacheKey.__eq__
+
+    def counting_eq(self: CacheKey, other: object) -> bool:
+        nonlocal compared
+        compared += 1
+        return field_eq(self, other)
+
+    monkeypatch.setattr(CacheKey, "__eq__", counting_eq)
+    lookup = svc.credentials_now(REF, AccessMode.READ, CTX)
+    assert lookup is not None
+    assert lookup.outcome is Outcome.HIT
+    assert compared == 0
+
+
+def test_cache_keys_compare_by_every_field():
+    from gateway.models import CacheKey
+
+    base = dict(project="p", warehouse_id="w", namespace=("n",), table="t",
+                access=AccessMode.READ, delegation="vended", kind="generic")
+    key = CacheKey(**base)
+    assert key == CacheKey(**base)
+    assert hash(key) == hash(CacheKey(**base))
+    assert not key != CacheKey(**base)
+    for name, other in (("project", "q"), ("warehouse_id", "v"), ("namespace", ("m",)),
+                        ("table", "u"), ("access", AccessMode.WRITE),
+                        ("delegation", "client-managed"), ("kind", "iceberg")):
+        changed = CacheKey(**{**base, name: other})
+        assert key != changed, name
+        assert not key == changed, name
+    assert key != ("p", "w", ("n",), "t", AccessMode.READ, "vended", "generic")

@@ -487,3 +487,32 @@ async def test_change_windows_that_ended_are_dropped_as_new_changes_come(guard, 
         guard.changed("wh", ("ns",), f"t{i}")
         clock.advance(1.0)
     assert len(guard._changed) == 2 * 30  # two kinds per name, of the last 30 s (the window)
+
+
+async def test_confirmed_now_answers_as_confirmed_and_confirmed_for(guard, tables, clock,
+                                                                    registry):
+    """The hot path's one-call form gives what the two calls give, in every state: confirmed,
+    part-way, a refreshed value under an earlier confirmation, and due (None: confirm)."""
+
+    def both(value):
+        served = guard.confirmed(key(), value, None)
+        return None if served is None else (served, guard.confirmed_for(key(), served))
+
+    def agree() -> None:
+        value = guard._cache.hit(key())[0]
+        assert guard.confirmed_now(key(), value) == both(value)
+
+    ident = tables.tables["orders"]
+    await guard.lookup(key(), CTX, ExpectedIdentity(table_id=ident.table_id))
+    agree()
+    assert guard.confirmed_now(key(), guard._cache.hit(key())[0])[1] == TTL
+    clock.advance(TTL / 3)
+    agree()
+    assert guard._cache.start_refresh(key())
+    await registry.drained()
+    agree()  # the refreshed value object, before and after its hit adopted the confirmation
+    await guard.lookup(key(), CTX)
+    agree()
+    clock.advance(TTL)
+    assert guard.confirmed_now(key(), guard._cache.hit(key())[0]) is None
+    agree()

@@ -161,8 +161,9 @@ async def test_pipelined_requests_get_every_answer_in_order() -> None:
 
 
 class _Transport:
-    def __init__(self, closing: bool = False) -> None:
+    def __init__(self, closing: bool = False, left_buffered: int = 0) -> None:
         self.closing = closing
+        self.left_buffered = left_buffered  # what a write leaves in the transport's buffer
         self.written: list[bytes] = []
 
     def is_closing(self) -> bool:
@@ -170,6 +171,9 @@ class _Transport:
 
     def write(self, data: bytes) -> None:
         self.written.append(data)
+
+    def get_write_buffer_size(self) -> int:
+        return self.left_buffered if self.written else 0
 
 
 class _Writer:
@@ -190,8 +194,11 @@ class _Request:
         self.writer = writer
 
 
-async def test_one_write_then_the_writers_back_pressure() -> None:
-    transport = _Transport()
+@pytest.mark.parametrize(("left_buffered", "drains"), [(0, 0), (70_000, 1)])
+async def test_one_write_then_the_writers_back_pressure(left_buffered: int, drains: int) -> None:
+    """The writer's drain (which waits while the protocol is paused) is awaited when the write
+    left bytes buffered; an answer the socket took whole has nothing to wait for."""
+    transport = _Transport(left_buffered=left_buffered)
     writer = _Writer(transport)
     answer = BytesResponse(BODY, HttpDate())
     await answer.prepare(_Request(writer))  # type: ignore[arg-type]
@@ -199,7 +206,7 @@ async def test_one_write_then_the_writers_back_pressure() -> None:
     await answer.write_eof()
     assert len(transport.written) == 1
     assert transport.written[0].endswith(b"\r\n\r\n" + BODY)
-    assert writer.drained == 1
+    assert writer.drained == drains
     assert answer.keep_alive is True
     assert answer.body_length == len(BODY)
 
