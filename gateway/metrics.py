@@ -257,8 +257,9 @@ class BucketObserver:
         if bounds is None:
             self._histogram.observe(amount)
             return
-        self._sum.inc(amount)  # type: ignore[union-attr]
+        # LoopValues (made so above): their `inc`, inlined (two calls fewer per observation).
+        self._sum._value += amount  # type: ignore[union-attr]
         if amount == amount:  # not NaN (NaN is in no bucket, as in Histogram.observe)
             i = bisect_left(bounds, amount)
             if i < len(bounds):
-                self._buckets[i].inc(1)  # type: ignore[index]
+                self._buckets[i]._value += 1  # type: ignore[index]

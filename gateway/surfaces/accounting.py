@@ -102,7 +102,7 @@ class Tally:
             result = self._result or "miss"
             if self._remaining_s is not None:
                 track.remaining.observe(max(self._remaining_s, 0.0))
-        track.counter(result).inc(1.0)
+        (track.counters.get(result) or track.counter(result)).inc(1.0)
         track.duration.observe(max(self._clock.monotonic() - self._started, 0.0))
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import grpc
 from google.protobuf.message import DecodeError, Message
@@ -77,7 +77,8 @@ class GrpcCall:
     tally: Tally
 
 
-def _metadata(context: grpc.aio.ServicerContext[Any, Any]) -> dict[str, str]:
+def metadata_of(context: grpc.aio.ServicerContext[Any, Any]) -> dict[str, str]:
+    """The call's text metadata by lower-case key."""
     out: dict[str, str] = {}
     for key, value in context.invocation_metadata() or ():
         if isinstance(value, str):
@@ -94,6 +95,52 @@ def serialize(response: Message | bytes) -> bytes:
     if isinstance(response, bytes):
         return response
     return response.SerializeToString()
+
+
+def request_id_of(md: dict[str, str], ids: RequestIds) -> str:
+    """The caller's `x-request-id` when it is usable (printable, at most 128 characters), else a
+    new one."""
+    given = md.get("x-request-id", "")
+    return given if 0 < len(given) <= 128 and given.isprintable() else ids.new()
+
+
+def call_context(md: dict[str, str], request_id: str, caller: CallerIdentity) -> RequestContext:
+    """The request context of an admitted call (the project header still to be checked)."""
+    return RequestContext(
+        request_id=request_id,
+        idempotency_key=md.get("idempotency-key") or None,
+        project_id=md.get("x-project-id") or None,
+        caller=caller,
+        surface="grpc",
+    )
+
+
+def failure_of(exc: Exception) -> GatewayError:
+    """The error a call ends with: a GatewayError as is, anything else INTERNAL without its
+    internals (the traceback is logged). Call it inside the `except` that caught `exc`."""
+    if isinstance(exc, GatewayError):
+        return exc
+    _log.exception("unhandled error in gRPC method")
+    return GatewayError("internal error")
+
+
+async def refuse(context: grpc.aio.ServicerContext[Any, Any], error: GatewayError,
+                 request_id: str, notes: TableNotes, rpc: str, name: str) -> NoReturn:
+    """End a failed call: its tables audited with the code, then the status with the
+    `lakegate-error-bin` trailer (and `retry-after` when the error has a hint)."""
+    code = grpc_code_of(error)
+    notes.write(rpc, name, code.name, failed=True)
+    trailers: list[tuple[str, str | bytes]] = [
+        (ERROR_DETAIL_KEY, error_detail(error, request_id)),
+        ("x-request-id", request_id),
+    ]
+    retry_after = retry_after_value(error)
+    if retry_after is not None:
+        # Same hint as the HTTP surface's Retry-After; the client reads it into retry_after_s.
+        trailers.append(("retry-after", retry_after))
+    await context.abort(code, f"{error.type_name}: {error.message}",
+                        trailing_metadata=tuple(trailers))
+    raise AssertionError("unreachable: context.abort raises")
 
 
 def guarded(
@@ -113,11 +160,9 @@ def guarded(
 
     async def behaviour(request: Any,
                         context: grpc.aio.ServicerContext[Any, Any]) -> Message | bytes:
-        md = _metadata(context)
-        given = md.get("x-request-id", "")
-        request_id = given if 0 < len(given) <= 128 and given.isprintable() else ids.new()
+        md = metadata_of(context)
+        request_id = request_id_of(md, ids)
         token = request_id_var.set(request_id)
-        error: GatewayError | None = None
         # Every table a call decides on is audited with its code (audit.TableNotes; a
         # credential grant: the service's line says it).
         notes = TableNotes(successes=kind != "credential")
@@ -128,41 +173,17 @@ def guarded(
                           or await gate.admit(authorization, None, peer=peer))
                 if isinstance(request, Malformed):
                     raise InvalidRequestError("request is not a valid protobuf message")
-                ctx = RequestContext(
-                    request_id=request_id,
-                    idempotency_key=md.get("idempotency-key") or None,
-                    project_id=md.get("x-project-id") or None,
-                    caller=caller,
-                    surface="grpc",
-                )
+                ctx = call_context(md, request_id, caller)
                 if ctx.project_id is not None:
                     ctx = gate.check_project(caller, ctx, lambda: message_scope(request))
                 response = await method(request, GrpcCall(caller, ctx, tally))
             notes.write(rpc, name, "OK", failed=False)
             return response
-        except GatewayError as err:
-            error = err
-        except Exception:  # noqa: BLE001 - the surface boundary
-            # The surface boundary: render INTERNAL without internals, log the traceback.
-            _log.exception("unhandled error in gRPC method")
-            error = GatewayError("internal error")
+        except Exception as exc:  # noqa: BLE001 - the surface boundary
+            error = failure_of(exc)
         finally:
             notes.close()
             request_id_var.reset(token)
-        notes.write(rpc, name, grpc_code_of(error).name, failed=True)
-        trailers: list[tuple[str, str | bytes]] = [
-            (ERROR_DETAIL_KEY, error_detail(error, request_id)),
-            ("x-request-id", request_id),
-        ]
-        retry_after = retry_after_value(error)
-        if retry_after is not None:
-            # Same hint as the HTTP surface's Retry-After; the client reads it into retry_after_s.
-            trailers.append(("retry-after", retry_after))
-        await context.abort(
-            grpc_code_of(error),
-            f"{error.type_name}: {error.message}",
-            trailing_metadata=tuple(trailers),
-        )
-        raise AssertionError("unreachable: context.abort raises")
+        await refuse(context, error, request_id, notes, rpc, name)
 
     return behaviour
