@@ -182,6 +182,7 @@ class _Asked(NamedTuple):
     access: AccessMode
     location: str
     table_id: str
+    expects: bool  # either is set (ExpectedIdentity.of is not None)
 
 
 # The answer's behaviour on the raw request bytes (registered without a deserializer).
@@ -230,8 +231,9 @@ class CredentialServicer(_Servicer):
         ref = ref_of(request.table)
         if table_kind(request.kind) == "iceberg":
             ref = replace(ref, kind="iceberg")
-        asked = _Asked(ref, access_of(request.access), request.expected_location,
-                       request.table_id)
+        location, table_id = request.expected_location, request.table_id
+        asked = _Asked(ref, access_of(request.access), location, table_id,
+                       bool(location or table_id))
         if len(raw) <= MATCH_CACHE_MAX_TARGET:
             self._asked.put(raw, asked)
         return asked, ctx
@@ -258,15 +260,17 @@ class CredentialServicer(_Servicer):
                               or await gate.admit(authorization, None, peer=peer))
                     ctx = call_context(md, request_id, caller)
                     asked = asked_by_raw.get(raw)
-                    if asked is None:
+                    memoized = asked is not None
+                    if asked is None:  # (`_ask` checks the project header itself)
                         asked, ctx = self._ask(raw, caller, ctx)
-                    elif ctx.project_id is not None:
-                        scope = asked.ref.scope
-                        ctx = gate.check_project(caller, ctx, lambda: scope)
                     ref, access = asked.ref, asked.access
-                    if not gate.authorize_now(caller, ctx, ref.scope, access):
-                        await gate.authorize(caller, ctx, ref.scope, access)
-                    expect = ExpectedIdentity.of(asked.location, asked.table_id)
+                    scope = ref.scope
+                    if memoized and ctx.project_id is not None:
+                        ctx = gate.check_project(caller, ctx, lambda: scope)
+                    if not gate.authorize_now(caller, ctx, scope, access):
+                        await gate.authorize(caller, ctx, scope, access)
+                    expect = (ExpectedIdentity.of(asked.location, asked.table_id)
+                              if asked.expects else None)
                     lookup = ((None if expect is not None
                                else ops.credentials_now(ref, access, ctx))
                               or await ops.get_credentials(ref, access, ctx, expect=expect))
@@ -277,8 +281,7 @@ class CredentialServicer(_Servicer):
                         body = RenderedBody(lookup, *credentials_pb_parts(lookup))
                         bodies.put(key, body)
                     answer = body.splice(_pb_fields(lookup), _pb_identity_ttl(lookup))
-                notes.close()
-                return answer
+                return answer  # (a grant writes no table line: `finally` closes the notes)
             except Exception as exc:  # noqa: BLE001 - the surface boundary
                 error = failure_of(exc)
             finally:

@@ -190,3 +190,18 @@ async def test_the_same_errors_and_trailers_as_every_other_method(
     from gateway.errors import NotFoundError
 
     assert err.code() is grpc_code_of(NotFoundError("x")) is grpc.StatusCode.NOT_FOUND
+
+
+async def test_a_remembered_request_keeps_its_expected_identity(
+    server_factory: Any, fake_ops: FakeOperations
+) -> None:
+    """The expected identity is part of the remembered request: every call with it asks the
+    service with it (never the hit path that checks none), and one without it asks without."""
+    s = await server_factory()
+    table = common_pb2.TableRef(warehouse="demo", namespace=["demo_ns"], name="orders")
+    expecting = credentials_pb2.GetTableCredentialsRequest(table=table, table_id="ABC")
+    for _ in range(2):
+        await s.creds.GetTableCredentials(expecting, timeout=5)
+    await s.creds.GetTableCredentials(
+        credentials_pb2.GetTableCredentialsRequest(table=table), timeout=5)
+    assert [e.table_id if e else None for e in fake_ops.expects] == ["abc", "abc", None]
