@@ -3,6 +3,9 @@
 Why a wrapper and not `grpc.aio.ServerInterceptor`: an interceptor sees the call before the
 request is deserialized and cannot reach the servicer context to abort with our trailing
 metadata; wrapping the method behaviour does all of it in one place, exactly once per call.
+The hot GetTableCredentials does the same steps in its own coroutine on the raw request bytes
+(`grpc_servicers.CredentialServicer.credentials_behaviour`) with the helpers below
+(`metadata_of`, `request_id_of`, `call_context`, `failure_of`, `refuse`).
 
 Bad protobuf bytes are deserialized into a `Malformed` marker (instead of grpc's own INTERNAL
 "Exception deserializing request") so the caller gets INVALID_ARGUMENT.
