@@ -3,6 +3,9 @@
 Why a wrapper and not `grpc.aio.ServerInterceptor`: an interceptor sees the call before the
 request is deserialized and cannot reach the servicer context to abort with our trailing
 metadata; wrapping the method behaviour does all of it in one place, exactly once per call.
+The hot GetTableCredentials does the same steps in its own coroutine on the raw request bytes
+(`grpc_servicers.CredentialServicer.credentials_behaviour`) with the helpers below
+(`metadata_of`, `request_id_of`, `call_context`, `failure_of`, `refuse`).
 
 Bad protobuf bytes are deserialized into a `Malformed` marker (instead of grpc's own INTERNAL
 "Exception deserializing request") so the caller gets INVALID_ARGUMENT.
@@ -13,7 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import grpc
 from google.protobuf.message import DecodeError, Message
@@ -77,7 +80,8 @@ class GrpcCall:
     tally: Tally
 
 
-def _metadata(context: grpc.aio.ServicerContext[Any, Any]) -> dict[str, str]:
+def metadata_of(context: grpc.aio.ServicerContext[Any, Any]) -> dict[str, str]:
+    """The call's text metadata by lower-case key."""
     out: dict[str, str] = {}
     for key, value in context.invocation_metadata() or ():
         if isinstance(value, str):
@@ -94,6 +98,48 @@ def serialize(response: Message | bytes) -> bytes:
     if isinstance(response, bytes):
         return response
     return response.SerializeToString()
+
+
+def request_id_of(md: dict[str, str], ids: RequestIds) -> str:
+    """The caller's `x-request-id` when it is usable (printable, at most 128 characters), else a
+    new one."""
+    given = md.get("x-request-id", "")
+    return given if 0 < len(given) <= 128 and given.isprintable() else ids.new()
+
+
+def call_context(md: dict[str, str], request_id: str, caller: CallerIdentity) -> RequestContext:
+    """The request context of an admitted call (the project header still to be checked)."""
+    # Positional, in RequestContext's field order (keywords: ~0.3 µs more).
+    return RequestContext(request_id, md.get("idempotency-key") or None,
+                          md.get("x-project-id") or None, None, caller, "grpc")
+
+
+def failure_of(exc: Exception) -> GatewayError:
+    """The error a call ends with: a GatewayError as is, anything else INTERNAL without its
+    internals (the traceback is logged). Call it inside the `except` that caught `exc`."""
+    if isinstance(exc, GatewayError):
+        return exc
+    _log.exception("unhandled error in gRPC method")
+    return GatewayError("internal error")
+
+
+async def refuse(context: grpc.aio.ServicerContext[Any, Any], error: GatewayError,
+                 request_id: str, notes: TableNotes, rpc: str, name: str) -> NoReturn:
+    """End a failed call: its tables audited with the code, then the status with the
+    `lakegate-error-bin` trailer (and `retry-after` when the error has a hint)."""
+    code = grpc_code_of(error)
+    notes.write(rpc, name, code.name, failed=True)
+    trailers: list[tuple[str, str | bytes]] = [
+        (ERROR_DETAIL_KEY, error_detail(error, request_id)),
+        ("x-request-id", request_id),
+    ]
+    retry_after = retry_after_value(error)
+    if retry_after is not None:
+        # Same hint as the HTTP surface's Retry-After; the client reads it into retry_after_s.
+        trailers.append(("retry-after", retry_after))
+    await context.abort(code, f"{error.type_name}: {error.message}",
+                        trailing_metadata=tuple(trailers))
+    raise AssertionError("unreachable: context.abort raises")
 
 
 def guarded(
@@ -113,11 +159,9 @@ def guarded(
 
     async def behaviour(request: Any,
                         context: grpc.aio.ServicerContext[Any, Any]) -> Message | bytes:
-        md = _metadata(context)
-        given = md.get("x-request-id", "")
-        request_id = given if 0 < len(given) <= 128 and given.isprintable() else ids.new()
+        md = metadata_of(context)
+        request_id = request_id_of(md, ids)
         token = request_id_var.set(request_id)
-        error: GatewayError | None = None
         # Every table a call decides on is audited with its code (audit.TableNotes; a
         # credential grant: the service's line says it).
         notes = TableNotes(successes=kind != "credential")
@@ -128,37 +172,17 @@ def guarded(
                           or await gate.admit(authorization, None, peer=peer))
                 if isinstance(request, Malformed):
                     raise InvalidRequestError("request is not a valid protobuf message")
-                # Positional, in RequestContext's field order (keywords: ~0.3 µs more).
-                ctx = RequestContext(request_id, md.get("idempotency-key") or None,
-                                     md.get("x-project-id") or None, None, caller, "grpc")
+                ctx = call_context(md, request_id, caller)
                 if ctx.project_id is not None:
                     ctx = gate.check_project(caller, ctx, lambda: message_scope(request))
                 response = await method(request, GrpcCall(caller, ctx, tally))
             notes.write(rpc, name, "OK", failed=False)
             return response
-        except GatewayError as err:
-            error = err
-        except Exception:  # noqa: BLE001 - the surface boundary
-            # The surface boundary: render INTERNAL without internals, log the traceback.
-            _log.exception("unhandled error in gRPC method")
-            error = GatewayError("internal error")
+        except Exception as exc:  # noqa: BLE001 - the surface boundary
+            error = failure_of(exc)
         finally:
             notes.close()
             request_id_var.reset(token)
-        notes.write(rpc, name, grpc_code_of(error).name, failed=True)
-        trailers: list[tuple[str, str | bytes]] = [
-            (ERROR_DETAIL_KEY, error_detail(error, request_id)),
-            ("x-request-id", request_id),
-        ]
-        retry_after = retry_after_value(error)
-        if retry_after is not None:
-            # Same hint as the HTTP surface's Retry-After; the client reads it into retry_after_s.
-            trailers.append(("retry-after", retry_after))
-        await context.abort(
-            grpc_code_of(error),
-            f"{error.type_name}: {error.message}",
-            trailing_metadata=tuple(trailers),
-        )
-        raise AssertionError("unreachable: context.abort raises")
+        await refuse(context, error, request_id, notes, rpc, name)
 
     return behaviour

@@ -322,14 +322,16 @@ async def test_a_rotated_credential_set_is_served_at_once_not_the_old_bytes(
 
 async def test_repeated_tables_reuse_one_validated_ref(server_factory,
                                                        fake_ops: FakeOperations) -> None:
-    """The servicer's ref memo: the same raw fields give the same checked TableRef; the kind
-    is part of the key; a refused name is refused on every call (never remembered)."""
+    """The servicer's request memo: the same request bytes give the same checked TableRef;
+    the kind is part of them ("" and "generic" are two spellings of one ref); a refused name
+    is refused on every call (never remembered)."""
     s = await server_factory()
-    for kind in ("", "generic", "iceberg", "iceberg"):
+    for kind in ("", "generic", "generic", "iceberg", "iceberg"):
         await s.creds.GetTableCredentials(
             credentials_pb2.GetTableCredentialsRequest(table=ORDERS, kind=kind), timeout=5)
-    generic, generic_again, iceberg, iceberg_again = fake_ops.refs
+    unnamed, generic, generic_again, iceberg, iceberg_again = fake_ops.refs
     assert generic is generic_again
+    assert unnamed == generic
     assert generic.kind == "generic"
     assert iceberg is iceberg_again
     assert iceberg.kind == "iceberg"
@@ -340,7 +342,7 @@ async def test_repeated_tables_reuse_one_validated_ref(server_factory,
             await s.creds.GetTableCredentials(
                 credentials_pb2.GetTableCredentialsRequest(table=bad), timeout=5)
         assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert fake_ops.calls["get_credentials"] == 4
+    assert fake_ops.calls["get_credentials"] == 5
 
 
 async def test_resolve_warehouse_applies_the_caller_policy(server_factory) -> None:
