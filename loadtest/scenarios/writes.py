@@ -55,7 +55,6 @@ if TYPE_CHECKING:
 
     from lakegate_client import Client, TableCredentials
 
-FORMATS = ("parquet", "delta", "lance", "iceberg")
 MODES = ("append", "overwrite")
 TARGET = 1.25  # issue #36: the data source within 1.25 x of the direct write
 DELETE_WORKERS = 8  # the data source's commit deletes as many files at once
@@ -84,7 +83,8 @@ def run(ctx: BenchContext) -> dict[str, Any]:
             try:
                 bench = _WriteBench(ctx, spark, client, namespace, gw.http_url,
                                     _StageLog(event_log))
-                cells = [(parts, fmt) for parts in prof.write_partitions for fmt in FORMATS]
+                cells = [(parts, fmt) for parts in prof.write_partitions
+                         for fmt in prof.write_formats]
                 started = time.monotonic()
                 for n, (parts, fmt) in enumerate(cells, 1):
                     key = f"{fmt}@{parts}"
