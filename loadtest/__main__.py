@@ -1,7 +1,8 @@
 """`python -m loadtest --standard` (what `make bench` runs): start a private local stack, run
 the scenarios, write `loadtest/results/latest/{summary.json,report.md,*.png}` and print the
-summary. `--quick` runs a smaller profile; `--only a,b` runs some scenarios; `--report FILE`
-re-renders a report from an existing summary.json.
+summary. `--quick` runs a smaller profile; `--only a,b` runs some scenarios; `--write-formats`,
+`--write-partitions` and `--write-pairs` run only some cells of the writes scenario; `--report
+FILE` re-renders a report from an existing summary.json.
 
 Every server the bench starts is stopped by its pid on the way out, including on errors and
 Ctrl-C. A scenario that fails is recorded as `{"error": ...}` and the others still run.
@@ -10,6 +11,7 @@ Ctrl-C. A scenario that fails is recorded as `{"error": ...}` and the others sti
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import resource
@@ -24,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from loadtest.context import BenchContext
-from loadtest.profile import QUICK, STANDARD
+from loadtest.profile import QUICK, STANDARD, Profile
 from loadtest.profiler import py_spy
 from loadtest.report import console_summary, write_report
 from loadtest.stack import BenchStack
@@ -44,20 +46,47 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report", type=Path, help="re-render from this summary.json")
     parser.add_argument("--profile", action="store_true",
                         help="also sample the gateway's hit path per surface with py-spy")
+    parser.add_argument("--write-formats", default="",
+                        help="writes scenario: comma-separated formats (default: all four)")
+    parser.add_argument("--write-partitions", default="",
+                        help="writes scenario: comma-separated partition counts")
+    parser.add_argument("--write-pairs", type=int, help="writes scenario: pairs per cell")
     args = parser.parse_args(argv)
     if args.report:
         checks = write_report(json.loads(args.report.read_text()), args.out)
         print(console_summary(checks))
         return 0
     profile = QUICK if args.quick else STANDARD
+    try:
+        profile = write_cells(profile, args.write_formats, args.write_partitions,
+                              args.write_pairs)
+    except ValueError as exc:
+        parser.error(str(exc))
     names = [n for n in args.only.split(",") if n] or list(SCENARIOS)
     unknown = set(names) - set(SCENARIOS)
     if unknown:
         parser.error(f"unknown scenarios: {sorted(unknown)}")
     if args.profile and py_spy() is None:
         parser.error("--profile needs py-spy (requirements/dev.txt; `make venv`)")
-    return run_bench(profile_name=profile.name, names=names, out_dir=args.out,
+    return run_bench(profile=profile, names=names, out_dir=args.out,
                      pin=not args.no_pin, sample=args.profile)
+
+
+def write_cells(profile: Profile, formats: str, partitions: str, pairs: int | None) -> Profile:
+    """``profile`` with the writes scenario narrowed to some formats, partition counts and
+    pairs (empty / None: the profile's own), so one cell can be re-measured alone."""
+    chosen = tuple(f for f in formats.split(",") if f) or profile.write_formats
+    unknown = set(chosen) - set(STANDARD.write_formats)
+    if unknown:
+        raise ValueError(f"unknown write formats: {sorted(unknown)}")
+    try:
+        parts = tuple(int(p) for p in partitions.split(",") if p) or profile.write_partitions
+    except ValueError:
+        raise ValueError(f"--write-partitions takes integers, not {partitions!r}") from None
+    if min(parts) < 1 or (pairs is not None and pairs < 1):
+        raise ValueError("partition counts and pairs must be at least 1")
+    return dataclasses.replace(profile, write_formats=chosen, write_partitions=parts,
+                               write_pairs=profile.write_pairs if pairs is None else pairs)
 
 
 def cpu_plan(pin: bool) -> tuple[set[int] | None, tuple[int, ...] | None, str]:
@@ -77,7 +106,7 @@ def cpu_plan(pin: bool) -> tuple[set[int] | None, tuple[int, ...] | None, str]:
     )
 
 
-def run_bench(profile_name: str, names: list[str], out_dir: Path, pin: bool,
+def run_bench(profile: Profile, names: list[str], out_dir: Path, pin: bool,
               sample: bool = False) -> int:
     """Run the chosen scenarios on a private stack and write the report. Returns exit code.
 
@@ -104,7 +133,6 @@ def run_bench(profile_name: str, names: list[str], out_dir: Path, pin: bool,
         "outage": outage.run,
         "capacity": capacity.run,
     }
-    profile = QUICK if profile_name == "quick" else STANDARD
     _raise_fd_limit()
     server_cpus, client_cpus, pinning = cpu_plan(pin)
     work = Path(tempfile.mkdtemp(prefix="lakegate-bench-"))

@@ -27,6 +27,7 @@ class Profile:
     surface_profile_s: float = 6.0  # py-spy sampling per surface (`--profile` only)
     # 2b. Spark writes: the data source vs the same write made directly (per format and mode)
     write_rows: int = 100_000
+    write_formats: tuple[str, ...] = ("parquet", "delta", "lance", "iceberg")
     write_partitions: tuple[int, ...] = (8, 200)
     write_pairs: int = 3
     write_budget_s: float = 1500.0  # past its share of this, a cell runs no further pair

@@ -142,3 +142,30 @@ def test_the_progress_line_gives_each_sides_seconds_and_phases() -> None:
                        "direct": None}}
     assert _cell_line(cell, "append") == (
         "append ratio 1.1 [datasource 2.2 s (plan 0.2 / tasks 1.5 / commit 0.5), direct 2.0 s]")
+
+
+def test_the_write_options_narrow_the_cells_and_refuse_what_the_bench_cannot_run() -> None:
+    """``--write-formats delta --write-partitions 200 --write-pairs 5`` re-measures one cell
+    alone; a typo is refused before a stack starts, never silently measured as nothing."""
+    from loadtest.__main__ import write_cells
+    from loadtest.profile import QUICK, STANDARD
+
+    one = write_cells(STANDARD, "delta,parquet", "200", 5)
+    assert (one.write_formats, one.write_partitions, one.write_pairs) == (
+        ("delta", "parquet"), (200,), 5)
+    assert one.write_rows == STANDARD.write_rows
+    assert write_cells(QUICK, "", "", None) == QUICK
+    for formats, parts, pairs, says in (("deltaa", "", None, "unknown write formats"),
+                                        ("", "two", None, "takes integers"),
+                                        ("", "0", None, "at least 1"), ("", "", 0, "at least 1")):
+        with pytest.raises(ValueError, match=says):
+            write_cells(STANDARD, formats, parts, pairs)
+
+
+def test_the_pairs_alternate_which_side_writes_first() -> None:
+    """The first write after the noop job ran measurably slower on the shared machine; with
+    the data source always first, every ratio carried that place's cost."""
+    from loadtest.scenarios.writes import pair_order
+
+    assert [pair_order(p) for p in range(4)] == [("datasource", "direct"),
+                                                 ("direct", "datasource")] * 2

@@ -36,6 +36,7 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
+from lakegate_client.spark import worker_heap
 from lakegate_client.spark.committer import (
     abort_recorded,
     after_commit,
@@ -225,6 +226,13 @@ class IcebergWriter(DataSourceArrowWriter):
         self._job = job  # planning wrote the job's intent (``tables/job_intent.py``)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> IcebergFiles:
+        """One data file per task (staged on S3); then the worker's long-lived heap leaves
+        PySpark's per-task collection (``worker_heap``)."""
+        files = self._write(iterator)
+        worker_heap.settle()
+        return files
+
+    def _write(self, iterator: Iterator[pa.RecordBatch]) -> IcebergFiles:
         import pyarrow as pa
         import pyarrow.parquet as pq
         from pyspark import TaskContext

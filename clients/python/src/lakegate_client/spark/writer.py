@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
-from lakegate_client.spark import committer
+from lakegate_client.spark import committer, worker_heap
 from lakegate_client.spark.connection import table_credentials
 from lakegate_client.spark.faults import Faults
 from lakegate_client.tables import attempts
@@ -105,7 +105,13 @@ class LakekeeperWriter(DataSourceArrowWriter):
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskResult:
         """Stream the batches into one staged Parquet file or Lance fragments (never all in
-        memory)."""
+        memory); then the worker's long-lived heap leaves PySpark's per-task collection
+        (``worker_heap``)."""
+        result = self._write(iterator)
+        worker_heap.settle()
+        return result
+
+    def _write(self, iterator: Iterator[pa.RecordBatch]) -> TaskResult:
         from pyspark import TaskContext
 
         context = TaskContext.get()
