@@ -6,6 +6,7 @@ from gateway.errors import NotFoundError
 from gateway.metrics import Metrics
 from gateway.models import AccessMode, CreateTableSpec, Outcome, RequestContext, TableRef
 from gateway.service.change_events import ChangeEvents
+from gateway.service.gateway_service import GatewayService
 from gateway.upstream.events import ChangeEvent
 from tests.fakes.catalog import FakeCatalog
 
@@ -173,6 +174,16 @@ def create_event(catalog: FakeCatalog, trace_id: str) -> ChangeEvent:
                        tabular_id="t-2", names=((("ns",), "fresh"),), trace_id=trace_id)
 
 
+async def created_here(core, clock) -> tuple[GatewayService, ChangeEvents, Metrics]:
+    """A subscribed gateway that has just created ns.fresh itself, with request id RID."""
+    core_, metrics = core
+    service = core_.service
+    events = subscribed(core_, metrics, clock)
+    await service.create_table("demo", ("ns",), CreateTableSpec(name="fresh", format="lance"),
+                               RequestContext(request_id=RID))
+    return service, events, metrics
+
+
 @pytest.mark.parametrize("trace_id", [RID, "4daa9ec3-8ad6-47df-8889-000000000000"])
 async def test_the_event_of_this_gateways_own_create_drops_nothing_cached_since(
     core, catalog, clock, trace_id
@@ -181,12 +192,8 @@ async def test_the_event_of_this_gateways_own_create_drops_nothing_cached_since(
     arrived 0.6 s after the new table's first tasks had filled its credentials and dropped
     them: one more STS call. The gateway dropped the name's entries when its create answered;
     what it cached since is the new table's. Another request's create is applied as before."""
-    core_, metrics = core
-    service = core_.service
-    events = subscribed(core_, metrics, clock)
+    service, events, metrics = await created_here(core, clock)
     ref = TableRef("demo", ("ns",), "fresh")
-    await service.create_table("demo", ("ns",), CreateTableSpec(name="fresh", format="lance"),
-                               RequestContext(request_id=RID))
     for access in (AccessMode.READ, AccessMode.WRITE):
         assert (await service.get_credentials(ref, access, CTX)).outcome is Outcome.MISS
     events.apply(create_event(catalog, trace_id))
@@ -204,12 +211,8 @@ async def test_the_event_of_this_gateways_own_create_drops_nothing_cached_since(
 async def test_the_own_create_echo_still_drops_a_not_found_a_lagging_replica_answered(
     core, catalog, clock
 ):
-    core_, metrics = core
-    service = core_.service
-    events = subscribed(core_, metrics, clock)
+    service, events, _metrics = await created_here(core, clock)
     ref = TableRef("demo", ("ns",), "fresh")
-    await service.create_table("demo", ("ns",), CreateTableSpec(name="fresh", format="lance"),
-                               RequestContext(request_id=RID))
     key = next(k for k in catalog.tables if k[2] == "fresh")
     table = catalog.tables.pop(key)  # a replica that has not seen the create yet
     with pytest.raises(NotFoundError):
@@ -224,12 +227,8 @@ async def test_the_own_create_echo_still_drops_a_not_found_a_lagging_replica_ans
 async def test_a_drop_applied_before_the_own_creates_event_makes_that_event_count(
     core, catalog, clock
 ):
-    core_, metrics = core
-    service = core_.service
-    events = subscribed(core_, metrics, clock)
+    service, events, _metrics = await created_here(core, clock)
     ref = TableRef("demo", ("ns",), "fresh")
-    await service.create_table("demo", ("ns",), CreateTableSpec(name="fresh", format="lance"),
-                               RequestContext(request_id=RID))
     events.apply(ChangeEvent(type="dropGenericTable", warehouse_id=catalog.warehouse_id,
                              tabular_id="t-2", names=((("ns",), "fresh"),)))
     await service.get_credentials(ref, AccessMode.READ, CTX)
