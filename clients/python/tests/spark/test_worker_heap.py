@@ -37,14 +37,16 @@ def _thawed() -> Iterator[None]:
     worker_heap._freeze.cache_clear()
 
 
-def _task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> writer.TaskResult:
+def _task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+          freeze_worker_heap: bool = True) -> writer.TaskResult:
     """One Parquet task of the data source, on a local table."""
     import pyarrow.fs as pafs
 
     creds = SimpleNamespace(location=str(tmp_path), storage="file",
                             pyarrow_filesystem=pafs.LocalFileSystem)
     monkeypatch.setattr(writer, "table_credentials", lambda *_a, **_k: creds)
-    plan = writer.WritePlan(opts=None,  # type: ignore[arg-type]
+    opts = SimpleNamespace(freeze_worker_heap=freeze_worker_heap)
+    plan = writer.WritePlan(opts=opts,  # type: ignore[arg-type]
                             info=SimpleNamespace(format="parquet",  # type: ignore[arg-type]
                                                  location=str(tmp_path)),
                             overwrite=False, write_id=uuid.uuid4().hex, read_version=None)
@@ -103,3 +105,20 @@ def test_later_tasks_freeze_only_after_an_import_so_their_garbage_is_still_colle
     worker_heap.settle()  # a task that brought another format's library
     assert gc.get_freeze_count() > frozen
     assert not _tracked(later)
+
+
+def test_the_freeze_worker_heap_option_turns_it_off(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A job that would rather keep PySpark's full collection after every task (an object frozen
+    alive and later cyclic garbage stays until the worker exits) says
+    ``.option("freeze_worker_heap", "false")``."""
+    from lakegate_client.spark.options import SourceOptions
+
+    assert SourceOptions.parse({"table": "ns.t"}).freeze_worker_heap is True
+    assert SourceOptions.parse({"table": "ns.t",
+                                "freeze_worker_heap": "false"}).freeze_worker_heap is False
+    monkeypatch.setenv(worker_heap.REUSE_ENV, "1")
+    long_lived = _Cache()
+    assert _task(tmp_path, monkeypatch, freeze_worker_heap=False).rows == 2
+    assert _tracked(long_lived)
+    assert gc.get_freeze_count() == 0

@@ -229,7 +229,8 @@ class IcebergWriter(DataSourceArrowWriter):
         """One data file per task (staged on S3); then the worker's long-lived heap leaves
         PySpark's per-task collection (``worker_heap``)."""
         files = self._write(iterator)
-        worker_heap.settle()
+        if self._opts.freeze_worker_heap:
+            worker_heap.settle()
         return files
 
     def _write(self, iterator: Iterator[pa.RecordBatch]) -> IcebergFiles:

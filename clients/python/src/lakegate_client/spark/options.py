@@ -41,6 +41,9 @@ class SourceOptions:
     # A local ADLS/GCS endpoint (Azurite, fake-gcs-server) every task's adapters use: no catalog
     # vends one (else $LAKEGATE_ADLS_ENDPOINT / $LAKEGATE_GCS_ENDPOINT of each process).
     storage_endpoint: str | None = None
+    # A reused Python worker freezes its long-lived heap after a write task (spark/worker_heap.py);
+    # false keeps PySpark's full collection after every task instead.
+    freeze_worker_heap: bool = True
 
     @property
     def iceberg(self) -> bool:
@@ -91,6 +94,7 @@ class SourceOptions:
             accept_single_writer_risk=_parse_bool(opts.get("accept_single_writer_risk", "false")),
             test_fault=fault,
             storage_endpoint=opts.get("storage_endpoint") or None,
+            freeze_worker_heap=_parse_bool(opts.get("freeze_worker_heap", "true")),
         )
 
 

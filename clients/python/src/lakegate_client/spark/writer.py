@@ -108,7 +108,8 @@ class LakekeeperWriter(DataSourceArrowWriter):
         memory); then the worker's long-lived heap leaves PySpark's per-task collection
         (``worker_heap``)."""
         result = self._write(iterator)
-        worker_heap.settle()
+        if self._plan.opts.freeze_worker_heap:
+            worker_heap.settle()
         return result
 
     def _write(self, iterator: Iterator[pa.RecordBatch]) -> TaskResult:
