@@ -37,6 +37,7 @@ from typing import Any
 import pyarrow as pa
 
 from lakegate_client.spark import committer
+from lakegate_client.spark.options import SourceOptions
 from lakegate_client.tables import attempts
 from lakegate_client.tables.directory import new_data_file
 from lakegate_client.tables.job_intent import JOB_PREFIX, JobTiming
@@ -505,7 +506,7 @@ class IcebergWorld(JobWorld):
         self._patch = [(iceberg, "load_table", lambda _opts: self.catalog.load_table(("ns", "t"))),
                        (iceberg, "node_credentials", lambda *_a, **_k: self.creds),
                        (iceberg.time, "sleep", lambda _s: None)]
-        self.opts = SimpleNamespace(test_fault="")
+        self.opts = SourceOptions(("ns",), "t")
         with patched(self._patch):
             self.writer = iceberg.IcebergWriter(
                 self.opts,  # type: ignore[arg-type]

@@ -16,6 +16,7 @@ pytest.importorskip("pyspark")
 from pyiceberg.exceptions import CommitStateUnknownException  # noqa: E402
 
 from lakegate_client.spark import iceberg  # noqa: E402
+from lakegate_client.spark.options import SourceOptions  # noqa: E402
 
 from .iceberg_catalog import MemoryCatalog  # noqa: E402
 
@@ -41,7 +42,7 @@ class Job:
 
     def writer(self) -> iceberg.IcebergWriter:
         table = self.catalog.load_table(("ns", "t"))
-        return iceberg.IcebergWriter(SimpleNamespace(test_fault=""), table, SCHEMA,  # type: ignore[arg-type]
+        return iceberg.IcebergWriter(SourceOptions(("ns",), "t"), table, SCHEMA,  # type: ignore[arg-type]
                                      self.overwrite)
 
     def write(self, writer: iceberg.IcebergWriter, ids: list[int]) -> list[Any]:

@@ -22,6 +22,7 @@ pytest.importorskip("pyiceberg")
 pytest.importorskip("pyspark")
 
 from lakegate_client.spark import committer, iceberg, reader  # noqa: E402
+from lakegate_client.spark.options import SourceOptions  # noqa: E402
 from lakegate_client.tables import attempts  # noqa: E402
 from lakegate_client.tables.catalog import TableInfo  # noqa: E402
 from lakegate_client.tables.job_intent import (  # noqa: E402
@@ -146,7 +147,7 @@ def test_an_iceberg_job_killed_before_its_commit_leaves_no_orphan_after_the_next
     monkeypatch.setattr(iceberg, "node_credentials", lambda *_a, **_k: creds)
     wid = uuid.uuid4().hex
     JobIntent(store, WHERE, wid, LONG_AGO).create("iceberg", staged=False)
-    job = iceberg.IcebergWriter(SimpleNamespace(test_fault=""),  # type: ignore[arg-type]
+    job = iceberg.IcebergWriter(SourceOptions(("ns",), "t"),  # type: ignore[arg-type]
                                 table, SCHEMA, False, write_id=wid, job=True)
     job.write(iter(pa.table({"id": [10, 11]}, schema=SCHEMA).to_batches()))  # then it dies
     assert [p for p in data.iterdir() if p.name.startswith(wid)]
@@ -319,7 +320,7 @@ def _iceberg_job(tmp_path: Path, creds: Any, wid: str,
     intent = committer.job_of(creds, wid, LONG_AGO)
     assert intent is not None
     intent.create("iceberg", staged=False)
-    job = iceberg.IcebergWriter(SimpleNamespace(test_fault=""),  # type: ignore[arg-type]
+    job = iceberg.IcebergWriter(SourceOptions(("ns",), "t"),  # type: ignore[arg-type]
                                 table, SCHEMA, False, write_id=wid, job=True)
     job.write(iter(pa.table({"id": [10, 11]}, schema=SCHEMA).to_batches()))  # then it dies
     data = tmp_path / "wh" / "ns" / "t" / "data"

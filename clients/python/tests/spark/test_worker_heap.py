@@ -95,7 +95,9 @@ def test_later_tasks_freeze_only_after_an_import_so_their_garbage_is_still_colle
     cycle.self = cycle  # type: ignore[attr-defined]
     gone = weakref.ref(cycle)
     worker_heap.settle()  # the next task: nothing imported, nothing frozen
-    assert gc.get_freeze_count() == frozen
+    # (The count itself may drop: frozen objects are still freed by reference counting.)
+    assert gc.get_freeze_count() <= frozen
+    assert _tracked(cycle)
     del cycle
     gc.collect()
     assert gone() is None  # a task's cyclic garbage is reclaimed as before
