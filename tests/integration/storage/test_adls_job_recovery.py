@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
 
 import pyarrow as pa
 import pytest
@@ -26,11 +25,8 @@ AN_HOUR_AGO = JobTiming(now=lambda: time.time() - 3_600)  # the dead driver's la
 
 
 @pytest.fixture
-def client(cloud_stack: Stack, monkeypatch: pytest.MonkeyPatch) -> Iterator[Client]:
-    assert cloud_stack.info.azure is not None  # read_table reaches Azurite through the env
-    monkeypatch.setenv("LAKEGATE_ADLS_ENDPOINT", cloud_stack.info.azure.blob_endpoint)
-    with Client(f"unix:{cloud_stack.info.gateway.uds}", warehouse="demo_adls") as c:
-        yield c
+def client(adls_client: Client) -> Client:
+    return adls_client
 
 
 def _creds(client: Client, stack: Stack, name: str) -> TableCredentials:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
 
 import httpx
 import pyarrow as pa
@@ -38,11 +37,8 @@ class Died(BaseException):
 
 
 @pytest.fixture
-def client(cloud_stack: Stack, monkeypatch: pytest.MonkeyPatch) -> Iterator[Client]:
-    assert cloud_stack.info.azure is not None  # read_table reaches Azurite through the env
-    monkeypatch.setenv("LAKEGATE_ADLS_ENDPOINT", cloud_stack.info.azure.blob_endpoint)
-    with Client(f"unix:{cloud_stack.info.gateway.uds}", warehouse="demo_adls") as c:
-        yield c
+def client(adls_client: Client) -> Client:
+    return adls_client
 
 
 @pytest.fixture
