@@ -106,6 +106,14 @@ def table_key(key: CacheKey) -> TableKey:
     return (key.project, key.warehouse_id, key.namespace, key.table, key.kind)
 
 
+def _left_s(last: _Checked | None, served: CredentialSet, now_m: float) -> float:
+    """Seconds from `now_m` until `last` (a key's latest record) is due, if it is the record
+    of `served` (what it serves or what it was confirmed from); else 0 (unknown)."""
+    if last is None or (last.served is not served and last.source is not served):
+        return 0.0
+    return max(0.0, last.due_mono - now_m)
+
+
 class IdentityGuard:
     """Binds the cache's answers to the catalog's current table identity (module docstring).
 
@@ -227,20 +235,12 @@ class IdentityGuard:
         if now_m >= rec.due_mono:
             return None
         served = rec.served
-        last = self._last.get(key)
-        if last is rec:  # the steady state: one record for the key and its value
-            return served, rec.due_mono - now_m
-        if last is None or (last.served is not served and last.source is not served):
-            return served, 0.0
-        return served, max(0.0, last.due_mono - now_m)
+        return served, _left_s(self._last.get(key), served, now_m)
 
     def confirmed_for(self, key: CacheKey, served: CredentialSet) -> float:
         """Seconds from now until `served` (this guard's answer for `key`) is due to be
         confirmed again: how long a caller may keep using its identity (0 when unknown)."""
-        rec = self._last.get(key)
-        if rec is None or (rec.served is not served and rec.source is not served):
-            return 0.0
-        return max(0.0, rec.due_mono - self._clock.monotonic())
+        return _left_s(self._last.get(key), served, self._clock.monotonic())
 
     # ------------------------------------------------------------------ the slow path
     async def confirm(self, key: CacheKey, ctx: RequestContext,
