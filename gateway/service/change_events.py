@@ -92,12 +92,7 @@ class ChangeEvents:
         if not all([self._limiter.allow(table) for table in tables]):  # each takes a token
             self.rejected("rate_limited", lossy=True)
             return
-        if len(event.names) == 1 and self._service.own_creates.take(
-                event.type, event.trace_id, event.warehouse_id, *event.names[0]):
-            removed = self._service.own_create_echoed(event.warehouse_id, *event.names[0])
-        else:
-            removed = sum(self._service.invalidate_changed(event.warehouse_id, ns, name)
-                          for ns, name in event.names)
+        removed = self._service.apply_change(event)
         self._metrics.change_events.labels("applied").inc()
         log.debug("change event applied", extra={"event_type": event.type, "removed": removed})
 

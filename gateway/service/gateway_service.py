@@ -43,6 +43,7 @@ from gateway.names import is_uuid
 from gateway.service.own_creates import OwnCreates
 from gateway.settings import Settings
 from gateway.tuning import EVENTS_CALLER_IDENTITY_TTL_S, HEALTH_TTL_S
+from gateway.upstream.events import ChangeEvent
 from gateway.upstream.lakekeeper import CatalogClient
 from gateway.upstream.token_source import TokenSource
 
@@ -385,19 +386,22 @@ class GatewayService:
         return (self.cache.invalidate_table(warehouse_id, namespace, table)
                 + self.metadata.invalidate_table(warehouse_id, namespace, table))
 
-    def invalidate_changed(self, warehouse_id: str, namespace: tuple[str, ...],
-                           table: str) -> int:
-        """Drop every entry of a table a catalog change event named (service/change_events)."""
-        self.own_creates.forget(warehouse_id, namespace, table)
-        return self._invalidate_table(warehouse_id, namespace, table)
+    def apply_change(self, event: ChangeEvent) -> int:
+        """Drop the entries of every table a catalog change event names (service/change_events).
 
-    def own_create_echoed(self, warehouse_id: str, namespace: tuple[str, ...],
-                          table: str) -> int:
-        """The change event of a create this gateway made (service/own_creates.py): every
-        credential cached since the create answered is the new table's and stays; what a
-        replica behind the create answered meanwhile (a not-found, metadata) goes."""
-        self.cache.forget_negative(warehouse_id, namespace, table)
-        return self.metadata.invalidate_table(warehouse_id, namespace, table)
+        But the event of a create this gateway made (service/own_creates.py): every credential
+        cached since that create answered is the new table's and stays; what a replica behind
+        the create answered meanwhile (a not-found, metadata) goes."""
+        wid = event.warehouse_id
+        if len(event.names) == 1 and self.own_creates.take(event.type, event.trace_id, wid,
+                                                           *event.names[0]):
+            self.cache.forget_negative(wid, *event.names[0])
+            return self.metadata.invalidate_table(wid, *event.names[0])
+        removed = 0
+        for namespace, table in event.names:
+            self.own_creates.forget(wid, namespace, table)
+            removed += self._invalidate_table(wid, namespace, table)
+        return removed
 
     def invalidate(self, ref: TableRef | None = None, *, all: bool = False) -> int:
         """Drop cache entries for one table (`ref`) or everything (`all=True`).

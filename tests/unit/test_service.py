@@ -12,6 +12,7 @@ from gateway.errors import (
 from gateway.metrics import Metrics
 from gateway.models import AccessMode, CreateTableSpec, Outcome, RequestContext, TableRef
 from gateway.service import build_core
+from gateway.upstream.events import ChangeEvent
 from tests.core_factory import CoreFactory
 from tests.fakes.catalog import FakeCatalog, FakeIdP, Fault
 from tests.fakes.rng import seeded
@@ -370,7 +371,8 @@ async def test_a_change_event_read_from_a_lagging_replica_is_confirmed_again_sho
     svc = await make()
     svc.identity.set_ttl(300.0)  # subscribed
     old = (await svc.get_credentials(REF, AccessMode.READ, CTX)).credentials.location
-    svc.invalidate_changed(catalog.warehouse_id, ("ns",), "orders")  # the event, replica behind
+    svc.apply_change(ChangeEvent(type="dropGenericTable", warehouse_id=catalog.warehouse_id,
+                                 tabular_id="t-1", names=((("ns",), "orders"),)))  # replica behind
     got = await svc.get_credentials(REF, AccessMode.READ, CTX)
     assert (got.outcome, got.credentials.location) == (Outcome.MISS, old)
     catalog.tables[(catalog.warehouse_id, ("ns",), "orders")].base_location = "s3://bucket/new"

@@ -307,7 +307,7 @@ async def test_a_confirmation_in_flight_when_the_subscription_drops_gets_the_sho
 
 
 def announce(guard: IdentityGuard, table: str = "orders") -> None:
-    """What GatewayService.invalidate_changed does for a change event naming `table`."""
+    """What GatewayService.apply_change does for a change event naming `table`."""
     guard.changed("WH", ("NS",), table.upper())  # names as an event spells them: folded here
     guard._cache.invalidate_table("wh", ("ns",), table)
 

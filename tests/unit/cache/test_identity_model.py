@@ -329,7 +329,7 @@ class IdentityModel(RuleBasedStateMachine):
 
     # -- rules: change events -------------------------------------------------------------
     def deliver(self, w: Write) -> None:
-        """What GatewayService.invalidate_changed does with an event."""
+        """What GatewayService.apply_change does with an event."""
         if w.delivered is None:
             w.delivered = self.clock.monotonic()
         self.guard.changed("WH", ("NS",), NAME.upper())  # names as the event spells them
