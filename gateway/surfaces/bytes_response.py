@@ -117,6 +117,22 @@ class BytesResponse:
         """Write status line, headers and body in one transport write, then drain."""
         if self._sent:
             return
+        self.send(request)
+        # The writer's back-pressure: drain() waits only while the protocol is paused, which
+        # it is only with bytes still buffered; most answers leave in the write itself, and
+        # then no drain coroutine is built.
+        writer = request.writer
+        transport = writer.transport
+        if transport is not None and transport.get_write_buffer_size():
+            await writer.drain()
+
+    def send(self, request: web.BaseRequest) -> None:
+        """Write status line, headers and body in one transport write (`prepare` without its
+        drain, for a handler that writes in the transport's callback: http_protocol).
+
+        Raises:
+            ConnectionResetError: the transport is closing.
+        """
         self._sent = True
         keep_alive = self.keep_alive = request.keep_alive
         version = request.version
@@ -133,11 +149,6 @@ class BytesResponse:
                             _HOT_NO_ID % (len(body), self._cache_line, self._date.line(), body))
         else:
             transport.write(self._message(keep_alive, version, request.method != "HEAD"))
-        # The writer's back-pressure: drain() waits only while the protocol is paused, which
-        # it is only with bytes still buffered; most answers leave in the write itself, and
-        # then no drain coroutine is built.
-        if transport.get_write_buffer_size():
-            await writer.drain()
 
     def _message(self, keep_alive: bool, version: HttpVersion, with_body: bool) -> bytes:
         """The whole message, for every case `prepare`'s hot path does not cover."""

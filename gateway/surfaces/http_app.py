@@ -12,6 +12,7 @@ from typing import Any
 
 from aiohttp import web
 
+from gateway.surfaces import http_protocol
 from gateway.surfaces.http_aws import AwsApi
 from gateway.surfaces.http_iceberg import IcebergApi
 from gateway.surfaces.http_lakekeeper import LakekeeperApi
@@ -70,7 +71,8 @@ def build_http_app(deps: HttpDeps) -> web.Application:
 
 
 def build_http_server(
-    deps: HttpDeps, *, ops_only: bool = False, **protocol_kwargs: Any
+    deps: HttpDeps, *, ops_only: bool = False, answer_at_once: bool = True,
+    **protocol_kwargs: Any
 ) -> web.Server:
     """The daemon's HTTP server: the same pipeline directly under aiohttp's low-level server.
 
@@ -80,6 +82,9 @@ def build_http_server(
     answer). Requests are BaseRequests with the same body limit `build_http_app` sets.
     Must be called with the event loop running; `protocol_kwargs` go to aiohttp's
     RequestHandler (e.g. keepalive_timeout), as AppRunner's keyword arguments would.
+    `answer_at_once`: a request whose steps need no await (a confirmed cache hit) is answered
+    in the connection's read callback (http_protocol.py); False serves every request through
+    aiohttp's own request handler (the benchmark's and tests' reference).
     """
     pipeline = build_pipeline(deps, ops_only=ops_only)
     loop = asyncio.get_running_loop()
@@ -91,5 +96,9 @@ def build_http_server(
                                client_max_size=max_size)
 
     # access_log=None: aiohttp's access log would print raw paths; our own logging covers it.
-    return web.Server(pipeline.serve, request_factory=make_request,
-                      **{"access_log": None, **protocol_kwargs})
+    kwargs = {"access_log": None, **protocol_kwargs}
+    if answer_at_once and http_protocol.supported():
+        # Requests that need no await are answered as they arrive (http_protocol.py).
+        return http_protocol.AnsweringServer(pipeline.serve, start=pipeline.start,
+                                             request_factory=make_request, **kwargs)
+    return web.Server(pipeline.serve, request_factory=make_request, **kwargs)

@@ -20,7 +20,7 @@ traceback, redacted).
 from __future__ import annotations
 
 import logging
-from collections.abc import Coroutine, Hashable
+from collections.abc import Awaitable, Coroutine, Generator, Hashable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -59,6 +59,11 @@ from gateway.surfaces.request_ids import RequestIds
 from gateway.tuning import FAILED_LOG_INTERVAL_S, MATCH_CACHE_MAX_TARGET, MATCH_CACHE_SIZE
 
 _log = logging.getLogger("lakegate.http")
+
+# A request's answer: a prebuilt BytesResponse (the hot path) or any aiohttp response.
+Answer = web.StreamResponse | BytesResponse
+# The pipeline's steps (HttpPipeline._steps): they yield what they need awaited.
+Steps = Generator[Awaitable[Any], Any, Answer]
 
 # Lakekeeper sets these on every /catalog, /management, /lakekeeper answer (router.rs).
 LAKEKEEPER_HEADERS = {
@@ -141,8 +146,33 @@ class HttpPipeline:
                        expect: bool = False) -> web.StreamResponse:
         """The response to `request`; with `expect`, first what aiohttp's URL dispatcher does
         for an `Expect` header (the low-level server has no dispatcher: `serve`)."""
+        steps = self._steps(request, expect)
+        try:
+            pending = steps.send(None)
+        except StopIteration as done:
+            return cast(web.StreamResponse, done.value)
+        return await drive(steps, pending)
+
+    def start(self, request: web.BaseRequest) -> Answer | Unfinished:
+        """`serve` as far as it goes without awaiting: the answer itself when it needed no
+        await (a confirmed cache hit), else the rest of the request as a coroutine not
+        started yet. The caller runs this and that coroutine in one context (the steps set
+        context variables and reset them at the end): `http_protocol` copies one per
+        request."""
+        steps = self._steps(request, True)
+        try:
+            pending = steps.send(None)
+        except StopIteration as done:
+            return cast(Answer, done.value)
+        return Unfinished(steps, pending)
+
+    def _steps(self, request: web.BaseRequest, expect: bool) -> Steps:
+        """The pipeline's steps as a generator: it yields each awaitable it needs awaited and
+        is sent its result (or thrown its exception) where it would have awaited it, so the
+        steps are the same, in the same order, whether they finish at once (`start`) or in a
+        task (`dispatch`, `drive`)."""
         if expect and hdrs.EXPECT in request.headers:
-            await expect_continue(request)
+            yield expect_continue(request)
         request_id = request_id_of(request, self.ids)
         token = request_id_var.set(request_id)
         lakekeeper = False
@@ -157,7 +187,7 @@ class HttpPipeline:
                 lakekeeper, pattern = route.lakekeeper, route.pattern
                 response: web.StreamResponse | BytesResponse
                 if isinstance(route, OpenRoute):
-                    response = await route.handler(request)
+                    response = yield route.handler(request)
                 else:
                     # Inline, not a helper coroutine: one frame less on the hot path.
                     kind = route.kind if isinstance(route.kind, str) else route.kind(request)
@@ -171,8 +201,8 @@ class HttpPipeline:
                         authorization = headers.get(hdrs.AUTHORIZATION)
                         caller = (self._gate.admit_now(authorization, headers, peer=peer,
                                                        uds=uds)
-                                  or await self._gate.admit(authorization, headers, peer=peer,
-                                                            uds=uds))
+                                  or (yield self._gate.admit(authorization, headers, peer=peer,
+                                                              uds=uds)))
                         ctx = context_of(request, request_id, caller, route.surface)
                         if ctx.project_id is not None:
                             ctx = self._gate.check_project(
@@ -181,7 +211,7 @@ class HttpPipeline:
                             HttpCall(request, match, request_id, caller, ctx, tally))
                         # A prebuilt answer needs no await (http_routing.CallHandler).
                         response = (answer if isinstance(answer, BytesResponse)
-                                    else await answer)
+                                    else (yield answer))
             except GatewayError as err:
                 if not lakekeeper:
                     lakekeeper = self.router.fence_for(split_target(raw_target)[0])[1]
@@ -251,6 +281,47 @@ class HttpPipeline:
         """`dispatch` plus what aiohttp's URL dispatcher would do first: `Expect` handling
         (dispatch's own coroutine: no extra frame per request)."""
         return self.dispatch(request, expect=True)
+
+
+class Unfinished:
+    """The rest of a request's steps, from the first awaitable they yielded (`start`)."""
+
+    __slots__ = ("pending", "steps")
+
+    def __init__(self, steps: Steps, pending: Awaitable[Any]) -> None:
+        self.steps = steps
+        self.pending = pending
+
+    def run(self) -> Coroutine[Any, Any, web.StreamResponse]:
+        """The rest, to run in a task of the context the steps began in (run once)."""
+        return drive(self.steps, self.pending)
+
+    def close(self) -> None:
+        """Abandon the rest (its connection is gone): the awaitable the steps yielded is
+        closed unawaited and the steps finish their `finally` (to call in their context)."""
+        pending = self.pending
+        if isinstance(pending, Coroutine):
+            pending.close()
+        self.steps.close()
+
+
+async def drive(steps: Steps, pending: Awaitable[Any]) -> web.StreamResponse:
+    """Run the pipeline's steps from `pending`, the first awaitable they yielded, to their
+    answer: each awaitable is awaited here (in a task, so timeouts and cancellation work as
+    in any coroutine) and its result sent back, or its exception thrown in."""
+    while True:
+        try:
+            value = await pending
+        except BaseException as exc:  # noqa: BLE001 - thrown into the steps, which decide
+            try:
+                pending = steps.throw(exc)
+            except StopIteration as done:
+                return cast(web.StreamResponse, done.value)
+        else:
+            try:
+                pending = steps.send(value)
+            except StopIteration as done:
+                return cast(web.StreamResponse, done.value)
 
 
 async def expect_continue(request: web.BaseRequest) -> None:

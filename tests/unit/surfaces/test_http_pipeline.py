@@ -3,13 +3,21 @@ admission and counting once per request, error rendering."""
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
+import gc
 import logging
+import warnings
 
 import pytest
+from aiohttp.test_utils import make_mocked_request
 
 from gateway.errors import UnavailableError
-from gateway.surfaces.http_app import ROUTER_KEY
-from gateway.surfaces.http_pipeline import FAILED_LOG_INTERVAL_S
+from gateway.logging import request_id_var
+from gateway.metrics import Metrics
+from gateway.surfaces.accounting import Recorder
+from gateway.surfaces.http_app import ROUTER_KEY, HttpDeps, build_pipeline
+from gateway.surfaces.http_pipeline import FAILED_LOG_INTERVAL_S, HttpPipeline, Unfinished
 from gateway.surfaces.http_routing import OpenRoute, Route
 from tests.unit.surfaces.conftest import MakeClient, count, total_requests
 from tests.unit.surfaces.fake_operations import FakeClock, FakeOperations
@@ -169,3 +177,47 @@ async def test_the_warning_limit_is_per_route(
         assert (await client.get(CREDS, headers=MARK)).status == 503
     assert sorted(r.path for r in failed_lines(caplog)) == [  # type: ignore[attr-defined]
         "/readyz", CREDS]
+
+
+def _pipeline(fake_ops: FakeOperations, metrics: Metrics, clock: FakeClock) -> HttpPipeline:
+    from tests.unit.surfaces.conftest import build_gate
+    gate = build_gate(fake_ops, metrics, clock)
+    return build_pipeline(HttpDeps(fake_ops, gate, Recorder(metrics, clock), metrics, clock,
+                                   1 << 20))
+
+
+async def test_start_leaves_the_rest_of_an_awaiting_request_to_run_in_its_context(
+    fake_ops: FakeOperations, metrics: Metrics, clock: FakeClock
+) -> None:
+    # FakeOperations has no at-once hits: the steps must await get_credentials.
+    pipeline = _pipeline(fake_ops, metrics, clock)
+    request = make_mocked_request("GET", CREDS, headers={**MARK, "Host": "127.0.0.1",
+                                                          "x-request-id": "r-1"})
+    context = contextvars.copy_context()
+    rest = context.run(pipeline.start, request)
+    assert isinstance(rest, Unfinished)
+    assert request_id_var.get() is None  # set in the request's context only
+    assert context.run(request_id_var.get) == "r-1"
+    assert total_requests(metrics) == 0  # counted once, when it ends
+    response = await asyncio.get_running_loop().create_task(rest.run(), context=context)
+    assert response.status == 200
+    assert response.headers["x-request-id"] == "r-1"
+    assert context.run(request_id_var.get) is None  # the steps reset what they set
+    assert total_requests(metrics) == 1
+
+
+async def test_an_abandoned_rest_is_counted_once_and_leaves_nothing_unawaited(
+    fake_ops: FakeOperations, metrics: Metrics, clock: FakeClock
+) -> None:
+    pipeline = _pipeline(fake_ops, metrics, clock)
+    request = make_mocked_request("GET", CREDS, headers={**MARK, "Host": "127.0.0.1"})
+    context = contextvars.copy_context()
+    rest = context.run(pipeline.start, request)
+    assert isinstance(rest, Unfinished)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "coroutine ... was never awaited" would be raised
+        context.run(rest.close)
+        gc.collect()
+    assert context.run(request_id_var.get) is None
+    assert count(metrics, "http", "credential", "error") == 1
+    assert total_requests(metrics) == 1

@@ -1,0 +1,234 @@
+"""aiohttp's HTTP/1.1 request handler, answering at once the requests that need no await.
+
+Why: aiohttp runs every request the same way. The parser queues the message and wakes the
+connection's `start()` task through a future; `start()` builds the request and a new task for
+the handler (Python 3.11 has no eager tasks); the handler's answer is prepared and written in
+that task; `start()` resumes once it is done. That is three task steps, two futures and four
+coroutine frames per request, a third of the CPU of a cached credential answer served by
+aiohttp. A confirmed cache hit needs none of it: the pipeline's steps finish without awaiting
+(`HttpPipeline.start`), so `data_received` runs them for the message and writes the prebuilt
+answer in the same callback.
+
+Everything else takes aiohttp's own way. A message is answered at once only when:
+- the connection is idle (`start()` waits for a message, none is queued, no handler runs), so
+  answers never overtake each other;
+- it is a keep-alive request without a body and without an upgrade (a message that closes the
+  connection, a body or an upgrade go the usual way, as does a parse error);
+- the transport's write buffer is empty (a connection with bytes still buffered goes the way
+  that waits for `drain`: back-pressure holds), and no access logger is configured.
+When the steps need an await after all (a miss, a policy decision to make, an error answer to
+prepare), the message is queued for `start()` with the request already built and the rest of
+the steps (`Unfinished`): `start()` then runs it as it would any handler, in its turn, with
+aiohttp's error handling, keep-alive and shutdown draining; the rest runs in a task of the
+request's own context, since the steps set and reset context variables.
+
+This relies on `RequestHandler` internals (aiohttp 3.14, the version requirements/daemon.lock
+pins). `supported()` checks them once; an aiohttp without them gets its plain handler.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from collections import deque
+from collections.abc import Callable, Coroutine
+from typing import Any, NamedTuple, Protocol
+
+from aiohttp import web
+from aiohttp.http import HttpProcessingError, StreamWriter
+from aiohttp.streams import EMPTY_PAYLOAD, StreamReader
+from aiohttp.web_protocol import RequestHandler, _ErrInfo
+
+from gateway.surfaces.bytes_response import BytesResponse
+
+# The RequestHandler (and BaseProtocol) attributes this handler reads or sets.
+_INTERNALS = (
+    "_messages", "_waiter", "_parser", "_payload_parser", "_upgraded", "_message_tail",
+    "_force_close", "_close", "_request_count", "_manager", "_request_factory",
+    "_request_handler", "_task_handler", "_keepalive", "_keepalive_handle",
+    "_next_keepalive_close_time", "_keepalive_timeout", "_logging_enabled",
+    "_max_msg_queue_size", "_buffer_paused",
+)
+
+
+class Unfinished(Protocol):
+    """The rest of a request whose steps need an await (`http_pipeline.Unfinished`)."""
+
+    def run(self) -> Coroutine[Any, Any, web.StreamResponse]:
+        """The rest of the steps, as a coroutine (run once)."""
+
+    def close(self) -> None:
+        """Abandon the rest (the connection is gone): close what was started."""
+
+
+# `HttpPipeline.start`: the answer, or the rest of the steps.
+Start = Callable[[web.BaseRequest], "BytesResponse | web.StreamResponse | Unfinished"]
+
+
+def supported() -> bool:
+    """Whether the installed aiohttp has the request handler internals this handler uses."""
+    slots: set[str] = set()
+    for cls in RequestHandler.__mro__:
+        slots.update(getattr(cls, "__slots__", ()))
+    return (all(name in slots for name in _INTERNALS)
+            and callable(getattr(RequestHandler, "_pause_reading_for_buffer", None))
+            and callable(getattr(RequestHandler, "_process_keepalive", None)))
+
+
+class _Early(NamedTuple):
+    """A message whose steps began in `data_received`, queued for `start()` to finish."""
+
+    message: Any  # the parser's RawRequestMessage (the C parser has its own class)
+    request: web.BaseRequest
+    started: BytesResponse | web.StreamResponse | Unfinished
+    context: contextvars.Context
+
+
+class AnsweringRequestHandler(RequestHandler):
+    """`RequestHandler` that answers an idle connection's request at once when it can (see
+    the module docstring). `start` is `HttpPipeline.start`; the server's handler (`serve`)
+    still answers every request `start()` runs."""
+
+    __slots__ = ("_early", "_factory", "_handler", "_start")
+
+    def __init__(self, manager: web.Server, *, loop: asyncio.AbstractEventLoop, start: Start,
+                 **kwargs: Any) -> None:
+        super().__init__(manager, loop=loop, **kwargs)
+        self._start = start
+        self._early: deque[_Early] = deque()
+        # start() asks these two for every message it runs; an early one is already built.
+        factory, handler = self._request_factory, self._request_handler
+        assert factory is not None
+        assert handler is not None
+        self._factory: Callable[..., web.BaseRequest] = factory
+        self._handler: Callable[[web.BaseRequest], Any] = handler
+        self._request_factory = self._make_request  # type: ignore[assignment]
+        self._request_handler = self._handle
+
+    def data_received(self, data: bytes) -> None:
+        waiter = self._waiter
+        transport = self.transport
+        if (waiter is None or waiter.done() or self._messages or self._payload_parser is not None
+                or self._upgraded or self._force_close or self._close or self._logging_enabled
+                or transport is None):
+            super().data_received(data)
+            return
+        parser = self._parser
+        assert parser is not None
+        messages: Any
+        try:
+            messages, upgraded, tail = parser.feed_data(data)
+        except HttpProcessingError as exc:  # as RequestHandler.data_received answers it
+            messages = [(_ErrInfo(status=400, exc=exc, message=exc.message), EMPTY_PAYLOAD)]
+            upgraded, tail = False, b""
+        queued = False
+        for message, payload in messages:
+            self._request_count += 1
+            if (not queued and payload is EMPTY_PAYLOAD and not isinstance(message, _ErrInfo)
+                    and not message.should_close and not message.upgrade
+                    and not transport.get_write_buffer_size() and not transport.is_closing()
+                    and self._answer(message, payload)):
+                continue
+            self._messages.append((message, payload))
+            queued = True
+        self._upgraded = upgraded
+        if upgraded and tail:
+            self._message_tail = tail
+        if queued:
+            if not waiter.done():
+                waiter.set_result(None)
+            if not self._buffer_paused and len(self._messages) >= self._max_msg_queue_size:
+                self._pause_reading_for_buffer()
+
+    def _answer(self, message: Any, payload: StreamReader) -> bool:
+        """Run the steps of `message`; True when it was answered (written) at once, else it
+        is queued as an early message for `start()` (False: queue it, in order)."""
+        loop = self._loop
+        request = self._factory(message, payload, self, StreamWriter(self, loop),
+                                self._task_handler)
+        context = contextvars.copy_context()
+        try:
+            started = context.run(self._start, request)
+        except Exception as exc:  # noqa: BLE001 - the pipeline catches its own; aiohttp's 500
+            started = _Raise(exc)
+        if isinstance(started, BytesResponse):
+            try:
+                started.send(request)
+            except ConnectionError:
+                self.force_close()
+                return True
+            parser = self._parser
+            if parser is not None:
+                parser.message_consumed()
+            manager = self._manager
+            if manager is not None:
+                manager.requests_count += 1
+            # What start() does after a keep-alive answer: the idle timer starts again.
+            self._keepalive = True
+            close_time = loop.time() + self._keepalive_timeout
+            self._next_keepalive_close_time = close_time
+            if self._keepalive_handle is None:
+                self._keepalive_handle = loop.call_at(close_time, self._process_keepalive)
+            return True
+        self._early.append(_Early(message, request, started, context))
+        return False
+
+    def _make_request(self, message: Any, payload: StreamReader, protocol: RequestHandler,
+                      writer: StreamWriter, task: asyncio.Task[None]) -> web.BaseRequest:
+        early = self._early
+        if early and early[0].message is message:
+            return early[0].request
+        return self._factory(message, payload, protocol, writer, task)
+
+    def _handle(self, request: web.BaseRequest) -> Coroutine[Any, Any, web.StreamResponse]:
+        early = self._early
+        if early and early[0].request is request:
+            return _finish(self._loop, early.popleft())
+        return self._handler(request)  # type: ignore[no-any-return]
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        early = list(self._early)
+        self._early.clear()
+        super().connection_lost(exc)
+        for entry in early:  # start() will not run them: close what their steps started
+            if not isinstance(entry.started, (BytesResponse, web.StreamResponse)):
+                entry.context.run(entry.started.close)
+
+
+class _Raise:
+    """An `Unfinished` that raises what the steps raised, for aiohttp's handler to answer."""
+
+    def __init__(self, exc: Exception) -> None:
+        self._exc = exc
+
+    async def _raise(self) -> web.StreamResponse:
+        raise self._exc
+
+    def run(self) -> Coroutine[Any, Any, web.StreamResponse]:
+        return self._raise()
+
+    def close(self) -> None:
+        """Nothing was started."""
+
+
+async def _finish(loop: asyncio.AbstractEventLoop, entry: _Early) -> web.StreamResponse:
+    """An early message's answer, as `start()` awaits its handler's."""
+    started = entry.started
+    if isinstance(started, BytesResponse):
+        return started  # type: ignore[return-value]  # prepare/write_eof/keep_alive: enough
+    if isinstance(started, web.StreamResponse):
+        return started
+    # A task of the request's own context: its steps reset the context variables they set.
+    return await loop.create_task(started.run(), context=entry.context)
+
+
+class AnsweringServer(web.Server):
+    """aiohttp's low-level server with `AnsweringRequestHandler` connections."""
+
+    def __init__(self, handler: Any, *, start: Start, **kwargs: Any) -> None:
+        super().__init__(handler, **kwargs)
+        self._start = start
+
+    def __call__(self) -> RequestHandler:
+        return AnsweringRequestHandler(self, loop=self._loop, start=self._start,
+                                       **self._kwargs)

@@ -1,0 +1,283 @@
+"""The request handler that answers at once (gateway/surfaces/http_protocol.py), driven
+byte by byte through a fake transport: which requests are answered inside `data_received`,
+that answers keep the requests' order when some need an await, that the rest of an unfinished
+request runs in its own context, and that everything else goes aiohttp's own way.
+
+The pipeline is replaced by a fake `start`: what it returns decides the path (`/now/..`: a
+BytesResponse, `/later/..`: an Unfinished, `/raise`: an exception); aiohttp's handler (`serve`)
+answers `served <path>`. test_http_hot_path.py runs the real pipeline through it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from collections.abc import Coroutine
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from gateway.surfaces import http_protocol
+from gateway.surfaces.bytes_response import BytesResponse, HttpDate
+from gateway.surfaces.http_protocol import AnsweringRequestHandler, AnsweringServer
+
+_var: contextvars.ContextVar[str] = contextvars.ContextVar("test_http_protocol", default="")
+
+
+class FakeTransport(asyncio.Transport):
+    """Records writes; `buffered` is what `get_write_buffer_size` reports."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.written = bytearray()
+        self.buffered = 0
+        self.closed = False
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self.written += data
+
+    def writelines(self, data: Any) -> None:
+        for chunk in data:
+            self.write(chunk)
+
+    def get_write_buffer_size(self) -> int:
+        return self.buffered
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def close(self) -> None:
+        self.closed = True
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return default
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+
+class Later:
+    """An Unfinished: its run awaits `release`, then answers with the context var it sees."""
+
+    def __init__(self, name: str, token: contextvars.Token[str]) -> None:
+        self.name = name
+        self.token = token
+        self.release = asyncio.Event()
+        self.closed = False
+
+    async def _run(self) -> web.StreamResponse:
+        await asyncio.wait_for(self.release.wait(), 5)
+        seen = _var.get()
+        _var.reset(self.token)  # a token of another context would raise ValueError
+        return web.Response(text=f"later {self.name} saw {seen}")
+
+    def run(self) -> Coroutine[Any, Any, web.StreamResponse]:
+        return self._run()
+
+    def close(self) -> None:
+        self.closed = True
+        _var.reset(self.token)
+
+
+class Pipeline:
+    """The fake pipeline: `start` by path, `serve` for what aiohttp's handler runs."""
+
+    def __init__(self) -> None:
+        self.started: list[str] = []
+        self.served: list[str] = []
+        self.later: dict[str, Later] = {}
+        self.date = HttpDate()
+
+    def start(self, request: web.BaseRequest) -> Any:
+        path = request.path
+        self.started.append(path)
+        kind, _, name = path[1:].partition("/")
+        if kind == "now":
+            answer = BytesResponse(f'{{"now":"{name}"}}'.encode(), self.date, "no-store")
+            answer.request_id = name
+            return answer
+        if kind == "later":
+            later = self.later[name] = Later(name, _var.set(name))
+            return later
+        raise RuntimeError("the steps failed")
+
+    async def serve(self, request: web.BaseRequest) -> web.StreamResponse:
+        self.served.append(request.path)
+        if request.can_read_body:
+            await request.read()
+        return web.Response(text=f"served {request.path}")
+
+
+class Conn:
+    """One connection of an AnsweringServer over a FakeTransport."""
+
+    def __init__(self, pipeline: Pipeline) -> None:
+        self.pipeline = pipeline
+        self.server = AnsweringServer(pipeline.serve, start=pipeline.start, access_log=None)
+        handler = self.server()
+        assert isinstance(handler, AnsweringRequestHandler)
+        self.handler = handler
+        self.transport = FakeTransport()
+        handler.connection_made(self.transport)
+
+    async def idle(self) -> None:
+        """Let start() run until it waits for the next message."""
+        for _ in range(50):
+            await asyncio.sleep(0)
+        assert self.handler._waiter is not None
+
+    def send(self, data: bytes) -> None:
+        self.handler.data_received(data)
+
+    def answers(self) -> list[str]:
+        """The bodies written so far, in order."""
+        out = []
+        raw = bytes(self.transport.written)
+        while raw:
+            head, _, rest = raw.partition(b"\r\n\r\n")
+            length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
+                              if line.lower().startswith(b"content-length")))
+            out.append(rest[:length].decode())
+            raw = rest[length:]
+        return out
+
+    def close(self) -> None:
+        self.handler.connection_lost(None)
+
+
+def get(path: str, extra: str = "") -> bytes:
+    return f"GET {path} HTTP/1.1\r\nHost: localhost\r\n{extra}\r\n".encode()
+
+
+@pytest.fixture
+async def conn() -> Any:
+    c = Conn(Pipeline())
+    await c.idle()
+    yield c
+    c.close()
+
+
+def test_the_installed_aiohttp_has_what_the_handler_needs() -> None:
+    # The daemon's lock pins aiohttp; a version without these internals would silently serve
+    # every request the slow way: this fails instead.
+    assert http_protocol.supported()
+
+
+async def test_a_request_whose_steps_need_no_await_is_answered_inside_data_received(
+        conn: Conn) -> None:
+    conn.send(get("/now/a"))
+    # No loop iteration ran: the answer was written in the callback itself.
+    assert conn.answers() == ['{"now":"a"}']
+    assert conn.pipeline.served == []
+    assert b"x-request-id: a\r\n" in conn.transport.written
+    conn.send(get("/now/b"))
+    assert conn.answers() == ['{"now":"a"}', '{"now":"b"}']
+    await conn.idle()  # start() still waits for the next message
+    assert not conn.transport.closed
+
+
+async def test_an_answer_at_once_restarts_the_idle_timer(conn: Conn) -> None:
+    before = conn.handler._next_keepalive_close_time
+    await asyncio.sleep(0.01)
+    conn.send(get("/now/a"))
+    assert conn.handler._next_keepalive_close_time > before
+    assert conn.handler._keepalive_handle is not None
+
+
+async def test_an_unfinished_request_runs_in_its_turn_and_in_its_own_context(
+        conn: Conn) -> None:
+    conn.send(get("/later/x"))
+    assert conn.answers() == []
+    later = conn.pipeline.later["x"]
+    assert _var.get() == ""  # the steps' context is the request's, not the caller's
+    later.release.set()
+    for _ in range(100):
+        await asyncio.sleep(0)
+        if conn.answers():
+            break
+    assert conn.answers() == ["later x saw x"]
+    assert conn.pipeline.served == []  # the rest of the steps answered, not a second run
+    assert conn.pipeline.started == ["/later/x"]
+
+
+async def test_pipelined_requests_are_answered_in_order_when_one_needs_an_await(
+        conn: Conn) -> None:
+    conn.send(get("/now/a") + get("/later/b") + get("/now/c"))
+    # a at once; b needs an await; c must not overtake b, so it goes aiohttp's way.
+    assert conn.answers() == ['{"now":"a"}']
+    conn.pipeline.later["b"].release.set()
+    for _ in range(200):
+        await asyncio.sleep(0)
+        if len(conn.answers()) == 3:
+            break
+    assert conn.answers() == ['{"now":"a"}', "later b saw b", "served /now/c"]
+    # Once idle again, the next one is answered at once.
+    await conn.idle()
+    conn.send(get("/now/d"))
+    assert conn.answers()[-1] == '{"now":"d"}'
+
+
+@pytest.mark.parametrize(("request_bytes", "why"), [
+    (get("/now/a", "Connection: close\r\n"), "closes the connection"),
+    (b"POST /now/a HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\n\r\n{}", "has a body"),
+    (b"GET /now/a HTTP/1.0\r\nHost: localhost\r\n\r\n", "HTTP/1.0 without keep-alive"),
+    (get("/now/a", "Connection: Upgrade\r\nUpgrade: websocket\r\n"), "an upgrade"),
+])
+async def test_requests_that_are_not_plain_keep_alive_reads_go_aiohttps_way(
+        conn: Conn, request_bytes: bytes, why: str) -> None:
+    conn.send(request_bytes)
+    assert conn.pipeline.started == [], why
+    for _ in range(100):
+        await asyncio.sleep(0)
+        if conn.answers():
+            break
+    assert conn.answers() == ["served /now/a"], why
+
+
+async def test_a_connection_with_bytes_still_buffered_waits_for_drain_the_usual_way(
+        conn: Conn) -> None:
+    conn.transport.buffered = 1  # back-pressure: the at-once path must not pile up writes
+    conn.send(get("/now/a"))
+    assert conn.answers() == []
+    assert conn.pipeline.started == []
+    conn.transport.buffered = 0
+    for _ in range(100):
+        await asyncio.sleep(0)
+        if conn.answers():
+            break
+    assert conn.answers() == ["served /now/a"]
+
+
+async def test_a_parse_error_is_answered_400_by_aiohttp(conn: Conn) -> None:
+    conn.send(b"NOT HTTP AT ALL\r\n\r\n")
+    for _ in range(100):
+        await asyncio.sleep(0)
+        if conn.transport.written:
+            break
+    assert b" 400 Bad Request\r\n" in conn.transport.written
+    assert conn.pipeline.started == []
+
+
+async def test_steps_that_raise_become_aiohttps_500_in_order(conn: Conn) -> None:
+    conn.send(get("/raise/x"))
+    for _ in range(100):
+        await asyncio.sleep(0)
+        if conn.transport.written:
+            break
+    assert conn.transport.written.startswith(b"HTTP/1.1 500")
+
+
+async def test_a_lost_connection_closes_the_rest_of_a_queued_request() -> None:
+    conn = Conn(Pipeline())
+    await conn.idle()
+    conn.send(get("/now/a") + get("/later/b") + get("/later/c"))
+    # b began (its steps set the context variable); c was only queued behind it.
+    assert conn.pipeline.started == ["/now/a", "/later/b"]
+    later = conn.pipeline.later["b"]
+    conn.close()  # start() never runs b: its rest is closed in its own context
+    assert later.closed
+    assert _var.get() == ""
