@@ -1,6 +1,8 @@
 """ClientConfig: where the gateway is and how long to wait, parsed once from arguments or env.
 
-This is the only module of the client that reads ``os.environ``. URL forms (``LAKEGATE_URL``):
+The client's connection settings are read from ``os.environ`` here only (other modules
+read just their own switches: the Spark fault hooks, the worker heap, DuckDB's extension
+directory, and the driver's Iceberg catalog URL). URL forms (``LAKEGATE_URL``):
 
 =========================  ====================================================
 ``http://127.0.0.1:8765``  native HTTP API over loopback TCP (also ``https://``)
