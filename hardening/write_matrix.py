@@ -295,24 +295,18 @@ def run_write_suite(run_dir: Path, *, rounds: int = 3, formats: tuple[str, ...] 
         with patch.dict(os.environ, env):
             spark = spark_session("local[2,2]", app_name="lakegate-harden-writes",
                                   conf={"spark.python.task.killTimeout": "30s"})
+        # Every (format, store) cell: S3's under the format's name, the others' suffixed.
+        cells = [*((fmt, "s3") for fmt in formats), *((fmt, "adls") for fmt in adls_formats),
+                 *((fmt, "gcs") for fmt in gcs_formats)]
+        auditors = {store: auditor if store == "s3" else TableAuditor(info, store)
+                    for store in {store for _, store in cells}}
         try:
-            for fmt in formats:
+            for fmt, store in cells:
+                name = fmt if store == "s3" else f"{fmt}@{store}"
                 for case in CASES + (PLAIN_CASES if fmt == "parquet" else ()):
-                    _rounds(results, fmt, case, rounds,
-                            lambda c, f=fmt, k=case: _run_case(  # type: ignore[misc]
-                                _Round(spark, info, auditor, f), k, c))
-            adls_auditor = TableAuditor(info, "adls") if adls_formats else auditor
-            for fmt in adls_formats:
-                for case in CASES + (PLAIN_CASES if fmt == "parquet" else ()):
-                    _rounds(results, f"{fmt}@adls", case, rounds,
-                            lambda c, f=fmt, k=case: _run_case(  # type: ignore[misc]
-                                _Round(spark, info, adls_auditor, f, "adls"), k, c))
-            gcs_auditor = TableAuditor(info, "gcs") if gcs_formats else auditor
-            for fmt in gcs_formats:
-                for case in CASES + (PLAIN_CASES if fmt == "parquet" else ()):
-                    _rounds(results, f"{fmt}@gcs", case, rounds,
-                            lambda c, f=fmt, k=case: _run_case(  # type: ignore[misc]
-                                _Round(spark, info, gcs_auditor, f, "gcs"), k, c))
+                    _rounds(results, name, case, rounds,
+                            lambda c, f=fmt, k=case, s=store: _run_case(  # type: ignore[misc]
+                                _Round(spark, info, auditors[s], f, s), k, c))
         finally:
             spark.stop()
         if speculation:
