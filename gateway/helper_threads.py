@@ -13,9 +13,9 @@ latency there. The server pulls calls from grpc's core one at a time, so however
 wait, Python sees few calls in flight: one caller never shows two, while 16 or 64 callers show
 two or more at about half the samples. `HelperThreads` samples them every `SAMPLE_S` and makes
 the other threads SCHED_BATCH when `BUSY_SAMPLES` of the last `WINDOW` samples saw calls
-overlap, normal again when none of them did; while batched it also covers threads started
-since. The daemon entry runs it (`LISTEN__GRPC_BATCH_THREADS`); tests, which start many Apps in
-one process, do not.
+overlap, normal again after `QUIET_SAMPLES` samples in a row without (1 s); while batched it
+also covers threads started since. The daemon entry runs it (`LISTEN__GRPC_BATCH_THREADS`);
+tests, which start many Apps in one process, do not.
 """
 
 from __future__ import annotations
@@ -32,11 +32,14 @@ CONCURRENT_CALLS = 2
 """gRPC calls in flight at one sample that show calls overlapping (one caller never does)."""
 
 WINDOW = 8
-"""Samples the decision looks back on."""
+"""Samples the decision to batch looks back on."""
 
 BUSY_SAMPLES = 3
-"""Samples of the window showing overlapping calls that make the other threads SCHED_BATCH;
-none in the window makes them normal again (hysteresis)."""
+"""Samples of the window showing overlapping calls that make the other threads SCHED_BATCH."""
+
+QUIET_SAMPLES = 40
+"""Samples in a row without overlap that make them normal again: slower than the switch on,
+as a busy server on a crowded CPU can go 7 samples without showing two calls at once."""
 
 SAMPLE_S = 0.025
 """Seconds between two samples."""
@@ -113,19 +116,21 @@ class HelperThreads:
         self._calls = calls_in_flight
         self._policy = policy
         self._window: deque[bool] = deque(maxlen=WINDOW)
+        self._quiet = 0  # samples in a row without overlap
         self._since_sweep = 0
         self.batched = False
 
     def sample(self) -> bool:
         """One sample: switch if due; returns whether the other threads are batched now."""
-        self._window.append(self._calls() >= CONCURRENT_CALLS)
-        overlapping = sum(self._window)
+        overlap = self._calls() >= CONCURRENT_CALLS
+        self._window.append(overlap)
+        self._quiet = 0 if overlap else self._quiet + 1
         if not self.batched:
-            if overlapping >= BUSY_SAMPLES:
+            if sum(self._window) >= BUSY_SAMPLES:
                 changed = self._policy.apply(True)
                 self.batched, self._since_sweep = True, 0
                 _log.debug("helper threads batched", extra={"threads": changed})
-        elif overlapping == 0 and len(self._window) == WINDOW:
+        elif self._quiet >= QUIET_SAMPLES:
             self.restore()
         else:
             self._since_sweep += 1
