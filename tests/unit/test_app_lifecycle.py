@@ -277,3 +277,25 @@ async def test_the_daemons_other_threads_are_batched_while_grpc_is_busy(
     finally:
         await app.shutdown()
         LinuxThreads(lambda: other_threads(own)).apply(False)
+
+
+async def test_the_daemon_entry_is_the_one_app_that_batches_helper_threads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gateway import serve as serve_module
+    from gateway.logging import Redactor
+
+    made: list[dict[str, object]] = []
+
+    class Recorded:
+        def __init__(self, settings: object, **kwargs: object) -> None:
+            made.append(kwargs)
+
+        async def serve(self) -> None:
+            return None
+
+    monkeypatch.setattr(serve_module, "App", Recorded)
+    settings = settings_for(tmp_path)
+    assert await serve_module._serve(settings, lambda: settings, Redactor()) == 0
+    assert made[0]["batch_helpers"] is True
+    assert made[0]["freeze_gc"] is True
