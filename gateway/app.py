@@ -17,6 +17,7 @@ import gc
 import json
 import logging
 import signal
+import threading
 from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
@@ -27,6 +28,7 @@ from aiohttp import web
 from gateway import __version__
 from gateway.clock import Clock, SystemClock
 from gateway.concurrency import Spawn
+from gateway.helper_threads import HelperThreads, LinuxThreads, batch_available, other_threads
 from gateway.logging import Redactor
 from gateway.metrics import Metrics
 from gateway.reload import ConfigReloader, SettingsSource
@@ -112,6 +114,10 @@ class App:
             out of the cyclic GC's reach (`gc.freeze()`), so the collections that request
             garbage triggers stop re-scanning them. The daemon entry sets it; tests, which
             start many Apps in one process, do not.
+        batch_helpers: while gRPC calls crowd in, make the process's other threads SCHED_BATCH
+            so they stop preempting the loop's thread (`gateway/helper_threads.py`; Linux,
+            `LISTEN__GRPC_BATCH_THREADS`). The daemon entry sets it; tests do not, as it
+            changes every thread of the process.
     """
 
     def __init__(
@@ -122,6 +128,7 @@ class App:
         core_factory: CoreFactory | None = None,
         service_factory: ServiceFactory | None = None,
         freeze_gc: bool = False,
+        batch_helpers: bool = False,
         reload_source: SettingsSource | None = None,
         redactor: Redactor | None = None,
     ) -> None:
@@ -131,6 +138,7 @@ class App:
         self._redactor = redactor
         self.reloader: ConfigReloader | None = None
         self._freeze_gc = freeze_gc
+        self._batch_helpers = batch_helpers
         self.clock = clock or SystemClock()
         if service_factory is not None:
             make = service_factory
@@ -205,6 +213,12 @@ class App:
         await self._bind_grpc(grpc_surface)
         self._write_ports_file()
         self.tasks.spawn(self._health_loop(), name="grpc-health", loop=True)
+        if self._batch_helpers and s.listen.grpc_batch_threads and batch_available():
+            loop_tid = threading.get_native_id()
+            helpers = HelperThreads(grpc_surface.calls_in_flight,
+                                    LinuxThreads(lambda: other_threads(loop_tid)))
+            # Cancelled on shutdown, which leaves the threads normal (`HelperThreads.run`).
+            self.tasks.spawn(helpers.run(self.clock.sleep), name="helper-threads", loop=True)
         if self._freeze_gc:
             gc.collect()
             gc.freeze()

@@ -33,7 +33,8 @@ def _parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 async def _serve(settings: Settings, source: SettingsSource, redactor: Redactor) -> int:
-    app = App(settings, freeze_gc=True, reload_source=source, redactor=redactor)
+    app = App(settings, freeze_gc=True, batch_helpers=True, reload_source=source,
+              redactor=redactor)
     try:
         await app.serve()
     except StartupError as exc:

@@ -164,6 +164,10 @@ class ListenSettings(_Section):
     ops_host: str = "127.0.0.1"
     ops_port: int | None = Field(default=None, ge=0, le=65535)
     allowed_hosts: str = Field(default="", pattern=_HOSTS)  # Host names besides loopback
+    # The daemon on Linux: while gRPC calls overlap (concurrent callers), its other threads
+    # (gRPC's poller and core threads) run SCHED_BATCH so they stop preempting the event loop
+    # (gateway/helper_threads.py). False: they keep the default policy.
+    grpc_batch_threads: bool = True
 
     @property
     def is_loopback(self) -> bool:

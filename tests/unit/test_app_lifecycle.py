@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 import signal
 import socket
 import stat
+import threading
 from pathlib import Path
 
 import aiohttp
 import pytest
 
-from gateway.app import StartupError, State
+from gateway.app import App, StartupError, State
+from gateway.helper_threads import LinuxThreads, batch_available, other_threads
 from gateway.serve import run
 from tests.unit.app_harness import CREDS, MARK, app_for, running, settings_for
 from tests.unit.surfaces.fake_operations import FakeOperations
@@ -198,3 +202,100 @@ async def test_app_is_an_async_context_manager_and_cannot_restart(
     assert app.state is State.CLOSED
     with pytest.raises(RuntimeError, match="cannot start"):
         await app.start()
+
+
+def _helper_tasks(app: App) -> list[asyncio.Task[object]]:
+    return [t for t in app.tasks.live if t.get_name() == "helper-threads"]
+
+
+@pytest.mark.skipif(not batch_available(), reason="SCHED_BATCH is Linux only")
+async def test_only_the_daemon_samples_for_helper_threads_unless_turned_off(
+    tmp_path: Path, fake_ops: FakeOperations
+) -> None:
+    async with running(app_for(settings_for(tmp_path / "a"), fake_ops)) as app:
+        assert _helper_tasks(app) == []  # tests' Apps leave their process's threads alone
+    daemon = App(settings_for(tmp_path / "b"), batch_helpers=True,
+                 service_factory=lambda s, m, spawn: fake_ops)  # type: ignore[arg-type,return-value]
+    async with running(daemon):
+        (task,) = _helper_tasks(daemon)
+    assert task.cancelled()  # owned: cancelled on shutdown
+    off = App(settings_for(tmp_path / "c", LAKEGATE__LISTEN__GRPC_BATCH_THREADS="false"),
+              batch_helpers=True,
+              service_factory=lambda s, m, spawn: fake_ops)  # type: ignore[arg-type,return-value]
+    async with running(off):
+        assert _helper_tasks(off) == []
+
+
+def _policies(own: int) -> set[int]:
+    out = set()
+    for tid in other_threads(own):
+        with contextlib.suppress(OSError):
+            out.add(os.sched_getscheduler(tid))
+    return out
+
+
+@pytest.mark.skipif(not batch_available(), reason="SCHED_BATCH is Linux only")
+async def test_the_daemons_other_threads_are_batched_while_grpc_is_busy(
+    tmp_path: Path, fake_ops: FakeOperations
+) -> None:
+    """The real switch, on this test process's threads (the gRPC server's among them): batched
+    while calls crowd in, normal once they are gone, and normal after a shutdown while busy."""
+    import grpc
+
+    from lakegate.v1 import common_pb2, credentials_pb2, credentials_pb2_grpc
+
+    own = threading.get_native_id()
+    app = App(settings_for(tmp_path), batch_helpers=True,
+              service_factory=lambda s, m, spawn: fake_ops)  # type: ignore[arg-type,return-value]
+    request = credentials_pb2.GetTableCredentialsRequest(
+        table=common_pb2.TableRef(warehouse="demo", namespace=["demo_ns"], name="orders"))
+
+    async def until(policy: int) -> None:
+        while _policies(own) != {policy}:  # noqa: ASYNC110 - the kernel's state, no event
+            await asyncio.sleep(0.02)
+
+    try:
+        await app.start()
+        async with grpc.aio.insecure_channel(f"unix:{tmp_path / 'grpc.sock'}") as channel:
+            stub = credentials_pb2_grpc.CredentialServiceStub(channel)
+            async with asyncio.timeout(10):
+                for round_ in range(2):
+                    fake_ops.hold = asyncio.Event()
+                    calls = [stub.GetTableCredentials(request, timeout=10) for _ in range(6)]
+                    await until(os.SCHED_BATCH)
+                    assert os.sched_getscheduler(own) == os.SCHED_OTHER  # the loop's own
+                    if round_ == 1:  # a shutdown while batched: drain, then the threads
+                        stopping = asyncio.create_task(app.shutdown())
+                        await app.stopping.wait()
+                    fake_ops.hold.set()
+                    await asyncio.gather(*calls)
+                    if round_ == 0:
+                        await until(os.SCHED_OTHER)  # idle again
+                await stopping
+        assert _policies(own) == {os.SCHED_OTHER}
+        assert app.state is State.CLOSED
+    finally:
+        await app.shutdown()
+        LinuxThreads(lambda: other_threads(own)).apply(False)
+
+
+async def test_the_daemon_entry_is_the_one_app_that_batches_helper_threads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gateway import serve as serve_module
+    from gateway.logging import Redactor
+
+    made: list[dict[str, object]] = []
+
+    class Recorded:
+        def __init__(self, settings: object, **kwargs: object) -> None:
+            made.append(kwargs)
+
+        async def serve(self) -> None:
+            return None
+
+    monkeypatch.setattr(serve_module, "App", Recorded)
+    settings = settings_for(tmp_path)
+    assert await serve_module._serve(settings, lambda: settings, Redactor()) == 0
+    assert made[0]["batch_helpers"] is True
+    assert made[0]["freeze_gc"] is True

@@ -41,3 +41,31 @@ async def test_the_health_service_still_answers(
     async with running(app_for(settings_for(tmp_path), fake_ops)):
         async with grpc.aio.insecure_channel(f"unix:{tmp_path / 'grpc.sock'}") as channel:
             assert await _code(channel, "/grpc.health.v1.Health/Check") is grpc.StatusCode.OK
+
+
+async def test_calls_in_flight_counts_the_calls_the_server_is_handling(
+    tmp_path: Path, fake_ops: FakeOperations
+) -> None:
+    """`calls_in_flight` reads grpc.aio's task per call (its name is grpc's, not ours): a grpc
+    release that renamed it would leave the helper threads normal under load (0 here)."""
+    import asyncio
+
+    from gateway.surfaces.grpc_server import GrpcSurface
+    from lakegate.v1 import common_pb2, credentials_pb2, credentials_pb2_grpc
+
+    fake_ops.hold = asyncio.Event()
+    async with running(app_for(settings_for(tmp_path), fake_ops)):
+        assert GrpcSurface.calls_in_flight() == 0
+        async with grpc.aio.insecure_channel(f"unix:{tmp_path / 'grpc.sock'}") as channel:
+            stub = credentials_pb2_grpc.CredentialServiceStub(channel)
+            request = credentials_pb2.GetTableCredentialsRequest(
+                table=common_pb2.TableRef(warehouse="demo", namespace=["demo_ns"], name="orders"))
+            calls = [stub.GetTableCredentials(request, timeout=10) for _ in range(5)]
+            async with asyncio.timeout(10):
+                while fake_ops.calls["get_credentials"] < 5:  # noqa: ASYNC110 - a count
+                    await asyncio.sleep(0.01)
+                assert GrpcSurface.calls_in_flight() == 5
+                fake_ops.hold.set()
+                await asyncio.gather(*calls)
+                while GrpcSurface.calls_in_flight():  # noqa: ASYNC110 - grpc's tasks end
+                    await asyncio.sleep(0.01)
