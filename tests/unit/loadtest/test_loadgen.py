@@ -60,6 +60,31 @@ async def test_open_loop_request_cap_wins_over_rate() -> None:
     assert call.calls == 7
 
 
+class StallOnce(FakeCall):
+    """Answers at once, but the `stall_at`-th call takes `stall_s`."""
+
+    def __init__(self, stall_at: int, stall_s: float) -> None:
+        super().__init__()
+        self.stall_at, self.stall_s = stall_at, stall_s
+
+    async def __call__(self) -> None:
+        self.calls += 1
+        await asyncio.sleep(self.stall_s if self.calls == self.stall_at else 0)
+
+
+async def test_open_loop_counts_latency_from_when_each_request_was_due() -> None:
+    # One pacer, 1,000 arrivals/s for 0.1 s: the 50 ms stall of call 5 delays the ~50
+    # requests due meanwhile; each counts from its due time (no coordinated omission), so
+    # the tail shows the stall although each of those calls itself was instant.
+    call = StallOnce(stall_at=5, stall_s=0.05)
+    result = await run_open(
+        _spec("open", 1, Bounds(10**6, 0.1), rate=1000.0), call, time.perf_counter()
+    )
+    assert call.calls == 100
+    assert result.hist.percentile_ms(99) >= 40.0
+    assert result.hist.percentile_ms(75) >= 10.0
+
+
 async def test_burst_sends_exactly_k_requests() -> None:
     call = FakeCall()
     result = await run_burst(_spec("burst", 300, Bounds(300, 30.0)), call, time.perf_counter())
