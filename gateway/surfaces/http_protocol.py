@@ -19,8 +19,8 @@ Everything else takes aiohttp's own way. A message is answered at once only when
 When the steps need an await after all (a miss, a policy decision to make, an error answer to
 prepare), the message is queued for `start()` with the request already built and the rest of
 the steps (`Unfinished`): `start()` then runs it as it would any handler, in its turn, with
-aiohttp's error handling, keep-alive and shutdown draining; the rest runs in a task of the
-request's own context, since the steps set and reset context variables.
+aiohttp's error handling, keep-alive and shutdown draining; each step of the rest runs in the
+request's own context (`_InContext`), since the steps set and reset context variables.
 
 This relies on `RequestHandler` internals (aiohttp 3.14, the version requirements/daemon.lock
 pins). `supported()` checks them once; an aiohttp without them gets its plain handler.
@@ -31,8 +31,8 @@ from __future__ import annotations
 import asyncio
 import contextvars
 from collections import deque
-from collections.abc import Callable, Coroutine
-from typing import Any, NamedTuple, Protocol
+from collections.abc import Callable, Coroutine, Generator
+from typing import Any, NamedTuple, Protocol, cast
 
 from aiohttp import web
 from aiohttp.http import HttpProcessingError, StreamWriter
@@ -183,7 +183,7 @@ class AnsweringRequestHandler(RequestHandler):
     def _handle(self, request: web.BaseRequest) -> Coroutine[Any, Any, web.StreamResponse]:
         early = self._early
         if early and early[0].request is request:
-            return _finish(self._loop, early.popleft())
+            return _finish(early.popleft())
         return self._handler(request)  # type: ignore[no-any-return]
 
     def connection_lost(self, exc: BaseException | None) -> None:
@@ -211,15 +211,48 @@ class _Raise:
         """Nothing was started."""
 
 
-async def _finish(loop: asyncio.AbstractEventLoop, entry: _Early) -> web.StreamResponse:
+async def _finish(entry: _Early) -> web.StreamResponse:
     """An early message's answer, as `start()` awaits its handler's."""
     started = entry.started
     if isinstance(started, BytesResponse):
         return started  # type: ignore[return-value]  # prepare/write_eof/keep_alive: enough
     if isinstance(started, web.StreamResponse):
         return started
-    # A task of the request's own context: its steps reset the context variables they set.
-    return await loop.create_task(started.run(), context=entry.context)
+    return await _InContext(started.run(), entry.context)
+
+
+class _InContext:
+    """Awaits `coro` in the current task (start()'s handler task), each of its steps run in
+    `context`: the steps set context variables and reset them by token, which works only in
+    the context that set them. A task of that context would do too, at the cost of a second
+    task per request on the way that already awaits (a cold herd's ten thousand waiters)."""
+
+    __slots__ = ("_context", "_coro")
+
+    def __init__(self, coro: Coroutine[Any, Any, web.StreamResponse],
+                 context: contextvars.Context) -> None:
+        self._coro = coro
+        self._context = context
+
+    def __await__(self) -> Generator[Any, Any, web.StreamResponse]:
+        run, coro = self._context.run, self._coro
+        try:
+            pending = run(coro.send, None)
+        except StopIteration as done:
+            return cast(web.StreamResponse, done.value)
+        while True:
+            try:
+                value = yield pending  # the future the steps wait on, to the enclosing task
+            except BaseException as exc:  # noqa: BLE001 - cancellation included: to the steps
+                try:
+                    pending = run(coro.throw, exc)
+                except StopIteration as done:
+                    return cast(web.StreamResponse, done.value)
+            else:
+                try:
+                    pending = run(coro.send, value)
+                except StopIteration as done:
+                    return cast(web.StreamResponse, done.value)
 
 
 class AnsweringServer(web.Server):

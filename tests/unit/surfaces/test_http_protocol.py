@@ -70,6 +70,13 @@ class Later:
         self.closed = False
 
     async def _run(self) -> web.StreamResponse:
+        if self.name.startswith("timeout"):  # a deadline inside the rest: a task's timeout
+            try:
+                async with asyncio.timeout(0.01):
+                    await self.release.wait()
+            except TimeoutError:
+                _var.reset(self.token)
+                return web.Response(text=f"later {self.name} timed out")
         await asyncio.wait_for(self.release.wait(), 5)
         seen = _var.get()
         _var.reset(self.token)  # a token of another context would raise ValueError
@@ -202,6 +209,20 @@ async def test_an_unfinished_request_runs_in_its_turn_and_in_its_own_context(
     assert conn.answers() == ["later x saw x"]
     assert conn.pipeline.served == []  # the rest of the steps answered, not a second run
     assert conn.pipeline.started == ["/later/x"]
+
+
+async def test_the_rest_of_a_request_can_time_out_like_any_handler(conn: Conn) -> None:
+    # asyncio.timeout needs the task it runs in: the rest's steps run in start()'s handler
+    # task, and its cancellation reaches them where they wait.
+    conn.send(get("/later/timeout1"))
+    for _ in range(200):
+        await asyncio.sleep(0.001)
+        if conn.answers():
+            break
+    assert conn.answers() == ["later timeout1 timed out"]
+    await conn.idle()
+    conn.send(get("/now/a"))
+    assert conn.answers()[-1] == '{"now":"a"}'
 
 
 async def test_pipelined_requests_are_answered_in_order_when_one_needs_an_await(
