@@ -156,9 +156,11 @@ def guarded(
     """
     rpc = name.rpartition("/")[2] or "grpc"
     ids = RequestIds()  # a new id when the caller sent none: cheaper than uuid4 per call
+    calls = recorder.grpc_calls
 
     async def behaviour(request: Any,
                         context: grpc.aio.ServicerContext[Any, Any]) -> Message | bytes:
+        calls.started()
         md = metadata_of(context)
         request_id = request_id_of(md, ids)
         token = request_id_var.set(request_id)

@@ -246,7 +246,10 @@ class CredentialServicer(_Servicer):
         rpc = name.rpartition("/")[2]
         ids = RequestIds()
 
+        calls = recorder.grpc_calls
+
         async def behaviour(raw: bytes, context: grpc.aio.ServicerContext[Any, Any]) -> bytes:
+            calls.started()
             md = metadata_of(context)
             request_id = request_id_of(md, ids)
             token = request_id_var.set(request_id)

@@ -46,16 +46,17 @@ async def test_the_health_service_still_answers(
 async def test_calls_in_flight_counts_the_calls_the_server_is_handling(
     tmp_path: Path, fake_ops: FakeOperations
 ) -> None:
-    """`calls_in_flight` reads grpc.aio's task per call (its name is grpc's, not ours): a grpc
-    release that renamed it would leave the helper threads normal under load (0 here)."""
+    """`calls_in_flight`: the calls whose handler started and whose task has not finished."""
     import asyncio
 
-    from gateway.surfaces.grpc_server import GrpcSurface
     from lakegate.v1 import common_pb2, credentials_pb2, credentials_pb2_grpc
 
     fake_ops.hold = asyncio.Event()
-    async with running(app_for(settings_for(tmp_path), fake_ops)):
-        assert GrpcSurface.calls_in_flight() == 0
+    app = app_for(settings_for(tmp_path), fake_ops)
+    async with running(app):
+        surface = app._grpc
+        assert surface is not None
+        assert surface.calls_in_flight() == 0
         async with grpc.aio.insecure_channel(f"unix:{tmp_path / 'grpc.sock'}") as channel:
             stub = credentials_pb2_grpc.CredentialServiceStub(channel)
             request = credentials_pb2.GetTableCredentialsRequest(
@@ -64,8 +65,8 @@ async def test_calls_in_flight_counts_the_calls_the_server_is_handling(
             async with asyncio.timeout(10):
                 while fake_ops.calls["get_credentials"] < 5:  # noqa: ASYNC110 - a count
                     await asyncio.sleep(0.01)
-                assert GrpcSurface.calls_in_flight() == 5
+                assert surface.calls_in_flight() == 5
                 fake_ops.hold.set()
                 await asyncio.gather(*calls)
-                while GrpcSurface.calls_in_flight():  # noqa: ASYNC110 - grpc's tasks end
+                while surface.calls_in_flight():  # noqa: ASYNC110 - grpc's tasks end
                     await asyncio.sleep(0.01)
