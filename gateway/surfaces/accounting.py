@@ -10,8 +10,6 @@ answer, not a fault), `error` for everything else (bad input, upstream errors, c
 
 from __future__ import annotations
 
-import asyncio
-from collections import deque
 from types import TracebackType
 from typing import Any, Literal
 
@@ -111,29 +109,18 @@ class Tally:
         track.duration.observe(0.0 if took < 0.0 else took)
 
 
-class CallTasks:
-    """The tasks of the last `size` calls a surface started, to count those still running.
+class CallStarts:
+    """How many calls a surface's handlers started: a plain count, so that a reader can tell
+    at once whether any call started since it last looked (gateway/helper_threads.py)."""
 
-    Why: grpc.aio runs each call in a task of its own that goes on after the handler returns
-    (it sends the answer and the status), so the calls that overlap are the call tasks not
-    done yet. Recording one reference per call and looking at the last `size` costs the same
-    whatever else runs on the loop, where scanning `asyncio.all_tasks()` would walk every
-    task, one per open HTTP connection among them. Counts are exact up to `size` calls at
-    once (the server pulls calls one at a time: a handful at most).
-    """
+    __slots__ = ("count",)
 
-    __slots__ = ("_tasks",)
-
-    def __init__(self, size: int = 64) -> None:
-        self._tasks: deque[asyncio.Task[Any] | None] = deque(maxlen=size)
+    def __init__(self) -> None:
+        self.count = 0
 
     def started(self) -> None:
-        """Called by the call's handler, in the call's task."""
-        self._tasks.append(asyncio.current_task())
-
-    def running(self) -> int:
-        """How many of the recorded calls are not done."""
-        return sum(1 for task in self._tasks if task is not None and not task.done())
+        """Called by the handler of every call."""
+        self.count += 1
 
 
 class Recorder:
@@ -142,8 +129,8 @@ class Recorder:
     def __init__(self, metrics: Metrics, clock: Clock) -> None:
         self.metrics = metrics
         self.clock = clock
-        # The gRPC calls in flight (gateway/helper_threads.py reads them).
-        self.grpc_calls = CallTasks()
+        # The gRPC calls started (GrpcSurface.calls_in_flight looks only when some did).
+        self.grpc_calls = CallStarts()
         # The label space is small and fixed: one _Track per (surface, kind), bound lazily.
         self._tracks: dict[tuple[str, str], _Track] = {}
 

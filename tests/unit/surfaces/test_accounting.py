@@ -70,39 +70,3 @@ def test_metadata_success_without_outcome_counts_as_miss(metrics: Metrics,
     assert count(metrics, "rest", "metadata", "miss") == 1
     assert metrics.registry.get_sample_value("lakegate_served_remaining_seconds_count") == 0
 
-
-async def test_call_tasks_count_the_recorded_calls_not_done() -> None:
-    from gateway.surfaces.accounting import CallTasks
-
-    calls = CallTasks(size=4)
-    release = asyncio.Event()
-
-    async def call() -> None:
-        calls.started()
-        await release.wait()
-
-    tasks = [asyncio.create_task(call()) for _ in range(3)]
-    # Other tasks on the loop (an HTTP connection's, say) are not calls.
-    bystanders = [asyncio.create_task(release.wait()) for _ in range(100)]
-    await asyncio.sleep(0)
-    assert calls.running() == 3
-    release.set()
-    await asyncio.gather(*tasks, *bystanders)
-    assert calls.running() == 0
-
-
-async def test_call_tasks_look_at_the_last_size_calls_only() -> None:
-    from gateway.surfaces.accounting import CallTasks
-
-    calls = CallTasks(size=2)
-    release = asyncio.Event()
-
-    async def call() -> None:
-        calls.started()
-        await release.wait()
-
-    tasks = [asyncio.create_task(call()) for _ in range(5)]
-    await asyncio.sleep(0)
-    assert calls.running() == 2  # bounded work per count: the last two
-    release.set()
-    await asyncio.gather(*tasks)
