@@ -100,5 +100,6 @@ def build_http_server(
     if answer_at_once and http_protocol.supported():
         # Requests that need no await are answered as they arrive (http_protocol.py).
         return http_protocol.AnsweringServer(pipeline.serve, start=pipeline.start,
+                                             ready=pipeline.ready,
                                              request_factory=make_request, **kwargs)
     return web.Server(pipeline.serve, request_factory=make_request, **kwargs)

@@ -32,7 +32,7 @@ from gateway.clock import Clock
 from gateway.errors import GatewayError
 from gateway.logging import request_id_var
 from gateway.metrics import Metrics
-from gateway.models import AccessMode, ListResult, LoadResult, TableRef
+from gateway.models import AccessMode, CallerIdentity, ListResult, LoadResult, TableRef
 from gateway.surfaces.accounting import Recorder
 from gateway.surfaces.bytes_response import BytesResponse, HttpDate, header_value_ok
 from gateway.surfaces.http_codec import (
@@ -166,6 +166,15 @@ class HttpPipeline:
             return cast(Answer, done.value)
         return Unfinished(steps, pending)
 
+    def ready(self, method: str, raw_target: str) -> bool:
+        """Whether the last request for this exact target was answered without an await, so
+        that this one is worth trying at once (`start` in the connection's read callback). A
+        target that awaited last (a cold herd's misses, a refresh) goes the usual way: its
+        steps would only begin in the callback and continue in a task, more work per request
+        for no gain."""
+        match = self.matches.get((method, raw_target))
+        return match is not None and match.at_once
+
     def _steps(self, request: web.BaseRequest, expect: bool) -> Steps:
         """The pipeline's steps as a generator: it yields each awaitable it needs awaited and
         is sent its result (or thrown its exception) where it would have awaited it, so the
@@ -187,6 +196,7 @@ class HttpPipeline:
                 lakekeeper, pattern = route.lakekeeper, route.pattern
                 response: web.StreamResponse | BytesResponse
                 if isinstance(route, OpenRoute):
+                    match.at_once = False
                     response = yield route.handler(request)
                 else:
                     # Inline, not a helper coroutine: one frame less on the hot path.
@@ -199,10 +209,12 @@ class HttpPipeline:
                         peer = LazyPeer(request.transport)
                         uds = peer.on_unix_socket
                         authorization = headers.get(hdrs.AUTHORIZATION)
-                        caller = (self._gate.admit_now(authorization, headers, peer=peer,
-                                                       uds=uds)
-                                  or (yield self._gate.admit(authorization, headers, peer=peer,
-                                                              uds=uds)))
+                        now = self._gate.admit_now(authorization, headers, peer=peer, uds=uds)
+                        awaited = now is None
+                        caller: CallerIdentity = (
+                            now if now is not None
+                            else (yield self._gate.admit(authorization, headers, peer=peer,
+                                                         uds=uds)))
                         ctx = context_of(request, request_id, caller, route.surface)
                         if ctx.project_id is not None:
                             ctx = self._gate.check_project(
@@ -210,8 +222,12 @@ class HttpPipeline:
                         answer = route.handler(
                             HttpCall(request, match, request_id, caller, ctx, tally))
                         # A prebuilt answer needs no await (http_routing.CallHandler).
-                        response = (answer if isinstance(answer, BytesResponse)
-                                    else (yield answer))
+                        if isinstance(answer, BytesResponse):
+                            response = answer
+                            match.at_once = not awaited
+                        else:
+                            match.at_once = False
+                            response = yield answer
             except GatewayError as err:
                 if not lakekeeper:
                     lakekeeper = self.router.fence_for(split_target(raw_target)[0])[1]

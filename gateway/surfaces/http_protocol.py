@@ -14,6 +14,9 @@ Everything else takes aiohttp's own way. A message is answered at once only when
   answers never overtake each other;
 - it is a keep-alive request without a body and without an upgrade (a message that closes the
   connection, a body or an upgrade go the usual way, as does a parse error);
+- the last request for its exact target was answered without an await (`HttpPipeline.ready`):
+  a target whose requests await (a cold herd of misses) would only begin its steps here and
+  finish them in a task, more work and more live objects per waiter for no gain;
 - the transport's write buffer is empty (a connection with bytes still buffered goes the way
   that waits for `drain`: back-pressure holds), and no access logger is configured.
 When the steps need an await after all (a miss, a policy decision to make, an error answer to
@@ -63,6 +66,8 @@ class Unfinished(Protocol):
 
 # `HttpPipeline.start`: the answer, or the rest of the steps.
 Start = Callable[[web.BaseRequest], "BytesResponse | web.StreamResponse | Unfinished"]
+# `HttpPipeline.ready`: whether a (method, raw target) is worth trying at once.
+Ready = Callable[[str, str], bool]
 
 
 def supported() -> bool:
@@ -89,12 +94,13 @@ class AnsweringRequestHandler(RequestHandler):
     the module docstring). `start` is `HttpPipeline.start`; the server's handler (`serve`)
     still answers every request `start()` runs."""
 
-    __slots__ = ("_early", "_factory", "_handler", "_start")
+    __slots__ = ("_early", "_factory", "_handler", "_ready", "_start")
 
     def __init__(self, manager: web.Server, *, loop: asyncio.AbstractEventLoop, start: Start,
-                 **kwargs: Any) -> None:
+                 ready: Ready, **kwargs: Any) -> None:
         super().__init__(manager, loop=loop, **kwargs)
         self._start = start
+        self._ready = ready
         self._early: deque[_Early] = deque()
         # start() asks these two for every message it runs; an early one is already built.
         factory, handler = self._request_factory, self._request_handler
@@ -127,6 +133,7 @@ class AnsweringRequestHandler(RequestHandler):
             if (not queued and payload is EMPTY_PAYLOAD and not isinstance(message, _ErrInfo)
                     and not message.should_close and not message.upgrade
                     and not transport.get_write_buffer_size() and not transport.is_closing()
+                    and self._ready(message.method, message.path)
                     and self._answer(message, payload)):
                 continue
             self._messages.append((message, payload))
@@ -258,10 +265,11 @@ class _InContext:
 class AnsweringServer(web.Server):
     """aiohttp's low-level server with `AnsweringRequestHandler` connections."""
 
-    def __init__(self, handler: Any, *, start: Start, **kwargs: Any) -> None:
+    def __init__(self, handler: Any, *, start: Start, ready: Ready, **kwargs: Any) -> None:
         super().__init__(handler, **kwargs)
         self._start = start
+        self._ready = ready
 
     def __call__(self) -> RequestHandler:
         return AnsweringRequestHandler(self, loop=self._loop, start=self._start,
-                                       **self._kwargs)
+                                       ready=self._ready, **self._kwargs)

@@ -105,10 +105,13 @@ class Match:
     - `body`: the last pre-rendered response body, which the handler reuses only while
       `RenderedBody.fits` the lookup it serves;
     - `expects`: whether the query names an expected table identity (the native credential
-      route's `expected_location` / `table_id`), None until the handler first asked.
+      route's `expected_location` / `table_id`), None until the handler first asked;
+    - `at_once`: whether the last request for the target was answered without an await (the
+      pipeline sets it): the next one is then tried in the connection's read callback
+      (http_protocol.py); one that awaited (a miss, a refresh) sends the next the usual way.
     """
 
-    __slots__ = ("access", "body", "expects", "params", "ref", "route")
+    __slots__ = ("access", "at_once", "body", "expects", "params", "ref", "route")
 
     def __init__(self, route: AnyRoute, params: dict[str, str] | None = None) -> None:
         self.route = route
@@ -117,6 +120,7 @@ class Match:
         self.access: AccessMode | None = None
         self.body: RenderedBody | None = None
         self.expects: bool | None = None
+        self.at_once = False
 
 
 @dataclass(frozen=True)

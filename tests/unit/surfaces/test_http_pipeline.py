@@ -8,6 +8,7 @@ import contextvars
 import gc
 import logging
 import warnings
+from typing import Any
 
 import pytest
 from aiohttp.test_utils import make_mocked_request
@@ -15,6 +16,7 @@ from aiohttp.test_utils import make_mocked_request
 from gateway.errors import UnavailableError
 from gateway.logging import request_id_var
 from gateway.metrics import Metrics
+from gateway.models import CredentialLookup, Outcome
 from gateway.surfaces.accounting import Recorder
 from gateway.surfaces.http_app import ROUTER_KEY, HttpDeps, build_pipeline
 from gateway.surfaces.http_pipeline import FAILED_LOG_INTERVAL_S, HttpPipeline, Unfinished
@@ -221,3 +223,48 @@ async def test_an_abandoned_rest_is_counted_once_and_leaves_nothing_unawaited(
     assert context.run(request_id_var.get) is None
     assert count(metrics, "http", "credential", "error") == 1
     assert total_requests(metrics) == 1
+
+
+class AtOnceOperations(FakeOperations):
+    """FakeOperations whose credentials are answered at once once `cached` is set."""
+
+    cached = False
+
+    def credentials_now(self, ref: Any, access: Any, ctx: Any, *,
+                        min_left_s: float | None = None) -> Any:
+        if not self.cached:
+            return None
+        table = self._table(ref)
+        return CredentialLookup(warehouse=self._wh(ref.warehouse), ref=ref, access=access,
+                                credentials=self.credential_set(table), outcome=Outcome.HIT,
+                                remaining_s=self.lifetime_s, identity_ttl_s=None)
+
+
+async def test_a_target_is_ready_at_once_after_an_answer_without_await_and_not_after_one_with(
+    metrics: Metrics, clock: FakeClock
+) -> None:
+    ops = AtOnceOperations()
+    ops.add_table(("demo_ns",), "orders")
+    pipeline = _pipeline(ops, metrics, clock)
+
+    def request() -> Any:
+        return make_mocked_request("GET", CREDS, headers={**MARK, "Host": "127.0.0.1"})
+
+    async def run(req: Any) -> Any:
+        context = contextvars.copy_context()
+        started = context.run(pipeline.start, req)
+        if isinstance(started, Unfinished):
+            return await asyncio.get_running_loop().create_task(started.run(),
+                                                                context=context)
+        return started
+
+    assert not pipeline.ready("GET", CREDS)  # never seen
+    assert (await run(request())).status == 200  # a miss: awaited
+    assert not pipeline.ready("GET", CREDS)
+    ops.cached = True
+    assert (await run(request())).status == 200  # answered without an await
+    assert pipeline.ready("GET", CREDS)
+    assert not pipeline.ready("POST", CREDS)
+    ops.cached = False
+    assert (await run(request())).status == 200  # awaited again (a refresh, say)
+    assert not pipeline.ready("GET", CREDS)

@@ -99,6 +99,9 @@ class Pipeline:
         self.later: dict[str, Later] = {}
         self.date = HttpDate()
 
+    def ready(self, method: str, raw_target: str) -> bool:
+        return not raw_target.startswith("/cold/")
+
     def start(self, request: web.BaseRequest) -> Any:
         path = request.path
         self.started.append(path)
@@ -124,7 +127,8 @@ class Conn:
 
     def __init__(self, pipeline: Pipeline) -> None:
         self.pipeline = pipeline
-        self.server = AnsweringServer(pipeline.serve, start=pipeline.start, access_log=None)
+        self.server = AnsweringServer(pipeline.serve, start=pipeline.start,
+                                      ready=pipeline.ready, access_log=None)
         handler = self.server()
         assert isinstance(handler, AnsweringRequestHandler)
         self.handler = handler
@@ -185,6 +189,17 @@ async def test_a_request_whose_steps_need_no_await_is_answered_inside_data_recei
     assert conn.answers() == ['{"now":"a"}', '{"now":"b"}']
     await conn.idle()  # start() still waits for the next message
     assert not conn.transport.closed
+
+
+async def test_a_target_the_pipeline_does_not_call_ready_goes_aiohttps_way(
+        conn: Conn) -> None:
+    conn.send(get("/cold/a"))
+    assert conn.pipeline.started == []
+    for _ in range(100):
+        await asyncio.sleep(0)
+        if conn.answers():
+            break
+    assert conn.answers() == ["served /cold/a"]
 
 
 async def test_an_answer_at_once_restarts_the_idle_timer(conn: Conn) -> None:
