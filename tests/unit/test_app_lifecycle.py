@@ -299,3 +299,23 @@ async def test_the_daemon_entry_is_the_one_app_that_batches_helper_threads(
     assert await serve_module._serve(settings, lambda: settings, Redactor()) == 0
     assert made[0]["batch_helpers"] is True
     assert made[0]["freeze_gc"] is True
+
+
+async def test_only_the_daemon_app_collects_the_young_generation_less_often(
+    tmp_path: Path, fake_ops: FakeOperations
+) -> None:
+    import gc
+
+    from gateway.tuning import GC_YOUNG_THRESHOLD
+
+    before = gc.get_threshold()
+    async with running(app_for(settings_for(tmp_path / "test"), fake_ops)):
+        assert gc.get_threshold() == before  # a test's App leaves the process alone
+    app = App(settings_for(tmp_path / "daemon"), freeze_gc=True,
+              service_factory=lambda s, m, spawn: fake_ops)  # type: ignore[arg-type,return-value]
+    try:
+        async with running(app):
+            assert gc.get_threshold() == (GC_YOUNG_THRESHOLD, before[1], before[2])
+    finally:
+        gc.set_threshold(*before)
+        gc.unfreeze()
