@@ -144,6 +144,13 @@ class Conn:
     def send(self, data: bytes) -> None:
         self.handler.data_received(data)
 
+    async def answered(self, count: int = 1, rounds: int = 100) -> None:
+        """Let the loop run until `count` answers were written (or `rounds` iterations)."""
+        for _ in range(rounds):
+            await asyncio.sleep(0)
+            if len(self.answers()) >= count:
+                return
+
     def answers(self) -> list[str]:
         """The bodies written so far, in order."""
         out = []
@@ -195,10 +202,7 @@ async def test_a_target_the_pipeline_does_not_call_ready_goes_aiohttps_way(
         conn: Conn) -> None:
     conn.send(get("/cold/a"))
     assert conn.pipeline.started == []
-    for _ in range(100):
-        await asyncio.sleep(0)
-        if conn.answers():
-            break
+    await conn.answered()
     assert conn.answers() == ["served /cold/a"]
 
 
@@ -217,10 +221,7 @@ async def test_an_unfinished_request_runs_in_its_turn_and_in_its_own_context(
     later = conn.pipeline.later["x"]
     assert _var.get() == ""  # the steps' context is the request's, not the caller's
     later.release.set()
-    for _ in range(100):
-        await asyncio.sleep(0)
-        if conn.answers():
-            break
+    await conn.answered()
     assert conn.answers() == ["later x saw x"]
     assert conn.pipeline.served == []  # the rest of the steps answered, not a second run
     assert conn.pipeline.started == ["/later/x"]
@@ -246,10 +247,7 @@ async def test_pipelined_requests_are_answered_in_order_when_one_needs_an_await(
     # a at once; b needs an await; c must not overtake b, so it goes aiohttp's way.
     assert conn.answers() == ['{"now":"a"}']
     conn.pipeline.later["b"].release.set()
-    for _ in range(200):
-        await asyncio.sleep(0)
-        if len(conn.answers()) == 3:
-            break
+    await conn.answered(3, rounds=200)
     assert conn.answers() == ['{"now":"a"}', "later b saw b", "served /now/c"]
     # Once idle again, the next one is answered at once.
     await conn.idle()
@@ -267,10 +265,7 @@ async def test_requests_that_are_not_plain_keep_alive_reads_go_aiohttps_way(
         conn: Conn, request_bytes: bytes, why: str) -> None:
     conn.send(request_bytes)
     assert conn.pipeline.started == [], why
-    for _ in range(100):
-        await asyncio.sleep(0)
-        if conn.answers():
-            break
+    await conn.answered()
     assert conn.answers() == ["served /now/a"], why
 
 
@@ -281,29 +276,20 @@ async def test_a_connection_with_bytes_still_buffered_waits_for_drain_the_usual_
     assert conn.answers() == []
     assert conn.pipeline.started == []
     conn.transport.buffered = 0
-    for _ in range(100):
-        await asyncio.sleep(0)
-        if conn.answers():
-            break
+    await conn.answered()
     assert conn.answers() == ["served /now/a"]
 
 
 async def test_a_parse_error_is_answered_400_by_aiohttp(conn: Conn) -> None:
     conn.send(b"NOT HTTP AT ALL\r\n\r\n")
-    for _ in range(100):
-        await asyncio.sleep(0)
-        if conn.transport.written:
-            break
+    await conn.answered()
     assert b" 400 Bad Request\r\n" in conn.transport.written
     assert conn.pipeline.started == []
 
 
 async def test_steps_that_raise_become_aiohttps_500_in_order(conn: Conn) -> None:
     conn.send(get("/raise/x"))
-    for _ in range(100):
-        await asyncio.sleep(0)
-        if conn.transport.written:
-            break
+    await conn.answered()
     assert conn.transport.written.startswith(b"HTTP/1.1 500")
 
 
