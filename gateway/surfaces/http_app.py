@@ -71,8 +71,7 @@ def build_http_app(deps: HttpDeps) -> web.Application:
 
 
 def build_http_server(
-    deps: HttpDeps, *, ops_only: bool = False, answer_at_once: bool = True,
-    **protocol_kwargs: Any
+    deps: HttpDeps, *, ops_only: bool = False, **protocol_kwargs: Any
 ) -> web.Server:
     """The daemon's HTTP server: the same pipeline directly under aiohttp's low-level server.
 
@@ -82,9 +81,8 @@ def build_http_server(
     answer). Requests are BaseRequests with the same body limit `build_http_app` sets.
     Must be called with the event loop running; `protocol_kwargs` go to aiohttp's
     RequestHandler (e.g. keepalive_timeout), as AppRunner's keyword arguments would.
-    `answer_at_once`: a request whose steps need no await (a confirmed cache hit) is answered
-    in the connection's read callback (http_protocol.py); False serves every request through
-    aiohttp's own request handler (the benchmark's and tests' reference).
+    A request whose steps need no await (a confirmed cache hit) is answered in the
+    connection's read callback (http_protocol.py) when the installed aiohttp allows it.
     """
     pipeline = build_pipeline(deps, ops_only=ops_only)
     loop = asyncio.get_running_loop()
@@ -97,7 +95,7 @@ def build_http_server(
 
     # access_log=None: aiohttp's access log would print raw paths; our own logging covers it.
     kwargs = {"access_log": None, **protocol_kwargs}
-    if answer_at_once and http_protocol.supported():
+    if http_protocol.supported():
         # Requests that need no await are answered as they arrive (http_protocol.py).
         return http_protocol.AnsweringServer(pipeline.serve, start=pipeline.start,
                                              ready=pipeline.ready,

@@ -146,20 +146,21 @@ class HttpPipeline:
                        expect: bool = False) -> web.StreamResponse:
         """The response to `request`; with `expect`, first what aiohttp's URL dispatcher does
         for an `Expect` header (the low-level server has no dispatcher: `serve`)."""
-        steps = self._steps(request, expect)
-        try:
-            pending = steps.send(None)
-        except StopIteration as done:
-            return cast(web.StreamResponse, done.value)
-        return await drive(steps, pending)
+        started = self._begin(request, expect)
+        if isinstance(started, Unfinished):
+            return await started.run()
+        return cast(web.StreamResponse, started)
 
     def start(self, request: web.BaseRequest) -> Answer | Unfinished:
         """`serve` as far as it goes without awaiting: the answer itself when it needed no
-        await (a confirmed cache hit), else the rest of the request as a coroutine not
-        started yet. The caller runs this and that coroutine in one context (the steps set
-        context variables and reset them at the end): `http_protocol` copies one per
-        request."""
-        steps = self._steps(request, True)
+        await (a confirmed cache hit), else the rest of the request (`Unfinished`). The
+        caller runs this and that rest in one context (the steps set context variables and
+        reset them at the end): `http_protocol` copies one per request."""
+        return self._begin(request, True)
+
+    def _begin(self, request: web.BaseRequest, expect: bool) -> Answer | Unfinished:
+        """The steps up to their first await: the answer, or what is left of them."""
+        steps = self._steps(request, expect)
         try:
             pending = steps.send(None)
         except StopIteration as done:
@@ -309,7 +310,7 @@ class Unfinished:
         self.pending = pending
 
     def run(self) -> Coroutine[Any, Any, web.StreamResponse]:
-        """The rest, to run in a task of the context the steps began in (run once)."""
+        """The rest, to await in the context the steps began in (run once)."""
         return drive(self.steps, self.pending)
 
     def close(self) -> None:

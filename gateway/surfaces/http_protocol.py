@@ -85,7 +85,7 @@ class _Early(NamedTuple):
 
     message: Any  # the parser's RawRequestMessage (the C parser has its own class)
     request: web.BaseRequest
-    started: BytesResponse | web.StreamResponse | Unfinished
+    started: web.StreamResponse | Unfinished  # an answer to prepare, or the rest to run
     context: contextvars.Context
 
 
@@ -198,7 +198,7 @@ class AnsweringRequestHandler(RequestHandler):
         self._early.clear()
         super().connection_lost(exc)
         for entry in early:  # start() will not run them: close what their steps started
-            if not isinstance(entry.started, (BytesResponse, web.StreamResponse)):
+            if not isinstance(entry.started, web.StreamResponse):
                 entry.context.run(entry.started.close)
 
 
@@ -221,8 +221,6 @@ class _Raise:
 async def _finish(entry: _Early) -> web.StreamResponse:
     """An early message's answer, as `start()` awaits its handler's."""
     started = entry.started
-    if isinstance(started, BytesResponse):
-        return started  # type: ignore[return-value]  # prepare/write_eof/keep_alive: enough
     if isinstance(started, web.StreamResponse):
         return started
     return await _InContext(started.run(), entry.context)
