@@ -155,7 +155,8 @@ def run_bench(profile: Profile, names: list[str], out_dir: Path, pin: bool,
             "scenarios": names,
             "notes": [
                 "All servers and generators share one 2-core machine with whatever else runs "
-                "on it; throughput ratios compare runs made back to back in the same way.",
+                "on it; a surface's ratio compares its two servers alternating within one "
+                "loop, a write's ratio two writes made back to back.",
                 "Latency is measured from when a request was due (open loop: its scheduled "
                 "arrival), so queueing in the generator or server is included.",
             ],

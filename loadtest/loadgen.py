@@ -1,4 +1,5 @@
-"""The async load loops one worker process runs: closed loop, open loop and burst.
+"""The async load loops one worker process runs: closed loop, open loop, burst, and a closed
+loop that alternates between two servers (paired).
 
 Latency is recorded from the moment a request was *due* (open loop: its scheduled arrival time),
 not from when the generator got round to sending it, so a stalled server cannot hide queueing
@@ -137,6 +138,60 @@ async def run_closed(spec: LoadSpec, call: Call, start_s: float) -> LoadResult:
     await asyncio.gather(*(user() for _ in range(spec.concurrency)))
     result.elapsed_s = max(1e-9, min(time.perf_counter(), stop_at) - record_from)
     return result
+
+
+async def run_paired(
+    spec: LoadSpec, calls: tuple[Call, Call], start_s: float
+) -> tuple[LoadResult, LoadResult]:
+    """A closed loop that alternates between two servers every `spec.slice_s`: each request
+    goes to the side whose slice it starts in, and each side's req/s is its requests over its
+    own slices' time.
+
+    Two back-to-back runs meet the machine in two states: a neighbour's burst or a host
+    hiccup of a second lands on one side of the pair, and with one caller the ratio of such a
+    pair moved by 0.2 either way. Slices a few tenths of a second long spread that across both
+    sides, so the pair's ratio is the servers' and not the moment's. A request in flight when
+    its slice ends finishes there (it counts for the side it started on), and the next one
+    goes to the other side.
+    """
+    sides = (LoadResult(), LoadResult())
+    warm = LoadResult()  # answers during warm-up are counted apart and dropped
+    record_from = start_s + spec.warmup_s
+    stop_at = record_from + spec.bounds.max_duration_s
+    issued = 0
+
+    async def user() -> None:
+        nonlocal issued
+        while True:
+            t0 = time.perf_counter()
+            if t0 >= stop_at or issued >= spec.bounds.max_requests:
+                return
+            side = int((t0 - start_s) / spec.slice_s) % 2
+            sink = sides[side] if t0 >= record_from else warm
+            issued += 1 if sink is not warm else 0
+            if await _timed(calls[side], sink) and sink is not warm:
+                sink.hist.record_s(time.perf_counter() - t0)
+
+    await asyncio.gather(*(user() for _ in range(spec.concurrency)))
+    end = min(time.perf_counter(), stop_at)
+    for k, result in enumerate(sides):
+        result.elapsed_s = max(1e-9, slice_time(start_s, spec.slice_s, record_from, end, k))
+    return sides
+
+
+def slice_time(start_s: float, slice_s: float, a: float, b: float, side: int) -> float:
+    """Seconds of [a, b) that fall in `side`'s slices (side 0 owns slices 0, 2, 4, ... after
+    `start_s`, side 1 the odd ones)."""
+    total = 0.0
+    first = max(0, int((a - start_s) // slice_s))
+    i = first
+    while start_s + i * slice_s < b:
+        if i % 2 == side:
+            lo = max(a, start_s + i * slice_s)
+            hi = min(b, start_s + (i + 1) * slice_s)
+            total += max(0.0, hi - lo)
+        i += 1
+    return total
 
 
 async def run_open(spec: LoadSpec, call: Call, start_s: float) -> LoadResult:

@@ -19,8 +19,9 @@ class Profile:
     herd_processes: int = 4
     # 2. surfaces
     surface_concurrencies: tuple[int, ...] = (1, 16, 64)
-    surface_pairs: int = 5  # interleaved (gateway, trivial server) runs per concurrency
-    surface_duration_s: float = 1.5
+    surface_pairs: int = 5  # (gateway, trivial server) pairs per concurrency
+    surface_duration_s: float = 1.5  # per side of a pair
+    surface_slice_s: float = 0.2  # a pair alternates between its two servers this often
     surface_warmup_s: float = 0.5
     surface_open_duration_s: float = 4.0
     surface_processes: int = 2

@@ -1,11 +1,12 @@
-"""Ratios of interleaved runs (gateway, trivial server, gateway, trivial server, ...), summarised
-the way pyperf summarises repeated runs: a median with its spread, not one best run each.
+"""Ratios of interleaved pairs (gateway and trivial server), summarised the way pyperf
+summarises repeated runs: a median with its spread, not one best run each.
 
 Why: on a shared 2-core machine the trivial server's own best moved from 21k to 30k req/s between
 two runs minutes apart, so a best-of-one ratio could show neither a met target nor a regression.
-Each pair runs back to back, so a pair shares the machine's state; the ratio of each pair is the
-sample, and a target is met when the lower quartile of those samples meets it (three pairs in four
-at least as good), which a lucky pair cannot fake.
+Each pair shares the machine's state (the surfaces scenario alternates its two servers every few
+tenths of a second within one loop; the writes scenario runs its two writes back to back); the
+ratio of each pair is the sample, and a target is met when the lower quartile of those samples
+meets it (three pairs in four at least as good), which a lucky pair cannot fake.
 """
 
 from __future__ import annotations

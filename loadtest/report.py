@@ -180,8 +180,9 @@ def _surface_section(surfaces: Any) -> list[str]:
             out += ["", f"{label}, same run: {figures}."]
     out += [
         "",
-        "Per concurrency (closed loop): the gateway and its trivial server interleaved, pair by "
-        "pair; each pair's ratio is one sample; req/s and latencies are the median pair's.",
+        "Per concurrency (closed loop): in each pair one loop alternates between the gateway and "
+        "its trivial server every few tenths of a second; each pair's ratio is one sample; "
+        "req/s and latencies are the median pair's.",
         "",
     ]
     by_concurrency = [

@@ -13,7 +13,7 @@ from loadtest.bounds import Bounds
 from loadtest.latency import LatencyHistogram
 
 Protocol = Literal["http", "grpc"]
-Mode = Literal["closed", "open", "burst"]
+Mode = Literal["closed", "open", "burst", "paired"]
 
 
 @dataclass(frozen=True)
@@ -25,16 +25,22 @@ class LoadSpec:
         target: "unix:/path" or "127.0.0.1:port".
         payload: HTTP: the prebuilt request bytes. gRPC: the serialised request message.
         grpc_method: full method path for gRPC, e.g. "/lakegate.v1.CredentialService/...".
-        mode: "closed" (each connection/task loops), "open" (fixed arrival rate) or "burst"
-            (exactly `concurrency` requests released at once after every connection is open).
+        mode: "closed" (each connection/task loops), "open" (fixed arrival rate), "burst"
+            (exactly `concurrency` requests released at once after every connection is open) or
+            "paired" (a closed loop that alternates between `target` and `pair_target` every
+            `slice_s`, so both servers are measured under the same machine state).
         concurrency: total connections (closed/burst) or maximum in flight (open), all processes.
         rate_per_s: open loop arrival rate, all processes together.
-        bounds: caps on requests (all processes) and on the measured window.
+        bounds: caps on requests (all processes) and on the measured window (paired: both
+            sides' slices together).
         warmup_s: closed/open loops run this long before recording.
         processes: number of worker processes.
         cpus: CPU set the workers pin themselves to (None = no pinning).
         expect_status: HTTP status counted as success.
         count_outcomes: parse each HTTP JSON answer's "outcome" field (burst mode only).
+        pair_target: paired mode: the other server ("unix:/path" or "127.0.0.1:port").
+        pair_payload: paired mode: the request sent to `pair_target`.
+        slice_s: paired mode: how long each side runs before the loop switches to the other.
     """
 
     protocol: Protocol
@@ -50,6 +56,18 @@ class LoadSpec:
     cpus: tuple[int, ...] | None = None
     expect_status: int = 200
     count_outcomes: bool = False
+    pair_target: str = ""
+    pair_payload: bytes = b""
+    slice_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.mode == "paired" and (not self.pair_target or self.slice_s <= 0):
+            raise ValueError("a paired run needs pair_target and a positive slice_s")
+
+    def other_side(self) -> LoadSpec:
+        """The same run aimed at `pair_target` (paired mode's second server)."""
+        return replace(self, target=self.pair_target, payload=self.pair_payload,
+                       mode="closed", pair_target="", pair_payload=b"", slice_s=0.0)
 
     def share(self, index: int) -> LoadSpec:
         """The part of this run that worker `index` of `processes` executes."""

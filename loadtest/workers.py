@@ -26,6 +26,7 @@ from loadtest.loadgen import (
     run_burst,
     run_closed,
     run_open,
+    run_paired,
 )
 from loadtest.spec import LoadResult, LoadSpec
 
@@ -43,11 +44,30 @@ def run_load(spec: LoadSpec) -> LoadResult:
     Raises:
         LoadRunError: if a worker fails before the start or does not report in time.
     """
+    if spec.mode == "paired":
+        raise ValueError("a paired run has two results: use run_pair")
     merged = LoadResult()
     shares = [spec.share(i) for i in range(spec.processes)]
     for part in run_processes(worker_main, shares, spec.warmup_s + spec.bounds.max_duration_s):
         merged.merge(part)
     return merged
+
+
+def run_pair(spec: LoadSpec) -> tuple[LoadResult, LoadResult]:
+    """Run a paired `spec` (`spec.target` and `spec.pair_target` alternating, every worker
+    on the same slice schedule) and merge each side's results across the workers.
+
+    Raises:
+        LoadRunError: if a worker fails before the start or does not report in time.
+    """
+    if spec.mode != "paired":
+        raise ValueError(f"run_pair needs a paired spec, got mode {spec.mode!r}")
+    first, second = LoadResult(), LoadResult()
+    shares = [spec.share(i) for i in range(spec.processes)]
+    for a, b in run_processes(worker_main, shares, spec.warmup_s + spec.bounds.max_duration_s):
+        first.merge(a)
+        second.merge(b)
+    return first, second
 
 
 def run_processes(
@@ -128,28 +148,43 @@ def worker_main(spec: LoadSpec, gate: Event, results: Any) -> None:
         raise
 
 
-async def _work(spec: LoadSpec, gate: Event, results: Any) -> LoadResult:
-    caller: HttpCaller | GrpcCaller
-    if spec.protocol == "http":
-        n_conns = max(1, spec.concurrency) if spec.mode == "open" else spec.concurrency
-        caller = HttpCaller(spec, await open_connections(spec.target, n_conns))
-    else:
-        caller = await GrpcCaller.create(spec, _GRPC_CHANNELS_PER_WORKER)
+async def _work(
+    spec: LoadSpec, gate: Event, results: Any
+) -> LoadResult | tuple[LoadResult, LoadResult]:
+    callers = [await _caller(spec)]
     try:
+        if spec.mode == "paired":
+            callers.append(await _caller(spec.other_side()))
         results.put(("ready", None))
         # Blocking here is fine: nothing else runs on this loop before the start.
         if not gate.wait(timeout=_SETUP_TIMEOUT_S):
             raise LoadRunError("start gate never opened")
         start = time.perf_counter()
         cpu0 = time.process_time()
+        if spec.mode == "paired":
+            sides = await run_paired(spec, (callers[0].call, callers[1].call), start)
+            cpu = time.process_time() - cpu0
+            for side, caller in zip(sides, callers, strict=True):
+                # Both sides share this process: each is charged half of its CPU.
+                side.client_cpu_s = cpu / 2
+                side.outcomes = dict(caller.outcomes)
+            return sides
         if spec.mode == "closed":
-            result = await run_closed(spec, caller.call, start)
+            result = await run_closed(spec, callers[0].call, start)
         elif spec.mode == "open":
-            result = await run_open(spec, caller.call, start)
+            result = await run_open(spec, callers[0].call, start)
         else:
-            result = await run_burst(spec, caller.call, start)
+            result = await run_burst(spec, callers[0].call, start)
         result.client_cpu_s = time.process_time() - cpu0
-        result.outcomes = dict(caller.outcomes)
+        result.outcomes = dict(callers[0].outcomes)
         return result
     finally:
-        await caller.close()
+        for caller in callers:
+            await caller.close()
+
+
+async def _caller(spec: LoadSpec) -> HttpCaller | GrpcCaller:
+    if spec.protocol == "http":
+        n_conns = max(1, spec.concurrency) if spec.mode == "open" else spec.concurrency
+        return HttpCaller(spec, await open_connections(spec.target, n_conns))
+    return await GrpcCaller.create(spec, _GRPC_CHANNELS_PER_WORKER)

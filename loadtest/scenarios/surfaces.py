@@ -1,10 +1,11 @@
 """Scenario 2, cached throughput and latency per surface, against trivial baselines.
 
 For one cached table: closed loops at each concurrency on HTTP (TCP, UDS), gRPC (TCP, UDS) and
-the AWS container-credentials endpoint, interleaved with the same run against the trivial
-aiohttp / grpc.aio server answering a prebuilt copy of the gateway's own answer (same size, same
-loop): `surface_pairs` pairs per surface and concurrency, reported as the median pair ratio with
-its quartiles (loadtest/ratios.py). Servers are pinned to the server CPUs and generators to the
+the AWS container-credentials endpoint, interleaved with the trivial aiohttp / grpc.aio server
+answering a prebuilt copy of the gateway's own answer (same size, same loop): `surface_pairs`
+pairs per surface and concurrency, each one closed loop that switches between the two servers
+every `surface_slice_s`, reported as the median pair ratio with its quartiles
+(loadtest/ratios.py). Servers are pinned to the server CPUs and generators to the
 client CPUs, so both sides of every ratio are measured the same way. Then an open loop at half of
 the measured capacity gives the latency percentiles.
 """
@@ -21,7 +22,7 @@ from loadtest.ratios import RatioStats
 from loadtest.rawhttp import build_request
 from loadtest.spec import LoadResult, LoadSpec, Mode, Protocol
 from loadtest.stack import http_sample
-from loadtest.workers import run_load
+from loadtest.workers import run_load, run_pair
 
 GRPC_METHOD = "/lakegate.v1.CredentialService/GetTableCredentials"
 TABLE = "hot_surface"
@@ -59,7 +60,7 @@ def run(ctx: BenchContext) -> dict[str, Any]:
             out[surface] = _measure(ctx, surface, (gw.pid, target), (baseline.pid, base))
         # The same socket surfaces with one audit line per request (LOG__AUDIT_INTERVAL_S=0,
         # the default before hits were folded) and with no audit at all (LOG__AUDIT=false),
-        # each back to back with the baseline: what the audit costs, measured in the same run.
+        # each paired with the baseline: what the audit costs, measured in the same run.
         for key, env in (("audit_per_request", {"LAKEGATE__LOG__AUDIT_INTERVAL_S": "0"}),
                          ("audit_off", {"LAKEGATE__LOG__AUDIT": "false"})):
             other = stack.start_gateway(f"surfaces-{key}", env)
@@ -103,13 +104,10 @@ def _measure(
     by_conc: dict[str, Any] = {}
     best = best_base = best_eff = best_base_eff = 0.0
     for conc in prof.surface_concurrencies:
-        # Interleaved pairs (gateway, trivial server, gateway, ...): each pair shares the
-        # machine's state of the moment, and the spread of the pairs' ratios is reported.
-        runs: list[tuple[LoadResult, float, LoadResult, float]] = []
-        for _ in range(prof.surface_pairs):
-            g, g_server = _run_measured(ctx, target, conc)
-            b, b_server = _run_measured(ctx, base, conc)
-            runs.append((g, g_server, b, b_server))
+        # Interleaved pairs: in each, one closed loop alternates between the gateway and the
+        # trivial server every `surface_slice_s`, so both sides share the machine's state of
+        # the moment; the spread of the pairs' ratios is reported.
+        runs = [_run_pair(ctx, target, base, conc) for _ in range(prof.surface_pairs)]
         stats = RatioStats.of_pairs([(g.rps, b.rps) for g, _, b, _ in runs])
         g, g_server, b, b_server = _median_pair(runs)
         by_conc[str(conc)] = {
@@ -203,10 +201,9 @@ def _sample(ctx: BenchContext, surface: str, pid: int, target: Target) -> dict[s
 def _best_of(
     ctx: BenchContext, target: tuple[int, Target], base: tuple[int, Target]
 ) -> dict[str, Any]:
-    """Gateway and baseline at the highest concurrency, back to back: req/s and their ratio."""
+    """Gateway and baseline at the highest concurrency, one pair: req/s and their ratio."""
     conc = max(ctx.profile.surface_concurrencies)
-    g, g_cores = _run_measured(ctx, target, conc)
-    b, b_cores = _run_measured(ctx, base, conc)
+    g, g_cores, b, b_cores = _run_pair(ctx, target, base, conc)
     g_eff, b_eff = _per_core(g.rps, g_cores), _per_core(b.rps, b_cores)
     return {"rps": round(g.rps, 1), "baseline_rps": round(b.rps, 1),
             "ratio": round(g.rps / b.rps, 3) if b.rps > 0 else None, "concurrency": conc,
@@ -230,16 +227,21 @@ def _per_core(rps: float, cores: float) -> float:
     return round(rps / cores, 1) if cores > 0.01 else 0.0
 
 
-def _run_measured(
-    ctx: BenchContext, side: tuple[int, Target], conc: int
-) -> tuple[LoadResult, float]:
-    """One closed-loop run, with the server's (pid's) CPU use in cores over the load window."""
-    pid, target = side
+def _run_pair(
+    ctx: BenchContext, side: tuple[int, Target], base: tuple[int, Target], conc: int
+) -> tuple[LoadResult, float, LoadResult, float]:
+    """One pair: a closed loop alternating between `side` and `base` (each gets
+    `surface_duration_s` of slices), with each server's (pid's) CPU use in cores over its
+    half of the run."""
+    (pid, target), (base_pid, (_, base_addr, base_payload)) = side, base
     prof = ctx.profile
-    cpu0 = cpu_s(pid)
-    result = run_load(_spec(ctx, target, "closed", conc))
-    window = prof.surface_warmup_s + prof.surface_duration_s
-    return result, round((cpu_s(pid) - cpu0) / window, 2)
+    spec = _spec(ctx, target, "paired", conc, duration=2 * prof.surface_duration_s,
+                 pair=(base_addr, base_payload))
+    cpu0, base_cpu0 = cpu_s(pid), cpu_s(base_pid)
+    result, base_result = run_pair(spec)
+    half = (prof.surface_warmup_s + 2 * prof.surface_duration_s) / 2
+    return (result, round((cpu_s(pid) - cpu0) / half, 2),
+            base_result, round((cpu_s(base_pid) - base_cpu0) / half, 2))
 
 
 def _spec(
@@ -249,6 +251,7 @@ def _spec(
     conc: int,
     rate: float = 0.0,
     duration: float | None = None,
+    pair: tuple[str, bytes] | None = None,
 ) -> LoadSpec:
     protocol, addr, payload = target
     prof = ctx.profile
@@ -265,6 +268,9 @@ def _spec(
         warmup_s=prof.surface_warmup_s,
         processes=procs,
         cpus=ctx.client_cpus,
+        pair_target=pair[0] if pair else "",
+        pair_payload=pair[1] if pair else b"",
+        slice_s=prof.surface_slice_s if pair else 0.0,
     )
 
 

@@ -1,12 +1,21 @@
-"""The load loops stop at their request cap (loadtest/loadgen.py), with an in-memory call."""
+"""The load loops stop at their request cap, and the paired loop splits its time between two
+servers (loadtest/loadgen.py), with in-memory calls."""
 
 from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import replace
 
 from loadtest.bounds import Bounds
-from loadtest.loadgen import RequestFailedError, run_burst, run_closed, run_open
+from loadtest.loadgen import (
+    RequestFailedError,
+    run_burst,
+    run_closed,
+    run_open,
+    run_paired,
+    slice_time,
+)
 from loadtest.spec import LoadSpec
 
 
@@ -25,8 +34,13 @@ class FakeCall:
             raise RequestFailedError("HTTP 503")
 
 
-def _spec(mode: str, conc: int, bounds: Bounds, rate: float = 0.0) -> LoadSpec:
-    return LoadSpec("http", "unix:/unused", b"", mode, conc, bounds, rate_per_s=rate)  # type: ignore[arg-type]
+def _spec(
+    mode: str, conc: int, bounds: Bounds, rate: float = 0.0, slice_s: float = 0.0
+) -> LoadSpec:
+    return LoadSpec(
+        "http", "unix:/unused", b"", mode, conc, bounds, rate_per_s=rate,  # type: ignore[arg-type]
+        pair_target="unix:/other" if mode == "paired" else "", slice_s=slice_s,
+    )
 
 
 async def test_closed_loop_stops_exactly_at_the_request_cap() -> None:
@@ -90,3 +104,77 @@ async def test_burst_sends_exactly_k_requests() -> None:
     result = await run_burst(_spec("burst", 300, Bounds(300, 30.0)), call, time.perf_counter())
     assert call.calls == 300
     assert result.requests == 300
+
+
+class Server:
+    """A fake server whose answers take `latency_s`, `slowdown` times longer while the shared
+    `Machine` is stalled (a neighbour's burst: it hits whichever server runs then)."""
+
+    def __init__(self, latency_s: float, machine: Machine) -> None:
+        self.latency_s, self.machine = latency_s, machine
+        self.calls = 0
+        self.started: list[float] = []
+
+    async def __call__(self) -> None:
+        self.calls += 1
+        self.started.append(time.perf_counter())
+        await asyncio.sleep(self.latency_s * self.machine.factor())
+
+
+class Machine:
+    def __init__(self, stall_from: float, stall_to: float, slowdown: float) -> None:
+        self.stall_from, self.stall_to, self.slowdown = stall_from, stall_to, slowdown
+
+    def factor(self) -> float:
+        now = time.perf_counter()
+        return self.slowdown if self.stall_from <= now < self.stall_to else 1.0
+
+
+async def test_paired_loop_gives_each_server_the_requests_started_in_its_slices() -> None:
+    start = time.perf_counter()
+    machine = Machine(0.0, 0.0, 1.0)
+    fast, slow = Server(0.002, machine), Server(0.006, machine)
+    spec = _spec("paired", 2, Bounds(10**6, 0.4), slice_s=0.05)
+    a, b = await run_paired(spec, (fast, slow), start)
+    assert (a.requests, b.requests) == (fast.calls, slow.calls)
+    assert a.hist.total == a.requests
+    assert b.hist.total == b.requests
+    # Every request went to the side whose slice it started in.
+    assert all(int((t - start) / 0.05) % 2 == 0 for t in fast.started)
+    assert all(int((t - start) / 0.05) % 2 == 1 for t in slow.started)
+    assert abs(a.elapsed_s - 0.2) < 1e-6
+    assert abs(b.elapsed_s - 0.2) < 1e-6
+    assert 2.0 <= a.rps / b.rps <= 4.0  # 3x faster answers, 3x the req/s
+
+
+async def test_a_stall_of_the_machine_lands_on_both_sides_of_a_pair() -> None:
+    # The machine is 3x slower for the middle half of the run. Back to back, it would fall
+    # on one server's run and make a 3x ratio look like 1x or 9x; alternating every 0.1 s,
+    # both servers share it and the ratio stays near 3.
+    start = time.perf_counter()
+    machine = Machine(start + 0.2, start + 0.6, 3.0)
+    fast, slow = Server(0.001, machine), Server(0.003, machine)
+    spec = _spec("paired", 2, Bounds(10**6, 0.8), slice_s=0.1)
+    a, b = await run_paired(spec, (fast, slow), start)
+    assert 2.0 <= a.rps / b.rps <= 4.5
+
+
+async def test_paired_loop_drops_its_warm_up_and_stops_at_the_request_cap() -> None:
+    machine = Machine(0.0, 0.0, 1.0)
+    one, two = Server(0.0, machine), Server(0.0, machine)
+    spec = replace(_spec("paired", 4, Bounds(300, 60.0), slice_s=0.001), warmup_s=0.01)
+    a, b = await run_paired(spec, (one, two), time.perf_counter())
+    assert a.requests + b.requests == 300
+    assert one.calls + two.calls > 300  # the warm-up's answers were made and not counted
+    assert a.requests > 0
+    assert b.requests > 0
+
+
+def test_slice_time_counts_each_sides_share_of_a_window() -> None:
+    # Slices of 0.2 s from t=0; side 0 owns [0, 0.2), [0.4, 0.6), ...
+    assert abs(slice_time(0.0, 0.2, 0.5, 3.5, 0) - 1.5) < 1e-9
+    assert abs(slice_time(0.0, 0.2, 0.5, 3.5, 1) - 1.5) < 1e-9
+    assert abs(slice_time(0.0, 0.2, 0.1, 0.3, 0) - 0.1) < 1e-9
+    assert abs(slice_time(0.0, 0.2, 0.1, 0.3, 1) - 0.1) < 1e-9
+    assert abs(slice_time(10.0, 0.2, 10.25, 10.35, 0)) < 1e-9  # wholly in side 1's slice
+    assert abs(slice_time(10.0, 0.2, 10.25, 10.35, 1) - 0.1) < 1e-9
