@@ -27,6 +27,7 @@ from lakegate_client.tables import attempts  # noqa: E402
 from lakegate_client.tables.catalog import TableInfo  # noqa: E402
 from lakegate_client.tables.job_intent import (  # noqa: E402
     JOB_PREFIX,
+    AliveJobs,
     JobFencedError,
     JobIntent,
     JobTiming,
@@ -345,3 +346,30 @@ def test_a_stale_driver_on_adls_cannot_commit_after_a_takeover(
                                 intent=committer.job_of(creds, wid))
     assert rows(tmp_path) == [0, 1]
     assert committer.delta_committed(creds, wid) is False
+
+
+def test_a_workers_next_task_skips_the_check_its_last_task_just_made() -> None:
+    """Spark runs task after task in one Python worker: the job the last task confirmed alive
+    is not read again for two seconds; after that it is, and a job taken over meanwhile fails
+    the task before it writes."""
+    s3, monotonic = FakeS3(), [0.0]
+    alive = AliveJobs(clock=lambda: monotonic[0])
+    wid = uuid.uuid4().hex
+    JobIntent(s3, WHERE, wid).create("lance", staged=False)
+
+    def reads() -> int:
+        return sum(1 for op, key in s3.calls if op == "GetObject" and JOB_PREFIX in key)
+
+    with committer.job_lease(JobIntent(s3, WHERE, wid), alive):
+        pass
+    assert reads() == 1
+    monotonic[0] += 1.5
+    with committer.job_lease(JobIntent(s3, WHERE, wid), alive):
+        pass
+    assert reads() == 1  # the same worker, moments later: no second read
+    s3.objects.pop(WHERE.key(f"{JOB_PREFIX}{wid}.json"))  # taken over and ended meanwhile
+    monotonic[0] += 1.0
+    with pytest.raises(JobFencedError, match="this task writes nothing"), \
+            committer.job_lease(JobIntent(s3, WHERE, wid), alive):
+        pass
+    assert reads() == 2

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from lakegate_client.tables.job_intent import (
+    AliveJobs,
     JobFencedError,
     JobIntent,
     JobTiming,
@@ -246,3 +247,26 @@ def test_the_files_a_killed_job_left_on_the_store_go_and_nothing_else(s3: Store)
     assert recover_jobs(s3, WHERE, OnStore(set()), _timing(clock)) == 1
     assert sorted(WHERE.relative(k) for k in store.list(f"{WHERE.prefix}/")) == [
         intent_name("w2"), "part-w0-0.parquet"]
+
+
+def test_a_job_confirmed_alive_counts_as_confirmed_for_a_thirtieth_of_its_lease(
+        s3: Store) -> None:
+    monotonic = Clock()
+    alive = AliveJobs(clock=monotonic)
+    job, other = _intent(s3, Clock()), _intent(s3, Clock(), write_id="w2")
+    assert not alive.confirmed(job)
+    alive.note(job)
+    assert alive.confirmed(job)
+    assert not alive.confirmed(other)  # another job of the same table is its own
+    monotonic.t += 1.9  # the default lease (60 s) / 30 = 2 s
+    assert alive.confirmed(job)
+    monotonic.t += 0.2
+    assert not alive.confirmed(job)
+
+
+def test_the_record_of_alive_jobs_keeps_only_the_newest() -> None:
+    alive = AliveJobs(clock=Clock(), size=2)
+    jobs = [_intent(FakeS3(), Clock(), write_id=f"w{n}") for n in range(3)]
+    for job in jobs:
+        alive.note(job)
+    assert [alive.confirmed(job) for job in jobs] == [False, True, True]

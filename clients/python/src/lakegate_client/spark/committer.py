@@ -332,17 +332,26 @@ def end_job(intent: JobIntent | None) -> None:
         intent.remove()
 
 
+# Process-wide like the boto3 clients above: a Spark task is one call into a reused worker,
+# and only module state outlives it.
+_ALIVE = job_intent.AliveJobs()
+
+
 @contextmanager
-def job_lease(intent: JobIntent | None) -> Iterator[None]:
+def job_lease(intent: JobIntent | None, alive: job_intent.AliveJobs = _ALIVE) -> Iterator[None]:
     """A task's part in the job's lease: renew it while the task writes; a job already taken
-    over (its lease expired, a recoverer removes its files) fails the task before it writes."""
+    over (its lease expired, a recoverer removes its files) fails the task before it writes.
+    A job this process confirmed moments ago (``alive``: an earlier task of this worker) is
+    not read again."""
     if intent is None:
         yield
         return
-    if not intent.renew():
-        raise job_intent.JobFencedError(
-            f"write {intent.write_id} was taken over (its lease expired) or has ended; this "
-            "task writes nothing")
+    if not alive.confirmed(intent):
+        if not intent.renew():
+            raise job_intent.JobFencedError(
+                f"write {intent.write_id} was taken over (its lease expired) or has ended; "
+                "this task writes nothing")
+        alive.note(intent)
     with JobLease(intent):
         yield
 
