@@ -279,14 +279,15 @@ def _executor_section(ex: Any) -> list[str]:
     ]
     rows = [
         (mode, f"{r['client_requests']:,}", f"{r['upstream_calls']:,}",
+         r.get("credential_calls"), r.get("identity_loads", "-"),
          r.get("credential_calls_per_table_lifetime"), f"{r['idp_requests']:,}",
          r.get("sts_calls"), r.get("errors"), r.get("rps"), r.get("latency_ms", {}).get("p99"))
         for mode in ("gateway", "direct", "direct_memo")
         if (r := ex.get(mode))
     ]
-    out += _table(("mode", "client requests", "upstream catalog calls",
-                   "credential calls per table per lifetime", "IdP token requests", "STS calls",
-                   "errors", "req/s", "p99 ms"), rows)
+    out += _table(("mode", "client requests", "upstream catalog calls", "credential calls",
+                   "identity loads", "credential calls per table per lifetime",
+                   "IdP token requests", "STS calls", "errors", "req/s", "p99 ms"), rows)
     out += [
         "",
         f"Amplification (client requests / upstream calls): gateway "

@@ -28,7 +28,8 @@ def test_report_writes_summary_markdown_and_plots(tmp_path: Path) -> None:
     assert "| http_uds | 12,000 | 14,000 | 0.857 | 0.9 |" in md
     assert "| http_uds | 64 | 0.95 [0.94-0.96] (5) | 12,000 | 14,000 |" in md
     assert "![throughput.png](throughput.png)" in md
-    assert "| direct_memo | 90,000 | 9,100 | 180.0 | 400 |" in md
+    assert "| gateway | 120,000 | 52 | 62 | 0 | 1.24 | 1 |" in md
+    assert "| direct_memo | 90,000 | 9,100 | 9000 | - | 180.0 | 400 |" in md  # no count kept
     assert "direct_memo / gateway: **145.2 x**" in md
     assert "(`LOG__AUDIT=false`), same run: http_uds 24,000 req/s vs baseline 48,000 = 0.5 x." in md
     assert ("(`LOG__AUDIT_INTERVAL_S=0`), same run: http_uds 9,000 req/s vs baseline 45,000 = "
