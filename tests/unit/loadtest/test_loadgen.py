@@ -133,7 +133,7 @@ class Machine:
 async def test_paired_loop_gives_each_server_the_requests_started_in_its_slices() -> None:
     start = time.perf_counter()
     machine = Machine(0.0, 0.0, 1.0)
-    fast, slow = Server(0.002, machine), Server(0.006, machine)
+    fast, slow = Server(0.004, machine), Server(0.012, machine)
     spec = _spec("paired", 2, Bounds(10**6, 0.4), slice_s=0.05)
     a, b = await run_paired(spec, (fast, slow), start)
     assert (a.requests, b.requests) == (fast.calls, slow.calls)
@@ -144,7 +144,8 @@ async def test_paired_loop_gives_each_server_the_requests_started_in_its_slices(
     assert all(int((t - start) / 0.05) % 2 == 1 for t in slow.started)
     assert abs(a.elapsed_s - 0.2) < 1e-6
     assert abs(b.elapsed_s - 0.2) < 1e-6
-    assert 2.0 <= a.rps / b.rps <= 4.0  # 3x faster answers, 3x the req/s
+    # 3x faster answers, 3x the req/s (a loaded machine's late wake-ups narrow it a little)
+    assert 1.8 <= a.rps / b.rps <= 4.0
 
 
 async def test_a_stall_of_the_machine_lands_on_both_sides_of_a_pair() -> None:
@@ -153,10 +154,10 @@ async def test_a_stall_of_the_machine_lands_on_both_sides_of_a_pair() -> None:
     # both servers share it and the ratio stays near 3.
     start = time.perf_counter()
     machine = Machine(start + 0.2, start + 0.6, 3.0)
-    fast, slow = Server(0.001, machine), Server(0.003, machine)
+    fast, slow = Server(0.004, machine), Server(0.012, machine)
     spec = _spec("paired", 2, Bounds(10**6, 0.8), slice_s=0.1)
     a, b = await run_paired(spec, (fast, slow), start)
-    assert 2.0 <= a.rps / b.rps <= 4.5
+    assert 1.8 <= a.rps / b.rps <= 4.5
 
 
 async def test_paired_loop_drops_its_warm_up_and_stops_at_the_request_cap() -> None:
