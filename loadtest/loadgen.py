@@ -117,26 +117,8 @@ class GrpcCaller:
 async def run_closed(spec: LoadSpec, call: Call, start_s: float) -> LoadResult:
     """`spec.concurrency` users, each sending its next request when the previous one returns."""
     result = LoadResult()
-    record_from = start_s + spec.warmup_s
-    stop_at = record_from + spec.bounds.max_duration_s
-
-    warm = LoadResult()  # answers during warm-up are counted apart and dropped
-
-    issued = 0  # measured requests started; counted before the await so the cap is exact
-
-    async def user() -> None:
-        nonlocal issued
-        while True:
-            t0 = time.perf_counter()
-            if t0 >= stop_at or issued >= spec.bounds.max_requests:
-                return
-            sink = result if t0 >= record_from else warm
-            issued += 1 if sink is result else 0
-            if await _timed(call, sink) and sink is result:
-                result.hist.record_s(time.perf_counter() - t0)
-
-    await asyncio.gather(*(user() for _ in range(spec.concurrency)))
-    result.elapsed_s = max(1e-9, min(time.perf_counter(), stop_at) - record_from)
+    end = await _closed_users(spec, start_s, lambda _t0: (call, result))
+    result.elapsed_s = max(1e-9, end - (start_s + spec.warmup_s))
     return result
 
 
@@ -155,10 +137,28 @@ async def run_paired(
     goes to the other side.
     """
     sides = (LoadResult(), LoadResult())
-    warm = LoadResult()  # answers during warm-up are counted apart and dropped
+
+    def route(t0: float) -> tuple[Call, LoadResult]:
+        side = int((t0 - start_s) / spec.slice_s) % 2
+        return calls[side], sides[side]
+
+    end = await _closed_users(spec, start_s, route)
+    for k, result in enumerate(sides):
+        result.elapsed_s = max(
+            1e-9, slice_time(start_s, spec.slice_s, start_s + spec.warmup_s, end, k))
+    return sides
+
+
+async def _closed_users(
+    spec: LoadSpec, start_s: float, route: Callable[[float], tuple[Call, LoadResult]]
+) -> float:
+    """`spec.concurrency` users, each sending its next request when the previous one returns,
+    to the call (and into the result) `route` picks for the moment the request starts; answers
+    during the warm-up are counted apart and dropped. Returns the end of the measured window."""
+    warm = LoadResult()
     record_from = start_s + spec.warmup_s
     stop_at = record_from + spec.bounds.max_duration_s
-    issued = 0
+    issued = 0  # measured requests started; counted before the await so the cap is exact
 
     async def user() -> None:
         nonlocal issued
@@ -166,17 +166,16 @@ async def run_paired(
             t0 = time.perf_counter()
             if t0 >= stop_at or issued >= spec.bounds.max_requests:
                 return
-            side = int((t0 - start_s) / spec.slice_s) % 2
-            sink = sides[side] if t0 >= record_from else warm
-            issued += 1 if sink is not warm else 0
-            if await _timed(calls[side], sink) and sink is not warm:
+            call, sink = route(t0)
+            if t0 < record_from:
+                sink = warm
+            else:
+                issued += 1
+            if await _timed(call, sink) and sink is not warm:
                 sink.hist.record_s(time.perf_counter() - t0)
 
     await asyncio.gather(*(user() for _ in range(spec.concurrency)))
-    end = min(time.perf_counter(), stop_at)
-    for k, result in enumerate(sides):
-        result.elapsed_s = max(1e-9, slice_time(start_s, spec.slice_s, record_from, end, k))
-    return sides
+    return min(time.perf_counter(), stop_at)
 
 
 def slice_time(start_s: float, slice_s: float, a: float, b: float, side: int) -> float:
