@@ -182,8 +182,7 @@ def slice_time(start_s: float, slice_s: float, a: float, b: float, side: int) ->
     """Seconds of [a, b) that fall in `side`'s slices (side 0 owns slices 0, 2, 4, ... after
     `start_s`, side 1 the odd ones)."""
     total = 0.0
-    first = max(0, int((a - start_s) // slice_s))
-    i = first
+    i = max(0, int((a - start_s) // slice_s))
     while start_s + i * slice_s < b:
         if i % 2 == side:
             lo = max(a, start_s + i * slice_s)

@@ -47,8 +47,7 @@ def run_load(spec: LoadSpec) -> LoadResult:
     if spec.mode == "paired":
         raise ValueError("a paired run has two results: use run_pair")
     merged = LoadResult()
-    shares = [spec.share(i) for i in range(spec.processes)]
-    for part in run_processes(worker_main, shares, spec.warmup_s + spec.bounds.max_duration_s):
+    for part in _run_shares(spec):
         merged.merge(part)
     return merged
 
@@ -63,11 +62,16 @@ def run_pair(spec: LoadSpec) -> tuple[LoadResult, LoadResult]:
     if spec.mode != "paired":
         raise ValueError(f"run_pair needs a paired spec, got mode {spec.mode!r}")
     first, second = LoadResult(), LoadResult()
-    shares = [spec.share(i) for i in range(spec.processes)]
-    for a, b in run_processes(worker_main, shares, spec.warmup_s + spec.bounds.max_duration_s):
+    for a, b in _run_shares(spec):
         first.merge(a)
         second.merge(b)
     return first, second
+
+
+def _run_shares(spec: LoadSpec) -> list[Any]:
+    """Each worker process's result of its share of `spec`."""
+    shares = [spec.share(i) for i in range(spec.processes)]
+    return run_processes(worker_main, shares, spec.warmup_s + spec.bounds.max_duration_s)
 
 
 def run_processes(
