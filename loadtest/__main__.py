@@ -50,7 +50,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="writes scenario: comma-separated formats (default: all four)")
     parser.add_argument("--write-partitions", default="",
                         help="writes scenario: comma-separated partition counts")
-    parser.add_argument("--write-pairs", type=int, help="writes scenario: pairs per cell")
+    parser.add_argument("--write-pairs", type=int,
+                        help="writes scenario: pairs per cell (exactly; default: the "
+                             "profile's 3, up to 9 for a cell that runs quickly)")
     args = parser.parse_args(argv)
     if args.report:
         checks = write_report(json.loads(args.report.read_text()), args.out)
@@ -85,8 +87,10 @@ def write_cells(profile: Profile, formats: str, partitions: str, pairs: int | No
         raise ValueError(f"--write-partitions takes integers, not {partitions!r}") from None
     if min(parts) < 1 or (pairs is not None and pairs < 1):
         raise ValueError("partition counts and pairs must be at least 1")
+    if pairs is None:
+        return dataclasses.replace(profile, write_formats=chosen, write_partitions=parts)
     return dataclasses.replace(profile, write_formats=chosen, write_partitions=parts,
-                               write_pairs=profile.write_pairs if pairs is None else pairs)
+                               write_pairs=pairs, write_pairs_max=pairs)
 
 
 def cpu_plan(pin: bool) -> tuple[set[int] | None, tuple[int, ...] | None, str]:

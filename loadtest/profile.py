@@ -30,7 +30,9 @@ class Profile:
     write_rows: int = 100_000
     write_formats: tuple[str, ...] = ("parquet", "delta", "lance", "iceberg")
     write_partitions: tuple[int, ...] = (8, 200)
-    write_pairs: int = 3
+    write_pairs: int = 3  # every cell runs at least these (its share of the budget allowing)
+    write_pairs_max: int = 9  # a quick cell runs more, while it has run under write_cell_s
+    write_cell_s: float = 30.0
     write_budget_s: float = 1500.0  # past its share of this, a cell runs no further pair
     # 3. executors
     exec_processes: int = 4
@@ -107,5 +109,6 @@ QUICK = Profile(
     write_rows=40_000,
     write_partitions=(8, 50),
     write_pairs=1,
+    write_pairs_max=1,
     write_budget_s=600.0,
 )

@@ -203,15 +203,23 @@ def _surface_section(surfaces: Any) -> list[str]:
                                  if s.get(key)])
 
 
+def _pair_rule(writes: Any) -> str:
+    """How many pairs a cell ran for: the minimum, and more while a quick cell lasts."""
+    least, most = writes.get("pairs"), writes.get("pairs_max")
+    if not most or most == least:
+        return f"up to {least}"
+    return f"{least}, up to {most} while the cell has run under {writes.get('cell_s'):g} s,"
+
+
 def _write_section(writes: Any) -> list[str]:
     out, usable = _head("2b. Spark writes: the data source vs the same write made directly",
                         writes)
     if not usable:
         return out
     out += [
-        f"{writes.get('rows'):,} rows per write; up to {writes.get('pairs')} interleaved "
-        "pair(s) per mode (each cell's count in parentheses: a cell past its share of the time "
-        "budget runs no further pair). `ratio` = data source seconds / direct seconds per pair "
+        f"{writes.get('rows'):,} rows per write; {_pair_rule(writes)} interleaved pair(s) per "
+        "mode (each cell's count in parentheses: a cell past its share of the time budget runs "
+        "no further pair). `ratio` = data source seconds / direct seconds per pair "
         "(median [q1-q3]). `noop` "
         "= the same DataFrame to Spark's noop sink: the job's cost without any I/O. "
         "`plan / tasks / commit` (medians, from Spark's event log): the driver before the "

@@ -154,3 +154,25 @@ def test_load_config_carries_keys_but_no_expiry(catalog):
     managed = _load(catalog, name, "client-managed")
     assert "storage-credentials" not in managed
     assert "s3.access-key-id" not in managed["config"]
+
+
+def test_write_credential_batch_deletes_inside_its_prefix_only(catalog):
+    """The Lance ledger's cleanup deletes in one DeleteObjects (object_store.S3Store): SeaweedFS
+    takes it from a vended credential, and keys outside the prefix stay."""
+    from lakegate_client.tables.object_store import BatchDeletes, S3Store
+
+    name, bucket, key = _table(catalog)
+    other, other_bucket, other_key = _table(catalog)
+    s3, outsider = vended_s3(_vend(catalog, name)), vended_s3(_vend(catalog, other))
+    keys = [f"{key}/_lakegate_attempts/w/{i}.json" for i in range(5)]
+    for k in keys:
+        s3.put_object(Bucket=bucket, Key=k, Body=b"{}")
+    outsider.put_object(Bucket=other_bucket, Key=f"{other_key}/kept", Body=b"x")
+    batches = BatchDeletes()
+    S3Store(s3, bucket).delete_many(keys, batches)
+    assert batches.allowed(s3.meta.endpoint_url)  # not refused: no fallback happened
+    assert s3.list_objects_v2(Bucket=bucket, Prefix=f"{key}/").get("KeyCount", 0) == 0
+    answer = s3.delete_objects(Bucket=bucket, Delete={
+        "Objects": [{"Key": f"{other_key}/kept"}], "Quiet": True})
+    assert [e["Key"] for e in answer.get("Errors", [])] == [f"{other_key}/kept"]
+    assert outsider.get_object(Bucket=other_bucket, Key=f"{other_key}/kept")["Body"].read() == b"x"

@@ -123,8 +123,9 @@ def test_a_cell_runs_its_pairs_within_its_share_of_the_time_budget(
 
     bench, done = _bench(monkeypatch, tmp_path)
     result = bench.measure("lance", 200, deadline=time.monotonic() + 3600)  # type: ignore[attr-defined]
-    assert done.count("datasource append") == done.count("direct overwrite") == 3
-    assert result["append"]["ratio"]["pairs"] == 3
+    # stub writes take no time: the cell runs write_pairs_max
+    assert done.count("datasource append") == done.count("direct overwrite") == 9
+    assert result["append"]["ratio"]["pairs"] == 9
     assert result["append"]["ratio"]["median"] == 1.1
     bench, done = _bench(monkeypatch, tmp_path)
     result = bench.measure("lance", 200, deadline=time.monotonic() - 1)  # type: ignore[attr-defined]
@@ -132,6 +133,26 @@ def test_a_cell_runs_its_pairs_within_its_share_of_the_time_budget(
                     "datasource append", "direct append", "datasource overwrite",
                     "direct overwrite"]
     assert result["overwrite"]["ratio"]["pairs"] == 1
+
+
+def test_a_quick_cell_runs_more_pairs_while_it_lasts(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Issue 36: a write of a third of a second varies by a third from pair to pair, and three
+    pairs put the upper quartile near the worst one; such a cell is cheap to repeat. A cell
+    runs ``write_pairs`` pairs, then more up to ``write_pairs_max`` while it has run under
+    ``write_cell_s``."""
+    import itertools
+
+    from loadtest.profile import STANDARD
+    from loadtest.scenarios import writes
+
+    clock = itertools.count(0.0, STANDARD.write_cell_s / 4)  # each pair: a quarter of the cell
+    monkeypatch.setattr(writes, "time", SimpleNamespace(monotonic=lambda: next(clock)))
+    bench, done = _bench(monkeypatch, tmp_path)
+    result = bench.measure("lance", 8, deadline=10**9)  # type: ignore[attr-defined]
+    # pairs start at 1/4, 2/4, 3/4 and 4/4 of the cell's time; the fifth would start past it
+    assert result["append"]["ratio"]["pairs"] == done.count("datasource append") == 4
+    assert STANDARD.write_pairs < 4 < STANDARD.write_pairs_max
 
 
 def test_the_progress_line_gives_each_sides_seconds_and_phases() -> None:
@@ -151,8 +172,9 @@ def test_the_write_options_narrow_the_cells_and_refuse_what_the_bench_cannot_run
     from loadtest.profile import QUICK, STANDARD
 
     one = write_cells(STANDARD, "delta,parquet", "200", 5)
-    assert (one.write_formats, one.write_partitions, one.write_pairs) == (
-        ("delta", "parquet"), (200,), 5)
+    assert (one.write_formats, one.write_partitions, one.write_pairs, one.write_pairs_max) == (
+        ("delta", "parquet"), (200,), 5, 5)  # exactly the pairs asked for
+    assert write_cells(STANDARD, "", "", None).write_pairs_max == STANDARD.write_pairs_max
     assert one.write_rows == STANDARD.write_rows
     assert write_cells(QUICK, "", "", None) == QUICK
     for formats, parts, pairs, says in (("deltaa", "", None, "unknown write formats"),

@@ -288,9 +288,10 @@ def _tracked_s3(s3: FakeS3, calls: Calls) -> Any:
     """The fake S3 with each call recorded, named by what it touches (a fresh client view per
     process): the job's intent or the Lance attempt ledger."""
     client = SimpleNamespace(exceptions=s3.exceptions)
-    for op in ("put_object", "get_object", "delete_object", "list_objects_v2"):
+    for op in ("put_object", "get_object", "delete_object", "delete_objects", "list_objects_v2"):
         def tracked(*args: Any, _op: str = op, **kwargs: Any) -> Any:
-            key = str(kwargs.get("Key", kwargs.get("Prefix", "")))
+            batch = kwargs.get("Delete", {}).get("Objects") or [{}]
+            key = str(kwargs.get("Key", kwargs.get("Prefix", batch[0].get("Key", ""))))
             what = "job intent" if JOB_PREFIX in key else "ledger"
             return calls.call(f"s3: {_op} ({what})", getattr(s3, _op), *args, **kwargs)
         setattr(client, op, tracked)
@@ -582,10 +583,8 @@ class _DatasetS3(FakeS3):
         super().__init__()
         self._location = location
 
-    def delete_object(self, *, Bucket: str, Key: str) -> dict[str, Any]:
-        answer = super().delete_object(Bucket=Bucket, Key=Key)
-        (self._location / Key.removeprefix("wh/ds/")).unlink(missing_ok=True)
-        return answer
+    def removed(self, key: str) -> None:
+        (self._location / key.removeprefix("wh/ds/")).unlink(missing_ok=True)
 
 
 class LanceWorld(JobWorld):

@@ -50,10 +50,8 @@ class StoreS3(FakeS3):
         super().__init__()
         self._location = location
 
-    def delete_object(self, *, Bucket: str, Key: str) -> dict[str, Any]:
-        answer = super().delete_object(Bucket=Bucket, Key=Key)
-        (self._location / Key.removeprefix(f"{WHERE.prefix}/")).unlink(missing_ok=True)
-        return answer
+    def removed(self, key: str) -> None:
+        (self._location / key.removeprefix(f"{WHERE.prefix}/")).unlink(missing_ok=True)
 
 
 @pytest.fixture

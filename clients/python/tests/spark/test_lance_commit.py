@@ -95,3 +95,66 @@ def test_a_commit_that_did_not_land_is_aborted_clean(tmp_path: Path,
     committer.drop_lance_fragments(creds, frags, write_id, since=1)
     assert rows(tmp_path) == [0]
     assert not any((tmp_path / f).exists() for f in committer.lance_files(frags))
+
+
+def _ledgered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any]:
+    """A local dataset whose attempt ledger is on a fake S3 (as on S3, ADLS, GCS)."""
+    from lakegate_client.tables.staged import S3Location
+
+    from ..tables.fake_s3 import FakeS3
+
+    s3, where = FakeS3(), S3Location("b", "wh/ds")
+    monkeypatch.setattr(committer, "lance_ledger", lambda _creds: (s3, where))
+    return s3, where
+
+
+def test_the_ledger_cleanup_overlaps_the_commit_call(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 36: once the job is closed its records' deletes need not wait for the commit; the
+    commit call here only returns once it saw them go (a sequential cleanup times it out)."""
+    import threading
+
+    from lakegate_client.tables import attempts
+
+    lance.write_dataset(pa.table({"id": [0]}, schema=SCHEMA), str(tmp_path))
+    s3, where = _ledgered(tmp_path, monkeypatch)
+    write_id = uuid.uuid4().hex
+    frags = fragments(tmp_path, [1, 2])
+    record = attempts.check_in(s3, where, write_id, 0, 0, committer.lance_files(frags))
+    cleaned, real = threading.Event(), attempts.discard_unused
+
+    def discard(*args: Any, **kwargs: Any) -> list[str]:
+        out = real(*args, **kwargs)
+        cleaned.set()
+        return out
+    monkeypatch.setattr(attempts, "discard_unused", discard)
+    real_commit = lance.LanceDataset.commit
+
+    def commit(*args: Any, **kwargs: Any) -> Any:
+        assert cleaned.wait(5), "the ledger cleanup waited for the commit call"
+        return real_commit(*args, **kwargs)
+    monkeypatch.setattr(lance.LanceDataset, "commit", staticmethod(commit))
+    committer.commit_lance(local_creds(tmp_path), SCHEMA, frags, overwrite=False,
+                           read_version=1, write_id=write_id, records=[record])
+    assert rows(tmp_path) == [0, 1, 2]
+    assert not [k for k in s3.objects if f"/{write_id}/" in k]  # the record is gone
+
+
+def test_a_failed_commit_still_waits_for_the_cleanup_and_raises_its_own_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from lakegate_client.tables import attempts
+
+    lance.write_dataset(pa.table({"id": [0]}, schema=SCHEMA), str(tmp_path))
+    s3, where = _ledgered(tmp_path, monkeypatch)
+    write_id = uuid.uuid4().hex
+    frags = fragments(tmp_path, [1])
+    record = attempts.check_in(s3, where, write_id, 0, 0, committer.lance_files(frags))
+
+    def refused(*_a: Any, **_k: Any) -> Any:
+        raise PermissionError("403 refused")
+    monkeypatch.setattr(lance.LanceDataset, "commit", staticmethod(refused))
+    with pytest.raises(PermissionError, match="403"):
+        committer.commit_lance(local_creds(tmp_path), SCHEMA, frags, overwrite=False,
+                               read_version=1, write_id=write_id, records=[record])
+    assert not [k for k in s3.objects if f"/{write_id}/" in k]  # the cleanup had finished
+    assert rows(tmp_path) == [0]

@@ -109,8 +109,10 @@ class FakeS3:
 
     def __init__(self, *, deny_list_uploads: bool = False, honours_conditions: bool = True,
                  aws_conflicts: bool = False, endpoint: str = "http://fake-s3",
-                 faults: dict[int, Fault] | None = None, _store: _Store | None = None) -> None:
+                 faults: dict[int, Fault] | None = None, batch_deletes: bool = True,
+                 _store: _Store | None = None) -> None:
         self._store = _store if _store is not None else _Store()
+        self.batch_deletes = batch_deletes
         self.deny_list_uploads = deny_list_uploads
         self.honours_conditions = honours_conditions
         self.aws_conflicts = aws_conflicts
@@ -125,7 +127,7 @@ class FakeS3:
         return FakeS3(deny_list_uploads=self.deny_list_uploads,
                       honours_conditions=self.honours_conditions,
                       aws_conflicts=self.aws_conflicts, endpoint=str(self.meta.endpoint_url),
-                      faults=faults, _store=self._store)
+                      faults=faults, batch_deletes=self.batch_deletes, _store=self._store)
 
     @property
     def objects(self) -> dict[str, bytes]:
@@ -190,7 +192,24 @@ class FakeS3:
         fault = self._call("DeleteObject", Key)
         with self._store.lock:
             self.objects.pop(Key, None)
+        self.removed(Key)
         return self._answer(fault, "DeleteObject", {})
+
+    def delete_objects(self, *, Bucket: str, Delete: dict[str, Any]) -> dict[str, Any]:
+        """One call for many keys; ``batch_deletes=False``: refused as a store without it."""
+        keys = [str(o["Key"]) for o in Delete["Objects"]]
+        fault = self._call("DeleteObjects", keys[0] if keys else "")
+        if not self.batch_deletes:
+            raise _error("NotImplemented", 501, "DeleteObjects")
+        with self._store.lock:
+            for key in keys:
+                self.objects.pop(key, None)
+        for key in keys:
+            self.removed(key)
+        return self._answer(fault, "DeleteObjects", {})
+
+    def removed(self, key: str) -> None:
+        """A delete's effect beyond the bucket (a subclass's local files): none here."""
 
     def list_objects_v2(self, *, Bucket: str, Prefix: str, **_: str) -> dict[str, Any]:
         fault = self._call("ListObjectsV2", Prefix)

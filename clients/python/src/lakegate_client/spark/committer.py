@@ -23,6 +23,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
@@ -556,12 +557,13 @@ def drop_job_files(creds: TableCredentials, write_id: str, keep: Sequence[str]) 
 def commit_lance(creds: TableCredentials, schema: pa.Schema, fragments_json: Sequence[str], *,
                  overwrite: bool, read_version: int | None, write_id: str = "",
                  intent: JobIntent | None = None, records: Sequence[str] = ()) -> None:
-    """One Lance commit of the fragments, then (S3, ADLS; ``write_id`` given) the attempt
-    ledger's cleanup of every fragment file the commit does not use (``records``: the ledger
-    records of the attempts that reported the fragments).
+    """One Lance commit of the fragments and, alongside it once the job is closed (S3, ADLS,
+    GCS; ``write_id`` given), the attempt ledger's cleanup of every fragment file the commit
+    does not use (``records``: the ledger records of the attempts that reported the fragments).
 
     Overwrite replaces whatever version is current (last writer wins, a serial order). Append
-    never overwrites: it appends against the version that exists at commit time. A job that
+    never overwrites: it commits against the version planning read, which Lance rebases over
+    the appends committed since, and onto the result of a concurrent overwrite. A job that
     finds no dataset (append or overwrite) first creates an empty one (on S3 only the holder of
     the create claim does, :func:`create_lance`), and Lance's own commit retries rebase
     concurrent appends (``max_retries``). A failed commit call is resolved from the versions
@@ -569,17 +571,39 @@ def commit_lance(creds: TableCredentials, schema: pa.Schema, fragments_json: Seq
     ``intent`` (S3, ADLS, GCS) is fenced first, as in :func:`publish_delta`.
     """
     ledger = lance_ledger(creds) if write_id else None
-    with fenced(intent, files=lance_files(fragments_json)):
+    used = lance_files(fragments_json)
+    with fenced(intent, files=used):
         if ledger is not None:
             attempts.close_job(*ledger, write_id)
-        _commit_lance(creds, schema, fragments_json, overwrite=overwrite,
-                      read_version=read_version, ledger=ledger, write_id=write_id,
-                      intent=intent)
-    if ledger is not None:
-        after_commit("removing the unused fragment files", write_id,
-                     lambda: attempts.discard_unused(*ledger, write_id,
-                                                     lance_files(fragments_json), records))
+        with alongside(None if ledger is None else lambda: after_commit(
+                "removing the unused fragment files", write_id,
+                lambda: attempts.discard_unused(*ledger, write_id, used, records))):
+            _commit_lance(creds, schema, fragments_json, overwrite=overwrite,
+                          read_version=read_version, ledger=ledger, write_id=write_id,
+                          intent=intent)
     end_job(intent)
+
+
+@contextmanager
+def alongside(step: Callable[[], object] | None) -> Iterator[None]:
+    """Run ``step`` in a helper thread while the body runs; wait for it (its error raises
+    after the body's own outcome, never instead of it).
+
+    Why for the Lance ledger's cleanup: once the job is closed (``attempts.close_job``) the
+    records and the unused attempts' files are known and no commit will use them, so their
+    deletes need not wait for the commit call: they overlap it (about a third of the commit's
+    own time on a small write, issue 36).
+    """
+    if step is None:
+        yield
+        return
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="lakegate-alongside") as pool:
+        done = pool.submit(step)
+        try:
+            yield
+        finally:
+            wait([done])
+    done.result()
 
 
 def lance_ledger(creds: TableCredentials) -> tuple[Any, S3Location] | None:
@@ -596,7 +620,10 @@ def _commit_lance(creds: TableCredentials, schema: pa.Schema, fragments_json: Se
 
     fragments = [FragmentMetadata.from_json(f) for f in fragments_json]
     options = creds.lance_storage_options()
-    version = read_version if overwrite and read_version is not None else lance_version(creds)
+    # the planned version, as Lance's own writers do: an append rebases over appends committed
+    # since (Lance's conflict resolution), and one Lance cannot rebase (over an overwrite) is
+    # retried below on the version then current; no read of the dataset on the common path
+    version = read_version if read_version is not None else lance_version(creds)
     if version is None:  # an overwrite too: a create outside the claim would race the holder's
         version = create_lance(creds.location, options, schema, ledger, write_id)
     operation = (lance.LanceOperation.Overwrite(schema, fragments) if overwrite

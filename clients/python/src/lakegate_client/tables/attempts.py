@@ -13,7 +13,8 @@ the job aborts, can finish its files after the driver decided, and nobody could 
   listed there (committed or aborted), it deletes its files and its record and fails.
 - The driver, at commit and at abort, first adds the job to ``closed.json`` (a conditional PUT,
   entries kept for a day), then reads the job's records and deletes every recorded file its
-  commit does not use, and the records.
+  commit does not use, and the records (at commit, while the commit call runs: no commit uses
+  them; on S3 in one ``DeleteObjects`` where the store takes it).
 
 Either the attempt's record was written before the driver listed (the driver deletes its files)
 or the attempt reads ``closed.json`` after the driver closed the job (it deletes them itself).
@@ -30,11 +31,10 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from collections.abc import Iterable, Sequence
+from typing import Any
 
-from lakegate_client.tables.object_store import as_store
+from lakegate_client.tables.object_store import as_store, delete_all, each
 from lakegate_client.tables.staged import S3Location
 
 __all__ = ["CLOSED", "CREATE", "LEDGER", "JobClosedError", "check_in", "claim_create",
@@ -46,8 +46,6 @@ KEEP_CLOSED_S = 86_400.0
 CLOSE_ATTEMPTS = 20
 CREATE = f"{LEDGER}/create.json"
 STALE_CREATE_S = 120.0  # a claim this old belongs to a job that died before creating
-WORKERS = 8  # ledger reads and deletes in flight at once (below botocore's pool of 10)
-T = TypeVar("T")
 
 
 class JobClosedError(RuntimeError):
@@ -64,20 +62,9 @@ def _read_closed(s3: Any, where: S3Location) -> tuple[str | None, dict[str, floa
 
 
 def _delete(s3: Any, where: S3Location, relative: Iterable[str]) -> None:
-    """Delete the objects, :data:`WORKERS` at a time (idempotent; the first error raises once
-    every delete was tried)."""
-    store = as_store(s3, where.bucket)
-    _each(lambda rel: store.delete(where.key(rel)), list(relative))
-
-
-def _each(call: Callable[[str], T], items: Sequence[str]) -> list[T]:
-    """``call`` on every item, :data:`WORKERS` at a time (a boto3 client is thread-safe)."""
-    if len(items) <= 1:
-        return [call(item) for item in items]
-    with ThreadPoolExecutor(max_workers=min(WORKERS, len(items)),
-                            thread_name_prefix="lakegate-ledger") as pool:
-        futures = [pool.submit(call, item) for item in items]
-    return [future.result() for future in futures]
+    """Delete the objects (idempotent): one batch on S3, else several at a time
+    (``object_store.delete_all``)."""
+    delete_all(as_store(s3, where.bucket), [where.key(rel) for rel in relative])
 
 
 def check_in(s3: Any, where: S3Location, write_id: str, partition: int, attempt: int,
@@ -127,7 +114,7 @@ def discard_unused(s3: Any, where: S3Location, write_id: str, used: Iterable[str
         return [str(f) for f in json.loads(found[0]).get("files", ())]
 
     unknown = [r for r in records if r not in known]
-    doomed = [f for files in _each(files_of, unknown) for f in files if f not in kept]
+    doomed = [f for files in each(files_of, unknown) for f in files if f not in kept]
     _delete(s3, where, [*doomed, *records])
     return doomed
 

@@ -20,14 +20,22 @@ gives it up. A store whose abandoned parts cannot be removed (ADLS) says so with
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import logging
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from functools import lru_cache
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
-__all__ = ["ObjectStore", "PendingUpload", "S3Store", "StagingListDenied", "as_store",
-           "is_conflict"]
+__all__ = ["BatchDeletes", "ObjectStore", "PendingUpload", "S3Store", "StagingListDenied",
+           "as_store", "delete_all", "each", "is_conflict", "process_batch_deletes"]
 
 _CONFLICT_CODES = frozenset({"PreconditionFailed", "412", "ConditionalRequestConflict", "409"})
+WORKERS = 8  # calls in flight at once for one batch of single calls (below botocore's pool of 10)
+BATCH_DELETE_MAX = 1_000  # S3's limit of keys per DeleteObjects
+T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -169,6 +177,34 @@ class S3Store:
     def delete(self, key: str) -> None:
         self.client.delete_object(Bucket=self._bucket, Key=key)
 
+    def delete_many(self, keys: Sequence[str], batches: BatchDeletes | None = None) -> None:
+        """Delete every key (already gone is fine): one ``DeleteObjects`` per 1,000 keys where
+        the endpoint takes it, else single deletes :data:`WORKERS` at a time.
+
+        Why a capability, not an assumption: some S3-compatible stores refuse or lack
+        ``DeleteObjects`` (GCS's XML API; stores that want Content-MD5 where boto3 >= 1.36
+        sends a CRC32). The first refusal is remembered per endpoint (``batches``) and that
+        call's keys are deleted one by one, so a refusing store costs one request per process.
+        A key the batch answers with an error is deleted singly (which raises if it fails).
+        """
+        unique = list(dict.fromkeys(keys))
+        batches = batches or process_batch_deletes()
+        if len(unique) <= 1 or not batches.allowed(self.endpoint):
+            each(self.delete, unique)
+            return
+        for start in range(0, len(unique), BATCH_DELETE_MAX):
+            chunk = unique[start:start + BATCH_DELETE_MAX]
+            try:
+                answer = self.client.delete_objects(
+                    Bucket=self._bucket,
+                    Delete={"Objects": [{"Key": key} for key in chunk], "Quiet": True})
+            except self.client.exceptions.ClientError as exc:
+                batches.refused(self.endpoint, exc)
+                each(self.delete, unique[start:])
+                return
+            each(self.delete, [str(e.get("Key")) for e in answer.get("Errors", ()) or ()
+                               if e.get("Key") in chunk])
+
     def list(self, prefix: str) -> dict[str, str]:
         out: dict[str, str] = {}
         kwargs: dict[str, str] = {"Bucket": self._bucket, "Prefix": prefix}
@@ -233,6 +269,59 @@ def _code(exc: BaseException) -> str:
 def _status(exc: BaseException) -> int:
     response = getattr(exc, "response", None) or {}
     return int(response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
+
+
+class BatchDeletes:
+    """Which endpoints refused ``DeleteObjects``, for the life of the process (thread-safe).
+
+    A server error (5xx but 501 Not Implemented) says nothing about the capability: that call
+    falls back, the next one tries the batch again.
+    """
+
+    def __init__(self) -> None:
+        self._refused: set[str] = set()
+        self._lock = threading.Lock()
+
+    def allowed(self, endpoint: str) -> bool:
+        with self._lock:
+            return endpoint not in self._refused
+
+    def refused(self, endpoint: str, exc: BaseException) -> None:
+        status = _status(exc)
+        if status >= 500 and status != 501:
+            return
+        with self._lock:
+            known = endpoint in self._refused
+            self._refused.add(endpoint)
+        if not known:
+            log.info("the store at %s refused DeleteObjects (%s %s): deleting one object at a "
+                     "time there", endpoint or "(default endpoint)", status, _code(exc))
+
+
+@lru_cache(maxsize=1)
+def process_batch_deletes() -> BatchDeletes:
+    """The process's memory of refusing endpoints (like the conditional-writes probe's)."""
+    return BatchDeletes()
+
+
+def each(call: Callable[[str], T], items: Sequence[str]) -> list[T]:
+    """``call`` on every item, :data:`WORKERS` at a time (the stores' clients are thread-safe);
+    the first error raises once every call was tried."""
+    if len(items) <= 1:
+        return [call(item) for item in items]
+    with ThreadPoolExecutor(max_workers=min(WORKERS, len(items)),
+                            thread_name_prefix="lakegate-store") as pool:
+        futures = [pool.submit(call, item) for item in items]
+    return [future.result() for future in futures]
+
+
+def delete_all(store: ObjectStore, keys: Sequence[str]) -> None:
+    """Delete every key (idempotent): in batches where the store has them (S3), else
+    :data:`WORKERS` single deletes at a time."""
+    if isinstance(store, S3Store):
+        store.delete_many(keys)
+    else:
+        each(store.delete, list(dict.fromkeys(keys)))
 
 
 def as_store(store_or_client: Any, bucket: str) -> ObjectStore:
