@@ -8,6 +8,9 @@ store the intent lives on: the fake S3 (through a boto3-like client), the fake A
 from __future__ import annotations
 
 import json
+import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -17,6 +20,7 @@ from lakegate_client.tables.job_intent import (
     JobFencedError,
     JobIntent,
     JobTiming,
+    LeaseKeeper,
     abandoned,
     intent_name,
     recover_jobs,
@@ -270,3 +274,93 @@ def test_the_record_of_alive_jobs_keeps_only_the_newest() -> None:
     for job in jobs:
         alive.note(job)
     assert [alive.confirmed(job) for job in jobs] == [False, True, True]
+
+
+QUICK = JobTiming(lease_s=0.08)  # a renewal every 20 ms, due once the lease is 10 ms old
+
+
+def _wait_until(done: Callable[[], bool], timeout_s: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not done():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.005)
+
+
+def _keepers() -> int:
+    return sum(t.name == "lakegate-lease-keeper" for t in threading.enumerate())
+
+
+def _ats(s3: Store, jobs: list[JobIntent]) -> list[float]:
+    return [float(_body(s3, j.write_id)["at"]) for j in jobs]
+
+
+def test_one_keeper_thread_renews_every_held_lease_until_it_is_released(s3: Store) -> None:
+    """Issue 36: a thread per task's lease cost 1-9 ms to start; one thread per process
+    renews them all, and a released lease is renewed no more."""
+    jobs = [JobIntent(s3, WHERE, f"w{n}", QUICK) for n in range(3)]
+    for job in jobs:
+        job.create("lance", staged=False)
+    first, before, keeper = _ats(s3, jobs), _keepers(), LeaseKeeper()
+    with keeper.hold(jobs[0]), keeper.hold(jobs[1]):
+        token = keeper.keep(jobs[2])
+        assert keeper.holding() == 3
+        _wait_until(lambda: all(a > b for a, b in zip(_ats(s3, jobs), first, strict=True)))
+        assert _keepers() == before + 1
+        keeper.release(token)
+    assert keeper.holding() == 0
+    time.sleep(0.05)  # a renewal under way at the release may still land
+    released = _ats(s3, jobs)
+    time.sleep(0.15)  # several periods
+    assert _ats(s3, jobs) == released
+
+
+def test_the_keeper_drops_a_job_taken_over_or_fenced_and_keeps_a_committing_one(
+        s3: Store) -> None:
+    keeper = LeaseKeeper()
+    taken, fenced = JobIntent(s3, WHERE, "w1", QUICK), JobIntent(s3, WHERE, "w2", QUICK)
+    for job in (taken, fenced):
+        job.create("lance", staged=False)
+    with keeper.hold(taken), keeper.hold(fenced):
+        body = {**_body(s3, "w1"), "owner": "recovery-1"}
+        taken.store.put(WHERE.key(intent_name("w1")), json.dumps(body).encode())
+        fenced.fence(files=[])
+        _wait_until(lambda: keeper.holding() == 0)  # neither is this job's staged one now
+    before = _ats(s3, [fenced])
+    with keeper.hold(fenced, committing=True):
+        _wait_until(lambda: _ats(s3, [fenced]) > before)  # the commit's heartbeat
+        assert _body(s3, "w2")["state"] == "committing"
+
+
+def test_a_forked_child_starts_its_own_keeper_thread() -> None:
+    """PySpark forks its Python workers from a daemon: the child has none of the parent's
+    threads, so a keeper inherited with holds (and maybe a held lock) starts over there."""
+    import os
+
+    s3 = FakeS3()
+    parent, child = JobIntent(s3, WHERE, "w1", QUICK), JobIntent(s3, WHERE, "w2", QUICK)
+    for job in (parent, child):
+        job.create("lance", staged=False)
+    keeper = LeaseKeeper()
+    with keeper.hold(parent):
+        pid = os.fork()
+        if pid == 0:  # the child: its own holds only, renewed by its own thread
+            code = 1
+            try:
+                ok = keeper.holding() == 0
+                before = _ats(s3, [child])
+                with keeper.hold(child):
+                    _wait_until(lambda: _ats(s3, [child]) > before, timeout_s=2.0)
+                code = 0 if ok else 2
+            finally:
+                os._exit(code)
+        status = None
+        deadline = time.monotonic() + 10.0
+        while status is None and time.monotonic() < deadline:
+            done, raw = os.waitpid(pid, os.WNOHANG)
+            status = os.waitstatus_to_exitcode(raw) if done else None
+            time.sleep(0.01)
+        if status is None:  # stuck on a lock its parent's thread held at the fork
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+        assert keeper.holding() == 1
+    assert status == 0

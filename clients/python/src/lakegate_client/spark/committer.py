@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from lakegate_client._errors import UnsupportedStorageError
 from lakegate_client.tables import attempts, job_intent
 from lakegate_client.tables.directory import delete_files, fs_path, list_files, write_id_of
-from lakegate_client.tables.job_intent import JobIntent, JobLease, JobTiming
+from lakegate_client.tables.job_intent import JobIntent, JobTiming, LeaseKeeper
 from lakegate_client.tables.object_store import ObjectStore, S3Store, StagingListDenied
 from lakegate_client.tables.plain_commit import (
     CommitTiming,
@@ -311,7 +311,7 @@ def start_job(creds: TableCredentials, fmt: str, write_id: str, *, staged: bool,
     if intent is None:
         return False
     intent.create(fmt, staged=staged, read_version=read_version)
-    JobLease(intent).start()  # a daemon thread: it ends with the job, a takeover or the process
+    _KEEPER.keep(intent)  # until the job fences or ends, a takeover, or the process ends
     return True
 
 
@@ -323,7 +323,7 @@ def fenced(intent: JobIntent | None, **record: Any) -> Iterator[None]:
         yield
         return
     intent.fence(**record)
-    with JobLease(intent, committing=True):
+    with _KEEPER.hold(intent, committing=True):
         yield
 
 
@@ -336,10 +336,12 @@ def end_job(intent: JobIntent | None) -> None:
 # Process-wide like the boto3 clients above: a Spark task is one call into a reused worker,
 # and only module state outlives it.
 _ALIVE = job_intent.AliveJobs()
+_KEEPER = LeaseKeeper()
 
 
 @contextmanager
-def job_lease(intent: JobIntent | None, alive: job_intent.AliveJobs = _ALIVE) -> Iterator[None]:
+def job_lease(intent: JobIntent | None, alive: job_intent.AliveJobs = _ALIVE,
+              keeper: LeaseKeeper = _KEEPER) -> Iterator[None]:
     """A task's part in the job's lease: renew it while the task writes; a job already taken
     over (its lease expired, a recoverer removes its files) fails the task before it writes.
     A job this process confirmed moments ago (``alive``: an earlier task of this worker) is
@@ -353,7 +355,7 @@ def job_lease(intent: JobIntent | None, alive: job_intent.AliveJobs = _ALIVE) ->
                 f"write {intent.write_id} was taken over (its lease expired) or has ended; "
                 "this task writes nothing")
         alive.note(intent)
-    with JobLease(intent):
+    with keeper.hold(intent):
         yield
 
 

@@ -45,21 +45,35 @@ that long by a proxy) could land its commit after a recoverer deleted its files.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
+import os
 import threading
 import time
 import uuid
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Protocol
 
 from lakegate_client.tables.object_store import ObjectStore, as_store
 from lakegate_client.tables.retrying import retried
 from lakegate_client.tables.staged import S3Location
 
-__all__ = ["COMMIT_BOUND_S", "JOB_PREFIX", "JobFencedError", "JobIntent", "JobLease",
-           "JobTiming", "Resolver", "job_intents", "recover_jobs"]
+__all__ = [
+    "COMMIT_BOUND_S",
+    "JOB_PREFIX",
+    "JobFencedError",
+    "JobIntent",
+    "JobTiming",
+    "LeaseKeeper",
+    "Resolver",
+    "job_intents",
+    "recover_jobs",
+]
 
 JOB_PREFIX = "_lakegate_job-"
 LEASE_S = 60.0
@@ -232,44 +246,104 @@ class AliveJobs:
         return intent.where.bucket, intent.where.key(intent.name)
 
 
-class JobLease:
-    """Renews a job's lease every quarter lease from a daemon thread until stopped, or until
-    the intent is gone or no longer this job's (``committing``: the commit's own heartbeat)."""
+class LeaseKeeper:
+    """Renews the leases this process holds (planning, tasks, the commit) from one daemon
+    thread, each every quarter lease, until it is released, or its job ended, fenced (a
+    ``staged`` hold) or was taken over.
 
-    def __init__(self, intent: JobIntent, *, committing: bool = False) -> None:
-        self._intent = intent
-        self._committing = committing
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="lakegate-job-lease",
-                                        daemon=True)
+    Why one thread: a Lance task held its job's lease with a thread of its own, and starting
+    a thread waits until the new thread runs: 1-9 ms of a 40 ms task on a busy 2-core node,
+    for a renewal first due after 15 s (issue 36). The keeper's thread starts with the first
+    hold of the process (again in a forked child, where threads do not survive).
 
-    def start(self) -> JobLease:
-        self._thread.start()
-        return self
+    A renewal already under way when its hold is released may still land: harmless, as every
+    renewal is a PUT conditional on the ETag it read, so it can neither resurrect a removed
+    intent nor undo a takeover.
+    """
 
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive() and self._thread is not threading.current_thread():
-            self._thread.join(timeout=self._intent.timing.lease_s)
+    IDLE_WAIT_S = 60.0  # an idle keeper still wakes now and then (every wait has a timeout)
 
-    def __enter__(self) -> JobLease:
-        return self.start()
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._tokens = itertools.count(1)
+        self._reset()
+        os.register_at_fork(after_in_child=partial(_reset_in_child, weakref.ref(self)))
 
-    def __exit__(self, *_: object) -> None:
-        self.stop()
+    def _reset(self) -> None:
+        self._cond = threading.Condition()
+        self._held: dict[int, tuple[JobIntent, bool, float]] = {}  # intent, committing, due
+        self._thread: threading.Thread | None = None
+
+    @contextmanager
+    def hold(self, intent: JobIntent, *, committing: bool = False) -> Iterator[None]:
+        """Renew ``intent``'s lease while the body runs (``committing``: the commit's
+        heartbeat, :meth:`JobIntent.keep_committing`)."""
+        token = self.keep(intent, committing=committing)
+        try:
+            yield
+        finally:
+            self.release(token)
+
+    def keep(self, intent: JobIntent, *, committing: bool = False) -> int:
+        """Renew ``intent``'s lease until :meth:`release` of the returned token, or until its
+        job ends, fences or is taken over."""
+        with self._cond:
+            token = next(self._tokens)
+            self._held[token] = (intent, committing, self._clock() + self._period(intent))
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, daemon=True,
+                                                name="lakegate-lease-keeper")
+                self._thread.start()
+            self._cond.notify()
+        return token
+
+    def release(self, token: int) -> None:
+        with self._cond:
+            self._held.pop(token, None)
+
+    def holding(self) -> int:
+        """How many leases are held (for tests and a debugger)."""
+        with self._cond:
+            return len(self._held)
+
+    @staticmethod
+    def _period(intent: JobIntent) -> float:
+        return max(intent.timing.lease_s / 4, 0.01)
+
+    def _due(self) -> list[tuple[int, JobIntent, bool]]:
+        """Under the lock: the holds due now (their next turn scheduled), else wait for the
+        next one (or a new hold)."""
+        now = self._clock()
+        due = [(t, i, c) for t, (i, c, at) in self._held.items() if at <= now]
+        for token, intent, committing in due:
+            self._held[token] = (intent, committing, now + self._period(intent))
+        if not due:
+            soonest = min((at for _, _, at in self._held.values()), default=now + self.IDLE_WAIT_S)
+            self._cond.wait(timeout=min(max(soonest - now, 0.0), self.IDLE_WAIT_S))
+        return due
 
     def _run(self) -> None:
-        intent = self._intent
-        renew = intent.keep_committing if self._committing else intent.renew_once
-        while not self._stop.wait(max(self._intent.timing.lease_s / 4, 0.01)):
-            try:
-                if not renew():
-                    return  # the job ended, fenced, or was taken over
-            except Exception:  # a missed renewal; the next one may pass
-                log.info("could not renew the lease of write %s", self._intent.write_id,
-                         exc_info=True)
-            except BaseException:  # noqa: BLE001 - the process is going away: so does its lease
-                return
+        while True:
+            with self._cond:
+                due = self._due()
+            for token, intent, committing in due:
+                try:
+                    alive = intent.keep_committing() if committing else intent.renew_once()
+                except Exception:  # a missed renewal; the next one may pass
+                    log.info("could not renew the lease of write %s", intent.write_id,
+                             exc_info=True)
+                    continue
+                except BaseException:  # noqa: BLE001 - the process is going away: so do its leases
+                    return
+                if not alive:  # the job ended, fenced, or was taken over
+                    self.release(token)
+
+
+def _reset_in_child(keeper: weakref.ref[LeaseKeeper]) -> None:
+    """A forked child has none of its parent's threads, and maybe a lock held by one."""
+    found = keeper()
+    if found is not None:
+        found._reset()
 
 
 class Resolver(Protocol):
