@@ -158,3 +158,23 @@ def test_a_failed_commit_still_waits_for_the_cleanup_and_raises_its_own_error(
                                read_version=1, write_id=write_id, records=[record])
     assert not [k for k in s3.objects if f"/{write_id}/" in k]  # the cleanup had finished
     assert rows(tmp_path) == [0]
+
+
+def test_a_ledger_that_cannot_be_closed_during_the_commit_does_not_fail_the_job(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The close now runs alongside the commit call, which may land meanwhile: its failure
+    must not fail a job whose rows are in (Spark's abort, a retry, duplicate rows)."""
+    from lakegate_client.tables import attempts
+
+    lance.write_dataset(pa.table({"id": [0]}, schema=SCHEMA), str(tmp_path))
+    s3, where = _ledgered(tmp_path, monkeypatch)
+    write_id = uuid.uuid4().hex
+    frags = fragments(tmp_path, [1])
+    record = attempts.check_in(s3, where, write_id, 0, 0, committer.lance_files(frags))
+
+    def refused(*_a: Any, **_k: Any) -> None:
+        raise OSError("503 SlowDown")
+    monkeypatch.setattr(attempts, "close_job", refused)
+    committer.commit_lance(local_creds(tmp_path), SCHEMA, frags, overwrite=False,
+                           read_version=1, write_id=write_id, records=[record])
+    assert rows(tmp_path) == [0, 1]

@@ -574,16 +574,26 @@ def commit_lance(creds: TableCredentials, schema: pa.Schema, fragments_json: Seq
     """
     ledger = lance_ledger(creds) if write_id else None
     used = lance_files(fragments_json)
-    with fenced(intent, files=used):
-        if ledger is not None:
-            attempts.close_job(*ledger, write_id)
-        with alongside(None if ledger is None else lambda: after_commit(
-                "removing the unused fragment files", write_id,
-                lambda: attempts.discard_unused(*ledger, write_id, used, records))):
-            _commit_lance(creds, schema, fragments_json, overwrite=overwrite,
-                          read_version=read_version, ledger=ledger, write_id=write_id,
-                          intent=intent)
+    with fenced(intent, files=used), \
+            alongside(None if ledger is None else lambda: _close_ledger(ledger, write_id, used,
+                                                                        records)):
+        _commit_lance(creds, schema, fragments_json, overwrite=overwrite,
+                      read_version=read_version, ledger=ledger, write_id=write_id,
+                      intent=intent)
     end_job(intent)
+
+
+def _close_ledger(ledger: tuple[Any, S3Location], write_id: str, used: Sequence[str],
+                  records: Sequence[str]) -> None:
+    """Close the job in its attempt ledger (from now on a finishing attempt deletes its own
+    files), then delete the files of the attempts the commit does not use, and the records.
+    Neither needs to precede the commit call: no attempt that checks in after the close is
+    reported to this commit, and whoever checked in before it is in the listing. Never
+    raises: the commit may have landed meanwhile, and what a failure leaves is debris."""
+    after_commit("closing the job in the attempt ledger", write_id,
+                 lambda: attempts.close_job(*ledger, write_id))
+    after_commit("removing the unused fragment files", write_id,
+                 lambda: attempts.discard_unused(*ledger, write_id, used, records))
 
 
 @contextmanager
@@ -591,10 +601,9 @@ def alongside(step: Callable[[], object] | None) -> Iterator[None]:
     """Run ``step`` in a helper thread while the body runs; wait for it (its error raises
     after the body's own outcome, never instead of it).
 
-    Why for the Lance ledger's cleanup: once the job is closed (``attempts.close_job``) the
-    records and the unused attempts' files are known and no commit will use them, so their
-    deletes need not wait for the commit call: they overlap it (about a third of the commit's
-    own time on a small write, issue 36).
+    Why for the Lance ledger: closing the job and deleting what no commit uses need not wait
+    for the commit call (:func:`_close_ledger`), so they overlap it (together about as long as
+    the commit call itself on a small write, issue 36).
     """
     if step is None:
         yield
