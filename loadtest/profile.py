@@ -17,6 +17,11 @@ class Profile:
     herd_ks: tuple[int, ...] = (1, 10, 100, 1_000, 10_000)
     herd_upstream_latency_ms: float = 50.0
     herd_processes: int = 4
+    # A herd up to this K is repeated (each on a fresh table, each followed by the trivial
+    # server's burst) and reported by its median repeat: the p99 of 10 requests is their
+    # slowest one, and a single stall decided a target.
+    herd_repeats: int = 5
+    herd_repeat_max_k: int = 1_000
     # 2. surfaces
     surface_concurrencies: tuple[int, ...] = (1, 16, 64)
     surface_pairs: int = 5  # (gateway, trivial server) pairs per concurrency

@@ -124,13 +124,21 @@ def _herd_section(herd: Any) -> list[str]:
         if not k.isdigit():
             continue
         if "error" in r:
-            rows.append((f"{int(k):,}", f"failed: {r['error'][:120]}", "", "", "", "", ""))
+            rows.append((f"{int(k):,}", "", f"failed: {r['error'][:120]}", "", "", "", "", "",
+                         "", ""))
             continue
         lat = r.get("latency_ms", {})
-        rows.append((f"{int(k):,}", r["upstream_calls"], r.get("upstream_ms"), lat.get("p50"),
-                     lat.get("p99"), r["p99_extra_ms"], r.get("baseline_p99_ms"),
-                     herd_bound_ms(r), r.get("errors", 0)))
-    out += _table(("K", "upstream calls", "upstream call ms", "p50 ms", "p99 ms",
+        rows.append((f"{int(k):,}", r.get("repeats", 1), r["upstream_calls"],
+                     r.get("upstream_ms"), lat.get("p50"), lat.get("p99"), r["p99_extra_ms"],
+                     r.get("baseline_p99_ms"), herd_bound_ms(r), r.get("errors", 0)))
+    out += [
+        "Each K up to 1,000 is several herds (`herds`), each on a fresh table and followed by "
+        "the trivial server's same burst: `p99 extra` and the trivial server's p99 are the "
+        "medians over them, the latencies the median herd's, `upstream calls` 1 only if every "
+        "herd made one.",
+        "",
+    ]
+    out += _table(("K", "herds", "upstream calls", "upstream call ms", "p50 ms", "p99 ms",
                    "p99 extra ms", "trivial server p99 ms (same burst)", "bound ms",
                    "errors"), rows)
     profile = herd.get("profile")

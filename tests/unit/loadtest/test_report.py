@@ -49,7 +49,7 @@ def test_missed_targets_are_stated_plainly_with_the_measured_figure(tmp_path: Pa
             in md)
     assert ("cold herd p99 extra latency at every K measured K=1: 1.2 ms (bound 5.0 ms), "
             "K=10000: 812.5 ms (bound 750.0 ms)") in md
-    assert "| 10,000 | 1 | 55.0 | 400.0 | 867.5 | 812.5 | 500.0 | 750.0 | 0 |" in md
+    assert "| 10,000 | 1 | 1 | 55.0 | 400.0 | 867.5 | 812.5 | 500.0 | 750.0 | 0 |" in md
     assert "c=1: 0.67 [0.66-0.67] x5; c=64: 0.60 [0.59-0.61] x5" in md
 
 
@@ -73,6 +73,6 @@ def test_a_failed_herd_size_is_reported_as_failed_not_dropped(tmp_path: Path) ->
     assert "K=100: failed" in extra.measured
     assert extra.met is False
     assert (
-        "| 100 | failed: could only open 90 of 100 connections |"
+        "| 100 |  | failed: could only open 90 of 100 connections |"
         in (tmp_path / "report.md").read_text()
     )
