@@ -131,6 +131,33 @@ def test_a_lance_job_killed_before_its_commit_leaves_no_orphan_after_the_next_re
     assert sorted(lance.dataset(str(tmp_path)).to_table().column("id").to_pylist()) == [0, 1]
 
 
+def test_a_lance_job_killed_after_its_commit_is_rolled_forward_by_the_next_read(
+        tmp_path: Path, store: StoreS3, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The driver dies between its commit and the ledger's cleanup: a duplicate attempt's files
+    (recorded, never reported) were left for good. Recovery now finishes that cleanup."""
+    from lance.fragment import write_fragments
+
+    creds, wid, fragments = _lance_job_with_fragments(tmp_path, store)
+    used = committer.lance_files(fragments)
+    duplicate = committer.lance_files([json.dumps(f.to_json()) for f in write_fragments(
+        pa.table({"id": [10, 11]}, schema=SCHEMA), str(tmp_path), schema=SCHEMA)])
+    attempts.check_in(store, WHERE, wid, 0, 0, used)
+    attempts.check_in(store, WHERE, wid, 0, 1, duplicate)  # the killed speculative copy
+    intent = JobIntent(store, WHERE, wid, LONG_AGO)
+    intent.fence(files=used)
+    committer._commit_lance(creds, SCHEMA, fragments, overwrite=False, read_version=1,
+                            ledger=(store, WHERE), write_id=wid)  # then the driver dies
+
+    _read("lance", creds, monkeypatch)
+
+    assert all((tmp_path / f).exists() for f in used)
+    assert not any((tmp_path / f).exists() for f in duplicate)
+    assert intents(store) == []
+    assert not [k for k in store.objects if f"/{wid}/" in k]  # the ledger's records too
+    assert sorted(lance.dataset(str(tmp_path)).to_table().column("id").to_pylist()) == [
+        0, 1, 10, 11]
+
+
 def test_an_iceberg_job_killed_before_its_commit_leaves_no_orphan_after_the_next_read(
         tmp_path: Path, store: StoreS3, monkeypatch: pytest.MonkeyPatch) -> None:
     from lakegate_client.spark import datasource

@@ -66,6 +66,7 @@ class Table:
                  landed: bool = True) -> None:
         self.files, self.state, self.has_landed = files, committed, landed
         self.discarded: list[str] = []
+        self.settled: list[str] = []
 
     def landed(self, intent: dict[str, Any]) -> bool:
         return self.has_landed
@@ -76,6 +77,9 @@ class Table:
     def discard(self, intent: dict[str, Any]) -> None:
         self.discarded.append(str(intent["write_id"]))
         self.files.clear()
+
+    def settle(self, intent: dict[str, Any]) -> None:
+        self.settled.append(str(intent["write_id"]))
 
 
 def _timing(clock: Clock) -> JobTiming:
@@ -161,9 +165,32 @@ def test_a_committed_job_keeps_its_files_and_an_unreadable_table_keeps_the_inten
         def discard(self, intent: dict[str, Any]) -> None:
             raise AssertionError("no file of a committed or undecided job is deleted")
 
-    assert recover_jobs(s3.view(), WHERE, Both(set()), _timing(clock)) == 1
+    both = Both(set())
+    assert recover_jobs(s3.view(), WHERE, both, _timing(clock)) == 1
     assert list(s3.objects) == [WHERE.key(intent_name("w2"))]  # w1's intent is gone
     assert _body(s3, "w2")["owner"].startswith("recovery-")  # left for a later recovery
+    assert both.settled == ["w1"]  # rolled forward: the cleanup its driver did not make
+
+
+def test_a_committed_job_whose_cleanup_fails_keeps_its_intent_for_the_next_recovery(
+        s3: Store) -> None:
+    clock = Clock()
+    owner = _intent(s3, clock)
+    owner.create("lance", staged=False)
+    owner.fence(files=["data/a.lance"])
+    clock.t += 10_000
+
+    class Failing(Table):
+        def settle(self, intent: dict[str, Any]) -> None:
+            raise OSError("503 SlowDown")
+
+    assert recover_jobs(s3.view(), WHERE, Failing(set(), committed=True), _timing(clock)) == 0
+    assert _body(s3)["owner"].startswith("recovery-")
+    clock.t += 10_000
+    table = Table(set(), committed=True)
+    assert recover_jobs(s3.view(), WHERE, table, _timing(clock)) == 1
+    assert table.settled == ["w1"]
+    assert list(s3.objects) == []
 
 
 def test_a_staged_job_with_nothing_landed_is_not_taken_over_before_a_day(s3: Store) -> None:

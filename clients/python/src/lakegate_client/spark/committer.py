@@ -377,6 +377,12 @@ class DeltaJobs:
         abort_recorded(self._creds, intent)
         drop_job_files(self._creds, write_id, keep=())
 
+    def settle(self, intent: dict[str, Any]) -> None:
+        """The upload sweep ``publish_delta`` makes after its commit (staged jobs)."""
+        if intent.get("staged") and stages(self._creds):
+            sweep(table_store(self._creds), S3Location.parse(self._creds.location),
+                  str(intent["write_id"]))
+
 
 def abort_recorded(creds: TableCredentials, intent: dict[str, Any]) -> None:
     """Abort the uploads a fenced intent recorded (completed ones are files, deleted apart;
@@ -411,6 +417,15 @@ class LanceJobs:
         delete_under(self._creds, self._creds.location, [str(f) for f in intent.get("files", ())])
         if ledger is not None:
             attempts.discard_unused(*ledger, write_id, ())
+
+    def settle(self, intent: dict[str, Any]) -> None:
+        """The ledger cleanup ``commit_lance`` makes alongside its commit: every file the
+        job's attempts recorded but its commit (the fence's ``files``) does not use."""
+        ledger = lance_ledger(self._creds)
+        if ledger is not None:
+            write_id = str(intent["write_id"])
+            attempts.close_job(*ledger, write_id)
+            attempts.discard_unused(*ledger, write_id, [str(f) for f in intent.get("files", ())])
 
 
 def resolver_for(fmt: str, creds: TableCredentials) -> job_intent.Resolver:

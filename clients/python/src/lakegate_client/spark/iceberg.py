@@ -409,6 +409,13 @@ class IcebergJobs:
         abort_recorded(self._creds, intent)
         drop_iceberg_files(self._creds, self._location, str(intent["write_id"]))
 
+    def settle(self, intent: dict[str, Any]) -> None:
+        """The removal of unused files ``IcebergWriter.commit`` makes after its commit (a job
+        that wrote visible files: its data files the snapshot, ``files``, does not hold)."""
+        if not intent.get("staged"):
+            drop_iceberg_files(self._creds, self._location, str(intent["write_id"]),
+                               keep=[str(f) for f in intent.get("files", ())])
+
 
 def recover_iceberg_jobs(opts: SourceOptions, location: str, *, reading: bool,
                          timing: job_intent.JobTiming | None = None) -> int:

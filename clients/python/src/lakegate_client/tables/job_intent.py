@@ -29,8 +29,9 @@ publishes. Every call goes through the table's
   ``staged`` (the owner never fenced, so it never committed and now never will): deletes the
   job's files, then the intent; ``committing``: once the lease plus :data:`COMMIT_BOUND_S` ran
   out (the owner's last commit call has ended), reads the table for the write id: there, it
-  removes the intent; absent, it deletes the job's files, then the intent; unreadable, it leaves
-  the intent for a later recoverer.
+  rolls the job forward (the cleanup its driver did not live to make: unused attempts' files,
+  uploads never completed), then removes the intent; absent, it deletes the job's files, then
+  the intent; unreadable, it leaves the intent for a later recoverer.
 - **Only a job with landed files is recovered while ``staged``.** Spark reaps an idle Python
   worker after a minute, so the planning process's heartbeat may end long before the write
   tasks start (upstream stages run after planning). A ``staged`` job with nothing landed (Delta
@@ -347,8 +348,9 @@ def _reset_in_child(keeper: weakref.ref[LeaseKeeper]) -> None:
 
 
 class Resolver(Protocol):
-    """What recovery needs from a format: whether a write id committed, and how to delete an
-    uncommitted job's files (never a file the table references)."""
+    """What recovery needs from a format: whether a write id committed, how to delete an
+    uncommitted job's files, and how to finish a committed one's cleanup (never a file the
+    table references)."""
 
     def landed(self, intent: dict[str, Any]) -> bool:
         """Whether a ``staged`` job may have visible files (False: nothing to clean yet)."""
@@ -358,6 +360,11 @@ class Resolver(Protocol):
 
     def discard(self, intent: dict[str, Any]) -> None:
         """Delete the files of a job that did not commit and never will (idempotent)."""
+
+    def settle(self, intent: dict[str, Any]) -> None:
+        """Finish a job whose commit landed: remove what it left that the table does not
+        reference (a staged upload never completed, an unused attempt's files), never a
+        file the commit published (idempotent)."""
 
 
 def job_intents(s3: Any, where: S3Location) -> list[str]:
@@ -428,6 +435,9 @@ def recover_jobs(s3: Any, where: S3Location, resolver: Resolver,
                             "unreferenced files", write_id)
                 _retried("deleting the files of an abandoned job",
                          lambda body=body: resolver.discard(body), timing)  # type: ignore[misc]
+            else:  # roll forward: the cleanup its driver did not live to make
+                _retried("finishing the cleanup of a committed job",
+                         lambda body=body: resolver.settle(body), timing)  # type: ignore[misc]
             _retried("removing an abandoned job intent",
                      lambda rel=rel: store.delete(where.key(rel)), timing)  # type: ignore[misc]
             done += 1
