@@ -37,7 +37,11 @@ class Profile:
     write_partitions: tuple[int, ...] = (8, 200)
     write_pairs: int = 3  # every cell runs at least these (its share of the budget allowing)
     write_pairs_max: int = 9  # a quick cell runs more, while it has run under write_cell_s
-    write_cell_s: float = 30.0
+    write_cell_s: float = 60.0
+    # Within a pair the two sides alternate, up to write_side_max writes each, until each has
+    # written write_side_s: a pair of 0.3 s writes is five of each, one of 7 s writes one.
+    write_side_s: float = 1.5
+    write_side_max: int = 5
     write_budget_s: float = 1500.0  # past its share of this, a cell runs no further pair
     # 3. executors
     exec_processes: int = 4
@@ -115,5 +119,6 @@ QUICK = Profile(
     write_partitions=(8, 50),
     write_pairs=1,
     write_pairs_max=1,
+    write_side_max=1,
     write_budget_s=600.0,
 )

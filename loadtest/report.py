@@ -219,6 +219,16 @@ def _pair_rule(writes: Any) -> str:
     return f"{least}, up to {most} while the cell has run under {writes.get('cell_s'):g} s,"
 
 
+def _side_rule(writes: Any) -> str:
+    """How a pair's two sides alternate (nothing to say of one write each)."""
+    most = writes.get("side_max") or 1
+    if most <= 1:
+        return ""
+    return (f"In a pair the two sides alternate (A B B A ...) until each has written "
+            f"{writes.get('side_s'):g} s, at most {most} writes each, and each side's seconds "
+            "are its median write. ")
+
+
 def _write_section(writes: Any) -> list[str]:
     out, usable = _head("2b. Spark writes: the data source vs the same write made directly",
                         writes)
@@ -227,7 +237,8 @@ def _write_section(writes: Any) -> list[str]:
     out += [
         f"{writes.get('rows'):,} rows per write; {_pair_rule(writes)} interleaved pair(s) per "
         "mode (each cell's count in parentheses: a cell past its share of the time budget runs "
-        "no further pair). `ratio` = data source seconds / direct seconds per pair "
+        "no further pair). " + _side_rule(writes) + "`ratio` = data source seconds / direct "
+        "seconds per pair "
         "(median [q1-q3]). `noop` "
         "= the same DataFrame to Spark's noop sink: the job's cost without any I/O. "
         "`plan / tasks / commit` (medians, from Spark's event log): the driver before the "

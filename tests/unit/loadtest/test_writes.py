@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import statistics
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -76,8 +78,10 @@ def test_the_direct_overwrite_deletes_the_old_files_concurrently(
     assert sorted(deleted) == [("b", "t/part-1.parquet"), ("b", "t/part-2.parquet")]
 
 
-def _bench(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> tuple[object, list[str]]:
-    """A write bench whose writes are stubs: each timed write records what it did."""
+def _bench(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+           ds_seconds: Iterator[float] | None = None) -> tuple[object, list[str]]:
+    """A write bench whose writes are stubs: each timed write records what it did (the data
+    source's take 1.1 s, or ``ds_seconds`` in turn; the direct ones 1.0 s)."""
     from loadtest.profile import STANDARD
     from loadtest.scenarios import writes
 
@@ -104,7 +108,7 @@ def _bench(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> tuple[object, lis
                    create: bool = False) -> float:
         done.append(f"datasource create ({df})" if create else f"datasource {mode}")
         rows["n"] = rows["n"] + STANDARD.write_rows if mode == "append" else STANDARD.write_rows
-        return 1.1
+        return 1.1 if create or ds_seconds is None else next(ds_seconds)
 
     monkeypatch.setattr(bench, "frame",
                         lambda _parts: SimpleNamespace(coalesce=lambda n: f"{n} tasks"))
@@ -123,15 +127,18 @@ def test_a_cell_runs_its_pairs_within_its_share_of_the_time_budget(
 
     bench, done = _bench(monkeypatch, tmp_path)
     result = bench.measure("lance", 200, deadline=time.monotonic() + 3600)  # type: ignore[attr-defined]
-    # stub writes take no time: the cell runs write_pairs_max
-    assert done.count("datasource append") == done.count("direct overwrite") == 9
+    # stub writes take no time: the cell runs write_pairs_max, each side writing twice a pair
+    # (1.1 s and 1.0 s a write: two reach write_side_s)
+    assert done.count("datasource append") == done.count("direct overwrite") == 2 * 9
     assert result["append"]["ratio"]["pairs"] == 9
+    assert result["append"]["writes_per_side"] == [2] * 9
     assert result["append"]["ratio"]["median"] == 1.1
     bench, done = _bench(monkeypatch, tmp_path)
     result = bench.measure("lance", 200, deadline=time.monotonic() - 1)  # type: ignore[attr-defined]
     assert done == ["datasource create (2 tasks)", "direct create (2 tasks)",  # untimed
-                    "datasource append", "direct append", "datasource overwrite",
-                    "direct overwrite"]
+                    "datasource append", "direct append", "direct append", "datasource append",
+                    "datasource overwrite", "direct overwrite", "direct overwrite",
+                    "datasource overwrite"]
     assert result["overwrite"]["ratio"]["pairs"] == 1
 
 
@@ -151,8 +158,27 @@ def test_a_quick_cell_runs_more_pairs_while_it_lasts(
     bench, done = _bench(monkeypatch, tmp_path)
     result = bench.measure("lance", 8, deadline=10**9)  # type: ignore[attr-defined]
     # pairs start at 1/4, 2/4, 3/4 and 4/4 of the cell's time; the fifth would start past it
-    assert result["append"]["ratio"]["pairs"] == done.count("datasource append") == 4
+    assert result["append"]["ratio"]["pairs"] == done.count("datasource append") / 2 == 4
     assert STANDARD.write_pairs < 4 < STANDARD.write_pairs_max
+
+
+def test_a_pairs_sides_alternate_and_each_counts_by_its_median_write(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Issue 36: a single 0.3 s write per side made a pair's ratio swing 0.73-1.53 for the same
+    job. The sides alternate, A B B A ..., until each has written write_side_s (at most
+    write_side_max writes), and each side counts by its median write."""
+    from loadtest.profile import STANDARD
+
+    bench, done = _bench(monkeypatch, tmp_path, iter([0.3, 2.0] * 100))  # every other stalls
+    result = bench.measure("lance", 8, deadline=0)  # type: ignore[attr-defined]
+    sides = [d.split()[0] for d in done if d.endswith("append") and "create" not in d]
+    assert sides == ["datasource", "direct", "direct", "datasource", "datasource", "direct",
+                     "direct", "datasource", "datasource", "direct"][:len(sides)]
+    # the direct stub takes 1.0 s a write: two reach 1.5 s, so two turns
+    assert result["append"]["writes_per_side"] == [2]
+    assert result["append"]["ratio"]["median"] == round(statistics.median([0.3, 2.0]) / 1.0, 3)
+    assert STANDARD.write_side_max == 5
+    assert STANDARD.write_side_s == 1.5
 
 
 def test_the_progress_line_gives_each_sides_seconds_and_phases() -> None:
