@@ -108,6 +108,20 @@ def _ledgered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any
     return s3, where
 
 
+def _checked_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                ids: list[int]) -> tuple[Any, str, list[str], str]:
+    """A dataset of row 0 and a job whose one task wrote ``ids`` and checked in: the ledger's
+    store, the write id, the fragments and the task's record."""
+    from lakegate_client.tables import attempts
+
+    lance.write_dataset(pa.table({"id": [0]}, schema=SCHEMA), str(tmp_path))
+    s3, where = _ledgered(tmp_path, monkeypatch)
+    write_id = uuid.uuid4().hex
+    frags = fragments(tmp_path, ids)
+    return s3, write_id, frags, attempts.check_in(s3, where, write_id, 0, 0,
+                                                  committer.lance_files(frags))
+
+
 def test_the_ledger_cleanup_overlaps_the_commit_call(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 36: once the job is closed its records' deletes need not wait for the commit; the
@@ -116,11 +130,7 @@ def test_the_ledger_cleanup_overlaps_the_commit_call(
 
     from lakegate_client.tables import attempts
 
-    lance.write_dataset(pa.table({"id": [0]}, schema=SCHEMA), str(tmp_path))
-    s3, where = _ledgered(tmp_path, monkeypatch)
-    write_id = uuid.uuid4().hex
-    frags = fragments(tmp_path, [1, 2])
-    record = attempts.check_in(s3, where, write_id, 0, 0, committer.lance_files(frags))
+    s3, write_id, frags, record = _checked_in(tmp_path, monkeypatch, [1, 2])
     cleaned, real = threading.Event(), attempts.discard_unused
 
     def discard(*args: Any, **kwargs: Any) -> list[str]:
@@ -142,13 +152,7 @@ def test_the_ledger_cleanup_overlaps_the_commit_call(
 
 def test_a_failed_commit_still_waits_for_the_cleanup_and_raises_its_own_error(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from lakegate_client.tables import attempts
-
-    lance.write_dataset(pa.table({"id": [0]}, schema=SCHEMA), str(tmp_path))
-    s3, where = _ledgered(tmp_path, monkeypatch)
-    write_id = uuid.uuid4().hex
-    frags = fragments(tmp_path, [1])
-    record = attempts.check_in(s3, where, write_id, 0, 0, committer.lance_files(frags))
+    s3, write_id, frags, record = _checked_in(tmp_path, monkeypatch, [1])
 
     def refused(*_a: Any, **_k: Any) -> Any:
         raise PermissionError("403 refused")
@@ -166,11 +170,7 @@ def test_a_ledger_that_cannot_be_closed_during_the_commit_does_not_fail_the_job(
     must not fail a job whose rows are in (Spark's abort, a retry, duplicate rows)."""
     from lakegate_client.tables import attempts
 
-    lance.write_dataset(pa.table({"id": [0]}, schema=SCHEMA), str(tmp_path))
-    s3, where = _ledgered(tmp_path, monkeypatch)
-    write_id = uuid.uuid4().hex
-    frags = fragments(tmp_path, [1])
-    record = attempts.check_in(s3, where, write_id, 0, 0, committer.lance_files(frags))
+    _, write_id, frags, record = _checked_in(tmp_path, monkeypatch, [1])
 
     def refused(*_a: Any, **_k: Any) -> None:
         raise OSError("503 SlowDown")
