@@ -23,7 +23,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
@@ -625,10 +625,7 @@ def alongside(step: Callable[[], object] | None) -> Iterator[None]:
         return
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="lakegate-alongside") as pool:
         done = pool.submit(step)
-        try:
-            yield
-        finally:
-            wait([done])
+        yield  # leaving the pool waits for the step, whether or not the body raised
     done.result()
 
 
