@@ -9,7 +9,7 @@ the hardening write suite.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from devstack.stack_info import StackInfo
@@ -17,15 +17,20 @@ from devstack.stack_info import StackInfo
 PLAIN_FORMATS = ("parquet", "csv", "json")
 PLAIN_MARKER = "_lakegate_commit.json"
 LANCE_LEDGER = "_lakegate_attempts"  # lakegate_client.tables.attempts.LEDGER
+JOB_PREFIX = "_lakegate_job-"  # lakegate_client.tables.job_intent.JOB_PREFIX
 
 
 @dataclass(frozen=True)
 class Audit:
-    """What is under one table's location."""
+    """What is under one table's location. ``awaiting_sweep`` (Lance): the records of attempts
+    that finished after their job ended, and the unreferenced files they name, which the next
+    commit, abort or recovery on the dataset deletes (``attempts.sweep_ended``); not orphans,
+    as a pending upload is not."""
 
     native_ids: list[int]
     orphans: list[str]
     pending_uploads: int
+    awaiting_sweep: list[str] = field(default_factory=list)
 
 
 class TableAuditor:
@@ -120,17 +125,18 @@ class TableAuditor:
         if self.storage == "adls":  # a fresh owner SAS (it lives an hour)
             self._adls = self._adls_settings(self._info)
         objects = self.objects(location)
+        awaiting: list[str] = []
         if fmt in PLAIN_FORMATS:
             ids, orphans = self._plain(fmt, location, objects)
         elif fmt == "delta":
             ids, orphans = self._delta(location, objects)
         elif fmt == "lance":
-            ids, orphans = self._lance(location, objects)
+            ids, orphans, awaiting = self._lance(location, objects)
         elif fmt == "iceberg":
             ids, orphans = self._iceberg(table, objects)
         else:
             raise ValueError(f"no audit for {fmt!r}")
-        return Audit(sorted(ids), orphans, self.pending_uploads(location))
+        return Audit(sorted(ids), orphans, self.pending_uploads(location), awaiting)
 
     def _plain(self, fmt: str, location: str, objects: list[str]) -> tuple[list[int], list[str]]:
         import pyarrow.dataset as pads
@@ -173,7 +179,8 @@ class TableAuditor:
         orphans = [r for r in objects if not r.startswith("_delta_log/") and r not in referenced]
         return ids, orphans
 
-    def _lance(self, location: str, objects: list[str]) -> tuple[list[int], list[str]]:
+    def _lance(self, location: str,
+               objects: list[str]) -> tuple[list[int], list[str], list[str]]:
         import lance
 
         options = dict(self._adls.lance()) if self._adls is not None else self._storage_options()
@@ -184,12 +191,30 @@ class TableAuditor:
             for fragment in ds.get_fragments():
                 referenced.update(f"data/{d.path}" for d in fragment.data_files())
         ids = latest.to_table(columns=["id"]).column("id").to_pylist()
-        # the attempt ledger keeps only its closed-jobs list and create claim; a leftover
-        # attempt record is debris too
-        kept = {f"{LANCE_LEDGER}/closed.json", f"{LANCE_LEDGER}/create.json"}
-        orphans = [r for r in objects if (r.startswith("data/") and r not in referenced)
-                   or (r.startswith(f"{LANCE_LEDGER}/") and r not in kept)]
-        return ids, orphans
+        awaiting = self._awaiting_sweep(location, objects, referenced)
+        # the attempt ledger keeps only its create claim (and an older client's closed-jobs
+        # list); any other leftover record is debris too
+        kept = {f"{LANCE_LEDGER}/closed.json", f"{LANCE_LEDGER}/create.json", *awaiting}
+        orphans = [r for r in objects if ((r.startswith("data/") and r not in referenced)
+                   or r.startswith(f"{LANCE_LEDGER}/")) and r not in kept]
+        return ids, orphans, awaiting
+
+    def _awaiting_sweep(self, location: str, objects: list[str],
+                        referenced: set[str]) -> list[str]:
+        """The ledger records whose job's intent is gone (late attempts), with the files they
+        name; a record naming a referenced file is not here: the sweep would delete data."""
+        intents = {r for r in objects if r.startswith(JOB_PREFIX)}
+        out: list[str] = []
+        for rel in objects:
+            parts = rel.split("/")
+            if len(parts) != 3 or parts[0] != LANCE_LEDGER \
+                    or f"{JOB_PREFIX}{parts[1]}.json" in intents:
+                continue
+            body = json.loads(self._read(location, rel) or b"{}")
+            files = [str(f) for f in body.get("files", ())]
+            if body.get("sweep") == 2 and not referenced.intersection(files):
+                out += [rel, *(f for f in files if f in objects)]
+        return out
 
     def _iceberg(self, table: Any, objects: list[str]) -> tuple[list[int], list[str]]:
         """``table``: :meth:`iceberg_table`; orphans are data files no snapshot references."""

@@ -57,7 +57,8 @@ def test_an_aborted_lance_job_leaves_no_fragment_file_even_from_a_task_finishing
     spark: SparkSession, client: Client, auditor: TableAuditor, namespace: str, table_name: str
 ) -> None:
     """Regression: a task still running at ``abort`` landed its fragment file afterwards, an
-    orphan under ``data/`` (now it finds its job closed in the attempt ledger and deletes it)."""
+    orphan under ``data/``. Now it records the file in the attempt ledger, and the next job's
+    cleanup on the dataset deletes it: never an orphan, and gone after the next write."""
     qualified = f"{namespace}.{table_name}"
     save(frame(spark, 1000, 12), qualified, "lance", "overwrite")
     with pytest.raises(Exception, match="injected fault after_land@0"):
@@ -66,9 +67,15 @@ def test_an_aborted_lance_job_leaves_no_fragment_file_even_from_a_task_finishing
     time.sleep(8)  # the slowed tasks have finished their fragments by now
     expected = list(range(1000, 1012))
     assert spark_ids(spark, qualified) == expected
-    audit = auditor.audit("lance", _location(client, namespace, table_name))
+    location = _location(client, namespace, table_name)
+    audit = auditor.audit("lance", location)
     assert audit.native_ids == expected
     assert audit.orphans == []
+    assert all(r.startswith(("data/", "_lakegate_attempts/")) for r in audit.awaiting_sweep)
+    save(frame(spark, 2000, 4, 2), qualified, "lance", "append")  # the next job's commit
+    expected += list(range(2000, 2004))
+    audit = auditor.audit("lance", location)
+    assert (audit.native_ids, audit.orphans, audit.awaiting_sweep) == (expected, [], [])
 
 
 def test_a_parquet_task_that_fails_once_is_retried_and_its_rows_appear_once(

@@ -164,17 +164,62 @@ def test_a_failed_commit_still_waits_for_the_cleanup_and_raises_its_own_error(
     assert rows(tmp_path) == [0]
 
 
-def test_a_ledger_that_cannot_be_closed_during_the_commit_does_not_fail_the_job(
+def test_a_ledger_cleanup_that_fails_during_the_commit_keeps_the_intent_for_recovery(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The close now runs alongside the commit call, which may land meanwhile: its failure
-    must not fail a job whose rows are in (Spark's abort, a retry, duplicate rows)."""
+    """The cleanup runs alongside the commit call, which may land meanwhile: its failure must
+    not fail a job whose rows are in (Spark's abort, a retry, duplicate rows). Nor may the job's
+    intent go with the cleanup undone: once an intent is gone, the next cleanup sweeps what its
+    job's records name (``attempts.sweep_ended``), and these name the files the commit used.
+    The intent stays; the recovery of a later write finishes the cleanup, then removes it."""
     from lakegate_client.tables import attempts
+    from lakegate_client.tables.job_intent import JOB_PREFIX, JobIntent, JobTiming
 
-    _, write_id, frags, record = _checked_in(tmp_path, monkeypatch, [1])
+    s3, write_id, frags, record = _checked_in(tmp_path, monkeypatch, [1])
+    where = committer.lance_ledger(None)[1]
+    intent = JobIntent(s3, where, write_id)
+    intent.create("lance", read_version=1)
+    real = attempts.discard_unused
 
     def refused(*_a: Any, **_k: Any) -> None:
         raise OSError("503 SlowDown")
-    monkeypatch.setattr(attempts, "close_job", refused)
+    monkeypatch.setattr(attempts, "discard_unused", refused)
+    monkeypatch.setattr(committer.time, "sleep", lambda _s: None)
     committer.commit_lance(local_creds(tmp_path), SCHEMA, frags, overwrite=False,
-                           read_version=1, write_id=write_id, records=[record])
+                           read_version=1, write_id=write_id, intent=intent, records=[record])
     assert rows(tmp_path) == [0, 1]
+    assert [k for k in s3.objects if JOB_PREFIX in k]  # kept: the cleanup is not done
+    assert where.key(record) in s3.objects
+    monkeypatch.setattr(attempts, "discard_unused", real)
+    later = JobTiming(now=lambda: __import__("time").time() + 3_600, sleep=lambda _s: None)
+    monkeypatch.setattr(committer, "job_store", lambda _c: (s3, where))
+    assert committer.recover_jobs("lance", local_creds(tmp_path), later) == 1
+    assert not [k for k in s3.objects if JOB_PREFIX in k or f"/{write_id}/" in k]
+    assert rows(tmp_path) == [0, 1]
+
+
+def test_an_abort_after_a_landed_commit_finishes_its_cleanup_before_the_intent_goes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Spark may abort a job whose commit landed (the commit raised after it). The abort keeps
+    every file the commit used, and removes the ledger's records before the intent: a record
+    left without an intent would be swept, with the files the commit uses."""
+    from lakegate_client.tables import attempts
+    from lakegate_client.tables.job_intent import JOB_PREFIX, JobIntent
+
+    s3, write_id, frags, record = _checked_in(tmp_path, monkeypatch, [1])
+    where = committer.lance_ledger(None)[1]
+    copy = fragments(tmp_path, [1])  # a speculative duplicate's, never committed
+    attempts.check_in(s3, where, write_id, 0, 1, committer.lance_files(copy))
+    JobIntent(s3, where, write_id).create("lance", read_version=1)
+    monkeypatch.setattr(committer, "job_store", lambda _c: (s3, where))
+    monkeypatch.setattr(committer, "delete_under",
+                        lambda _c, _b, rel: [(tmp_path / r).unlink(missing_ok=True) for r in rel])
+    monkeypatch.setattr(s3, "removed", lambda key: (tmp_path / where.relative(key)).unlink(
+        missing_ok=True))
+    committer.commit_lance(local_creds(tmp_path), SCHEMA, frags, overwrite=False,
+                           read_version=1, write_id=write_id, records=[record])  # no intent yet
+    attempts.check_in(s3, where, write_id, 0, 2, committer.lance_files(copy))  # a late copy
+    committer.drop_lance_fragments(local_creds(tmp_path), frags, write_id, since=1,
+                                   with_intent=True)
+    assert rows(tmp_path) == [0, 1]
+    assert not [k for k in s3.objects if JOB_PREFIX in k or f"/{write_id}/" in k]
+    assert not any((tmp_path / f).exists() for f in committer.lance_files(copy))

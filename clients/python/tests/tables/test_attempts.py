@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+from typing import Any
 
 import pytest
 
-from lakegate_client.tables.attempts import (
-    CLOSED,
-    JobClosedError,
-    check_in,
-    close_job,
-    discard_unused,
-)
+from lakegate_client.tables.attempts import LEDGER, check_in, discard_unused
+from lakegate_client.tables.job_intent import JOB_PREFIX, JobIntent
 from lakegate_client.tables.staged import S3Location
 
-from .fake_s3 import FakeS3
+from .fake_s3 import FakeS3, Fault
 
 WHERE = S3Location("bucket", "wh/t")
 
@@ -27,7 +24,14 @@ def _land(s3: FakeS3, *files: str) -> list[str]:
 
 
 def _left(s3: FakeS3) -> list[str]:
-    return sorted(WHERE.relative(k) for k in s3.objects if WHERE.relative(k) != CLOSED)
+    return sorted(WHERE.relative(k) for k in s3.objects if JOB_PREFIX not in k)
+
+
+def _started(s3: Any, write_id: str) -> JobIntent:
+    """Planning: the job's intent, which exists before any of its attempts writes."""
+    intent = JobIntent(s3, WHERE, write_id)
+    intent.create("lance")
+    return intent
 
 
 def test_commit_keeps_the_used_files_and_removes_a_recorded_duplicate() -> None:
@@ -35,8 +39,8 @@ def test_commit_keeps_the_used_files_and_removes_a_recorded_duplicate() -> None:
     s3 = FakeS3()
     check_in(s3, WHERE, "w1", 0, 0, _land(s3, "data/a.lance"))  # the slowed first attempt
     check_in(s3, WHERE, "w1", 0, 1, _land(s3, "data/b.lance"))  # its speculative copy (used)
+    _started(s3, "w2")  # running: its record and file stay
     check_in(s3, WHERE, "w2", 0, 0, _land(s3, "data/other-job.lance"))
-    close_job(s3, WHERE, "w1")
     assert discard_unused(s3, WHERE, "w1", ["data/b.lance"]) == ["data/a.lance"]
     assert _left(s3) == ["_lakegate_attempts/w2/00000-0-" + _suffix(s3, "w2"),
                          "data/b.lance", "data/other-job.lance"]
@@ -47,24 +51,126 @@ def _suffix(s3: FakeS3, write_id: str) -> str:
     return next(k[len(prefix):] for k in s3.objects if k.startswith(prefix))
 
 
-def test_an_attempt_finishing_after_the_job_ended_deletes_its_own_files() -> None:
-    """Regression: a task still running at abort landed its fragment after abort's cleanup."""
+def test_an_attempt_finishing_after_its_job_ended_is_swept_by_the_next_cleanup() -> None:
+    """Regression: a task still running at abort landed its fragment after abort's cleanup.
+    Its job's intent is gone by then, so the next job's cleanup takes its files and record."""
     s3 = FakeS3()
-    close_job(s3, WHERE, "w1")  # abort (or commit) ran first
-    discard_unused(s3, WHERE, "w1", ())
-    with pytest.raises(JobClosedError, match="already ended"):
-        check_in(s3, WHERE, "w1", 2, 0, _land(s3, "data/late.lance"))
+    w1 = _started(s3, "w1")
+    discard_unused(s3, WHERE, "w1", ())  # abort (or commit) ran first
+    w1.remove()
+    check_in(s3, WHERE, "w1", 2, 0, _land(s3, "data/late.lance"))  # the attempt reports to no one
+    assert _left(s3) != []
+    _started(s3, "w2")
+    assert discard_unused(s3, WHERE, "w2", ()) == []  # only the job's own files are returned
     assert _left(s3) == []
 
 
-def test_closing_keeps_other_jobs_and_forgets_day_old_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_records_of_a_job_whose_intent_remains_are_never_swept() -> None:
+    """A job still running, committing, or left to a recoverer (its cleanup failed) keeps an
+    intent: its records may name the files its commit uses."""
     s3 = FakeS3()
-    close_job(s3, WHERE, "old")
-    monkeypatch.setattr("lakegate_client.tables.attempts.time.time", lambda: 1e12)
-    close_job(s3, WHERE, "w1")
-    close_job(s3, WHERE, "w2")
-    jobs = json.loads(s3.objects[WHERE.key(CLOSED)])["jobs"]
-    assert sorted(jobs) == ["w1", "w2"]
+    _started(s3, "w1")
+    check_in(s3, WHERE, "w1", 0, 0, _land(s3, "data/used.lance"))
+    _started(s3, "w2")
+    discard_unused(s3, WHERE, "w2", ())
+    assert _left(s3) == [f"{LEDGER}/w1/00000-0-" + _suffix(s3, "w1"), "data/used.lance"]
+
+
+def test_a_record_from_before_the_sweep_is_never_swept() -> None:
+    """Upgrade safety: an older driver removed its intent even when its cleanup failed, so an
+    older record (no "sweep" field) may name a file its commit uses."""
+    s3 = FakeS3()
+    _land(s3, "data/used.lance")
+    s3.put_object(Bucket="bucket", Key=WHERE.key(f"{LEDGER}/old/00000-0-abcd.json"),
+                  Body=json.dumps({"files": ["data/used.lance"]}).encode())
+    _started(s3, "w2")
+    discard_unused(s3, WHERE, "w2", ())
+    assert _left(s3) == [f"{LEDGER}/old/00000-0-abcd.json", "data/used.lance"]
+
+
+def test_a_failing_sweep_does_not_fail_the_jobs_own_cleanup() -> None:
+    s3 = FakeS3()
+    check_in(s3, WHERE, "ended", 0, 0, _land(s3, "data/late.lance"))
+    _started(s3, "w2")
+    check_in(s3, WHERE, "w2", 0, 1, _land(s3, "data/duplicate.lance"))
+    calls = len(s3.calls)
+    # 1 listing of the ledger, 1 read of w2's record, 1 delete, 1 delete, 1 listing of intents
+    s3.faults = {calls + 5: Fault()}
+    assert discard_unused(s3, WHERE, "w2", ()) == ["data/duplicate.lance"]
+    assert _left(s3) == [f"{LEDGER}/ended/00000-0-" + _suffix(s3, "ended"), "data/late.lance"]
+
+
+def test_a_failing_own_cleanup_raises_and_keeps_the_records_of_undeleted_files() -> None:
+    """The caller keeps the job's intent when this raises; a record must outlive its files,
+    or a recoverer could no longer find them."""
+    s3 = FakeS3(batch_deletes=False)
+    _started(s3, "w1")
+    record = check_in(s3, WHERE, "w1", 0, 1, _land(s3, "data/duplicate.lance"))
+    s3.faults = {len(s3.calls) + 3: Fault()}  # the listing, the read, the file's delete
+    with pytest.raises(Exception, match="ServiceUnavailable"):
+        discard_unused(s3, WHERE, "w1", ())
+    assert _left(s3) == [record, "data/duplicate.lance"]
+    s3.faults = {}
+    assert discard_unused(s3, WHERE, "w1", ()) == ["data/duplicate.lance"]
+    assert _left(s3) == []
+
+
+def _driver_calls(s3: FakeS3, used: list[str], reported: list[str]) -> None:
+    """The driver's end of job w1 on the ledger: its cleanup, then its intent's removal."""
+    discard_unused(s3, WHERE, "w1", used, reported)
+    JobIntent(s3, WHERE, "w1").remove()
+
+
+def _job_ending(ending: str, points: int, land_at: int = 0, record_at: int = 0
+                ) -> tuple[FakeS3, int]:
+    """Job w1 with one reported attempt ends (``commit``: its file is used; ``abort``: deleted
+    first) while a late attempt of w1, another process, lands its file before driver call
+    ``land_at`` and records it before call ``record_at`` (``points``: after the last call; 0:
+    no late attempt). Returns the store and how many calls the driver made."""
+    s3 = FakeS3()
+    _started(s3, "w1")
+    reported = [check_in(s3, WHERE, "w1", 0, 0, _land(s3, "data/used.lance"))]
+    if ending == "abort":
+        s3.delete_object(Bucket="bucket", Key=WHERE.key("data/used.lance"))
+    task = s3.view()
+    steps = iter([lambda: _land(task, "data/late.lance"),
+                  lambda: check_in(task, WHERE, "w1", 0, 1, ["data/late.lance"])])
+    todo = [n for n in (land_at, record_at) if n]
+    base = len(s3.calls)
+    s3.faults = {base + n: Fault(kind="stall") for n in todo if n < points}
+
+    def late() -> None:
+        while todo and todo[0] == len(s3.calls) - base:  # the steps due before this call
+            todo.pop(0)
+            next(steps)()
+    s3.on_stall = late
+    _driver_calls(s3, ["data/used.lance"] if ending == "commit" else [],
+                  reported if ending == "commit" else [])
+    for _ in todo:  # the steps due after the driver's last call
+        next(steps)()
+    return s3, len(s3.calls) - base
+
+
+@pytest.mark.parametrize("ending", ["commit", "abort"])
+def test_a_late_attempt_at_every_point_of_the_drivers_end_leaves_nothing_after_the_next_job(
+        ending: str) -> None:
+    """Model check of the ledger: a late attempt (a speculative copy, a task still running at
+    abort) lands its file and records it at every pair of points of the driver's calls
+    (before the first, between any two, after the last). Whatever the interleaving, the
+    commit's files stay, and once the next job's cleanup ran no file of the late attempt is
+    left, nor any record."""
+    points = _job_ending(ending, 0)[1] + 1  # "before call n" for each call, and after the last
+    assert points >= 5
+    used = ["data/used.lance"] if ending == "commit" else []
+    for land_at, record_at in itertools.combinations_with_replacement(range(1, points + 1), 2):
+        s3, _ = _job_ending(ending, points, land_at, record_at)
+        where = f"late file at point {land_at}, record at {record_at}"
+        assert ("data/used.lance" in _left(s3)) is (ending == "commit"), where
+        if record_at == 1:  # recorded before the driver's listing: the driver deletes it
+            assert "data/late.lance" not in _left(s3), where
+        _started(s3, "w2")
+        discard_unused(s3, WHERE, "w2", ())
+        assert _left(s3) == used, where
 
 
 def test_aws_conflict_answers_are_conflicts_not_errors(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -76,10 +182,6 @@ def test_aws_conflict_answers_are_conflicts_not_errors(monkeypatch: pytest.Monke
     from .fake_s3 import Fault
 
     conflict = Fault(code="ConditionalRequestConflict", status=409)
-    s3 = FakeS3(aws_conflicts=True, faults={2: conflict})  # 1: read closed.json, 2: its PUT
-    close_job(s3, WHERE, "w-1")  # refused once (409), then recorded
-    assert "w-1" in json.loads(s3.objects[WHERE.key(CLOSED)])["jobs"]
-
     import time
 
     s3 = FakeS3(aws_conflicts=True)
@@ -127,7 +229,6 @@ def test_the_driver_reads_records_and_deletes_files_in_parallel() -> None:
     for part in range(6):
         check_in(s3, WHERE, "w1", part, 0, _land(s3, f"data/p{part}-a.lance"))
         check_in(s3, WHERE, "w1", part, 1, _land(s3, f"data/p{part}-b.lance"))
-    close_job(s3, WHERE, "w1")
     Slow.most = 0
     used = [f"data/p{part}-a.lance" for part in range(6)]
     assert sorted(discard_unused(s3, WHERE, "w1", used)) == [f"data/p{p}-b.lance" for p in range(6)]
@@ -150,12 +251,14 @@ def test_the_ledger_and_the_create_claim_run_on_adls() -> None:
 
     check_in(store, WHERE, "w1", 0, 0, land("data/a.lance"))
     check_in(store, WHERE, "w1", 0, 1, land("data/b.lance"))
-    close_job(store, WHERE, "w1")
+    w1 = _started(store, "w1")
     assert discard_unused(store, WHERE, "w1", ["data/b.lance"]) == ["data/a.lance"]
-    with pytest.raises(JobClosedError):
-        check_in(store, WHERE, "w1", 1, 0, land("data/late.lance"))
+    w1.remove()
+    check_in(store, WHERE, "w1", 1, 0, land("data/late.lance"))
+    _started(store, "w2")
+    discard_unused(store, WHERE, "w2", ())
     assert sorted(WHERE.relative(k) for k in store.objects
-                  if WHERE.relative(k) != CLOSED) == ["data/b.lance"]
+                  if JOB_PREFIX not in k) == ["data/b.lance"]
     assert claim_create(store, WHERE, "w2") is True
     assert claim_create(store.view(), WHERE, "w3") is False  # 409 BlobAlreadyExists: held
     assert claim_create(store.view(), WHERE, "w2") is True  # the holder asks again
@@ -169,7 +272,6 @@ def test_the_records_of_reported_attempts_are_deleted_unread() -> None:
     s3 = FakeS3()
     used = [check_in(s3, WHERE, "w1", p, 0, _land(s3, f"data/p{p}.lance")) for p in range(3)]
     duplicate = check_in(s3, WHERE, "w1", 0, 1, _land(s3, "data/p0-copy.lance"))
-    close_job(s3, WHERE, "w1")
     seen = len(s3.calls)
     files = [f"data/p{p}.lance" for p in range(3)]
     assert discard_unused(s3, WHERE, "w1", files, used) == ["data/p0-copy.lance"]

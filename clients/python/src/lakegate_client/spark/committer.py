@@ -23,7 +23,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
@@ -173,8 +173,8 @@ def retried(step: Callable[[], T], attempts: int = RETRIES) -> T:
     return step()
 
 
-def after_commit(what: str, write_id: str, cleanup: Callable[[], object]) -> None:
-    """Run a cleanup that follows a durable commit, never raising.
+def after_commit(what: str, write_id: str, cleanup: Callable[[], object]) -> bool:
+    """Run a cleanup that follows a durable commit, never raising; returns whether it ran.
 
     Spark calls ``abort`` when ``commit`` raises, and ``abort`` deletes the job's files: an
     error in the cleanup after the table already references them must not turn into that.
@@ -185,6 +185,8 @@ def after_commit(what: str, write_id: str, cleanup: Callable[[], object]) -> Non
         retried(cleanup)
     except Exception:  # debris only: logged, never raised
         log.warning("after the commit of write %s, %s failed", write_id, what, exc_info=True)
+        return False
+    return True
 
 
 def discard_staged(s3: Any, where: S3Location, uploads: Sequence[PendingUpload],
@@ -412,8 +414,6 @@ class LanceJobs:
     def discard(self, intent: dict[str, Any]) -> None:
         write_id = str(intent["write_id"])
         ledger = lance_ledger(self._creds)
-        if ledger is not None:  # late attempts now delete their own files
-            attempts.close_job(*ledger, write_id)
         delete_under(self._creds, self._creds.location, [str(f) for f in intent.get("files", ())])
         if ledger is not None:
             attempts.discard_unused(*ledger, write_id, ())
@@ -423,9 +423,8 @@ class LanceJobs:
         job's attempts recorded but its commit (the fence's ``files``) does not use."""
         ledger = lance_ledger(self._creds)
         if ledger is not None:
-            write_id = str(intent["write_id"])
-            attempts.close_job(*ledger, write_id)
-            attempts.discard_unused(*ledger, write_id, [str(f) for f in intent.get("files", ())])
+            attempts.discard_unused(*ledger, str(intent["write_id"]),
+                                    [str(f) for f in intent.get("files", ())])
 
 
 def resolver_for(fmt: str, creds: TableCredentials) -> job_intent.Resolver:
@@ -574,9 +573,10 @@ def drop_job_files(creds: TableCredentials, write_id: str, keep: Sequence[str]) 
 def commit_lance(creds: TableCredentials, schema: pa.Schema, fragments_json: Sequence[str], *,
                  overwrite: bool, read_version: int | None, write_id: str = "",
                  intent: JobIntent | None = None, records: Sequence[str] = ()) -> None:
-    """One Lance commit of the fragments and, alongside it once the job is closed (S3, ADLS,
-    GCS; ``write_id`` given), the attempt ledger's cleanup of every fragment file the commit
-    does not use (``records``: the ledger records of the attempts that reported the fragments).
+    """One Lance commit of the fragments and, alongside it (S3, ADLS, GCS; ``write_id`` given),
+    the attempt ledger's cleanup of every fragment file the commit does not use (``records``:
+    the ledger records of the attempts that reported the fragments); the job's intent goes once
+    both are done (a failed cleanup keeps it, for a recoverer to finish).
 
     Overwrite replaces whatever version is current (last writer wins, a serial order). Append
     never overwrites: it commits against the version planning read, which Lance rebases over
@@ -590,43 +590,43 @@ def commit_lance(creds: TableCredentials, schema: pa.Schema, fragments_json: Seq
     ledger = lance_ledger(creds) if write_id else None
     used = lance_files(fragments_json)
     with fenced(intent, files=used), \
-            alongside(None if ledger is None else lambda: _close_ledger(ledger, write_id, used,
-                                                                        records)):
+            alongside(None if ledger is None else lambda: _clean_ledger(ledger, write_id, used,
+                                                                        records)) as cleaning:
         _commit_lance(creds, schema, fragments_json, overwrite=overwrite,
                       read_version=read_version, ledger=ledger, write_id=write_id,
                       intent=intent)
-    end_job(intent)
+    if cleaning is None or cleaning.result():
+        end_job(intent)
+    elif intent is not None:
+        log.warning("write %s committed; its job intent stays until the next write or read of "
+                    "the table finishes the cleanup of its attempt ledger", write_id)
 
 
-def _close_ledger(ledger: tuple[Any, S3Location], write_id: str, used: Sequence[str],
-                  records: Sequence[str]) -> None:
-    """Close the job in its attempt ledger (from now on a finishing attempt deletes its own
-    files), then delete the files of the attempts the commit does not use, and the records.
-    Neither needs to precede the commit call: no attempt that checks in after the close is
-    reported to this commit, and whoever checked in before it is in the listing. Never
-    raises: the commit may have landed meanwhile, and what a failure leaves is debris."""
-    after_commit("closing the job in the attempt ledger", write_id,
-                 lambda: attempts.close_job(*ledger, write_id))
-    after_commit("removing the unused fragment files", write_id,
-                 lambda: attempts.discard_unused(*ledger, write_id, used, records))
+def _clean_ledger(ledger: tuple[Any, S3Location], write_id: str, used: Sequence[str],
+                  records: Sequence[str]) -> bool:
+    """Delete the files of the attempts the commit does not use, then the records; returns
+    whether that succeeded. Need not precede the commit call: the commit uses only reported
+    attempts, and every reported attempt checked in before the listing. Never raises: the
+    commit may have landed meanwhile, and what a failure leaves is debris, which the job's
+    intent (kept) lets a recoverer remove (``LanceJobs.settle``)."""
+    return after_commit("removing the unused fragment files", write_id,
+                        lambda: attempts.discard_unused(*ledger, write_id, used, records))
 
 
 @contextmanager
-def alongside(step: Callable[[], object] | None) -> Iterator[None]:
-    """Run ``step`` in a helper thread while the body runs; wait for it (its error raises
-    after the body's own outcome, never instead of it).
+def alongside(step: Callable[[], T] | None) -> Iterator[Future[T] | None]:
+    """Run ``step`` in a helper thread while the body runs, which gets its future (None: no
+    step); leaving waits for the step, whether or not the body raised.
 
-    Why for the Lance ledger: closing the job and deleting what no commit uses need not wait
-    for the commit call (:func:`_close_ledger`), so they overlap it (together about as long as
-    the commit call itself on a small write, issue 36).
+    Why for the Lance ledger: deleting what no commit uses need not wait for the commit call
+    (:func:`_clean_ledger`), so it overlaps it (about as long as the commit call itself on a
+    small write, issue 36).
     """
     if step is None:
-        yield
+        yield None
         return
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="lakegate-alongside") as pool:
-        done = pool.submit(step)
-        yield  # leaving the pool waits for the step, whether or not the body raised
-    done.result()
+        yield pool.submit(step)  # leaving the pool waits for the step
 
 
 def lance_ledger(creds: TableCredentials) -> tuple[Any, S3Location] | None:
@@ -753,21 +753,24 @@ def drop_lance_fragments(creds: TableCredentials, fragments_json: Sequence[str],
                          with_intent: bool = False) -> None:
     """Delete the data files of uncommitted fragments (a failed job's, or a failed task's); with
     ``write_id`` (the job's abort) also every file its attempts recorded in the ledger, unless a
-    version after ``since`` may be the job's commit (it landed, or the dataset cannot be read:
-    every file is kept, logged); ``with_intent``: then the job's intent is removed."""
+    version after ``since`` may be the job's commit (it landed: only what the reported
+    fragments do not use goes; the dataset cannot be read: every file is kept, logged);
+    ``with_intent``: then the job's intent is removed (not while files may remain)."""
     intent = job_of(creds, write_id) if write_id and with_intent else None
     if write_id:
         state = lance_committed(creds.location, creds.lance_storage_options(), write_id, since)
         if state is not False:
             log.error("abort of write %s keeps its fragment files: the Lance dataset %s",
                       write_id, "holds its commit" if state else "could not be read")
-            if state:
+            if state:  # its cleanup, then the intent (the reported fragments are the commit's)
+                ledger = lance_ledger(creds)
+                if ledger is not None:
+                    attempts.discard_unused(*ledger, write_id, lance_files(fragments_json))
                 end_job(intent)
             return
     retried(lambda: delete_under(creds, creds.location, lance_files(fragments_json)))
     ledger = lance_ledger(creds) if write_id else None
-    if ledger is not None:
-        attempts.close_job(*ledger, write_id)
+    if ledger is not None:  # raises: the intent stays for a recoverer to finish the cleanup
         attempts.discard_unused(*ledger, write_id, ())
     end_job(intent)
 

@@ -143,13 +143,15 @@ class LakekeeperWriter(DataSourceArrowWriter):
 
     def _land_lance(self, creds: TableCredentials, batches: Iterator[pa.RecordBatch],
                     partition: int, attempt: int, counter: _RowCounter) -> TaskResult:
-        """Write the fragments, then record their files in the attempt ledger (S3)."""
+        """Write the fragments, then record their files in the attempt ledger (S3, ADLS, GCS)
+        before reporting them: an attempt the commit does not use is then found by its job's
+        cleanup, or by the next one (``attempts.sweep_ended``)."""
         fragments = self._write_lance(creds, batches)
         records: tuple[str, ...] = ()
         try:
             self._plan.faults.hit("after_land", partition, attempt)
             ledger = committer.lance_ledger(creds)
-            if ledger is not None:  # a job that has ended makes this attempt drop its files
+            if ledger is not None:
                 records = (attempts.check_in(*ledger, self._plan.write_id, partition, attempt,
                                              committer.lance_files(fragments)),)
         except BaseException:

@@ -220,8 +220,8 @@ class AliveJobs:
     job before writing: one GET of the intent per task, about 4 ms of a 30 ms task on a busy
     2-core node (issue 36). A job this very process confirmed a moment ago cannot have been
     taken over since: that waits for its lease to run out. A late attempt of a job that did
-    end is caught after its write by the ledger's closed check (``attempts.check_in``), which
-    every attempt makes. Bounded: the oldest entries go past ``size``.
+    end still records its files in the ledger, and the next cleanup on the dataset deletes
+    them (``attempts.sweep_ended``). Bounded: the oldest entries go past ``size``.
     """
 
     def __init__(self, clock: Callable[[], float] = time.monotonic, size: int = 256) -> None:
