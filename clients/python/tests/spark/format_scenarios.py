@@ -28,7 +28,7 @@ import json
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -40,7 +40,7 @@ from lakegate_client.spark import committer
 from lakegate_client.spark.options import SourceOptions
 from lakegate_client.tables import attempts
 from lakegate_client.tables.directory import new_data_file
-from lakegate_client.tables.job_intent import JOB_PREFIX, JobTiming
+from lakegate_client.tables.job_intent import JOB_PREFIX, JobIntent, JobTiming, LeaseKeeper
 from lakegate_client.tables.staged import S3Location
 
 from ..tables.fake_adls import FakeAdls
@@ -587,6 +587,23 @@ class _DatasetS3(FakeS3):
         (self._location / key.removeprefix("wh/ds/")).unlink(missing_ok=True)
 
 
+class _SyncKeeper(LeaseKeeper):
+    """A task's first renewal made inline where the task starts, not from the keeper's thread:
+    the calls of one run keep one order, so that each is a crash point of its own. A failure
+    there is what it is on the thread, a missed renewal (a kill: the process is dead, the task
+    cannot tell)."""
+
+    def keep(self, intent: JobIntent, *, committing: bool = False,
+             at_once: bool = False) -> int:
+        if at_once:
+            with suppress(BaseException):
+                intent.renew_once()
+        return super().keep(intent, committing=committing)
+
+
+_SYNC_KEEPER = _SyncKeeper()
+
+
 class LanceWorld(JobWorld):
     """A Lance dataset of the old rows (none: create); the job's tasks write its fragments and
     record them in the attempt ledger, kept on the fake store with the job's intent (as on S3,
@@ -616,7 +633,8 @@ class LanceWorld(JobWorld):
         from lance.fragment import write_fragments
 
         later = JobTiming(now=lambda: time.time() + 10)  # the task starts 10 s after planning
-        with committer.job_lease(committer.job_of(self.creds, self.write_id, later)):
+        with committer.job_lease(committer.job_of(self.creds, self.write_id, later),
+                                 keeper=_SYNC_KEEPER):
             fragments = write_fragments(pa.table({"id": NEW}, schema=SCHEMA),
                                         str(self.location), schema=SCHEMA)
             self.fragments = [json.dumps(f.to_json()) for f in fragments]

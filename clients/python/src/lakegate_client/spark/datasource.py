@@ -26,6 +26,7 @@ gateway. Everything here pickles: heavy imports happen inside methods.
 from __future__ import annotations
 
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from pyspark.sql.datasource import DataSource
@@ -129,10 +130,12 @@ class LakekeeperDataSource(DataSource):
             process_probe().ensure(_store(creds), where.bucket, where.prefix,
                                    accept_risk=opts.accept_single_writer_risk)
         write_id = uuid.uuid4().hex
-        read_version = lance_version(creds) if info.format == "lance" else None
-        job = False
+        read_version, job = None, False
         if info.format in ("delta", "lance"):  # a crashed job's files go at the next write/read
-            recover_jobs(info.format, creds)
+            with ThreadPoolExecutor(max_workers=1) as pool:  # the planned version meanwhile
+                version = pool.submit(lance_version, creds) if info.format == "lance" else None
+                recover_jobs(info.format, creds)  # never commits: the version is unchanged
+            read_version = version.result() if version is not None else None
             job = start_job(creds, info.format, write_id, staged=staged,
                             read_version=read_version)
         plan = WritePlan(

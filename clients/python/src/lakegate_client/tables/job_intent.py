@@ -213,15 +213,13 @@ class JobIntent:
 
 
 class AliveJobs:
-    """The jobs this process confirmed alive (intent ``staged``, its own, lease renewed) in the
-    last ``lease_s / 30`` seconds of its monotonic clock (2 s for the default lease).
+    """The jobs whose lease this process renewed, or had its keeper renew at once, in the last
+    ``lease_s / 30`` seconds of its monotonic clock (2 s for the default lease).
 
-    Why: Spark reuses a Python worker for task after task, and each Lance task confirmed its
-    job before writing: one GET of the intent per task, about 4 ms of a 30 ms task on a busy
-    2-core node (issue 36). A job this very process confirmed a moment ago cannot have been
-    taken over since: that waits for its lease to run out. A late attempt of a job that did
-    end still records its files in the ledger, and the next cleanup on the dataset deletes
-    them (``attempts.sweep_ended``). Bounded: the oldest entries go past ``size``.
+    Why: Spark reuses a Python worker for task after task, and each Lance task's hold renews
+    its job's lease at once (a GET of the intent, a PUT when it is older than an eighth of the
+    lease): one that this very process asked for a moment ago need not be asked again (issue
+    36). Bounded: the oldest entries go past ``size``.
     """
 
     def __init__(self, clock: Callable[[], float] = time.monotonic, size: int = 256) -> None:
@@ -230,12 +228,12 @@ class AliveJobs:
         self._seen: dict[tuple[str, str], float] = {}
 
     def confirmed(self, intent: JobIntent) -> bool:
-        """Whether this process confirmed ``intent``'s job recently enough to skip a check."""
+        """Whether this process renewed ``intent``'s lease recently enough to skip a renewal."""
         at = self._seen.get(self._key(intent))
         return at is not None and self._clock() - at < intent.timing.lease_s / 30
 
     def note(self, intent: JobIntent) -> None:
-        """``intent``'s job was just confirmed alive."""
+        """``intent``'s lease was just renewed (or its renewal asked for)."""
         key = self._key(intent)
         self._seen.pop(key, None)
         self._seen[key] = self._clock()
@@ -276,21 +274,25 @@ class LeaseKeeper:
         self._thread: threading.Thread | None = None
 
     @contextmanager
-    def hold(self, intent: JobIntent, *, committing: bool = False) -> Iterator[None]:
+    def hold(self, intent: JobIntent, *, committing: bool = False,
+             at_once: bool = False) -> Iterator[None]:
         """Renew ``intent``'s lease while the body runs (``committing``: the commit's
-        heartbeat, :meth:`JobIntent.keep_committing`)."""
-        token = self.keep(intent, committing=committing)
+        heartbeat, :meth:`JobIntent.keep_committing`; ``at_once``: the first renewal now, not
+        a period from now)."""
+        token = self.keep(intent, committing=committing, at_once=at_once)
         try:
             yield
         finally:
             self.release(token)
 
-    def keep(self, intent: JobIntent, *, committing: bool = False) -> int:
+    def keep(self, intent: JobIntent, *, committing: bool = False,
+             at_once: bool = False) -> int:
         """Renew ``intent``'s lease until :meth:`release` of the returned token, or until its
         job ends, fences or is taken over."""
         with self._cond:
             token = next(self._tokens)
-            self._held[token] = (intent, committing, self._clock() + self._period(intent))
+            first = self._clock() + (0.0 if at_once else self._period(intent))
+            self._held[token] = (intent, committing, first)
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, daemon=True,
                                                 name="lakegate-lease-keeper")
