@@ -131,13 +131,15 @@ class LakekeeperDataSource(DataSource):
                                    accept_risk=opts.accept_single_writer_risk)
         write_id = uuid.uuid4().hex
         read_version, job = None, False
-        if info.format in ("delta", "lance"):  # a crashed job's files go at the next write/read
-            with ThreadPoolExecutor(max_workers=1) as pool:  # the planned version meanwhile
-                version = pool.submit(lance_version, creds) if info.format == "lance" else None
-                recover_jobs(info.format, creds)  # never commits: the version is unchanged
-            read_version = version.result() if version is not None else None
-            job = start_job(creds, info.format, write_id, staged=staged,
-                            read_version=read_version)
+        if info.format in ("delta", "lance"):
+            # a crashed job's files go at the next write or read: recovery runs beside this
+            # job's planning (it never commits, so the version read is unchanged; it leaves a
+            # fresh intent alone, so this job's own too) and never raises
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                pool.submit(recover_jobs, info.format, creds)
+                read_version = lance_version(creds) if info.format == "lance" else None
+                job = start_job(creds, info.format, write_id, staged=staged,
+                                read_version=read_version)
         plan = WritePlan(
             opts=opts,
             info=info,
