@@ -26,6 +26,7 @@ from gateway.settings import UpstreamSettings
 from gateway.tuning import UPSTREAM_MAX_RESPONSE_BYTES
 
 _FRAMING_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
+_READ_CHUNK = 1 << 16
 
 
 def _env_proxy(url: URL) -> tuple[URL | None, aiohttp.BasicAuth | None]:
@@ -83,6 +84,27 @@ def upstream_ssl_context(settings: UpstreamSettings) -> ssl.SSLContext | None:
         key = str(settings.client_key_file) if settings.client_key_file is not None else None
         context.load_cert_chain(str(settings.client_cert_file), key)
     return context
+
+
+async def _read_bounded(resp: aiohttp.ClientResponse, host: str) -> bytes:
+    """The whole body; UnavailableError once it passes `UPSTREAM_MAX_RESPONSE_BYTES` (a
+    declared length past it is refused unread).
+
+    Why a loop: `StreamReader.read(n)` returns what is buffered so far (at most n bytes), not
+    the body: a catalog answer longer than one network read came back cut, and an Iceberg
+    table's 65 KB metadata failed to parse on its next load (issue 36's write benchmark).
+    """
+    declared = resp.content_length
+    if declared is not None and declared > UPSTREAM_MAX_RESPONSE_BYTES:
+        raise UnavailableError(f"response from {host} is too large")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in resp.content.iter_chunked(_READ_CHUNK):
+        size += len(chunk)
+        if size > UPSTREAM_MAX_RESPONSE_BYTES:
+            raise UnavailableError(f"response from {host} is too large")
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 class AiohttpTransport:
@@ -148,9 +170,7 @@ class AiohttpTransport:
                 allow_redirects=False, timeout=aiohttp.ClientTimeout(total=request.timeout_s),
                 proxy=proxy, proxy_auth=proxy_auth,
             ) as resp:
-                data = await resp.content.read(UPSTREAM_MAX_RESPONSE_BYTES + 1)
-                if len(data) > UPSTREAM_MAX_RESPONSE_BYTES:
-                    raise UnavailableError(f"response from {request.host} is too large")
+                data = await _read_bounded(resp, request.host)
                 return RawResponse(
                     status=resp.status,
                     # The body is already decoded: its original framing headers would lie.
