@@ -73,6 +73,9 @@ class CaseCounts:
     orphans: int = 0
     unexpected_errors: int = 0
     pending_uploads: int = 0  # invisible, left to the bucket's lifecycle rule: not a violation
+    # Lance: a late attempt's files and record, which the next cleanup on the dataset deletes
+    # (``attempts.sweep_ended``): not a violation either
+    awaiting_sweep: int = 0
     speculative_attempts: int = 0  # speculation: attempts Spark launched as speculative copies
     speculative_wins: int = 0  # ... and those that became the partition's result
     notes: list[str] = field(default_factory=list)
@@ -108,8 +111,9 @@ class _Round:
     def job(self, rows: list[int], mode: str, fault: str) -> Callable[[], None]:
         return lambda: self.write(rows, mode, fault)
 
-    def observe(self) -> tuple[list[int], list[int], list[str], int]:
-        """(Spark's ids, the native reader's ids, orphans, pending uploads)."""
+    def observe(self) -> tuple[list[int], list[int], list[str], int, int]:
+        """(Spark's ids, the native reader's ids, orphans, pending uploads, objects awaiting
+        the Lance ledger's sweep)."""
         ids = spark_ids(self.spark, self.qualified, self.fmt, self.url, self.options)
         if self.fmt == "iceberg":
             table = self.auditor.iceberg_table(self.info.namespace, self.name)
@@ -121,14 +125,16 @@ class _Round:
                         warehouse=self.warehouse) as client:
                 location = tables.describe_table(client, self.info.namespace, self.name).location
             audit = self.auditor.audit(self.fmt, location)
-        return ids, audit.native_ids, audit.orphans, audit.pending_uploads
+        return (ids, audit.native_ids, audit.orphans, audit.pending_uploads,
+                len(audit.awaiting_sweep))
 
 
-def _judge(counts: CaseCounts, observed: tuple[list[int], list[int], list[str], int],
+def _judge(counts: CaseCounts, observed: tuple[list[int], list[int], list[str], int, int],
            allowed: list[list[int]]) -> None:
-    spark_seen, native, orphans, pending = observed
+    spark_seen, native, orphans, pending, awaiting = observed
     counts.orphans += len(orphans)
     counts.pending_uploads += pending
+    counts.awaiting_sweep += awaiting
     if orphans:
         counts.notes.append(f"orphans {orphans[:3]}")
     for ids in (spark_seen, native):
@@ -343,15 +349,16 @@ def render_write_suite(writes: dict[str, Any]) -> list[str]:
     """Markdown rows for the hardening report."""
     lines = ["", f"## Spark write matrix ({writes['rounds']} rounds per case)", "",
              "| format | case | rounds | ok | conflicts (expected) | duplicate rows | lost rows "
-             "| silent tears | orphans | unexpected errors | pending uploads | speculative "
-             "attempts (won) | notes |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| silent tears | orphans | unexpected errors | pending uploads | awaiting sweep "
+             "| speculative attempts (won) | notes |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for fmt, cases in writes["cases"].items():
         for case, c in cases.items():
             lines.append(
                 f"| {fmt} | {case} | {c['rounds']} | {c['ok']} | {c['expected_conflicts']} "
                 f"| {c['duplicate_rows']} | {c['lost_rows']} | {c['silent_tears']} "
                 f"| {c['orphans']} | {c['unexpected_errors']} | {c.get('pending_uploads', 0)} "
+                f"| {c.get('awaiting_sweep', 0)} "
                 f"| {c.get('speculative_attempts', 0)} ({c.get('speculative_wins', 0)}) "
                 f"| {'; '.join(c['notes'])[:300]} |")
     if "crash_points" in writes:
