@@ -17,7 +17,6 @@ from devstack.stack_info import StackInfo
 PLAIN_FORMATS = ("parquet", "csv", "json")
 PLAIN_MARKER = "_lakegate_commit.json"
 LANCE_LEDGER = "_lakegate_attempts"  # lakegate_client.tables.attempts.LEDGER
-JOB_PREFIX = "_lakegate_job-"  # lakegate_client.tables.job_intent.JOB_PREFIX
 
 
 @dataclass(frozen=True)
@@ -203,17 +202,19 @@ class TableAuditor:
                         referenced: set[str]) -> list[str]:
         """The ledger records whose job's intent is gone (late attempts), with the files they
         name; a record naming a referenced file is not here: the sweep would delete data."""
-        intents = {r for r in objects if r.startswith(JOB_PREFIX)}
+        from lakegate_client.tables.attempts import SWEEP
+        from lakegate_client.tables.job_intent import intent_name
+
+        present = set(objects)
         out: list[str] = []
         for rel in objects:
             parts = rel.split("/")
-            if len(parts) != 3 or parts[0] != LANCE_LEDGER \
-                    or f"{JOB_PREFIX}{parts[1]}.json" in intents:
+            if len(parts) != 3 or parts[0] != LANCE_LEDGER or intent_name(parts[1]) in present:
                 continue
             body = json.loads(self._read(location, rel) or b"{}")
             files = [str(f) for f in body.get("files", ())]
-            if body.get("sweep") == 2 and not referenced.intersection(files):
-                out += [rel, *(f for f in files if f in objects)]
+            if body.get("sweep") == SWEEP and not referenced.intersection(files):
+                out += [rel, *(f for f in files if f in present)]
         return out
 
     def _iceberg(self, table: Any, objects: list[str]) -> tuple[list[int], list[str]]:

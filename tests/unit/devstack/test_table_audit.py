@@ -1,0 +1,26 @@
+"""What the table audit counts as awaiting the Lance ledger's sweep rather than as orphans."""
+
+from __future__ import annotations
+
+import json
+
+from devstack.table_audit import TableAuditor
+from lakegate_client.tables.attempts import SWEEP
+from lakegate_client.tables.job_intent import intent_name
+
+
+def test_only_sweepable_records_of_ended_jobs_and_their_files_await_the_sweep() -> None:
+    bodies = {
+        "_lakegate_attempts/ended/00000-1-a.json": {"files": ["data/late.lance"], "sweep": SWEEP},
+        "_lakegate_attempts/ended/00001-0-b.json": {"files": ["data/old.lance"]},  # no mark
+        "_lakegate_attempts/ended/00002-0-c.json": {"files": ["data/used.lance"],
+                                                    "sweep": SWEEP},  # names committed data
+        "_lakegate_attempts/running/00000-0-d.json": {"files": ["data/mine.lance"],
+                                                      "sweep": SWEEP},
+    }
+    objects = [*bodies, "data/late.lance", "data/old.lance", "data/used.lance",
+               "data/mine.lance", intent_name("running")]
+    auditor = object.__new__(TableAuditor)
+    auditor._read = lambda _location, rel: json.dumps(bodies[rel]).encode()  # type: ignore[method-assign]
+    awaiting = auditor._awaiting_sweep("s3://b/t", objects, referenced={"data/used.lance"})
+    assert awaiting == ["_lakegate_attempts/ended/00000-1-a.json", "data/late.lance"]
