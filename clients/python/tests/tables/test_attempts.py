@@ -88,6 +88,21 @@ def test_a_record_from_before_the_sweep_is_never_swept() -> None:
     assert _left(s3) == [f"{LEDGER}/old/00000-0-abcd.json", "data/used.lance"]
 
 
+@pytest.mark.parametrize("garbage", [b"not json", b"\xff\xfe", b"[1, 2]", b'{"files": 3}'])
+def test_an_object_that_is_not_a_record_is_never_swept_and_does_not_stop_the_sweep(
+        garbage: bytes) -> None:
+    s3 = FakeS3()
+    s3.put_object(Bucket="bucket", Key=WHERE.key(f"{LEDGER}/ended/00000-0-bad.json"), Body=garbage)
+    check_in(s3, WHERE, "ended", 1, 0, _land(s3, "data/late.lance"))
+    _started(s3, "w2")
+    discard_unused(s3, WHERE, "w2", ())
+    assert _left(s3) == [f"{LEDGER}/ended/00000-0-bad.json"]  # the late attempt's went
+    _started(s3, "w3")
+    s3.put_object(Bucket="bucket", Key=WHERE.key(f"{LEDGER}/w3/00000-0-bad.json"), Body=garbage)
+    with pytest.raises(ValueError, match="not an attempt record"):  # its own: the intent stays
+        discard_unused(s3, WHERE, "w3", ())
+
+
 def test_a_failing_sweep_does_not_fail_the_jobs_own_cleanup() -> None:
     s3 = FakeS3()
     check_in(s3, WHERE, "ended", 0, 0, _land(s3, "data/late.lance"))

@@ -84,11 +84,24 @@ def _records(store: ObjectStore, where: S3Location) -> dict[str, list[str]]:
 def _files_of(store: ObjectStore, where: S3Location, record: str,
               swept: bool = False) -> list[str] | None:
     """The files a record names (None: gone meanwhile; ``swept``: also None for a record from
-    before :data:`SWEEP`)."""
+    before :data:`SWEEP`, or one that is not a ledger record, which is never swept).
+
+    Raises:
+        ValueError: the job's own record is not a ledger record (its cleanup fails, and the
+            job's intent stays).
+    """
     found = store.get(where.key(record))
     if found is None:  # removed meanwhile (another cleanup)
         return None
-    body = json.loads(found[0] or b"{}")
+    try:
+        body = json.loads(found[0] or b"{}")
+    except ValueError:  # UnicodeDecodeError too
+        body = None
+    if not isinstance(body, dict) or not isinstance(body.get("files", []), list):
+        if swept:  # someone else's object: one bad record must not stop the sweep of others
+            log.warning("%s is not an attempt record; it is never swept", where.key(record))
+            return None
+        raise ValueError(f"{where.key(record)} is not an attempt record")
     if swept and body.get("sweep") != SWEEP:
         return None
     return [str(f) for f in body.get("files", ())]
