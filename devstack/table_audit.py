@@ -202,7 +202,7 @@ class TableAuditor:
                         referenced: set[str]) -> list[str]:
         """The ledger records whose job's intent is gone (late attempts), with the files they
         name; a record naming a referenced file is not here: the sweep would delete data."""
-        from lakegate_client.tables.attempts import SWEEP
+        from lakegate_client.tables.attempts import SWEEP, named_files
         from lakegate_client.tables.job_intent import intent_name
 
         present = set(objects)
@@ -211,7 +211,9 @@ class TableAuditor:
             parts = rel.split("/")
             if len(parts) != 3 or parts[0] != LANCE_LEDGER or intent_name(parts[1]) in present:
                 continue
-            body = json.loads(self._read(location, rel) or b"{}")
+            files = named_files(rel)  # else a record with its files in its body
+            body = {"files": files, "sweep": SWEEP} if files is not None \
+                else json.loads(self._read(location, rel) or b"{}")
             files = [str(f) for f in body.get("files", ())]
             if body.get("sweep") == SWEEP and not referenced.intersection(files):
                 out += [rel, *(f for f in files if f in present)]

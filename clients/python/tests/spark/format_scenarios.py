@@ -368,6 +368,7 @@ class JobWorld:
     def _jobs_at(self, s3: Any, where: S3Location) -> None:
         self.jobs, self.jobs_where = s3, where
         self.write_id = uuid.uuid4().hex
+        self.seen: Any = None  # what planning wrote (``plan``)
 
     def _job_patches(self, calls: Calls) -> list[tuple[Any, str, Any]]:
         return [(committer, "job_store", lambda _c: (_tracked(self.store, self.jobs, calls),
@@ -378,10 +379,10 @@ class JobWorld:
         return _store_error(name)
 
     def plan(self) -> None:
-        """The driver's planning: write the job's intent (and start its heartbeat thread)."""
-        committer.start_job(self.creds, self.fmt, self.write_id, staged=False,
-                            read_version=getattr(self, "read_version", None),
-                            timing=JobTiming(lease_s=PLAN_LEASE_S))
+        """The driver's planning: write the job's intent (and start its heartbeat thread); what
+        it wrote goes to the fence, as the writer's plan carries it."""
+        self.seen = committer.start_job(self.creds, self.fmt, self.write_id, staged=False,
+                                        timing=JobTiming(lease_s=PLAN_LEASE_S))
 
     def intent(self) -> Any:
         return committer.job_of(self.creds, self.write_id)
@@ -465,7 +466,7 @@ class DeltaWorld(JobWorld):
     def commit(self) -> None:
         committer.publish_delta(self.creds, SCHEMA, self.files, [],
                                 overwrite=self.case == "overwrite", write_id=self.write_id,
-                                intent=self.intent())
+                                intent=self.intent(), seen=self.seen)
 
     def abort(self) -> None:
         committer.discard_delta(self.creds, self.write_id, self.intent())
@@ -632,9 +633,12 @@ class LanceWorld(JobWorld):
         ledger's own documented window, not the driver's)."""
         from lance.fragment import write_fragments
 
-        later = JobTiming(now=lambda: time.time() + 10)  # the task starts 10 s after planning
+        # the task starts 1 s after planning (no renewal at once; the fence PUTs on planning's
+        # ETag), and a create's 10 s after (a renewal at once moves the ETag; the fence reads)
+        after_s = 10 if self.case == "create" else 1
+        later = JobTiming(now=lambda: time.time() + after_s)
         with committer.job_lease(committer.job_of(self.creds, self.write_id, later),
-                                 keeper=_SYNC_KEEPER):
+                                 keeper=_SYNC_KEEPER, seen=self.seen):
             fragments = write_fragments(pa.table({"id": NEW}, schema=SCHEMA),
                                         str(self.location), schema=SCHEMA)
             self.fragments = [json.dumps(f.to_json()) for f in fragments]
@@ -667,7 +671,7 @@ class LanceWorld(JobWorld):
         committer.commit_lance(self.creds, SCHEMA, self.fragments,
                                overwrite=self.case == "overwrite",
                                read_version=self.read_version, write_id=self.write_id,
-                               intent=self.intent(), records=self.records)
+                               intent=self.intent(), records=self.records, seen=self.seen)
 
     def abort(self) -> None:
         committer.drop_lance_fragments(self.creds, self.fragments, self.write_id,

@@ -32,6 +32,7 @@ from lakegate_client.tables.job_intent import (  # noqa: E402
     JobIntent,
     JobTiming,
     LeaseKeeper,
+    Seen,
 )
 from lakegate_client.tables.staged import S3Location  # noqa: E402
 
@@ -415,3 +416,31 @@ def test_a_tasks_lease_is_renewed_at_once_beside_it_and_a_workers_next_task_skip
             time.sleep(0.002)
 
 
+
+
+def test_a_task_of_a_job_planned_moments_ago_asks_for_no_renewal_at_once() -> None:
+    """Issue 36: planning's intent, younger than an eighth of the lease, is as fresh as a
+    renewal would leave it (a renewal would only read it): the task's hold asks for none at
+    once. An older plan (planning's process may be gone) gets its renewal at once, as before;
+    so does a task without planning's view."""
+    s3, wall = FakeS3(), [1_000.0]
+    timing = JobTiming(now=lambda: wall[0])
+    alive, keeper = AliveJobs(clock=lambda: 0.0), LeaseKeeper()
+
+    def reads() -> int:
+        return sum(1 for op, key in s3.calls if op == "GetObject" and JOB_PREFIX in key)
+
+    def task(wid: str, seen: Seen | None) -> int:
+        before = reads()
+        with committer.job_lease(JobIntent(s3, WHERE, wid, timing), alive, keeper, seen):
+            time.sleep(0.1)
+        return reads() - before
+
+    fresh = JobIntent(s3, WHERE, "fresh", timing).create("lance", staged=False)
+    wall[0] += 5  # 5 s after planning: fresher than 60 s / 8
+    assert task("fresh", fresh) == 0
+    old = JobIntent(s3, WHERE, "old", timing).create("lance", staged=False)
+    wall[0] += 8
+    assert task("old", old) == 1
+    JobIntent(s3, WHERE, "unseen", timing).create("lance", staged=False)
+    assert task("unseen", None) == 1

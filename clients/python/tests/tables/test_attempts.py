@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from lakegate_client.tables.attempts import LEDGER, check_in, discard_unused
+from lakegate_client.tables.attempts import LEDGER, NAME_MAX, check_in, discard_unused, named_files
 from lakegate_client.tables.job_intent import JOB_PREFIX, JobIntent
 from lakegate_client.tables.staged import S3Location
 
@@ -21,6 +21,11 @@ def _land(s3: FakeS3, *files: str) -> list[str]:
     for rel in files:
         s3.put_object(Bucket="bucket", Key=WHERE.key(rel), Body=b"fragment")
     return list(files)
+
+
+def _long(name: str) -> str:
+    """A file name too long for a record's name: its record keeps the files in its body."""
+    return f"data/{name}-{'x' * NAME_MAX}.lance"
 
 
 def _left(s3: FakeS3) -> list[str]:
@@ -109,25 +114,102 @@ def test_a_failing_sweep_does_not_fail_the_jobs_own_cleanup() -> None:
     _started(s3, "w2")
     check_in(s3, WHERE, "w2", 0, 1, _land(s3, "data/duplicate.lance"))
     calls = len(s3.calls)
-    # 1 listing of the ledger, 1 read of w2's record, 1 delete, 1 delete, 1 listing of intents
+    # 1 listing of the ledger, 1 delete, 1 delete, 1 listing of intents, 1 look at the record
     s3.faults = {calls + 5: Fault()}
     assert discard_unused(s3, WHERE, "w2", ()) == ["data/duplicate.lance"]
     assert _left(s3) == [f"{LEDGER}/ended/00000-0-" + _suffix(s3, "ended"), "data/late.lance"]
 
 
-def test_a_failing_own_cleanup_raises_and_keeps_the_records_of_undeleted_files() -> None:
+@pytest.mark.parametrize(("file", "calls"), [
+    ("data/duplicate.lance", 2),  # the listing, the file's delete (the record names it)
+    (_long("duplicate"), 3),  # the listing, the record's read, the file's delete
+])
+def test_a_failing_own_cleanup_raises_and_keeps_the_records_of_undeleted_files(
+        file: str, calls: int) -> None:
     """The caller keeps the job's intent when this raises; a record must outlive its files,
     or a recoverer could no longer find them."""
     s3 = FakeS3(batch_deletes=False)
     _started(s3, "w1")
-    record = check_in(s3, WHERE, "w1", 0, 1, _land(s3, "data/duplicate.lance"))
-    s3.faults = {len(s3.calls) + 3: Fault()}  # the listing, the read, the file's delete
+    record = check_in(s3, WHERE, "w1", 0, 1, _land(s3, file))
+    s3.faults = {len(s3.calls) + calls: Fault()}
     with pytest.raises(Exception, match="ServiceUnavailable"):
         discard_unused(s3, WHERE, "w1", ())
-    assert _left(s3) == [record, "data/duplicate.lance"]
+    assert _left(s3) == sorted([record, file])
     s3.faults = {}
-    assert discard_unused(s3, WHERE, "w1", ()) == ["data/duplicate.lance"]
+    assert discard_unused(s3, WHERE, "w1", ()) == [file]
     assert _left(s3) == []
+
+
+def test_a_record_carries_its_files_in_its_name_and_its_body_is_empty() -> None:
+    """Issue 36: the task's one PUT is an empty object (no data chunk to store), and a
+    cleanup learns an unreported attempt's files from the listing, without reading it."""
+    s3 = FakeS3()
+    files = _land(s3, "data/a.lance", "data/b b+é.lance")
+    record = check_in(s3, WHERE, "w1", 3, 1, files)
+    assert record.startswith(f"{LEDGER}/w1/00003-1-")
+    assert record.endswith(".files")
+    assert len(record.rsplit("/", 1)[1]) <= NAME_MAX
+    assert s3.objects[WHERE.key(record)] == b""
+    assert named_files(record) == files
+    _started(s3, "w1")
+    seen = len(s3.calls)
+    assert discard_unused(s3, WHERE, "w1", ()) == files
+    assert not [key for op, key in s3.calls[seen:] if op in ("GetObject", "HeadObject")]
+    assert _left(s3) == []
+
+
+def test_files_too_long_for_a_name_go_in_the_records_body() -> None:
+    s3 = FakeS3()
+    files = _land(s3, _long("a"))
+    record = check_in(s3, WHERE, "w1", 0, 0, files)
+    assert record.endswith(".json")
+    assert named_files(record) is None
+    assert json.loads(s3.objects[WHERE.key(record)])["files"] == files
+    _started(s3, "w1")
+    assert discard_unused(s3, WHERE, "w1", ()) == files
+
+
+@pytest.mark.parametrize("name", ["00000-0-ab.!!!.files", "00000-0-ab.e30.files",  # {}
+                                  "00000-0-ab.WzFd.files", "00000-0-ab.x.y.files"])  # [1]
+def test_a_name_that_carries_no_file_list_is_not_a_record(name: str) -> None:
+    """Hostile or damaged names under the ledger: never swept, and the job's own one fails its
+    cleanup (its intent stays), as a record whose body is not one."""
+    assert named_files(f"{LEDGER}/w/{name}") is None
+    s3 = FakeS3()
+    s3.put_object(Bucket="bucket", Key=WHERE.key(f"{LEDGER}/ended/{name}"), Body=b"")
+    check_in(s3, WHERE, "ended", 1, 0, _land(s3, "data/late.lance"))
+    _started(s3, "w2")
+    discard_unused(s3, WHERE, "w2", ())
+    assert _left(s3) == [f"{LEDGER}/ended/{name}"]
+    _started(s3, "w3")
+    s3.put_object(Bucket="bucket", Key=WHERE.key(f"{LEDGER}/w3/{name}"), Body=b"")
+    with pytest.raises(ValueError, match="not an attempt record"):
+        discard_unused(s3, WHERE, "w3", ())
+
+
+def test_a_named_record_its_job_removed_after_the_listing_is_not_swept() -> None:
+    """Why the sweep looks at a named record again after listing the intents: the record was
+    listed while its job ran, then that job's commit used its files, deleted the record and
+    removed the intent. Without the look, the sweep would take committed files."""
+    s3 = FakeS3()
+    running = _started(s3, "w1")
+    used = _land(s3, "data/used.lance")
+    check_in(s3, WHERE, "w1", 0, 0, used)
+    _started(s3, "w2")
+
+    listings = 0
+    original = s3.list_objects_v2
+
+    def list_objects_v2(**kw: Any) -> Any:
+        nonlocal listings
+        listings += 1
+        if listings == 2:  # w2's listing of the intents: w1 ends just before it
+            discard_unused(s3, WHERE, "w1", used)
+            running.remove()
+        return original(**kw)
+    s3.list_objects_v2 = list_objects_v2  # type: ignore[method-assign]
+    discard_unused(s3, WHERE, "w2", ())
+    assert _left(s3) == used
 
 
 def _driver_calls(s3: FakeS3, used: list[str], reported: list[str]) -> None:
@@ -241,12 +323,13 @@ def test_the_driver_reads_records_and_deletes_files_in_parallel() -> None:
             return self._slow(lambda: super(Slow, self).delete_object(**kw))
 
     s3 = Slow()
-    for part in range(6):
-        check_in(s3, WHERE, "w1", part, 0, _land(s3, f"data/p{part}-a.lance"))
-        check_in(s3, WHERE, "w1", part, 1, _land(s3, f"data/p{part}-b.lance"))
+    for part in range(6):  # records with their files in their bodies: each read once
+        check_in(s3, WHERE, "w1", part, 0, _land(s3, _long(f"p{part}-a")))
+        check_in(s3, WHERE, "w1", part, 1, _land(s3, _long(f"p{part}-b")))
     Slow.most = 0
-    used = [f"data/p{part}-a.lance" for part in range(6)]
-    assert sorted(discard_unused(s3, WHERE, "w1", used)) == [f"data/p{p}-b.lance" for p in range(6)]
+    used = [_long(f"p{part}-a") for part in range(6)]
+    assert sorted(discard_unused(s3, WHERE, "w1", used)) == sorted(_long(f"p{p}-b")
+                                                                   for p in range(6))
     assert _left(s3) == sorted(used)
     assert Slow.most > 1
 
@@ -285,11 +368,11 @@ def test_the_records_of_reported_attempts_are_deleted_unread() -> None:
     accepted attempt reported (a duplicate's) are read; every record and the duplicate's file
     still go."""
     s3 = FakeS3()
-    used = [check_in(s3, WHERE, "w1", p, 0, _land(s3, f"data/p{p}.lance")) for p in range(3)]
-    duplicate = check_in(s3, WHERE, "w1", 0, 1, _land(s3, "data/p0-copy.lance"))
+    files = [_long(f"p{p}") for p in range(3)]
+    used = [check_in(s3, WHERE, "w1", p, 0, _land(s3, files[p])) for p in range(3)]
+    duplicate = check_in(s3, WHERE, "w1", 0, 1, _land(s3, _long("p0-copy")))
     seen = len(s3.calls)
-    files = [f"data/p{p}.lance" for p in range(3)]
-    assert discard_unused(s3, WHERE, "w1", files, used) == ["data/p0-copy.lance"]
+    assert discard_unused(s3, WHERE, "w1", files, used) == [_long("p0-copy")]
     reads = [key for op, key in s3.calls[seen:] if op == "GetObject"]
     assert reads == [WHERE.key(duplicate)]
-    assert _left(s3) == files
+    assert _left(s3) == sorted(files)

@@ -21,6 +21,7 @@ from lakegate_client.tables.job_intent import (
     JobIntent,
     JobTiming,
     LeaseKeeper,
+    Seen,
     abandoned,
     intent_name,
     recover_jobs,
@@ -129,6 +130,78 @@ def test_a_stale_owner_cannot_commit_after_a_takeover(s3: Store) -> None:
     assert table.discarded == [taken["write_id"]]
     with pytest.raises(JobFencedError):  # and after the recovery ended
         owner.fence()
+
+
+def _ops(s3: Store, since: int) -> list[str]:
+    return [op for op, _key in s3.calls[since:]]
+
+
+def test_the_fence_from_what_planning_wrote_is_one_conditional_put(s3: Store, kind: str) -> None:
+    """Issue 36: the fence read the intent back (a GET before every commit call) although the
+    driver's own planning wrote it moments ago. From planning's ``Seen`` it is one PUT
+    conditional on that ETag, with the same body a read would have given."""
+    clock = Clock()
+    seen = _intent(s3, clock).create("lance", staged=False)
+    assert isinstance(seen, Seen)
+    assert json.loads(seen.body) == _body(s3)
+    before = len(s3.calls)
+    clock.t += 5
+    _intent(s3, clock).fence(seen, files=["data/a.lance"], read_version=7)
+    assert _ops(s3, before) == [RENEWAL_OPS[kind][1]]
+    assert _body(s3) == {**json.loads(seen.body), "state": "committing", "at": 1_005.0,
+                         "files": ["data/a.lance"], "read_version": 7}
+
+
+def test_a_fence_whose_intent_moved_since_planning_reads_it_and_a_takeover_still_fences(
+        s3: Store) -> None:
+    """A renewal changed the ETag: the conditional PUT is refused and the fence reads, as
+    before. A recoverer took the job over: refused too, and the read shows the takeover."""
+    clock = Clock()
+    seen = _intent(s3, clock).create("lance", staged=False)
+    clock.t += 10
+    assert _intent(s3, clock).renew()
+    _intent(s3, clock).fence(seen, files=["data/a.lance"])
+    assert _body(s3)["state"] == "committing"
+    assert _body(s3)["files"] == ["data/a.lance"]
+    other = type(s3)()
+    seen = _intent(other, clock, "w2").create("delta", staged=False)
+    clock.t += 61
+    assert recover_jobs(other.view(), WHERE, Table(set(), landed=True), _timing(clock)) == 1
+    with pytest.raises(JobFencedError, match="took it over"):
+        _intent(other, clock, "w2").fence(seen)
+
+
+def test_a_create_whose_answer_was_lost_returns_the_intent_it_wrote(s3: Store, kind: str) -> None:
+    """A retried create finds its own intent (the first PUT landed, its answer was lost) and
+    returns that intent as stored, so the fence's conditional PUT matches it."""
+    clock = Clock()
+    s3.faults = {1: Fault(after=True)}
+    seen = _intent(s3, clock).create("lance", staged=False)
+    assert json.loads(seen.body) == _body(s3)
+    before = len(s3.calls)
+    _intent(s3, clock).fence(seen)
+    assert _ops(s3, before) == [RENEWAL_OPS[kind][1]]
+
+
+def test_a_settled_job_removes_its_intent_without_reading_it(s3: Store) -> None:
+    """Issue 36: a job whose own cleanup is complete deletes its intent in one call; a job
+    that did not say so reads it first and leaves a recoverer's alone."""
+    clock = Clock()
+    _intent(s3, clock).create("lance", staged=False)
+    before = len(s3.calls)
+    _intent(s3, clock).remove(settled=True)
+    assert len(s3.calls) - before == 1
+    assert s3.objects == {}
+    _intent(s3, clock).create("lance", staged=False)
+    clock.t += 61
+    table = Table({"data/a.lance"})
+
+    class Interrupted(Table):
+        def discard(self, intent: dict[str, Any]) -> None:
+            _intent(s3, clock).remove()  # the owner's unsettled removal: not its intent now
+            assert s3.objects
+            super().discard(intent)
+    assert recover_jobs(s3.view(), WHERE, Interrupted(table.files), _timing(clock)) == 1
 
 
 def test_a_committing_job_is_left_alone_until_its_commit_call_can_no_longer_land(s3: Store) -> None:

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from lakegate_client._errors import UnsupportedStorageError
 from lakegate_client.tables import attempts, job_intent
 from lakegate_client.tables.directory import delete_files, fs_path, list_files, write_id_of
-from lakegate_client.tables.job_intent import JobIntent, JobTiming, LeaseKeeper
+from lakegate_client.tables.job_intent import JobIntent, JobTiming, LeaseKeeper, Seen
 from lakegate_client.tables.object_store import ObjectStore, S3Store, StagingListDenied
 from lakegate_client.tables.plain_commit import (
     CommitTiming,
@@ -244,11 +244,11 @@ def finish_abandoned(creds: TableCredentials,
 
 def publish_delta(creds: TableCredentials, schema: pa.Schema, files: Sequence[Any],
                   uploads: Sequence[PendingUpload], *, overwrite: bool, write_id: str,
-                  intent: JobIntent | None = None) -> None:
+                  intent: JobIntent | None = None, seen: Seen | None = None) -> None:
     """Complete the staged files, then add them (``files``: ``WrittenFile``) in one Delta commit.
 
-    ``intent`` (S3, ADLS: the job's, written at planning) is fenced first: a job taken over
-    after its lease expired commits nothing
+    ``intent`` (S3, ADLS: the job's, written at planning, as ``seen`` then) is fenced first: a
+    job taken over after its lease expired commits nothing
     (:class:`~lakegate_client.tables.job_intent.JobFencedError`).
     Completed-but-uncommitted files are unreferenced (no Delta reader sees them); a failed
     transaction deletes them. A failed commit call may still have landed (a lost answer, a
@@ -258,7 +258,7 @@ def publish_delta(creds: TableCredentials, schema: pa.Schema, files: Sequence[An
     """
     s3 = table_store(creds) if uploads else None
     where = S3Location.parse(creds.location)
-    with fenced(intent, uploads=[[u.key, u.upload_id] for u in uploads],
+    with fenced(intent, seen, uploads=[[u.key, u.upload_id] for u in uploads],
                 files=[f.path for f in files]):
         if s3 is not None:
             complete_uploads(s3, where.bucket, uploads)
@@ -302,37 +302,42 @@ def job_of(creds: TableCredentials, write_id: str,
 
 
 def start_job(creds: TableCredentials, fmt: str, write_id: str, *, staged: bool,
-              read_version: int | None = None, timing: JobTiming | None = None) -> bool:
+              read_version: int | None = None, timing: JobTiming | None = None) -> Seen | None:
     """Planning, before any task writes: write the job's intent and renew its lease from this
-    process while it lives (tasks and the commit renew it too). Returns whether there is one.
+    process while it lives (tasks and the commit renew it too). Returns the intent as written
+    (for the fence, :func:`fenced`), or None when there is none (no conditional writes).
 
     ``staged``: tasks leave invisible uploads (Delta on S3 and ADLS, Iceberg on S3), so nothing
     can be left behind before the commit fences the intent.
     """
     intent = job_of(creds, write_id, timing)
     if intent is None:
-        return False
-    intent.create(fmt, staged=staged, read_version=read_version)
+        return None
+    facts = {} if read_version is None else {"read_version": read_version}
+    seen = intent.create(fmt, staged=staged, **facts)
     _KEEPER.keep(intent)  # until the job fences or ends, a takeover, or the process ends
-    return True
+    return seen
 
 
 @contextmanager
-def fenced(intent: JobIntent | None, **record: Any) -> Iterator[None]:
+def fenced(intent: JobIntent | None, seen: Seen | None = None,
+           **record: Any) -> Iterator[None]:
     """Fence the job's intent before its commit call (the point of no return) and renew its
-    lease while the commit runs; ``record``: what a recoverer needs to remove the job's files."""
+    lease while the commit runs; ``seen``: the intent as planning wrote it (one PUT, no read,
+    while unchanged since); ``record``: what a recoverer needs to remove the job's files."""
     if intent is None:
         yield
         return
-    intent.fence(**record)
+    intent.fence(seen, **record)
     with _KEEPER.hold(intent, committing=True):
         yield
 
 
-def end_job(intent: JobIntent | None) -> None:
-    """The job ended (committed, or its files deleted): remove its intent (never raises)."""
+def end_job(intent: JobIntent | None, settled: bool = False) -> None:
+    """The job ended (committed, or its files deleted): remove its intent (never raises;
+    ``settled``: its own cleanup is complete, ``JobIntent.remove``)."""
     if intent is not None:
-        intent.remove()
+        intent.remove(settled=settled)
 
 
 # Process-wide like the boto3 clients above: a Spark task is one call into a reused worker,
@@ -343,10 +348,11 @@ _KEEPER = LeaseKeeper()
 
 @contextmanager
 def job_lease(intent: JobIntent | None, alive: job_intent.AliveJobs = _ALIVE,
-              keeper: LeaseKeeper = _KEEPER) -> Iterator[None]:
+              keeper: LeaseKeeper = _KEEPER, seen: Seen | None = None) -> Iterator[None]:
     """A task's part in the job's lease: renew it while the task writes, the first time at
-    once unless this process did moments ago (``alive``: an earlier task of this worker), all
-    from the keeper's thread.
+    once unless this process did moments ago (``alive``: an earlier task of this worker) or
+    planning wrote the intent moments ago (``seen``, as fresh as a renewal would leave it),
+    all from the keeper's thread.
 
     Why the task never waits to learn whether its job is alive: it read the intent before
     writing, 4-8 ms of a 40 ms task on the first task of each worker (issue 36), to spare the
@@ -358,11 +364,24 @@ def job_lease(intent: JobIntent | None, alive: job_intent.AliveJobs = _ALIVE,
     if intent is None:
         yield
         return
-    at_once = not alive.confirmed(intent)
+    at_once = not alive.confirmed(intent) and not _fresh(intent, seen)
     if at_once:
         alive.note(intent)
     with keeper.hold(intent, at_once=at_once):
         yield
+
+
+def _fresh(intent: JobIntent, seen: Seen | None) -> bool:
+    """Whether the intent planning wrote is younger than a renewal's own freshness bound
+    (``JobIntent.renew_once`` would only read it): the keeper's first renewal, a quarter lease
+    on, still comes well within the lease."""
+    if seen is None:
+        return False
+    try:
+        at = float(json.loads(seen.body).get("at", 0))
+    except (ValueError, AttributeError):
+        return False
+    return 0 <= intent.timing.now() - at < intent.timing.lease_s / 8
 
 
 class DeltaJobs:
@@ -576,7 +595,8 @@ def drop_job_files(creds: TableCredentials, write_id: str, keep: Sequence[str]) 
 
 def commit_lance(creds: TableCredentials, schema: pa.Schema, fragments_json: Sequence[str], *,
                  overwrite: bool, read_version: int | None, write_id: str = "",
-                 intent: JobIntent | None = None, records: Sequence[str] = ()) -> None:
+                 intent: JobIntent | None = None, records: Sequence[str] = (),
+                 seen: Seen | None = None) -> None:
     """One Lance commit of the fragments and, alongside it (S3, ADLS, GCS; ``write_id`` given),
     the attempt ledger's cleanup of every fragment file the commit does not use (``records``:
     the ledger records of the attempts that reported the fragments); the job's intent goes once
@@ -589,18 +609,19 @@ def commit_lance(creds: TableCredentials, schema: pa.Schema, fragments_json: Seq
     the create claim does, :func:`create_lance`), and Lance's own commit retries rebase
     concurrent appends (``max_retries``). A failed commit call is resolved from the versions
     (:func:`lance_committed`): landed, the job succeeds; undecidable, :class:`CommitUnknownError`.
-    ``intent`` (S3, ADLS, GCS) is fenced first, as in :func:`publish_delta`.
+    ``intent`` (S3, ADLS, GCS) is fenced first, as in :func:`publish_delta`, with the version
+    planning read (``read_version``, which a recoverer searches from for the write id).
     """
     ledger = lance_ledger(creds) if write_id else None
     used = lance_files(fragments_json)
-    with fenced(intent, files=used), \
+    with fenced(intent, seen, files=used, read_version=read_version), \
             alongside(None if ledger is None else lambda: _clean_ledger(ledger, write_id, used,
                                                                         records)) as cleaning:
         _commit_lance(creds, schema, fragments_json, overwrite=overwrite,
                       read_version=read_version, ledger=ledger, write_id=write_id,
                       intent=intent)
     if cleaning is None or cleaning.result():
-        end_job(intent)
+        end_job(intent, settled=cleaning is not None)
     elif intent is not None:
         log.warning("write %s committed; its job intent stays until the next write or read of "
                     "the table finishes the cleanup of its attempt ledger", write_id)
@@ -770,13 +791,13 @@ def drop_lance_fragments(creds: TableCredentials, fragments_json: Sequence[str],
                 ledger = lance_ledger(creds)
                 if ledger is not None:
                     attempts.discard_unused(*ledger, write_id, lance_files(fragments_json))
-                end_job(intent)
+                end_job(intent, settled=ledger is not None)
             return
     retried(lambda: delete_under(creds, creds.location, lance_files(fragments_json)))
     ledger = lance_ledger(creds) if write_id else None
     if ledger is not None:  # raises: the intent stays for a recoverer to finish the cleanup
         attempts.discard_unused(*ledger, write_id, ())
-    end_job(intent)
+    end_job(intent, settled=ledger is not None)
 
 
 def delete_under(creds: TableCredentials, base: str, relative: Sequence[str]) -> None:

@@ -130,16 +130,17 @@ class LakekeeperDataSource(DataSource):
             process_probe().ensure(_store(creds), where.bucket, where.prefix,
                                    accept_risk=opts.accept_single_writer_risk)
         write_id = uuid.uuid4().hex
-        read_version, job = None, False
+        read_version, seen = None, None
         if info.format in ("delta", "lance"):
             # a crashed job's files go at the next write or read: recovery runs beside this
             # job's planning (it never commits, so the version read is unchanged; it leaves a
-            # fresh intent alone, so this job's own too) and never raises
-            with ThreadPoolExecutor(max_workers=1) as pool:
+            # fresh intent alone, so this job's own too) and never raises; the version read
+            # runs beside the intent's create too (the fence records it, for a recoverer)
+            with ThreadPoolExecutor(max_workers=2) as pool:
                 pool.submit(recover_jobs, info.format, creds)
-                read_version = lance_version(creds) if info.format == "lance" else None
-                job = start_job(creds, info.format, write_id, staged=staged,
-                                read_version=read_version)
+                version = pool.submit(lance_version, creds) if info.format == "lance" else None
+                seen = start_job(creds, info.format, write_id, staged=staged)
+                read_version = version.result() if version is not None else None
         plan = WritePlan(
             opts=opts,
             info=info,
@@ -149,7 +150,8 @@ class LakekeeperDataSource(DataSource):
             staged=staged,
             plain=plain,
             faults=Faults.parse(opts.test_fault),
-            job=job,
+            job=seen is not None,
+            seen=seen,
         )
         return LakekeeperWriter(plan, to_arrow_schema(schema))
 

@@ -479,5 +479,5 @@ def iceberg_writer(opts: SourceOptions, spark_arrow: pa.Schema, overwrite: bool)
     location, write_id = table.location().rstrip("/"), uuid.uuid4().hex
     recover_iceberg_jobs(opts, location, reading=False)
     creds = node_credentials(opts, "write", location)
-    job = start_job(creds, ICEBERG_FORMAT, write_id, staged=creds.storage == "s3")
+    job = start_job(creds, ICEBERG_FORMAT, write_id, staged=creds.storage == "s3") is not None
     return IcebergWriter(opts, table, target, overwrite, write_id=write_id, job=job)

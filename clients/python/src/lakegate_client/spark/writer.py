@@ -38,6 +38,7 @@ from lakegate_client.tables import attempts
 from lakegate_client.tables.catalog import TableFormatError, TableInfo
 from lakegate_client.tables.directory import fs_path, new_data_file, replace_files
 from lakegate_client.tables.files import write_parquet_batches
+from lakegate_client.tables.job_intent import Seen
 from lakegate_client.tables.plain_commit import CommitTiming, PlainPlan
 from lakegate_client.tables.staged import PendingUpload, S3Location, abort_uploads, stage_parquet
 
@@ -78,7 +79,7 @@ class WritePlan:
 
     ``staged``: tasks stage multipart uploads (S3); ``plain``: what a plain table looked like at
     planning, for the commit's conflict check (S3 plain tables only); ``job``: planning wrote the
-    job's intent (Delta, Lance on S3, ADLS, GCS: ``tables/job_intent.py``).
+    job's intent (Delta, Lance on S3, ADLS, GCS: ``tables/job_intent.py``), as ``seen``.
     """
 
     opts: SourceOptions
@@ -90,6 +91,7 @@ class WritePlan:
     plain: PlainPlan | None = None
     faults: Faults = field(default_factory=Faults)
     job: bool = False
+    seen: Seen | None = None
 
 
 class LakekeeperWriter(DataSourceArrowWriter):
@@ -128,7 +130,7 @@ class LakekeeperWriter(DataSourceArrowWriter):
         creds = table_credentials(self._plan.opts, "write", self._plan.info.location)
         if self._plan.info.format == "lance":
             intent = committer.job_of(creds, self._plan.write_id) if self._plan.job else None
-            with committer.job_lease(intent):  # a long task keeps its job alive
+            with committer.job_lease(intent, seen=self._plan.seen):  # a long task keeps it alive
                 return self._land_lance(creds, batches, partition, attempt, counter)
         rel = new_data_file(self._plan.write_id, partition, "parquet")
         if self._plan.staged:
@@ -202,11 +204,12 @@ class LakekeeperWriter(DataSourceArrowWriter):
             committer.commit_lance(creds, self._schema, [f for r in results for f in r.fragments],
                                    overwrite=plan.overwrite, read_version=plan.read_version,
                                    write_id=plan.write_id, intent=intent,
-                                   records=[x for r in results for x in r.records])
+                                   records=[x for r in results for x in r.records],
+                                   seen=plan.seen)
         elif fmt == "delta":
             committer.publish_delta(creds, self._schema, files, uploads,
                                     overwrite=plan.overwrite, write_id=plan.write_id,
-                                    intent=intent)
+                                    intent=intent, seen=plan.seen)
         elif plan.plain is not None:
             lease = plan.faults.lease_s()
             timing = CommitTiming(on_step=lambda step: plan.faults.hit(step, 0))

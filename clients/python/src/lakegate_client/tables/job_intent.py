@@ -17,7 +17,9 @@ publishes. Every call goes through the table's
   renewals of one job may race each other (the loser sees a fresh lease and is done), never a
   takeover.
 - **The fence** (:meth:`JobIntent.fence`): before each commit call (the point of no return) the
-  driver moves the intent to ``committing``, with the same read-check-PUT. If another process
+  driver moves the intent to ``committing``, with the same read-check-PUT, or, from the intent
+  as planning wrote it (:class:`Seen`), with one PUT conditional on that ETag (refused when
+  anything wrote the intent since: then read-check-PUT). If another process
   took the job over (its lease had expired), the fence fails and the job fails with nothing
   visible: the commit call is never made. A lease that expired without a takeover does not
   refuse the commit: a recoverer must win a PUT conditional on the ETag the fence replaces, so
@@ -72,6 +74,7 @@ __all__ = [
     "JobTiming",
     "LeaseKeeper",
     "Resolver",
+    "Seen",
     "job_intents",
     "recover_jobs",
 ]
@@ -103,6 +106,16 @@ class JobTiming:
     commit_bound_s: float = COMMIT_BOUND_S
     stale_staged_s: float = STALE_STAGED_S
     retries: int = RETRIES
+
+
+@dataclass(frozen=True)
+class Seen:
+    """The intent as its job last wrote it (ETag, JSON body): the fence can then replace it
+    with one conditional PUT, without reading it first (issue 36), while nothing else wrote it
+    (a renewal, a takeover: the PUT is refused, and the fence reads as usual)."""
+
+    etag: str
+    body: str
 
 
 def intent_name(write_id: str) -> str:
@@ -140,26 +153,39 @@ class JobIntent:
     def store(self) -> ObjectStore:
         return as_store(self.s3, self.where.bucket)
 
-    def create(self, fmt: str, **facts: Any) -> None:
-        """Planning: claim the job (a create only if absent) before any task writes a file."""
+    def create(self, fmt: str, **facts: Any) -> Seen:
+        """Planning: claim the job (a create only if absent) before any task writes a file;
+        returns the intent as written, for the fence."""
         body = {"write_id": self.write_id, "owner": self.write_id, "format": fmt,
                 "state": "staged", "lease_s": self.timing.lease_s, **facts}
 
-        def put() -> None:
-            etag = self.store.put_if(self.where.key(self.name),
-                                     json.dumps({**body, "at": self.timing.now()}).encode(), None)
-            if etag is None and _read(self.store, self.where, self.name)[1].get("owner") \
-                    != self.write_id:
+        def put() -> Seen:
+            text = json.dumps({**body, "at": self.timing.now()})
+            etag = self.store.put_if(self.where.key(self.name), text.encode(), None)
+            if etag is not None:
+                return Seen(etag, text)
+            # refused: another job's intent, or this create's own earlier attempt that landed
+            found, current = _read(self.store, self.where, self.name)
+            if found is None or current.get("owner") != self.write_id:
                 raise JobFencedError(f"write {self.write_id} already has a job intent")
-        _retried("writing the job intent", put, self.timing)
+            return Seen(found, json.dumps(current))
+        return _retried("writing the job intent", put, self.timing)  # type: ignore[no-any-return]
 
     def _update(self, states: tuple[str, ...], fresh_s: float | None = None,
-                **changes: Any) -> bool:
+                seen: Seen | None = None, **changes: Any) -> bool:
         """Read the intent and PUT it back (conditional on its ETag) with ``changes`` and a
         fresh lease, while it names this job as owner in one of ``states``; False when it does
         not (gone, taken over, or past these states). ``fresh_s`` (a plain renewal): renewed
         less than that ago (by a sibling task, whose PUT may just have beaten this one) is
-        renewed enough, so many tasks renewing at once do not fight over the ETag."""
+        renewed enough, so many tasks renewing at once do not fight over the ETag. ``seen``:
+        first a PUT conditional on that ETag, without the read (refused: read as usual)."""
+        if seen is not None:
+            body = json.loads(seen.body)
+            if body.get("owner") == self.write_id and body.get("state") in states:
+                new = {**body, **changes, "at": self.timing.now()}
+                if self.store.put_if(self.where.key(self.name), json.dumps(new).encode(),
+                                     seen.etag) is not None:
+                    return True
         for _ in range(CONFLICT_RETRIES):
             etag, body = _read(self.store, self.where, self.name)
             if etag is None or body.get("owner") != self.write_id \
@@ -178,13 +204,17 @@ class JobIntent:
         job is gone, fenced or taken over."""
         return bool(_retried("renewing the job lease", self.renew_once, self.timing))
 
-    def fence(self, **record: Any) -> None:
+    def fence(self, seen: Seen | None = None, **record: Any) -> None:
         """The last step before a commit call: the intent becomes ``committing`` (with what the
-        commit publishes, for a recoverer) and the lease fresh. Raises
+        commit publishes, for a recoverer) and the lease fresh; ``seen``: the intent as
+        planning wrote it (:meth:`create`), so that, unchanged since, one PUT fences it. Raises
         :class:`JobFencedError` when the job was taken over: it must not commit."""
-        if not _retried("fencing the job intent",
-                        lambda: self._update(("staged", "committing"), state="committing",
-                                             **record), self.timing):
+        tries = iter([seen])
+
+        def update() -> bool:  # the fast PUT once: a retry after an error reads first
+            return self._update(("staged", "committing"), seen=next(tries, None),
+                                state="committing", **record)
+        if not _retried("fencing the job intent", update, self.timing):
             raise JobFencedError(
                 f"write {self.write_id}: the job's lease expired and another process took it "
                 "over (and removes its files), or its intent could not be fenced; nothing was "
@@ -198,13 +228,22 @@ class JobIntent:
         """Renew the lease of a ``committing`` job (the commit's heartbeat)."""
         return self._update(("committing",))
 
-    def remove(self) -> None:
+    def remove(self, settled: bool = False) -> None:
         """The job ended (committed, or its files are gone): delete the intent, if still ours
-        (a recoverer's stays). Retried; a failure is logged (the next recoverer removes it)."""
+        (a recoverer's stays). Retried; a failure is logged (the next recoverer removes it).
+
+        ``settled``: the job's own cleanup is complete (a Lance commit's or abort's ledger
+        cleanup succeeded), so the intent goes without reading its owner first (one GET
+        fewer, issue 36). Safe: a recoverer that took the job over meanwhile (its clock ran
+        the lease out) only repeats what is done already, and an intent removed under it
+        costs nothing: every record its sweep could then take names files no commit uses.
+        """
         def step() -> None:
-            _, body = _read(self.store, self.where, self.name)
-            if body.get("owner") == self.write_id:
-                self.store.delete(self.where.key(self.name))
+            if not settled:
+                _, body = _read(self.store, self.where, self.name)
+                if body.get("owner") != self.write_id:
+                    return
+            self.store.delete(self.where.key(self.name))
         try:
             _retried("removing the job intent", step, self.timing)
         except Exception:
