@@ -211,11 +211,13 @@ class TableAuditor:
             parts = rel.split("/")
             if len(parts) != 3 or parts[0] != LANCE_LEDGER or intent_name(parts[1]) in present:
                 continue
-            files = named_files(rel)  # else a record with its files in its body
-            body = {"files": files, "sweep": SWEEP} if files is not None \
-                else json.loads(self._read(location, rel) or b"{}")
-            files = [str(f) for f in body.get("files", ())]
-            if body.get("sweep") == SWEEP and not referenced.intersection(files):
+            files = named_files(rel)  # a name carrying its files is always swept
+            if files is None:  # a record with its files in its body, swept if marked
+                body = json.loads(self._read(location, rel) or b"{}")
+                if body.get("sweep") != SWEEP:
+                    continue
+                files = [str(f) for f in body.get("files", ())]
+            if not referenced.intersection(files):
                 out += [rel, *(f for f in files if f in present)]
         return out
 

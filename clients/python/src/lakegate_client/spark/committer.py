@@ -302,7 +302,7 @@ def job_of(creds: TableCredentials, write_id: str,
 
 
 def start_job(creds: TableCredentials, fmt: str, write_id: str, *, staged: bool,
-              read_version: int | None = None, timing: JobTiming | None = None) -> Seen | None:
+              timing: JobTiming | None = None) -> Seen | None:
     """Planning, before any task writes: write the job's intent and renew its lease from this
     process while it lives (tasks and the commit renew it too). Returns the intent as written
     (for the fence, :func:`fenced`), or None when there is none (no conditional writes).
@@ -313,8 +313,7 @@ def start_job(creds: TableCredentials, fmt: str, write_id: str, *, staged: bool,
     intent = job_of(creds, write_id, timing)
     if intent is None:
         return None
-    facts = {} if read_version is None else {"read_version": read_version}
-    seen = intent.create(fmt, staged=staged, **facts)
+    seen = intent.create(fmt, staged=staged)
     _KEEPER.keep(intent)  # until the job fences or ends, a takeover, or the process ends
     return seen
 

@@ -150,7 +150,6 @@ class LakekeeperDataSource(DataSource):
             staged=staged,
             plain=plain,
             faults=Faults.parse(opts.test_fault),
-            job=seen is not None,
             seen=seen,
         )
         return LakekeeperWriter(plan, to_arrow_schema(schema))

@@ -78,8 +78,8 @@ class WritePlan:
     """Fixed on the driver before any task runs; identical in every task.
 
     ``staged``: tasks stage multipart uploads (S3); ``plain``: what a plain table looked like at
-    planning, for the commit's conflict check (S3 plain tables only); ``job``: planning wrote the
-    job's intent (Delta, Lance on S3, ADLS, GCS: ``tables/job_intent.py``), as ``seen``.
+    planning, for the commit's conflict check (S3 plain tables only); ``seen``: the job's intent
+    as planning wrote it (Delta, Lance on S3, ADLS, GCS: ``tables/job_intent.py``).
     """
 
     opts: SourceOptions
@@ -90,8 +90,12 @@ class WritePlan:
     staged: bool = False
     plain: PlainPlan | None = None
     faults: Faults = field(default_factory=Faults)
-    job: bool = False
     seen: Seen | None = None
+
+    @property
+    def job(self) -> bool:
+        """Whether planning wrote the job's intent."""
+        return self.seen is not None
 
 
 class LakekeeperWriter(DataSourceArrowWriter):
