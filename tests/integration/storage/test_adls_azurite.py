@@ -20,7 +20,10 @@ from devstack.launcher import Stack
 from lakegate_client import Client, TableCredentials
 from lakegate_client.duckdb.extensions import connect
 from lakegate_client.duckdb.sql import duckdb_location, scan_expression, table_secret_sql
+from lakegate_client.tables.azure_store import AzureBlobStore
 from lakegate_client.tables.directory import fs_path
+from lakegate_client.tables.lance_manifests import newest_version
+from lakegate_client.tables.staged import S3Location
 
 pytestmark = pytest.mark.integration
 
@@ -200,6 +203,12 @@ def test_consumers_write_and_read_on_azurite(client, cloud_stack, table):
     lance.write_dataset(ROWS, f"{creds.location}/lance", storage_options=options)
     got = lance.dataset(f"{creds.location}/lance", storage_options=options)
     assert got.to_table().sort_by("id").equals(ROWS)
+    versions = f"{creds.location}/lance-versions"
+    for mode in ("create", "append"):
+        lance.write_dataset(ROWS, versions, mode=mode, storage_options=options)
+    # a write's planning reads the version from one page of Azurite's List Blobs (maxresults)
+    store = AzureBlobStore.for_credentials(creds)
+    assert newest_version(store, S3Location.parse(versions)) == 2
 
     deltalake.write_deltalake(
         f"{creds.location}/delta", ROWS, storage_options=creds.delta_storage_options()

@@ -17,6 +17,9 @@ from devstack.bootstrap import fetch_token
 from devstack.launcher import Stack
 from lakegate_client import Client, StorageCredential, TableCredentials
 from lakegate_client.tables.directory import fs_path
+from lakegate_client.tables.gcs_store import GcsStore
+from lakegate_client.tables.lance_manifests import newest_version
+from lakegate_client.tables.staged import S3Location
 
 pytestmark = pytest.mark.integration
 
@@ -227,6 +230,8 @@ def test_lance_writes_and_reads_with_the_vended_token(client, cloud_stack, table
     got = lance.dataset(uri, storage_options=reader.lance_storage_options())
     assert got.count_rows() == 800_050
     assert got.version == 2
+    # a write's planning reads the version from one page of the listing (maxResults)
+    assert newest_version(GcsStore.for_credentials(writer), S3Location.parse(uri)) == 2
     assert sorted(got.to_table(columns=["id"], filter="id < 3")["id"].to_pylist()) == [
         0, 0, 1, 1, 2, 2,
     ]  # fmt: skip
@@ -262,9 +267,9 @@ def test_the_next_read_finishes_a_gcs_commit_whose_driver_died(client, cloud_sta
     of two staged files (past the point of no return); the next ``read_table`` rolls it forward
     with a fresh write token, and no intent or staged part is left."""
     from lakegate_client.tables import read_table, write_table
-    from lakegate_client.tables.gcs_store import STAGING_DIR, GcsStore
+    from lakegate_client.tables.gcs_store import STAGING_DIR
     from lakegate_client.tables.plain_commit import CommitTiming, commit_plain, plan_plain
-    from lakegate_client.tables.staged import PendingUpload, S3Location, stage_parquet
+    from lakegate_client.tables.staged import PendingUpload, stage_parquet
 
     ns = cloud_stack.info.namespace
     assert cloud_stack.info.gcs is not None

@@ -223,3 +223,49 @@ def test_an_abort_after_a_landed_commit_finishes_its_cleanup_before_the_intent_g
     assert rows(tmp_path) == [0, 1]
     assert not [k for k in s3.objects if JOB_PREFIX in k or f"/{write_id}/" in k]
     assert not any((tmp_path / f).exists() for f in committer.lance_files(copy))
+
+
+def _store_creds() -> Any:
+    return SimpleNamespace(location="s3://b/wh/t1", storage="s3", lance_storage_options=dict)
+
+
+def test_the_version_on_a_store_comes_from_the_manifest_listing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from lakegate_client.tables.lance_manifests import U64_MAX
+    from lakegate_client.tables.object_store import S3Store
+
+    from ..tables.fake_s3 import FakeS3
+
+    store = S3Store(FakeS3(), "b")
+    for version in (1, 2, 3):
+        store.put(f"wh/t1/_versions/{U64_MAX - version:020}.manifest", b"")
+    store.client.calls.clear()
+    monkeypatch.setattr(committer, "table_store", lambda _c: store)
+
+    def opened(*_a: Any) -> int:
+        raise AssertionError("the dataset was opened")
+    monkeypatch.setattr(committer, "_dataset_version", opened)
+    assert committer.lance_version(_store_creds()) == 3
+    assert store.client.calls == [("ListObjectsV2", "wh/t1/_versions/")]
+
+
+@pytest.mark.parametrize("listing", ["fails", "shows no manifest", "not a store"])
+def test_the_version_falls_back_to_opening_the_dataset(
+    monkeypatch: pytest.MonkeyPatch, listing: str,
+) -> None:
+    from lakegate_client.tables.object_store import S3Store
+
+    from ..tables.fake_s3 import FakeS3, Fault
+
+    s3 = FakeS3(faults={1: Fault(code="SlowDown", status=503)} if listing == "fails" else None)
+    monkeypatch.setattr(committer, "table_store", lambda _c: S3Store(s3, "b"))
+    opened: list[str] = []
+    monkeypatch.setattr(committer, "_dataset_version",
+                        lambda location, _o: opened.append(location) or 7)
+    creds = _store_creds()
+    if listing == "not a store":
+        creds.storage = "file"
+    assert committer.lance_version(creds) == 7
+    assert opened == ["s3://b/wh/t1"]
+    assert len(s3.calls) == (0 if listing == "not a store" else 1)

@@ -82,7 +82,7 @@ def _commit(location: str, start: int, ledger: Any, write_id: str, overwrite: bo
     schema = pa.schema([("id", pa.int64())])
     fragments = write_fragments(pa.table({"id": list(range(start, start + 40))}, schema=schema),
                                 location, schema=schema)
-    creds = SimpleNamespace(location=location, lance_storage_options=dict)
+    creds = SimpleNamespace(location=location, storage="file", lance_storage_options=dict)
     barrier.wait()
     try:
         _commit_lance(creds, schema, [json.dumps(f.to_json()) for f in fragments],  # type: ignore[arg-type]

@@ -95,7 +95,8 @@ class FakeGcs:
         rest = path.removeprefix("/storage/v1/b/b/o")
         if not rest or rest == "/":
             prefix = query.get("prefix", "")
-            return self._faulted("List", prefix, query, lambda: self._list(prefix))
+            limit = int(query.get("maxResults", 0)) or None
+            return self._faulted("List", prefix, query, lambda: self._list(prefix, limit))
         name = unquote(rest.lstrip("/"))
         if request.method == "POST" and name.endswith("/compose"):
             name = name[: -len("/compose")]
@@ -163,11 +164,11 @@ class FakeGcs:
             return _error(404, "not found")
         return _json(200, {"name": name, "generation": str(found[1])})
 
-    def _list(self, prefix: str) -> httpx.Response:
+    def _list(self, prefix: str, limit: int | None = None) -> httpx.Response:
         items = [{"name": k, "generation": str(g)}
                  for k, (_, g) in sorted(self._state.objects.items())
                  if k.startswith(prefix)]  # fmt: skip
-        return _json(200, {"items": items})
+        return _json(200, {"items": items[:limit]})  # one page (maxResults), as GCS pages
 
     # -- ObjectStore (the real store over this transport) ------------------------------------
 
@@ -196,6 +197,9 @@ class FakeGcs:
 
     def list(self, prefix: str) -> dict[str, str]:
         return self._store.list(prefix)
+
+    def first_keys(self, prefix: str, limit: int) -> tuple[str, ...]:
+        return self._store.first_keys(prefix, limit)
 
     def start_staged(self, key: str) -> str:
         return self._store.start_staged(key)

@@ -211,12 +211,17 @@ class FakeS3:
     def removed(self, key: str) -> None:
         """A delete's effect beyond the bucket (a subclass's local files): none here."""
 
-    def list_objects_v2(self, *, Bucket: str, Prefix: str, **_: str) -> dict[str, Any]:
+    def list_objects_v2(self, *, Bucket: str, Prefix: str, MaxKeys: int | None = None,
+                        **_: str) -> dict[str, Any]:
+        """One page: every key under ``Prefix``, or the first ``MaxKeys`` (then truncated, with
+        no continuation: a caller that asks for a page reads one)."""
         fault = self._call("ListObjectsV2", Prefix)
         with self._store.lock:
             contents = [{"Key": k, "ETag": self.etag(v)} for k, v in sorted(self.objects.items())
                         if k.startswith(Prefix)]
-        return self._answer(fault, "ListObjectsV2", {"Contents": contents, "IsTruncated": False})
+        page = contents if MaxKeys is None else contents[:MaxKeys]
+        return self._answer(fault, "ListObjectsV2",
+                            {"Contents": page, "IsTruncated": len(page) < len(contents)})
 
     def create_multipart_upload(self, *, Bucket: str, Key: str) -> dict[str, Any]:
         fault = self._call("CreateMultipartUpload", Key)

@@ -33,6 +33,7 @@ from lakegate_client._errors import UnsupportedStorageError
 from lakegate_client.tables import attempts, job_intent
 from lakegate_client.tables.directory import delete_files, fs_path, list_files, write_id_of
 from lakegate_client.tables.job_intent import JobIntent, JobTiming, LeaseKeeper, Seen
+from lakegate_client.tables.lance_manifests import newest_version
 from lakegate_client.tables.object_store import ObjectStore, S3Store, StagingListDenied
 from lakegate_client.tables.plain_commit import (
     CommitTiming,
@@ -816,7 +817,23 @@ def delete_under(creds: TableCredentials, base: str, relative: Sequence[str]) ->
 
 
 def lance_version(creds: TableCredentials) -> int | None:
-    """The dataset's current version (``None``: no dataset yet)."""
+    """The dataset's current version (``None``: no dataset yet).
+
+    On S3, ADLS and GCS from one short listing of the manifests (``lance_manifests``), without
+    opening the dataset; else, or when the listing shows no V2 manifest or fails, by opening it.
+    A listing that lags a commit made a moment ago may show the version before it, never a newer
+    one: each caller takes a version at most current (an append rebases over what landed since,
+    a recoverer searches from it, a create is decided only when no manifest shows).
+    """
+    if stages(creds):
+        try:
+            newest = newest_version(table_store(creds), S3Location.parse(creds.location))
+        except Exception as exc:  # the open below answers (or fails) as before
+            log.debug("listing the Lance manifests of %s failed (%r); opening the dataset",
+                      creds.location, exc)
+        else:
+            if newest is not None:
+                return newest
     return _dataset_version(creds.location, creds.lance_storage_options())
 
 

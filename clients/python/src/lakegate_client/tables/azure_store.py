@@ -160,13 +160,17 @@ class AzureBlobStore:
         if answer.status_code not in (202, 404):
             raise self._fail(f"Delete Blob {key}", answer)
 
-    def _listing(self, prefix: str, include: str = "") -> Iterator[ET.Element]:
-        """Every ``<Blob>`` of a List Blobs under ``prefix`` (all pages)."""
+    def _listing(self, prefix: str, include: str = "",
+                 limit: int | None = None) -> Iterator[ET.Element]:
+        """Every ``<Blob>`` of a List Blobs under ``prefix`` (all pages; with ``limit``, the
+        first page of at most that many)."""
         marker = ""
         while True:
             query = f"restype=container&comp=list&prefix={quote(prefix, safe='')}"
             if include:
                 query += f"&include={include}"
+            if limit is not None:
+                query += f"&maxresults={limit}"
             if marker:
                 query += f"&marker={quote(marker, safe='')}"
             answer = self._send("GET", f"List Blobs {prefix}", self._url("", query))
@@ -175,12 +179,16 @@ class AzureBlobStore:
             root = _xml(answer.content)
             yield from root.iter("Blob")
             marker = root.findtext("NextMarker") or ""
-            if not marker:
+            if not marker or limit is not None:
                 return
 
     def list(self, prefix: str) -> dict[str, str]:
         return {str(blob.findtext("Name")): _quoted(blob.findtext("Properties/Etag") or "")
                 for blob in self._listing(prefix)}
+
+    def first_keys(self, prefix: str, limit: int) -> tuple[str, ...]:
+        names = (str(blob.findtext("Name")) for blob in self._listing(prefix, limit=limit))
+        return tuple(names)[:limit]
 
     def start_staged(self, key: str) -> str:
         return uuid.uuid4().hex  # no call: blocks are staged under the blob's name

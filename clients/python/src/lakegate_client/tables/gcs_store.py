@@ -211,6 +211,14 @@ class GcsStore:
             params = {**params, "pageToken": str(token)}
         raise GcsStoreError(f"list {prefix}", 0, "too many pages")
 
+    def first_keys(self, prefix: str, limit: int) -> tuple[str, ...]:
+        params = {"prefix": prefix, "maxResults": str(limit), "fields": "items(name)"}
+        url = f"{self._endpoint}/storage/v1/b/{quote(self._bucket, safe='')}/o"
+        answer = self._send("GET", f"list {prefix}", url, params=params)
+        if answer.status_code != 200:
+            raise self._fail(f"list {prefix}", answer)
+        return tuple(str(item["name"]) for item in answer.json().get("items", ()))[:limit]
+
     def start_staged(self, key: str) -> str:
         return uuid.uuid4().hex  # no call: the parts are objects named after it
 

@@ -100,6 +100,11 @@ class ObjectStore(Protocol):
         Staged, uncompleted files are not listed."""
         ...
 
+    def first_keys(self, prefix: str, limit: int) -> tuple[str, ...]:
+        """Up to ``limit`` keys under ``prefix``, the first in name order: one listing page
+        (S3, Azure Blob and GCS list in name order)."""
+        ...
+
     def start_staged(self, key: str) -> str:
         """Begin staging a file at ``key``; returns its upload id (no secret)."""
         ...
@@ -215,6 +220,10 @@ class S3Store:
             if not page.get("IsTruncated"):
                 return out
             kwargs["ContinuationToken"] = str(page["NextContinuationToken"])
+
+    def first_keys(self, prefix: str, limit: int) -> tuple[str, ...]:
+        page = self.client.list_objects_v2(Bucket=self._bucket, Prefix=prefix, MaxKeys=limit)
+        return tuple(str(obj["Key"]) for obj in page.get("Contents", ()))[:limit]
 
     def start_staged(self, key: str) -> str:
         return str(self.client.create_multipart_upload(Bucket=self._bucket, Key=key)["UploadId"])
