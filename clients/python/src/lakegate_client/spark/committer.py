@@ -23,13 +23,14 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from lakegate_client._errors import UnsupportedStorageError
+from lakegate_client.spark.helper_pool import helpers
 from lakegate_client.tables import attempts, job_intent
 from lakegate_client.tables.directory import delete_files, fs_path, list_files, write_id_of
 from lakegate_client.tables.job_intent import JobIntent, JobTiming, LeaseKeeper, Seen
@@ -645,13 +646,16 @@ def alongside(step: Callable[[], T] | None) -> Iterator[Future[T] | None]:
 
     Why for the Lance ledger: deleting what no commit uses need not wait for the commit call
     (:func:`_clean_ledger`), so it overlaps it (about as long as the commit call itself on a
-    small write, issue 36).
+    small write, issue 36). The thread is one of the process's helpers (``helper_pool``).
     """
     if step is None:
         yield None
         return
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="lakegate-alongside") as pool:
-        yield pool.submit(step)  # leaving the pool waits for the step
+    future = helpers().submit(step)
+    try:
+        yield future
+    finally:
+        wait([future])
 
 
 def lance_ledger(creds: TableCredentials) -> tuple[Any, S3Location] | None:
@@ -828,9 +832,9 @@ def lance_version(creds: TableCredentials) -> int | None:
     if stages(creds):
         try:
             newest = newest_version(table_store(creds), S3Location.parse(creds.location))
-        except Exception as exc:  # the open below answers (or fails) as before
-            log.debug("listing the Lance manifests of %s failed (%r); opening the dataset",
-                      creds.location, exc)
+        except Exception:  # the open below answers (or fails) as before
+            log.debug("listing the Lance manifests of %s failed; opening the dataset",
+                      creds.location, exc_info=True)
         else:
             if newest is not None:
                 return newest

@@ -26,8 +26,8 @@ gateway. Everything here pickles: heavy imports happen inside methods.
 from __future__ import annotations
 
 import uuid
-from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING
+from concurrent.futures import Future, wait
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import DataSource
 
@@ -43,6 +43,7 @@ from lakegate_client.spark.committer import (
 )
 from lakegate_client.spark.connection import client_for, table_credentials
 from lakegate_client.spark.faults import Faults
+from lakegate_client.spark.helper_pool import helpers
 from lakegate_client.spark.options import SourceOptions
 from lakegate_client.spark.reader import LakekeeperReader, arrow_schema, spark_schema
 from lakegate_client.spark.writer import WRITABLE_FORMATS, LakekeeperWriter, WritePlan
@@ -135,12 +136,16 @@ class LakekeeperDataSource(DataSource):
             # a crashed job's files go at the next write or read: recovery runs beside this
             # job's planning (it never commits, so the version read is unchanged; it leaves a
             # fresh intent alone, so this job's own too) and never raises; the version read
-            # runs beside the intent's create too (the fence records it, for a recoverer)
-            with ThreadPoolExecutor(max_workers=2) as pool:
-                pool.submit(recover_jobs, info.format, creds)
-                version = pool.submit(lance_version, creds) if info.format == "lance" else None
+            # runs beside the intent's create too (the fence records it, for a recoverer);
+            # planning waits for both, whether or not the create raised
+            beside: list[Future[Any]] = [helpers().submit(recover_jobs, info.format, creds)]
+            if info.format == "lance":
+                beside.append(helpers().submit(lance_version, creds))
+            try:
                 seen = start_job(creds, info.format, write_id, staged=staged)
-                read_version = version.result() if version is not None else None
+                read_version = beside[1].result() if info.format == "lance" else None
+            finally:
+                wait(beside)
         plan = WritePlan(
             opts=opts,
             info=info,
