@@ -26,8 +26,8 @@ gateway. Everything here pickles: heavy imports happen inside methods.
 from __future__ import annotations
 
 import uuid
-from concurrent.futures import Future, wait
-from typing import TYPE_CHECKING, Any
+from concurrent.futures import wait
+from typing import TYPE_CHECKING
 
 from pyspark.sql.datasource import DataSource
 
@@ -138,14 +138,16 @@ class LakekeeperDataSource(DataSource):
             # fresh intent alone, so this job's own too) and never raises; the version read
             # runs beside the intent's create too (the fence records it, for a recoverer);
             # planning waits for both, whether or not the create raised
-            beside: list[Future[Any]] = [helpers().submit(recover_jobs, info.format, creds)]
-            if info.format == "lance":
-                beside.append(helpers().submit(lance_version, creds))
+            recovery = helpers().submit(recover_jobs, info.format, creds)
+            version = (helpers().submit(lance_version, creds) if info.format == "lance"
+                       else None)
             try:
                 seen = start_job(creds, info.format, write_id, staged=staged)
-                read_version = beside[1].result() if info.format == "lance" else None
+                read_version = version.result() if version is not None else None
             finally:
-                wait(beside)
+                wait([recovery])
+                if version is not None:
+                    wait([version])
         plan = WritePlan(
             opts=opts,
             info=info,

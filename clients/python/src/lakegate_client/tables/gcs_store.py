@@ -26,7 +26,7 @@ import secrets
 import uuid
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import httpx
@@ -192,32 +192,33 @@ class GcsStore:
         if answer.status_code not in (200, 204, 404):
             raise self._fail(f"delete {key}", answer)
 
-    def list(self, prefix: str) -> dict[str, str]:
-        """Every object under ``prefix`` (all pages), staging objects included: the protocols
-        look only at the names they know, and readers skip ``_`` components."""
-        out: dict[str, str] = {}
+    def _listing(self, prefix: str, limit: int | None = None) -> Iterator[dict[str, Any]]:
+        """Every item of a listing under ``prefix`` (all pages; with ``limit``, the first page
+        of at most that many)."""
         params = {"prefix": prefix, "fields": "items(name,generation),nextPageToken"}
+        if limit is not None:
+            params["maxResults"] = str(limit)
         url = f"{self._endpoint}/storage/v1/b/{quote(self._bucket, safe='')}/o"
         for _ in range(1_000_000):  # bounded: one page per call
             answer = self._send("GET", f"list {prefix}", url, params=params)
             if answer.status_code != 200:
                 raise self._fail(f"list {prefix}", answer)
             page = answer.json()
-            for item in page.get("items", ()):
-                out[str(item["name"])] = str(item["generation"])
+            yield from page.get("items", ())
             token = page.get("nextPageToken")
-            if not token:
-                return out
+            if not token or limit is not None:
+                return
             params = {**params, "pageToken": str(token)}
         raise GcsStoreError(f"list {prefix}", 0, "too many pages")
 
+    def list(self, prefix: str) -> dict[str, str]:
+        """Every object under ``prefix`` (all pages), staging objects included: the protocols
+        look only at the names they know, and readers skip ``_`` components."""
+        return {str(item["name"]): str(item["generation"]) for item in self._listing(prefix)}
+
     def first_keys(self, prefix: str, limit: int) -> tuple[str, ...]:
-        params = {"prefix": prefix, "maxResults": str(limit), "fields": "items(name)"}
-        url = f"{self._endpoint}/storage/v1/b/{quote(self._bucket, safe='')}/o"
-        answer = self._send("GET", f"list {prefix}", url, params=params)
-        if answer.status_code != 200:
-            raise self._fail(f"list {prefix}", answer)
-        return tuple(str(item["name"]) for item in answer.json().get("items", ()))[:limit]
+        names = (str(item["name"]) for item in self._listing(prefix, limit))
+        return tuple(names)[:limit]
 
     def start_staged(self, key: str) -> str:
         return uuid.uuid4().hex  # no call: the parts are objects named after it
