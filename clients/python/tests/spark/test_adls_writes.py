@@ -70,7 +70,8 @@ def test_a_plain_write_on_adls_is_staged_and_planned_after_the_probe(
     writer = _writer(monkeypatch, store, overwrite=True)
     assert writer._plan.staged
     assert writer._plan.plain is not None
-    assert [op for op, _ in store.calls][:4] == ["PutBlob"] * 4  # the probe's conditional PUTs
+    # the probe: a conditional PUT, its listing, three more conditional PUTs
+    assert [op for op, _ in store.calls][:5] == ["PutBlob", "ListBlobs", *["PutBlob"] * 3]
     assert store.objects == {}  # the probe cleaned up after itself
 
 
@@ -120,7 +121,8 @@ def test_a_delta_job_on_adls_is_planned_after_the_probe_with_its_job_intent(
     writer = _writer(monkeypatch, store, overwrite=False, fmt="delta")
     assert writer._plan.staged
     assert writer._plan.job
-    assert [op for op, _ in store.calls][:4] == ["PutBlob"] * 4  # the probe's conditional PUTs
+    # the probe: a conditional PUT, its listing, three more conditional PUTs
+    assert [op for op, _ in store.calls][:5] == ["PutBlob", "ListBlobs", *["PutBlob"] * 3]
     intents = [k for k in store.objects if JOB_PREFIX in k]
     assert [WHERE.relative(k) for k in intents] == [
         f"{JOB_PREFIX}{writer._plan.write_id}.json"]

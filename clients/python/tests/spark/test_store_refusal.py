@@ -1,5 +1,6 @@
-"""A Spark write to a plain table on a store that ignores conditional PUTs is refused before
-anything is written, unless ``accept_single_writer_risk`` says so (issue 32 finding 3)."""
+"""A Spark write to a plain or an Iceberg table on a store that ignores conditional PUTs is
+refused before anything is written, unless ``accept_single_writer_risk`` says so (issue 32
+finding 3)."""
 
 from __future__ import annotations
 
@@ -56,4 +57,60 @@ def test_a_store_honouring_them_plans_the_write(monkeypatch: pytest.MonkeyPatch)
     s3 = FakeS3()
     writer = _writer(monkeypatch, s3, {})
     assert writer._plan.plain is not None
+    assert s3.objects == {}  # the probe cleaned up after itself
+
+
+def _iceberg_writer(monkeypatch: pytest.MonkeyPatch, s3: FakeS3,
+                    options: dict[str, str]) -> list[str]:
+    """Plans an Iceberg write on ``s3``; returns the write ids whose intent planning wrote."""
+    import pyarrow as pa
+
+    from lakegate_client.spark import iceberg
+    from lakegate_client.spark.options import SourceOptions
+    from lakegate_client.tables.conditional_writes import ConditionalWriteProbe
+    from lakegate_client.tables.object_store import S3Store
+    from lakegate_client.tables.staged import S3Location
+
+    schema = pa.schema([("id", pa.int64())])
+    table = type("T", (), {"location": lambda self: "s3://b/wh/t1",
+                           "schema": lambda self: type("S", (), {})()})()
+    started: list[str] = []
+    monkeypatch.setattr(iceberg, "ensure_table", lambda *_a: table)
+    monkeypatch.setattr("pyiceberg.io.pyarrow.schema_to_pyarrow", lambda *_a, **_k: schema)
+    monkeypatch.setattr(iceberg, "recover_iceberg_jobs", lambda *_a, **_k: None)
+    monkeypatch.setattr(iceberg, "node_credentials", lambda *_a: type("C", (), {"storage": "s3"})())
+    monkeypatch.setattr(iceberg, "job_store",
+                        lambda _c: (S3Store(s3, "b"), S3Location.parse("s3://b/wh/t1")))
+    monkeypatch.setattr(iceberg, "start_job",
+                        lambda _c, _f, write_id, **_k: started.append(write_id) or object())
+    probe = ConditionalWriteProbe()
+    monkeypatch.setattr(iceberg, "process_probe", lambda: probe)
+    opts = SourceOptions.parse({"table": "wh.t1", "format": "iceberg", **options})
+    iceberg.iceberg_writer(opts, schema, False)
+    return started
+
+
+def test_an_iceberg_write_on_a_store_ignoring_conditional_puts_is_refused_before_its_intent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Regression: an Iceberg job wrote its intent without the probe, though a recoverer's
+    takeover of the intent and the job's fence that must lose to it are conditional PUTs."""
+    from lakegate_client.tables.conditional_writes import UnsafeStoreError
+
+    s3 = FakeS3(honours_conditions=False)
+    started: list[str] = []
+    with pytest.raises(UnsafeStoreError, match="accept_single_writer_risk"):
+        started = _iceberg_writer(monkeypatch, s3, {})
+    assert started == []
+    assert s3.objects == {}
+
+
+@pytest.mark.parametrize(("s3", "options"), [
+    (FakeS3(), {}),
+    (FakeS3(honours_conditions=False), {"accept_single_writer_risk": "true"}),
+])
+def test_an_iceberg_write_on_a_store_honouring_them_or_accepting_the_risk_is_planned(
+    monkeypatch: pytest.MonkeyPatch, s3: FakeS3, options: dict[str, str],
+) -> None:
+    assert len(_iceberg_writer(monkeypatch, s3, options)) == 1
     assert s3.objects == {}  # the probe cleaned up after itself

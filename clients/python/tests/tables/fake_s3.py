@@ -9,6 +9,8 @@ Beyond a well-behaved store it can play the stores the protocol must survive or 
   MinIO, Backblaze B2, Alibaba OSS): every conditional PUT succeeds.
 - ``aws_conflicts=True``: AWS's answers: 404 ``NoSuchKey`` to ``If-Match`` on a missing key (412
   otherwise); a fault may also answer 409 ``ConditionalRequestConflict``.
+- ``lagging_listings=True``: a listing does not show keys PUT since the last
+  ``settle_listings()`` (an eventually consistent store); GET and HEAD see them at once.
 - ``calls``: every call, in order, as ``(operation, key)``.
 - ``faults``: ``{n: Fault}``: call number ``n`` (1-based, counted on this client) fails with an
   error, or "kills" the process: that call and every later one raise :class:`Killed`, as if the
@@ -100,6 +102,7 @@ class _Store:
     uploads: dict[str, tuple[str, dict[int, bytes]]] = field(default_factory=dict)
     ids: Any = field(default_factory=lambda: itertools.count(1))
     lock: threading.RLock = field(default_factory=threading.RLock)
+    unlisted: set[str] = field(default_factory=set)  # ``lagging_listings``: not listed yet
 
 
 class FakeS3:
@@ -110,8 +113,9 @@ class FakeS3:
     def __init__(self, *, deny_list_uploads: bool = False, honours_conditions: bool = True,
                  aws_conflicts: bool = False, endpoint: str = "http://fake-s3",
                  faults: dict[int, Fault] | None = None, batch_deletes: bool = True,
-                 _store: _Store | None = None) -> None:
+                 lagging_listings: bool = False, _store: _Store | None = None) -> None:
         self._store = _store if _store is not None else _Store()
+        self.lagging_listings = lagging_listings
         self.batch_deletes = batch_deletes
         self.deny_list_uploads = deny_list_uploads
         self.honours_conditions = honours_conditions
@@ -127,7 +131,13 @@ class FakeS3:
         return FakeS3(deny_list_uploads=self.deny_list_uploads,
                       honours_conditions=self.honours_conditions,
                       aws_conflicts=self.aws_conflicts, endpoint=str(self.meta.endpoint_url),
-                      faults=faults, batch_deletes=self.batch_deletes, _store=self._store)
+                      faults=faults, batch_deletes=self.batch_deletes,
+                      lagging_listings=self.lagging_listings, _store=self._store)
+
+    def settle_listings(self) -> None:
+        """Listings catch up: every key PUT so far shows."""
+        with self._store.lock:
+            self._store.unlisted.clear()
 
     @property
     def objects(self) -> dict[str, bytes]:
@@ -169,6 +179,8 @@ class FakeS3:
                 if "IfMatch" in cond and (current is None or self.etag(current) != cond["IfMatch"]):
                     raise _error("PreconditionFailed", 412, "PutObject")
             self.objects[Key] = Body
+            if self.lagging_listings:
+                self._store.unlisted.add(Key)
         return self._answer(fault, "PutObject", {"ETag": self.etag(Body)})
 
     def get_object(self, *, Bucket: str, Key: str) -> dict[str, Any]:
@@ -218,7 +230,7 @@ class FakeS3:
         fault = self._call("ListObjectsV2", Prefix)
         with self._store.lock:
             contents = [{"Key": k, "ETag": self.etag(v)} for k, v in sorted(self.objects.items())
-                        if k.startswith(Prefix)]
+                        if k.startswith(Prefix) and k not in self._store.unlisted]
         page = contents if MaxKeys is None else contents[:MaxKeys]
         return self._answer(fault, "ListObjectsV2",
                             {"Contents": page, "IsTruncated": len(page) < len(contents)})

@@ -376,3 +376,23 @@ def test_the_records_of_reported_attempts_are_deleted_unread() -> None:
     reads = [key for op, key in s3.calls[seen:] if op == "GetObject"]
     assert reads == [WHERE.key(duplicate)]
     assert _left(s3) == sorted(files)
+
+
+def test_a_reported_record_the_listing_does_not_show_yet_is_deleted_all_the_same() -> None:
+    """On a store whose listings lag its PUTs, the commit's cleanup deleted only the records
+    its listing showed: a used attempt's record stayed, the job's intent went, and the next
+    cleanup swept that record as a late attempt's, deleting files the commit uses. The
+    reported records go by name, whatever the listing shows."""
+    s3 = FakeS3(lagging_listings=True)
+    intent = _started(s3, "w1")
+    files = _land(s3, "data/a.lance", "data/b.lance")
+    reported = [check_in(s3, WHERE, "w1", p, 0, [f]) for p, f in enumerate(files)]
+    assert discard_unused(s3, WHERE, "w1", files, reported) == []
+    assert not any(LEDGER + "/w1/" in k for k in s3.objects)
+    intent.remove(settled=True)
+    s3.settle_listings()
+    _started(s3, "w2")
+    check_in(s3, WHERE, "w2", 0, 0, _land(s3, "data/c.lance"))
+    s3.settle_listings()
+    discard_unused(s3, WHERE, "w2", ["data/c.lance"])  # sweeps whatever ended jobs left
+    assert _left(s3) == ["data/a.lance", "data/b.lance", "data/c.lance"]

@@ -75,3 +75,13 @@ def test_put_conditional_reads_409_and_404_as_lost_races() -> None:
     assert put_conditional(s3, "b", "k", b"x", None) is None
     assert put_conditional(s3, "b", "missing", b"x", '"abc"') is None  # AWS: 404
     assert put_conditional(s3, "b", "k", b"x", None) is not None
+
+
+def test_a_store_whose_listings_lag_its_writes_is_refused_and_left_clean() -> None:
+    """The writers find records and intents by listing; a store whose listing does not show an
+    object just written could let a sweep delete a running job's files."""
+    s3 = FakeS3(lagging_listings=True)
+    with pytest.raises(UnsafeStoreError) as caught:
+        ConditionalWriteProbe().ensure(s3, "b", "wh/t1")
+    assert "a listing right after a PUT did not show the new object" in str(caught.value)
+    assert s3.objects == {}

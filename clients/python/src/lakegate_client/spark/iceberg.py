@@ -54,6 +54,7 @@ from lakegate_client.spark.faults import Faults
 from lakegate_client.spark.options import OptionsError
 from lakegate_client.tables import job_intent
 from lakegate_client.tables.catalog import TableFormatError
+from lakegate_client.tables.conditional_writes import process_probe
 from lakegate_client.tables.directory import fs_path, list_files
 from lakegate_client.tables.staged import (
     PendingUpload,
@@ -479,5 +480,9 @@ def iceberg_writer(opts: SourceOptions, spark_arrow: pa.Schema, overwrite: bool)
     location, write_id = table.location().rstrip("/"), uuid.uuid4().hex
     recover_iceberg_jobs(opts, location, reading=False)
     creds = node_credentials(opts, "write", location)
+    store = job_store(creds)
+    if store is not None:  # a recoverer's takeover of the intent and the fence that loses to it
+        process_probe().ensure(store[0], store[1].bucket, store[1].prefix,
+                               accept_risk=opts.accept_single_writer_risk)
     job = start_job(creds, ICEBERG_FORMAT, write_id, staged=creds.storage == "s3") is not None
     return IcebergWriter(opts, table, target, overwrite, write_id=write_id, job=job)

@@ -163,17 +163,17 @@ def discard_unused(s3: Any, where: S3Location, write_id: str, used: Iterable[str
     recoverer to finish it. Returns the job's deleted files.
 
     ``reported``: the records of the attempts whose fragments the commit used (all their files
-    are in ``used``): not read again, only deleted (one GET per task saved).
+    are in ``used``): not read again, only deleted, also when the listing does not show them
+    yet (a sweep must never find a used attempt's record once its job's intent is gone).
     """
-    kept, known = set(used), set(reported)
+    kept, known = set(used), dict.fromkeys(reported)
     store = as_store(s3, where.bucket)
     jobs = _records(store, where)
-    records = jobs.pop(write_id, [])
-    unknown = [r for r in records if r not in known]
+    unknown = [r for r in jobs.pop(write_id, []) if r not in known]
     doomed = [f for files in each(lambda r: _files_of(store, where, r), unknown)
               for f in files or () if f not in kept]
     _delete(s3, where, doomed)  # files first: a record is dropped only once its files are gone
-    _delete(s3, where, records)
+    _delete(s3, where, [*known, *unknown])
     if jobs:
         try:
             sweep_ended(store, where, jobs)

@@ -9,9 +9,15 @@ Stores also refuse differently: 412 ``PreconditionFailed``; AWS adds 409
 ``ConditionalRequestConflict`` (a concurrent conditional write) and 404 ``NoSuchKey`` for
 ``If-Match`` on a missing key. All three mean "someone else got there first".
 
-:class:`ConditionalWriteProbe` proves the behaviour before a writer's first exclusive step on a
-bucket (a probe object under the table's own prefix, which a vended credential may write), and
-remembers the answer per endpoint and bucket for the life of the process.
+The writers also rely on a listing showing what was just written: recovery finds a dead job's
+intent by listing, and the Lance attempt ledger's cleanups find the attempts' records by listing
+and sweep those of jobs whose intent no longer shows (``attempts.py``). On a store whose listings
+lag its PUTs, a sweep could take a live job's record for a dead one's and delete files a commit
+uses.
+
+:class:`ConditionalWriteProbe` proves both before a writer's first exclusive step on a bucket (a
+probe object under the table's own prefix, which a vended credential may write), and remembers
+the answer per endpoint and bucket for the life of the process.
 """
 
 from __future__ import annotations
@@ -46,7 +52,8 @@ def put_conditional(s3: Any, bucket: str, key: str, body: bytes, etag: str | Non
 
 
 class ConditionalWriteProbe:
-    """Checks, once per endpoint and bucket, that conflicting conditional PUTs are refused."""
+    """Checks, once per endpoint and bucket, that conflicting conditional PUTs are refused and
+    that a listing shows an object just written."""
 
     def __init__(self) -> None:
         self._known: dict[tuple[str, str], str | None] = {}  # → None (honoured) or the failure
@@ -54,7 +61,8 @@ class ConditionalWriteProbe:
 
     def ensure(self, s3: Any, bucket: str, prefix: str, *, accept_risk: bool = False) -> None:
         """Raise :class:`UnsafeStoreError` unless the store refuses conflicting conditional
-        PUTs (``accept_risk``: log it and go on, for a store with one writer at a time)."""
+        PUTs and lists what was just written (``accept_risk``: log it and go on, for a store
+        with one writer at a time)."""
         store = as_store(s3, bucket)
         endpoint = store.endpoint
         with self._lock:
@@ -68,9 +76,10 @@ class ConditionalWriteProbe:
             return
         message = (
             f"the object store at {endpoint or 'the default endpoint'} (bucket {bucket!r}) does "
-            f"not honour conditional writes: {failure}. Lakegate's writers rely on them to "
-            "exclude concurrent writers; without them two jobs can both commit and tear a table "
-            f"silently. Upgrade the store, or set the option {ACCEPT_RISK_OPTION}=true (Spark "
+            f"not keep the guarantees Lakegate's writers rely on: {failure}. Without refused "
+            "conditional writes two jobs can both commit and tear a table silently; without "
+            "listings that show what was just written, a cleanup can delete the files of a job "
+            f"still running. Upgrade the store, or set the option {ACCEPT_RISK_OPTION}=true (Spark "
             "data source option, or accept_single_writer_risk=True in the client) only if one "
             "writer at a time is guaranteed by other means"
         )
@@ -80,13 +89,15 @@ class ConditionalWriteProbe:
 
     @staticmethod
     def _probe(store: ObjectStore, prefix: str) -> str | None:
-        """Write a probe object under ``prefix`` and try to overwrite it against the rules;
-        returns what the store wrongly accepted, or None."""
+        """Write a probe object under ``prefix``, list it, and try to overwrite it against the
+        rules; returns what the store got wrong, or None."""
         key = f"{prefix.strip('/')}/{PROBE_PREFIX}{uuid.uuid4().hex}"
         first = store.put_if(key, b"probe-1", None)
         try:
             if first is None:
                 return "a first If-None-Match: * PUT of a fresh key was refused"
+            if key not in store.first_keys(key, 1):
+                return "a listing right after a PUT did not show the new object"
             if store.put_if(key, b"probe-2", None) is not None:
                 return "a second If-None-Match: * PUT of the same key succeeded"
             if store.put_if(key, b"probe-3", WRONG_ETAG) is not None:
