@@ -120,16 +120,14 @@ class LakekeeperDataSource(DataSource):
             convert_to_plain(creds.pyarrow_filesystem(), fs_path(creds.location), info.format)
         staged = stages(creds) and info.format != "lance"
         plain = None
-        if staged and info.format in tables.DIRECTORY_FORMATS:
+        if stages(creds):
+            # a plain table's commit marker, every job's intent, Lance's create claim and
+            # ledger (S3, ADLS, GCS): all on a store the probe proved
             store, where = _store(creds), S3Location.parse(creds.location)
             process_probe().ensure(store, where.bucket, where.prefix,
                                    accept_risk=opts.accept_single_writer_risk)
-            plain = plan_plain(store, where, info.format, overwrite=overwrite)
-        elif stages(creds):
-            # every job's intent; Lance's create claim and ledger (S3, ADLS, GCS)
-            where = S3Location.parse(creds.location)
-            process_probe().ensure(_store(creds), where.bucket, where.prefix,
-                                   accept_risk=opts.accept_single_writer_risk)
+            if staged and info.format in tables.DIRECTORY_FORMATS:
+                plain = plan_plain(store, where, info.format, overwrite=overwrite)
         write_id = uuid.uuid4().hex
         read_version, seen = None, None
         if info.format in ("delta", "lance"):
