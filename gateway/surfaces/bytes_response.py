@@ -128,27 +128,31 @@ class BytesResponse:
 
     def send(self, request: web.BaseRequest) -> None:
         """Write status line, headers and body in one transport write (`prepare` without its
-        drain, for a handler that writes in the transport's callback: http_protocol).
+        drain).
 
         Raises:
             ConnectionResetError: the transport is closing.
         """
+        message = self.render(request)
+        transport = request.writer.transport
+        if transport is None or transport.is_closing():
+            raise ConnectionResetError("Cannot write to closing transport")
+        transport.write(message)
+
+    def render(self, request: web.BaseRequest) -> bytes:
+        """The whole message answering `request`, marked as sent: what `send` writes (and
+        what a handler that writes after its batch of reads holds: http_protocol)."""
         self._sent = True
         keep_alive = self.keep_alive = request.keep_alive
         version = request.version
         body = self.body
-        writer = request.writer
-        transport = writer.transport
-        if transport is None or transport.is_closing():
-            raise ConnectionResetError("Cannot write to closing transport")
         if (keep_alive and version == HttpVersion11 and not self.extra
                 and request.method != "HEAD"):
             # The hot path (a keep-alive HTTP/1.1 GET): one formatting, the same bytes.
-            transport.write(_HOT % (len(body), self._cache_line, self.request_id.encode(),
-                                    self._date.line(), body) if self.request_id else
-                            _HOT_NO_ID % (len(body), self._cache_line, self._date.line(), body))
-        else:
-            transport.write(self._message(keep_alive, version, request.method != "HEAD"))
+            return (_HOT % (len(body), self._cache_line, self.request_id.encode(),
+                            self._date.line(), body) if self.request_id else
+                    _HOT_NO_ID % (len(body), self._cache_line, self._date.line(), body))
+        return self._message(keep_alive, version, request.method != "HEAD")
 
     def _message(self, keep_alive: bool, version: HttpVersion, with_body: bool) -> bytes:
         """The whole message, for every case `prepare`'s hot path does not cover."""

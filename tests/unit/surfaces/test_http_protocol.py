@@ -1,7 +1,9 @@
 """The request handler that answers at once (gateway/surfaces/http_protocol.py), driven
 byte by byte through a fake transport: which requests are answered inside `data_received`,
-that answers keep the requests' order when some need an await, that the rest of an unfinished
-request runs in its own context, and that everything else goes aiohttp's own way.
+that those answers are written after the batch of reads and before anything else of their
+connection (its next message, its close), that answers keep the requests' order when some need
+an await, that the rest of an unfinished request runs in its own context, and that everything
+else goes aiohttp's own way.
 
 The pipeline is replaced by a fake `start`: what it returns decides the path (`/now/..`: a
 BytesResponse, `/later/..`: an Unfinished, `/raise`: an exception); aiohttp's handler (`serve`)
@@ -17,6 +19,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from aiohttp.test_utils import make_mocked_request
 
 from gateway.surfaces import http_protocol
 from gateway.surfaces.bytes_response import BytesResponse, HttpDate
@@ -35,6 +38,8 @@ class FakeTransport(asyncio.Transport):
         self.closed = False
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
+        if self.closed:  # as uvloop's: a closed transport takes no more bytes
+            raise RuntimeError("write to a closed transport")
         self.written += data
 
     def writelines(self, data: Any) -> None:
@@ -123,12 +128,13 @@ class Pipeline:
 
 
 class Conn:
-    """One connection of an AnsweringServer over a FakeTransport."""
+    """One connection of an AnsweringServer over a FakeTransport (a new server, or `server`'s
+    next connection)."""
 
-    def __init__(self, pipeline: Pipeline) -> None:
+    def __init__(self, pipeline: Pipeline, server: AnsweringServer | None = None) -> None:
         self.pipeline = pipeline
-        self.server = AnsweringServer(pipeline.serve, start=pipeline.start,
-                                      ready=pipeline.ready, access_log=None)
+        self.server = server or AnsweringServer(pipeline.serve, start=pipeline.start,
+                                                ready=pipeline.ready, access_log=None)
         handler = self.server()
         assert isinstance(handler, AnsweringRequestHandler)
         self.handler = handler
@@ -188,14 +194,39 @@ def test_the_installed_aiohttp_has_what_the_handler_needs() -> None:
 async def test_a_request_whose_steps_need_no_await_is_answered_inside_data_received(
         conn: Conn) -> None:
     conn.send(get("/now/a"))
-    # No loop iteration ran: the answer was written in the callback itself.
+    # No loop iteration ran: the batch's first answer was written in the callback itself.
     assert conn.answers() == ['{"now":"a"}']
     assert conn.pipeline.served == []
     assert b"x-request-id: a\r\n" in conn.transport.written
-    conn.send(get("/now/b"))
+    conn.send(get("/now/b"))  # a second read in the same batch: its answer waits for the end
+    assert conn.pipeline.started == ["/now/a", "/now/b"]
+    assert conn.answers() == ['{"now":"a"}']
+    await asyncio.sleep(0)  # one pass of the loop: no task step, only the outbox
     assert conn.answers() == ['{"now":"a"}', '{"now":"b"}']
     await conn.idle()  # start() still waits for the next message
     assert not conn.transport.closed
+
+
+async def test_answers_to_one_batch_of_reads_are_written_after_all_the_reads() -> None:
+    # Why: a write spaced from the next by a request's work finds the client asleep again,
+    # and waking it is charged to the server (http_protocol's docstring).
+    pipeline = Pipeline()
+    first = Conn(pipeline)
+    second = Conn(pipeline, first.server)  # one server: one outbox for both connections
+    await first.idle()
+    await second.idle()
+    first.send(get("/now/a"))  # the batch's first answer: written at once
+    second.send(get("/now/b"))
+    first.send(get("/now/c"))  # the client pipelined c after a
+    assert first.answers() == ['{"now":"a"}']
+    assert second.answers() == []
+    await asyncio.sleep(0)
+    assert first.answers() == ['{"now":"a"}', '{"now":"c"}']
+    assert second.answers() == ['{"now":"b"}']
+    second.send(get("/now/d"))  # a new batch: its first answer goes at once again
+    assert second.answers() == ['{"now":"b"}', '{"now":"d"}']
+    first.close()
+    second.close()
 
 
 async def test_a_target_the_pipeline_does_not_call_ready_goes_aiohttps_way(
@@ -303,3 +334,51 @@ async def test_a_lost_connection_closes_the_rest_of_a_queued_request() -> None:
     conn.close()  # start() never runs b: its rest is closed in its own context
     assert later.closed
     assert _var.get() == ""
+
+
+@pytest.mark.parametrize("closing", ["shutdown", "idle timer", "close", "client end of stream"])
+async def test_a_held_answer_is_written_before_its_connection_closes(closing: str) -> None:
+    # Each way a connection is closed while its answer waits for the end of the batch: the
+    # answer goes out first (the fake transport, like uvloop's, refuses writes once closed).
+    conn = Conn(Pipeline())
+    await conn.idle()
+    conn.send(get("/now/a"))
+    conn.send(get("/now/b"))  # held: a, the batch's first, was written at once
+    assert conn.answers() == ['{"now":"a"}']
+    if closing == "shutdown":
+        await conn.handler.shutdown(1.0)
+    elif closing == "idle timer":
+        conn.handler._next_keepalive_close_time = 0.0
+        conn.handler._process_keepalive()
+    elif closing == "close":
+        conn.handler.close()
+    else:
+        conn.handler.eof_received()
+    assert conn.answers() == ['{"now":"a"}', '{"now":"b"}'], closing
+    await asyncio.sleep(0)  # the outbox's own pass then finds nothing left to write
+    assert conn.answers() == ['{"now":"a"}', '{"now":"b"}'], closing
+    conn.close()
+
+
+async def test_a_held_answer_goes_out_before_aiohttp_runs_the_next_message() -> None:
+    # start() runs its next message through `_handle`: whatever the loop's order, the answer
+    # held for the message before it reaches the wire first.
+    conn = Conn(Pipeline())
+    await conn.idle()
+    conn.send(get("/now/a"))
+    conn.send(get("/now/b"))
+    assert conn.answers() == ['{"now":"a"}']
+    served = conn.handler._handle(make_mocked_request("GET", "/cold/x"))
+    assert conn.answers() == ['{"now":"a"}', '{"now":"b"}']
+    served.close()
+    conn.close()
+
+
+async def test_a_lost_connection_drops_its_held_answers() -> None:
+    conn = Conn(Pipeline())
+    await conn.idle()
+    conn.send(get("/now/a"))
+    conn.send(get("/now/b"))
+    conn.close()  # the peer is gone (connection_lost): b is not written, now or later
+    await asyncio.sleep(0)  # the outbox's pass writes nothing and raises nothing
+    assert conn.answers() == ['{"now":"a"}']
