@@ -336,15 +336,23 @@ async def test_a_lost_connection_closes_the_rest_of_a_queued_request() -> None:
     assert _var.get() == ""
 
 
+async def holding() -> Conn:
+    """A connection whose answer to b waits for the end of the batch (a, the batch's first,
+    was written at once). Not a fixture: the loop would run the batch's end between it and
+    the test."""
+    conn = Conn(Pipeline())
+    await conn.idle()
+    conn.send(get("/now/a"))
+    conn.send(get("/now/b"))
+    assert conn.answers() == ['{"now":"a"}']
+    return conn
+
+
 @pytest.mark.parametrize("closing", ["shutdown", "idle timer", "close", "client end of stream"])
 async def test_a_held_answer_is_written_before_its_connection_closes(closing: str) -> None:
     # Each way a connection is closed while its answer waits for the end of the batch: the
     # answer goes out first (the fake transport, like uvloop's, refuses writes once closed).
-    conn = Conn(Pipeline())
-    await conn.idle()
-    conn.send(get("/now/a"))
-    conn.send(get("/now/b"))  # held: a, the batch's first, was written at once
-    assert conn.answers() == ['{"now":"a"}']
+    conn = await holding()
     if closing == "shutdown":
         await conn.handler.shutdown(1.0)
     elif closing == "idle timer":
@@ -363,11 +371,7 @@ async def test_a_held_answer_is_written_before_its_connection_closes(closing: st
 async def test_a_held_answer_goes_out_before_aiohttp_runs_the_next_message() -> None:
     # start() runs its next message through `_handle`: whatever the loop's order, the answer
     # held for the message before it reaches the wire first.
-    conn = Conn(Pipeline())
-    await conn.idle()
-    conn.send(get("/now/a"))
-    conn.send(get("/now/b"))
-    assert conn.answers() == ['{"now":"a"}']
+    conn = await holding()
     served = conn.handler._handle(make_mocked_request("GET", "/cold/x"))
     assert conn.answers() == ['{"now":"a"}', '{"now":"b"}']
     served.close()
@@ -375,10 +379,7 @@ async def test_a_held_answer_goes_out_before_aiohttp_runs_the_next_message() -> 
 
 
 async def test_a_lost_connection_drops_its_held_answers() -> None:
-    conn = Conn(Pipeline())
-    await conn.idle()
-    conn.send(get("/now/a"))
-    conn.send(get("/now/b"))
+    conn = await holding()
     conn.close()  # the peer is gone (connection_lost): b is not written, now or later
     await asyncio.sleep(0)  # the outbox's pass writes nothing and raises nothing
     assert conn.answers() == ['{"now":"a"}']
