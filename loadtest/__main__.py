@@ -4,8 +4,9 @@ summary. `--quick` runs a smaller profile; `--only a,b` runs some scenarios; `--
 `--write-partitions` and `--write-pairs` run only some cells of the writes scenario; `--report
 FILE` re-renders a report from an existing summary.json.
 
-Every server the bench starts is stopped by its pid on the way out, including on errors and
-Ctrl-C. A scenario that fails is recorded as `{"error": ...}` and the others still run.
+Every server the bench starts is stopped by its pid on the way out, including on errors,
+Ctrl-C and SIGTERM (which unwinds like Ctrl-C: exit code 130). A scenario that fails is
+recorded as `{"error": ...}` and the others still run.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import json
 import os
 import resource
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -23,6 +25,7 @@ import traceback
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from loadtest.context import BenchContext
@@ -70,8 +73,24 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown scenarios: {sorted(unknown)}")
     if args.profile and py_spy() is None:
         parser.error("--profile needs py-spy (requirements/dev.txt; `make venv`)")
-    return run_bench(profile=profile, names=names, out_dir=args.out,
-                     pin=not args.no_pin, sample=args.profile)
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        return run_bench(profile=profile, names=names, out_dir=args.out,
+                         pin=not args.no_pin, sample=args.profile)
+    except KeyboardInterrupt:
+        print("\nbench interrupted; everything it started was stopped", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+EXIT_INTERRUPTED = 130  # as a shell reports Ctrl-C
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM unwinds like Ctrl-C, so every `finally` on the way stops what it started (the
+    stack, the gateways, the trivial servers), by pid; the default action would leave them."""
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def write_cells(profile: Profile, formats: str, partitions: str, pairs: int | None) -> Profile:

@@ -1,0 +1,78 @@
+"""`python -m loadtest` (loadtest/__main__.py) on the real local stack: a SIGTERM in the middle
+of a run stops every process the bench started, as Ctrl-C does (the default action of SIGTERM
+had left the stack's IdP, SeaweedFS, NATS and catalog emulator running)."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+_START_TIMEOUT_S = 180.0
+_EXIT_TIMEOUT_S = 90.0
+
+
+def _holders(marker: str) -> list[int]:
+    """The pids of live processes whose command line names `marker` (the bench's work dir)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker.encode() in cmdline and state != "Z":
+            pids.append(int(entry.name))
+    return pids
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc")
+def test_sigterm_during_a_run_stops_everything_the_bench_started(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    bench = subprocess.Popen(
+        [sys.executable, "-m", "loadtest", "--quick", "--only", "cold_herd", "--no-pin",
+         "--out", str(tmp_path / "out")],
+        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    work = ""
+    seen: list[str] = []
+    try:
+        assert bench.stdout is not None
+        deadline = time.monotonic() + _START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            line = bench.stdout.readline()
+            if not line:
+                break
+            seen.append(line)
+            m = re.search(r"work dir (\S+)", line)
+            if m:
+                work = m.group(1)
+            if "stack up" in line:
+                break
+        assert work, "".join(seen[-20:])
+        assert "stack up" in seen[-1], "".join(seen[-20:])
+        time.sleep(2.0)  # into the scenario: its gateway and load are running too
+        assert _holders(work), "the stack's servers should be running now"
+        bench.send_signal(signal.SIGTERM)
+        out, _ = bench.communicate(timeout=_EXIT_TIMEOUT_S)
+        assert bench.returncode == 130, out[-2000:]
+        assert "bench interrupted" in out
+        left = _holders(work)
+        assert left == [], f"processes left running: {left}"
+    finally:
+        if bench.poll() is None:
+            bench.kill()
+            bench.wait(10)
+        for pid in _holders(work) if work else ():  # a failed run's leftovers, by pid
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
