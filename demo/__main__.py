@@ -11,17 +11,16 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING
 
 from demo.progress import Progress
 from demo.runtime import STANDALONE
+from devstack.processes import sigterm_interrupts
 from devstack.stack_info import StackInfo
 
 if TYPE_CHECKING:
@@ -72,10 +71,6 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     if not 1 <= args.partitions <= 1000:
         parser.error("--partitions must be between 1 and 1000")
     return args
-
-
-def _interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
 
 
 @contextmanager
@@ -176,9 +171,9 @@ def _run(args: argparse.Namespace, say: Progress) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     say = Progress()
-    previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
-        _run(args, say)
+        with sigterm_interrupts():
+            _run(args, say)
     except KeyboardInterrupt:
         print("\ndemo interrupted; everything it started was stopped", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -186,8 +181,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\ndemo FAILED after {say.elapsed_s:.0f} s: {type(exc).__name__}: {exc}",
               file=sys.stderr)
         return EXIT_FAILED
-    finally:
-        signal.signal(signal.SIGTERM, previous)
     return EXIT_OK
 
 

@@ -15,7 +15,6 @@ import argparse
 import json
 import os
 import re
-import signal
 import sys
 import tempfile
 import time
@@ -24,6 +23,7 @@ from typing import Any
 
 from demo.progress import Progress
 from demo.streams import DEFAULT_ENGINES, ENGINES, EXPIRED, StreamSpec
+from devstack.processes import sigterm_interrupts
 from devstack.stack_info import StackInfo
 
 STS_LIFETIME_S = 900  # SeaweedFS's minimum, and what the warehouse asks for
@@ -57,10 +57,6 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     if args.nodes < 1 or args.interval_s <= 0 or args.chunk_rows < 1 or args.margin_s < 0:
         parser.error("--nodes, --interval-s and --chunk-rows must be positive")
     return args
-
-
-def _interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def _specs(args: argparse.Namespace, client: Any, info: StackInfo) -> list[StreamSpec]:
@@ -222,14 +218,12 @@ def main(argv: list[str] | None = None) -> int:
     say = Progress()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
-        summary = _run(args, say)
+        with sigterm_interrupts():
+            summary = _run(args, say)
     except KeyboardInterrupt:
         print("\nlong job interrupted; everything it started was stopped", file=sys.stderr)
         return EXIT_INTERRUPTED
-    finally:
-        signal.signal(signal.SIGTERM, previous)
     text = json.dumps(summary, indent=1)
     print(text, flush=True)
     if args.summary_json is not None:

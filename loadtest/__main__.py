@@ -17,7 +17,6 @@ import json
 import os
 import resource
 import shutil
-import signal
 import sys
 import tempfile
 import time
@@ -25,9 +24,9 @@ import traceback
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
+from devstack.processes import sigterm_interrupts
 from loadtest.context import BenchContext
 from loadtest.profile import QUICK, STANDARD, Profile
 from loadtest.profiler import py_spy
@@ -73,24 +72,16 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown scenarios: {sorted(unknown)}")
     if args.profile and py_spy() is None:
         parser.error("--profile needs py-spy (requirements/dev.txt; `make venv`)")
-    previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
-        return run_bench(profile=profile, names=names, out_dir=args.out,
-                         pin=not args.no_pin, sample=args.profile)
+        with sigterm_interrupts():  # the stack, gateways and trivial servers stop by pid
+            return run_bench(profile=profile, names=names, out_dir=args.out,
+                             pin=not args.no_pin, sample=args.profile)
     except KeyboardInterrupt:
         print("\nbench interrupted; everything it started was stopped", file=sys.stderr)
         return EXIT_INTERRUPTED
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 EXIT_INTERRUPTED = 130  # as a shell reports Ctrl-C
-
-
-def _interrupt(signum: int, frame: FrameType | None) -> None:
-    """SIGTERM unwinds like Ctrl-C, so every `finally` on the way stops what it started (the
-    stack, the gateways, the trivial servers), by pid; the default action would leave them."""
-    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def write_cells(profile: Profile, formats: str, partitions: str, pairs: int | None) -> Profile:

@@ -5,11 +5,14 @@ had left the stack's IdP, SeaweedFS, NATS and catalog emulator running)."""
 from __future__ import annotations
 
 import os
+import queue
 import re
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -35,6 +38,13 @@ def _holders(marker: str) -> list[int]:
     return pids
 
 
+def _pump(stream: Iterable[str], lines: queue.Queue[str]) -> None:
+    """Every line of `stream` into `lines`, then "" at its end."""
+    for line in stream:
+        lines.put(line)
+    lines.put("")
+
+
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc")
 def test_sigterm_during_a_run_stops_everything_the_bench_started(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -46,9 +56,15 @@ def test_sigterm_during_a_run_stops_everything_the_bench_started(tmp_path: Path)
     seen: list[str] = []
     try:
         assert bench.stdout is not None
+        lines: queue.Queue[str] = queue.Queue()
+        reader = threading.Thread(target=_pump, args=(bench.stdout, lines), daemon=True)
+        reader.start()  # ends at the pipe's end; until "stack up", each line waits bounded
         deadline = time.monotonic() + _START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            line = bench.stdout.readline()
+        while (left_s := deadline - time.monotonic()) > 0:
+            try:
+                line = lines.get(timeout=left_s)
+            except queue.Empty:
+                break
             if not line:
                 break
             seen.append(line)
@@ -62,7 +78,11 @@ def test_sigterm_during_a_run_stops_everything_the_bench_started(tmp_path: Path)
         time.sleep(2.0)  # into the scenario: its gateway and load are running too
         assert _holders(work), "the stack's servers should be running now"
         bench.send_signal(signal.SIGTERM)
-        out, _ = bench.communicate(timeout=_EXIT_TIMEOUT_S)
+        bench.wait(timeout=_EXIT_TIMEOUT_S)
+        reader.join(timeout=10)  # a leftover server holding the pipe is what the test finds
+        while not lines.empty():
+            seen.append(lines.get_nowait())
+        out = "".join(seen)
         assert bench.returncode == 130, out[-2000:]
         assert "bench interrupted" in out
         left = _holders(work)

@@ -1,3 +1,5 @@
+import os
+import signal
 import sys
 import time
 
@@ -10,6 +12,7 @@ from devstack.processes import (
     exit_code,
     is_alive,
     respawn,
+    sigterm_interrupts,
     spawn,
     stop,
     wait_until,
@@ -126,3 +129,22 @@ def test_process_table_stops_everything_it_started_newest_first(tmp_path):
 def test_exit_code_of_our_own_child(tmp_path):
     rec = spawn("x", [sys.executable, "-c", "raise SystemExit(7)"], log_path=tmp_path / "x.log")
     assert exit_code(rec.pid, timeout_s=10) == 7
+
+
+
+def _terminated_inside(unwound: list[bool]) -> None:
+    with sigterm_interrupts():
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)  # the handler raises at the next bytecode; never reached
+        finally:
+            unwound.append(True)  # a `finally` on the way out runs: it stops what it started
+
+
+def test_sigterm_interrupts_unwinds_like_ctrl_c_and_restores_the_handler() -> None:
+    before = signal.getsignal(signal.SIGTERM)
+    unwound: list[bool] = []
+    with pytest.raises(KeyboardInterrupt, match="signal 15"):
+        _terminated_inside(unwound)
+    assert unwound == [True]
+    assert signal.getsignal(signal.SIGTERM) is before
