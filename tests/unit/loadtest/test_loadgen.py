@@ -130,6 +130,13 @@ class Machine:
         return self.slowdown if self.stall_from <= now < self.stall_to else 1.0
 
 
+def _started_in_side(t: float, side: int, slice_s: float, lag_s: float) -> bool:
+    """`t` falls in one of `side`'s slices, or at most `lag_s` into the slice after one."""
+    k = int(t / slice_s)
+    late = k > 0 and t - k * slice_s <= lag_s
+    return k % 2 == side or (late and (k - 1) % 2 == side)
+
+
 async def test_paired_loop_gives_each_server_the_requests_started_in_its_slices() -> None:
     start = time.perf_counter()
     machine = Machine(0.0, 0.0, 1.0)
@@ -139,9 +146,11 @@ async def test_paired_loop_gives_each_server_the_requests_started_in_its_slices(
     assert (a.requests, b.requests) == (fast.calls, slow.calls)
     assert a.hist.total == a.requests
     assert b.hist.total == b.requests
-    # Every request went to the side whose slice it started in.
-    assert all(int((t - start) / 0.05) % 2 == 0 for t in fast.started)
-    assert all(int((t - start) / 0.05) % 2 == 1 for t in slow.started)
+    # Every request went to the side whose slice it started in. A fake records its start a
+    # moment after the loop routed it, and a preempted test process can carry that moment
+    # past the slice's end; 20 ms of such lag is allowed, well under the 50 ms slice.
+    assert all(_started_in_side(t - start, 0, 0.05, 0.02) for t in fast.started)
+    assert all(_started_in_side(t - start, 1, 0.05, 0.02) for t in slow.started)
     assert abs(a.elapsed_s - 0.2) < 1e-6
     assert abs(b.elapsed_s - 0.2) < 1e-6
     # 3x faster answers, 3x the req/s (a loaded machine's late wake-ups narrow it a little)
