@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING
 
 from demo.progress import Progress
 from demo.runtime import STANDALONE
-from devstack.processes import sigterm_interrupts
+from devstack.processes import EXIT_INTERRUPTED, sigterm_interrupts
 from devstack.stack_info import StackInfo
 
 if TYPE_CHECKING:
     from devstack.launcher import Stack
 
-EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
+EXIT_OK, EXIT_FAILED = 0, 1
 _DESCRIPTION = (
     "Run the Lakegate demo: local stack, a Spark standalone cluster with one gateway per node,"
     " and a PySpark pipeline over it."

@@ -23,14 +23,14 @@ from typing import Any
 
 from demo.progress import Progress
 from demo.streams import DEFAULT_ENGINES, ENGINES, EXPIRED, StreamSpec
-from devstack.processes import sigterm_interrupts
+from devstack.processes import EXIT_INTERRUPTED, sigterm_interrupts
 from devstack.stack_info import StackInfo
 
 STS_LIFETIME_S = 900  # SeaweedFS's minimum, and what the warehouse asks for
 # Gateway cache for 900 s credentials: refresh ahead at 420 s left (the catalog re-issues an
 # STS credential after half its validity, 450 s), never serve one with less than 300 s left.
 GATEWAY_ENV = {"LAKEGATE__CACHE__REFRESH_LEAD_S": "420", "LAKEGATE__CACHE__MIN_REMAINING_S": "300"}
-EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
+EXIT_OK, EXIT_FAILED = 0, 1
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:

@@ -321,6 +321,9 @@ def is_loopback(address: str) -> bool:
     return ip.is_loopback or (mapped is not None and mapped.is_loopback)
 
 
+EXIT_INTERRUPTED = 130  # exit code after sigterm_interrupts unwound, as a shell reports Ctrl-C
+
+
 @contextlib.contextmanager
 def sigterm_interrupts() -> Iterator[None]:
     """While inside, SIGTERM raises KeyboardInterrupt, as Ctrl-C does: every `finally` on the way

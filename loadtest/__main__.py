@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from devstack.processes import sigterm_interrupts
+from devstack.processes import EXIT_INTERRUPTED, sigterm_interrupts
 from loadtest.context import BenchContext
 from loadtest.profile import QUICK, STANDARD, Profile
 from loadtest.profiler import py_spy
@@ -79,9 +79,6 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\nbench interrupted; everything it started was stopped", file=sys.stderr)
         return EXIT_INTERRUPTED
-
-
-EXIT_INTERRUPTED = 130  # as a shell reports Ctrl-C
 
 
 def write_cells(profile: Profile, formats: str, partitions: str, pairs: int | None) -> Profile:

@@ -131,7 +131,6 @@ def test_exit_code_of_our_own_child(tmp_path):
     assert exit_code(rec.pid, timeout_s=10) == 7
 
 
-
 def _terminated_inside(unwound: list[bool]) -> None:
     with sigterm_interrupts():
         try:
