@@ -322,6 +322,7 @@ def _start(
             admin_access_key=keys.admin_access_key,
             admin_secret_key=keys.admin_secret_key,
             role_arn=seaweed.ROLE_ARN,
+            metrics_url=f"http://127.0.0.1:{s3_ports.metrics}",
         ),
         catalog=CatalogInfo(url=catalog_url, auth=catalog_auth, roles=roles),
         warehouse=WarehouseInfo(

@@ -39,12 +39,13 @@ class SeaweedPorts:
     filer_grpc: int
     admin: int
     admin_grpc: int
+    metrics: int  # Prometheus: S3 requests by type, with their server time (the bench's tally)
 
     @classmethod
     def from_list(cls, ports: Sequence[int]) -> SeaweedPorts:
         return cls(*ports)
 
-    COUNT = 11
+    COUNT = 12
 
 
 @dataclass(frozen=True)
@@ -185,6 +186,8 @@ def weed_argv(run_dir: Path, ports: SeaweedPorts, iam_path: Path, *, bucket: str
         f"-s3.port.iceberg={ports.s3_iceberg}",
         "-s3.port.lance=0",
         "-webdav=false",
+        f"-metricsPort={ports.metrics}",
+        "-metricsIp=127.0.0.1",
         "-admin.ui=false",
         f"-admin.port={ports.admin}",
         f"-admin.port.grpc={ports.admin_grpc}",

@@ -41,6 +41,7 @@ class S3Info(_Frozen):
     admin_access_key: str
     admin_secret_key: str = Field(repr=False)
     role_arn: str
+    metrics_url: str | None = None  # SeaweedFS's Prometheus endpoint (S3 requests by type)
 
 
 class AzureInfo(_Frozen):

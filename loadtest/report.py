@@ -258,9 +258,52 @@ def _write_section(writes: Any) -> list[str]:
                          value.get("noop_s"), _ratio_cell(m.get("ratio")),
                          _phases_cell(phases.get("datasource")),
                          _phases_cell(phases.get("direct"))))
-    return out + _table(("format", "partitions", "mode", "data source s", "direct s", "noop s",
-                         "ratio median [q1-q3] (pairs)", "data source plan / tasks / commit s",
-                         "direct plan / tasks / commit s"), rows)
+    out += _table(("format", "partitions", "mode", "data source s", "direct s", "noop s",
+                   "ratio median [q1-q3] (pairs)", "data source plan / tasks / commit s",
+                   "direct plan / tasks / commit s"), rows)
+    return out + _store_table(writes)
+
+
+STORE_TYPES = ("PUT", "POST", "GET", "HEAD", "LIST", "DELETE")
+
+
+def _store_table(writes: Mapping[str, Any]) -> list[str]:
+    """Each side's object-store requests per write, by type, from the store's own counters
+    (``loadtest/store_requests.py``); nothing when no cell has them."""
+    rows = []
+    for key, value in writes.items():
+        if "@" not in key or not isinstance(value, Mapping):
+            continue
+        fmt, parts = key.split("@", 1)
+        for mode in ("append", "overwrite"):
+            store = (value.get(mode) or {}).get("store") or {}
+            for side in ("datasource", "direct"):
+                tally = store.get(side)
+                if isinstance(tally, Mapping):
+                    rows.append((fmt, parts, mode, "data source" if side == "datasource"
+                                 else side, *_store_cells(tally), tally.get("writes")))
+    if not rows:
+        return []
+    intro = ("Object-store requests per write, by type, as the store counted them "
+             "(SeaweedFS's `SeaweedFS_s3_request_total` and `_seconds`, scraped just before "
+             "and after each timed write): `n (ms)` = requests and the store's own "
+             "milliseconds spent on them, means over the cell's writes. The direct write's "
+             "requests are the format library's own; what the data source adds is its "
+             "protocol (intents, markers, ledger records, listings, completes). `POST` is "
+             "CompleteMultipartUpload and DeleteObjects among others.")
+    header = ("format", "partitions", "mode", "side", *STORE_TYPES, "other", "store ms",
+              "writes")
+    return ["", intro, "", *_table(header, rows)]
+
+
+def _store_cells(tally: Mapping[str, Any]) -> list[str]:
+    requests, ms = tally.get("requests") or {}, tally.get("server_ms") or {}
+    cells = [f"{requests.get(t, 0):g} ({ms.get(t, 0.0):.1f})" if requests.get(t) else "0"
+             for t in STORE_TYPES]
+    other = {t: n for t, n in requests.items() if t not in STORE_TYPES}
+    cells.append(", ".join(f"{t} {n:g}" for t, n in sorted(other.items())) or "-")
+    cells.append(f"{sum(ms.values()):.1f}")
+    return cells
 
 
 def _phases_cell(phases: Any) -> str:

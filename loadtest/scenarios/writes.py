@@ -37,8 +37,9 @@ import statistics
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from unittest.mock import patch
@@ -48,6 +49,7 @@ from lakegate_client.tables.directory import fs_path
 from lakegate_client.tables.staged import S3Location
 from loadtest.context import BenchContext
 from loadtest.ratios import RatioStats
+from loadtest.store_requests import StoreRequests
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -83,8 +85,11 @@ def run(ctx: BenchContext) -> dict[str, Any]:
             event_log = ctx.work_dir / "writes-event-log"
             spark = _session(event_log)
             try:
+                s3 = stack.info.s3
+                tally = (None if s3.metrics_url is None
+                         else partial(StoreRequests, s3.metrics_url, s3.bucket))
                 bench = _WriteBench(ctx, spark, client, namespace, gw.http_url,
-                                    _StageLog(event_log))
+                                    _StageLog(event_log), tally)
                 cells = [(parts, fmt) for parts in prof.write_partitions
                          for fmt in prof.write_formats]
                 started = time.monotonic()
@@ -166,11 +171,14 @@ def _timed(call: Any) -> tuple[float, float, float]:
 
 class _WriteBench:
     def __init__(self, ctx: BenchContext, spark: SparkSession, client: Client, namespace: str,
-                 http_url: str, stages: _StageLog) -> None:
+                 http_url: str, stages: _StageLog,
+                 tally: Callable[[], StoreRequests] | None = None) -> None:
         self.ctx, self.spark, self.client = ctx, spark, client
         self.namespace, self.http_url = namespace, http_url
         self.warehouse = ctx.stack.info.warehouse.name
         self.stages = stages
+        self._new_tally = tally  # a fresh store tally per cell (None: the store has no metrics)
+        self.tally: StoreRequests | None = None
         self.windows: list[tuple[str, float, float]] = []  # ("datasource append", start, end)
 
     def note_phases(self, what: str, started: float, ended: float) -> None:
@@ -217,6 +225,7 @@ class _WriteBench:
         turns: dict[str, list[int]] = {m: [] for m in MODES}
         noop: list[float] = []
         self.windows = []
+        self.tally = self._new_tally() if self._new_tally is not None else None
         expected = rows
         prof, started = self.ctx.profile, time.monotonic()
         for pair in range(max(prof.write_pairs, prof.write_pairs_max)):
@@ -232,8 +241,10 @@ class _WriteBench:
                     if turn and min(sum(t) for t in took.values()) >= prof.write_side_s:
                         break
                     for side in pair_order(pair + turn):
-                        took[side].append(self.datasource(df, fmt, ds_table, mode)
-                                          if side == "datasource" else direct.write(df, mode))
+                        took[side].append(self._tallied(
+                            f"{side} {mode}",
+                            partial(self.datasource, df, fmt, ds_table, mode)
+                            if side == "datasource" else partial(direct.write, df, mode)))
                     expected = expected + rows if mode == "append" else rows
                 times[mode].append((statistics.median(took["datasource"]),
                                     statistics.median(took["direct"])))
@@ -255,8 +266,20 @@ class _WriteBench:
                 "met": _met(stats),
                 "phases": {side: self.phases(f"{side} {mode}")
                            for side in ("datasource", "direct")},
+                "store": {side: self.tally.per_write(f"{side} {mode}")
+                          for side in ("datasource", "direct")} if self.tally else None,
             }
         return result
+
+    def _tallied(self, what: str, write: Callable[[], float]) -> float:
+        """``write()`` (its seconds), its store requests counted under ``what`` (outside the
+        timed window: the snapshots are two scrapes of the store's metrics)."""
+        if self.tally is None:
+            return write()
+        before = self.tally.snapshot()
+        seconds = write()
+        self.tally.count(what, before)
+        return seconds
 
     def datasource(self, df: DataFrame, fmt: str, table: str, mode: str, *,
                    create: bool = False) -> float:

@@ -25,10 +25,13 @@ def test_keys_repr_hides_secrets():
 
 
 def test_weed_argv_binds_loopback_and_keeps_files_in_the_run_dir(tmp_path):
-    ports = seaweed.SeaweedPorts.from_list(list(range(20000, 20011)))
+    ports = seaweed.SeaweedPorts.from_list(list(range(20000, 20012)))
     argv = seaweed.weed_argv(tmp_path, ports, tmp_path / "iam.json", bucket="warehouse")
     assert "-ip.bind=127.0.0.1" in argv
     assert f"-logdir={tmp_path / 's3-logs'}" in argv
     assert "-s3.port=20000" in argv
     assert "-master.telemetry=false" in argv
+    # the metrics listener (the bench's store tally) binds loopback too, on its own free port
+    assert "-metricsPort=20011" in argv
+    assert "-metricsIp=127.0.0.1" in argv
     assert argv.index(f"-logdir={tmp_path / 's3-logs'}") < argv.index("mini")

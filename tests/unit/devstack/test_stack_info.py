@@ -22,6 +22,7 @@ RAW = {
         "endpoint": "http://127.0.0.1:2", "region": "us-east-1", "bucket": "b",
         "key_prefix": "tables", "admin_access_key": "admin",
         "admin_secret_key": ADMIN_SECRET, "role_arn": "arn:aws:iam::1:role/x",
+        "metrics_url": "http://127.0.0.1:9",
     },
     "catalog": {"url": "http://127.0.0.1:3", "auth": True, "roles": {"read": "r", "write": "w"}},
     "warehouse": {"id": "0198-wh", "name": "demo", "sts_validity_s": 900,

@@ -217,3 +217,58 @@ def test_the_pairs_alternate_which_side_writes_first() -> None:
 
     assert [pair_order(p) for p in range(4)] == [("datasource", "direct"),
                                                  ("direct", "datasource")] * 2
+
+
+def test_each_sides_store_requests_are_tallied_per_mode_around_its_timed_writes(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Where the data source's extra time goes, by the store's own count: every timed write is
+    bracketed by two scrapes, and each side's requests land under its own mode; the untimed
+    creates and the noop jobs are not counted."""
+    from devstack.metrics_scrape import parse
+    from loadtest.store_requests import StoreRequests
+
+    bench, done = _bench(monkeypatch, tmp_path)
+    puts = {"n": 0}
+
+    def write_then_count(original: object, side_puts: int) -> object:
+        def call(*args: object, **kwargs: object) -> float:
+            puts["n"] += side_puts  # creates too: a tally that counted them would show it
+            return float(original(*args, **kwargs))  # type: ignore[operator]
+        return call
+
+    def read(_url: str) -> object:
+        return parse('SeaweedFS_s3_request_total{bucket="warehouse",code="200",type="PUT"} '
+                     f'{puts["n"]}\n')
+
+    monkeypatch.setattr(bench, "datasource", write_then_count(bench.datasource, 12))  # type: ignore[attr-defined]
+    from loadtest.scenarios import writes
+    direct_write = writes._Direct.write  # the stub's
+    monkeypatch.setattr(writes._Direct, "write",
+                        lambda self, df, mode: write_then_count(direct_write, 8)(self, df, mode))
+    bench._new_tally = lambda: StoreRequests("http://store", "warehouse", read=read)  # type: ignore[attr-defined]
+    result = bench.measure("lance", 8, deadline=0)  # type: ignore[attr-defined]
+    for mode in ("append", "overwrite"):
+        store = result[mode]["store"]
+        assert store["datasource"]["requests"] == {"PUT": 12.0}
+        assert store["direct"]["requests"] == {"PUT": 8.0}
+        assert store["direct"]["writes"] == result[mode]["writes_per_side"][0] == 2
+        assert store["datasource"]["writes"] == 2
+    assert done[:2] == ["datasource create (2 tasks)", "direct create (2 tasks)"]
+
+
+def test_the_report_lists_each_sides_store_requests_per_write(tmp_path: Path) -> None:
+    ratio = {"median": 1.2, "q1": 1.1, "q3": 1.3, "pairs": 9}
+    store = {"datasource": {"writes": 45, "requests": {"PUT": 17.0, "LIST": 3.0, "POST": 1.0},
+                            "server_ms": {"PUT": 30.0, "LIST": 3.5, "POST": 1.5}},
+             "direct": {"writes": 45, "requests": {"PUT": 9.0, "GET": 2.5, "Iceberg": 1.0},
+                        "server_ms": {"PUT": 15.0, "GET": 2.0, "Iceberg": 0.5}}}
+    cell = {"ratio": ratio, "datasource_s": 0.36, "direct_s": 0.3, "store": store}
+    write_report({"meta": {"profile": "standard"},
+                  "writes": {"rows": 100_000, "pairs": 3,
+                             "lance@8": {"noop_s": 0.03, "append": cell}}}, tmp_path)
+    md = (tmp_path / "report.md").read_text()
+    assert ("| lance | 8 | append | data source | 17 (30.0) | 1 (1.5) | 0 | 0 | 3 (3.5) | 0 | "
+            "- | 35.0 | 45 |") in md
+    assert ("| lance | 8 | append | direct | 9 (15.0) | 0 | 2.5 (2.0) | 0 | 0 | 0 | "
+            "Iceberg 1 | 17.5 | 45 |") in md
+    assert "| lance | 8 | overwrite | data source |" not in md  # a mode without a tally
