@@ -7,7 +7,7 @@ well as from a live run (the unit tests do the former).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -247,21 +247,28 @@ def _write_section(writes: Any) -> list[str]:
         "",
     ]
     rows = []
-    for key, value in writes.items():
-        if "@" not in key or not isinstance(value, Mapping):
-            continue
-        fmt, parts = key.split("@", 1)
-        for mode in ("append", "overwrite"):
-            m = value.get(mode) or {}
-            phases = m.get("phases") or {}
-            rows.append((fmt, parts, mode, m.get("datasource_s"), m.get("direct_s"),
-                         value.get("noop_s"), _ratio_cell(m.get("ratio")),
-                         _phases_cell(phases.get("datasource")),
-                         _phases_cell(phases.get("direct"))))
+    for fmt, parts, mode, cell, m in _write_modes(writes):
+        phases = m.get("phases") or {}
+        rows.append((fmt, parts, mode, m.get("datasource_s"), m.get("direct_s"),
+                     cell.get("noop_s"), _ratio_cell(m.get("ratio")),
+                     _phases_cell(phases.get("datasource")),
+                     _phases_cell(phases.get("direct"))))
     out += _table(("format", "partitions", "mode", "data source s", "direct s", "noop s",
                    "ratio median [q1-q3] (pairs)", "data source plan / tasks / commit s",
                    "direct plan / tasks / commit s"), rows)
     return out + _store_table(writes)
+
+
+def _write_modes(writes: Mapping[str, Any]) -> Iterator[tuple[str, str, str, Mapping[str, Any],
+                                                               Mapping[str, Any]]]:
+    """Every cell's modes in the summary's order: format, partitions, mode, the cell, its
+    mode's figures (``{}`` when missing)."""
+    for key, cell in writes.items():
+        if "@" not in key or not isinstance(cell, Mapping):
+            continue
+        fmt, parts = key.split("@", 1)
+        for mode in ("append", "overwrite"):
+            yield fmt, parts, mode, cell, cell.get(mode) or {}
 
 
 STORE_TYPES = ("PUT", "POST", "GET", "HEAD", "LIST", "DELETE")
@@ -271,17 +278,13 @@ def _store_table(writes: Mapping[str, Any]) -> list[str]:
     """Each side's object-store requests per write, by type, from the store's own counters
     (``loadtest/store_requests.py``); nothing when no cell has them."""
     rows = []
-    for key, value in writes.items():
-        if "@" not in key or not isinstance(value, Mapping):
-            continue
-        fmt, parts = key.split("@", 1)
-        for mode in ("append", "overwrite"):
-            store = (value.get(mode) or {}).get("store") or {}
-            for side in ("datasource", "direct"):
-                tally = store.get(side)
-                if isinstance(tally, Mapping):
-                    rows.append((fmt, parts, mode, "data source" if side == "datasource"
-                                 else side, *_store_cells(tally), tally.get("writes")))
+    for fmt, parts, mode, _cell, m in _write_modes(writes):
+        store = m.get("store") or {}
+        for side in ("datasource", "direct"):
+            tally = store.get(side)
+            if isinstance(tally, Mapping):
+                rows.append((fmt, parts, mode, "data source" if side == "datasource" else side,
+                             *_store_cells(tally), tally.get("writes")))
     if not rows:
         return []
     intro = ("Object-store requests per write, by type, as the store counted them "
