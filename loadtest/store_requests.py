@@ -14,6 +14,7 @@ thread) is counted with the next write, on either side.
 
 from __future__ import annotations
 
+from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -52,8 +53,8 @@ class StoreTally:
 
 
 def _growth(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str, float]:
-    return {k: max(0.0, v - before.get(k, 0.0)) for k, v in after.items()
-            if v - before.get(k, 0.0) > 0}
+    grown = {k: v - before.get(k, 0.0) for k, v in after.items()}
+    return {k: d for k, d in grown.items() if d > 0}
 
 
 class StoreRequests:
@@ -63,8 +64,10 @@ class StoreRequests:
     def __init__(self, metrics_url: str, bucket: str,
                  read: Callable[[str], Samples] = scrape) -> None:
         self._url, self._bucket, self._read = metrics_url, bucket, read
-        self._sums: dict[str, dict[str, dict[str, float]]] = {}
-        self._writes: dict[str, int] = {}
+        # per label: requests and seconds summed by type (Counter adds floats too), writes
+        self._requests: defaultdict[str, Counter[str]] = defaultdict(Counter)
+        self._seconds: defaultdict[str, Counter[str]] = defaultdict(Counter)
+        self._writes: Counter[str] = Counter()
 
     def snapshot(self) -> StoreTally | None:
         """The counters now; None when the store's endpoint gave nothing (then the write it
@@ -79,22 +82,20 @@ class StoreRequests:
         if before is None or after is None:
             return
         grew = after.since(before)
-        sums = self._sums.setdefault(label, {"requests": {}, "seconds": {}})
-        for kind, values in (("requests", grew.requests), ("seconds", grew.seconds)):
-            for k, v in values.items():
-                sums[kind][k] = sums[kind].get(k, 0.0) + v
-        self._writes[label] = self._writes.get(label, 0) + 1
+        self._requests[label].update(grew.requests)
+        self._seconds[label].update(grew.seconds)
+        self._writes[label] += 1
 
     def per_write(self, label: str) -> dict[str, object] | None:
         """``label``'s mean requests and server milliseconds per write, by request type, and
         how many writes they average (None: no write counted, or the store has no metrics)."""
-        writes = self._writes.get(label, 0)
+        writes = self._writes[label]
         if not writes:
             return None
-        sums = self._sums[label]
         return {
             "writes": writes,
-            "requests": {k: round(v / writes, 2) for k, v in sorted(sums["requests"].items())},
+            "requests": {k: round(v / writes, 2)
+                         for k, v in sorted(self._requests[label].items())},
             "server_ms": {k: round(v * 1000 / writes, 2)
-                          for k, v in sorted(sums["seconds"].items())},
+                          for k, v in sorted(self._seconds[label].items())},
         }

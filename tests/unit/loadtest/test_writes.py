@@ -223,7 +223,7 @@ def test_each_sides_store_requests_are_tallied_per_mode_around_its_timed_writes(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Where the data source's extra time goes, by the store's own count: every timed write is
     bracketed by two scrapes, and each side's requests land under its own mode; the untimed
-    creates and the noop jobs are not counted."""
+    creates are not counted."""
     from devstack.metrics_scrape import parse
     from loadtest.store_requests import StoreRequests
 
