@@ -8,6 +8,11 @@ and the time it spent on it (``SeaweedFS_s3_request_seconds``), whoever sent it.
 cost splits into what the format's own library asks (the same on both sides) and what the data
 source's protocol adds (markers, intents, ledger records, listings, completes).
 
+SeaweedFS records a request's time (and, with the response code, its count) after the
+handler wrote the response, so a scrape made the moment the client has its answer can miss the
+last request: the scrape after a write is repeated until two in a row agree
+(:data:`SETTLE_SCRAPES` at most).
+
 Caveat: a request still running when a write returns (a lease renewal of the worker's keeper
 thread) is counted with the next write, on either side.
 """
@@ -22,6 +27,7 @@ from devstack.metrics_scrape import Samples, scrape
 
 COUNT = "SeaweedFS_s3_request_total"
 SECONDS = "SeaweedFS_s3_request_seconds_sum"
+SETTLE_SCRAPES = 5  # the scrapes after a write, at most, until two in a row agree
 
 
 @dataclass(frozen=True)
@@ -78,13 +84,26 @@ class StoreRequests:
     def count(self, label: str, before: StoreTally | None) -> None:
         """Add one write's requests (since ``before``, taken just before it) under ``label``;
         a write with a failed snapshot on either side is not counted."""
-        after = self.snapshot()
+        after = self._settled()
         if before is None or after is None:
             return
         grew = after.since(before)
         self._requests[label].update(grew.requests)
         self._seconds[label].update(grew.seconds)
         self._writes[label] += 1
+
+    def _settled(self) -> StoreTally | None:
+        """The counters once two scrapes in a row agree (the last requests recorded), or the
+        last of :data:`SETTLE_SCRAPES` (requests still arriving); None: a scrape failed."""
+        last = self.snapshot()
+        for _ in range(SETTLE_SCRAPES - 1):
+            if last is None:
+                return None
+            now = self.snapshot()
+            if now == last:
+                return now
+            last = now
+        return last
 
     def per_write(self, label: str) -> dict[str, object] | None:
         """``label``'s mean requests and server milliseconds per write, by request type, and

@@ -50,14 +50,15 @@ def _reader(scrapes: list[Samples]) -> tuple[Iterator[Samples], list[str]]:
 
 
 def test_each_labels_writes_average_into_requests_and_store_milliseconds_per_write() -> None:
-    read, urls = _reader([_scrape(10, 0.05), _scrape(13, 0.062, lists=1),  # 3 PUT, 1 LIST
-                          _scrape(13, 0.062, lists=1), _scrape(18, 0.082, lists=1),  # 5 PUT
-                          _scrape(18, 0.082, lists=1), _scrape(19, 0.083, lists=1)])  # other
+    # each write: the scrape before it, the one after it, and one more that agrees (settled)
+    read, urls = _reader([_scrape(10, 0.05), *[_scrape(13, 0.062, lists=1)] * 2,  # 3 PUT, LIST
+                          _scrape(13, 0.062, lists=1), *[_scrape(18, 0.082, lists=1)] * 2,  # 5 PUT
+                          _scrape(18, 0.082, lists=1), *[_scrape(19, 0.083, lists=1)] * 2])
     tally = StoreRequests("http://127.0.0.1:9327", "warehouse", read=read)  # type: ignore[arg-type]
     tally.count("datasource append", tally.snapshot())
     tally.count("datasource append", tally.snapshot())
     tally.count("direct append", tally.snapshot())
-    assert urls == ["http://127.0.0.1:9327"] * 6
+    assert urls == ["http://127.0.0.1:9327"] * 9
     assert tally.per_write("datasource append") == {
         "writes": 2, "requests": {"LIST": 0.5, "PUT": 4.0},
         "server_ms": {"LIST": 1.0, "PUT": 16.0}}
@@ -67,8 +68,8 @@ def test_each_labels_writes_average_into_requests_and_store_milliseconds_per_wri
 
 
 def test_a_write_with_a_failed_scrape_is_left_out_not_counted_as_no_requests() -> None:
-    read, _ = _reader([_scrape(10, 0.05), {}, {}, _scrape(12, 0.06),
-                       _scrape(12, 0.06), _scrape(14, 0.07)])
+    read, _ = _reader([_scrape(10, 0.05), {}, {}, *[_scrape(12, 0.06)] * 2,
+                       _scrape(12, 0.06), *[_scrape(14, 0.07)] * 2])
     tally = StoreRequests("http://127.0.0.1:9327", "warehouse", read=read)  # type: ignore[arg-type]
     tally.count("direct append", tally.snapshot())  # the after scrape failed
     tally.count("direct append", tally.snapshot())  # the before scrape failed
@@ -76,3 +77,29 @@ def test_a_write_with_a_failed_scrape_is_left_out_not_counted_as_no_requests() -
     tally.count("direct append", tally.snapshot())
     assert tally.per_write("direct append") == {
         "writes": 1, "requests": {"PUT": 2.0}, "server_ms": {"PUT": 10.0}}
+
+
+def test_the_scrape_after_a_write_waits_for_requests_the_store_records_late() -> None:
+    """SeaweedFS records a request after writing its response: the first scrape after a write
+    can lack its last LIST. The tally scrapes again until two scrapes agree, and counts it."""
+    read, urls = _reader([_scrape(10, 0.05), _scrape(12, 0.06), _scrape(12, 0.06, lists=1),
+                          _scrape(12, 0.06, lists=1)])
+    tally = StoreRequests("http://127.0.0.1:9327", "warehouse", read=read)  # type: ignore[arg-type]
+    tally.count("direct append", tally.snapshot())
+    assert tally.per_write("direct append") == {
+        "writes": 1, "requests": {"LIST": 1.0, "PUT": 2.0},
+        "server_ms": {"LIST": 2.0, "PUT": 10.0}}
+    assert len(urls) == 4
+
+
+def test_a_store_still_busy_is_read_at_most_settle_scrapes_times_after_a_write() -> None:
+    from loadtest.store_requests import SETTLE_SCRAPES
+
+    moving = [_scrape(10 + n, 0.05 + n / 100) for n in range(SETTLE_SCRAPES + 1)]
+    read, urls = _reader(moving)
+    tally = StoreRequests("http://127.0.0.1:9327", "warehouse", read=read)  # type: ignore[arg-type]
+    tally.count("direct append", tally.snapshot())
+    assert len(urls) == 1 + SETTLE_SCRAPES
+    counted = tally.per_write("direct append")
+    assert counted is not None
+    assert counted["requests"] == {"PUT": float(SETTLE_SCRAPES)}  # the last scrape's count
