@@ -102,7 +102,8 @@ def test_abort_after_a_landed_commit_keeps_the_files(tmp_path: Path,
     write_id = uuid.uuid4().hex
     files = [write_file(tmp_path, write_id, [5, 6])]
     committer.publish_delta(creds, SCHEMA, files, [], overwrite=True, write_id=write_id)
-    plan = writer.WritePlan(opts=None, info=SimpleNamespace(format="delta",  # type: ignore[arg-type]
+    opts = SimpleNamespace(freeze_worker_heap=False)
+    plan = writer.WritePlan(opts=opts, info=SimpleNamespace(format="delta",  # type: ignore[arg-type]
                                                             location=str(tmp_path)),
                             overwrite=True, write_id=write_id, read_version=None)
     monkeypatch.setattr(writer, "table_credentials", lambda *_a: creds)

@@ -82,7 +82,7 @@ def _read(fmt: str, creds: Any, monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(reader, "table_credentials", lambda *_a, **_k: creds)
     info = TableInfo(namespace=("ns",), name="t", format=fmt, location=creds.location)
-    opts = SimpleNamespace()
+    opts = SimpleNamespace(freeze_worker_heap=False)
     source = reader.LakekeeperReader(opts, info,  # type: ignore[arg-type]
                                      StructType([StructField("id", LongType())]))
     assert len(source.partitions()) >= 1

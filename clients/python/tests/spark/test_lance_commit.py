@@ -269,3 +269,86 @@ def test_the_version_falls_back_to_opening_the_dataset(
     assert committer.lance_version(creds) == 7
     assert opened == ["s3://b/wh/t1"]
     assert len(s3.calls) == (0 if listing == "not a store" else 1)
+
+
+class _FenceAfterOpen:
+    """A job intent whose fence returns only once the dataset was opened: a commit that opened
+    it after its fence would time out here."""
+
+    def __init__(self, opened: Any) -> None:
+        from lakegate_client.tables.job_intent import JobTiming
+
+        self.write_id, self.timing, self._opened = "w", JobTiming(), opened
+        self.fenced_with: dict[str, Any] = {}
+        self.removed = False
+
+    def fence(self, seen: Any = None, **record: Any) -> None:
+        assert self._opened.wait(5), "the dataset was opened only after the fence"
+        self.fenced_with = record
+
+    def keep_committing(self) -> bool:
+        return True
+
+    def remove(self, settled: bool = False) -> None:
+        self.removed = True
+
+
+def test_the_commit_runs_on_the_dataset_opened_beside_the_fence(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 36: a commit by URI opens the dataset first (about half of a small commit), after
+    the fence's own round trip. Opening only reads, so it runs beside the fence, at the version
+    planning read, and the commit call gets the opened dataset."""
+    import threading
+
+    lance.write_dataset(pa.table({"id": [0]}, schema=SCHEMA), str(tmp_path))
+    lance.write_dataset(pa.table({"id": [9]}, schema=SCHEMA), str(tmp_path), mode="append")
+    frags = fragments(tmp_path, [1, 2])
+    opened, real_open = threading.Event(), committer._open_lance
+
+    def open_lance(*args: Any) -> Any:
+        dataset = real_open(*args)
+        opened.set()
+        return dataset
+    monkeypatch.setattr(committer, "_open_lance", open_lance)
+    bases: list[Any] = []
+    real_commit = lance.LanceDataset.commit
+
+    def commit(base: Any, *args: Any, **kwargs: Any) -> Any:
+        bases.append(base)
+        return real_commit(base, *args, **kwargs)
+    monkeypatch.setattr(lance.LanceDataset, "commit", staticmethod(commit))
+    intent = _FenceAfterOpen(opened)
+    committer.commit_lance(local_creds(tmp_path), SCHEMA, frags, overwrite=False,
+                           read_version=1, write_id=uuid.uuid4().hex,
+                           intent=intent)  # type: ignore[arg-type]
+    assert [type(b).__name__ for b in bases] == ["LanceDataset"]
+    assert bases[0].version == 1  # planning's version: Lance rebases over version 2
+    assert intent.fenced_with["read_version"] == 1
+    assert intent.removed
+    assert rows(tmp_path) == [0, 1, 2, 9]
+
+
+@pytest.mark.parametrize("failure", ["raises", "no version"])
+def test_a_commit_whose_early_open_failed_commits_by_uri(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failure: str) -> None:
+    """The early open is only a head start: when it fails, or planning read no version (no
+    dataset yet), the commit opens the dataset itself, as before."""
+    if failure == "raises":
+        lance.write_dataset(pa.table({"id": [0]}, schema=SCHEMA), str(tmp_path))
+
+    def broken(*_a: Any) -> Any:
+        raise OSError("503 Slow Down")
+    monkeypatch.setattr(committer, "_open_lance", broken)
+    bases: list[Any] = []
+    real_commit = lance.LanceDataset.commit
+
+    def commit(base: Any, *args: Any, **kwargs: Any) -> Any:
+        bases.append(base)
+        return real_commit(base, *args, **kwargs)
+    monkeypatch.setattr(lance.LanceDataset, "commit", staticmethod(commit))
+    frags = fragments(tmp_path, [1])
+    committer.commit_lance(local_creds(tmp_path), SCHEMA, frags, overwrite=False,
+                           read_version=1 if failure == "raises" else None,
+                           write_id=uuid.uuid4().hex)
+    assert bases == [str(tmp_path)]
+    assert rows(tmp_path) == ([0, 1] if failure == "raises" else [1])

@@ -124,3 +124,72 @@ def test_the_freeze_worker_heap_option_turns_it_off(tmp_path: Path,
     assert _task(tmp_path, monkeypatch, freeze_worker_heap=False).rows == 2
     assert _tracked(long_lived)
     assert gc.get_freeze_count() == 0
+
+
+def test_a_driver_side_call_freezes_after_it_even_when_it_raises(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Spark runs planning and the commit in reused Python workers of the driver too, whose
+    daemon collects after each call: planning's collection ran beside the write's first tasks
+    (issue 36). A failed call settles as well: its worker is reused just the same."""
+    monkeypatch.setenv(worker_heap.REUSE_ENV, "1")
+    long_lived = _Cache()
+    with pytest.raises(RuntimeError, match="planning failed"), worker_heap.settling():
+        raise RuntimeError("planning failed")
+    assert not _tracked(long_lived)
+    assert gc.get_freeze_count() > 0
+
+
+def test_settling_is_off_with_the_option(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(worker_heap.REUSE_ENV, "1")
+    long_lived = _Cache()
+    with worker_heap.settling(False):
+        pass
+    assert _tracked(long_lived)
+    assert gc.get_freeze_count() == 0
+
+
+class _Refused(Exception):
+    """What the stubbed first step of each driver-side call raises."""
+
+
+def _refuse(*_a: Any, **_k: Any) -> Any:
+    raise _Refused
+
+
+def _driver_call(call: str, freeze: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One driver-side call of the data source, its first outside step refused."""
+    from lakegate_client import tables
+    from lakegate_client.spark import datasource, reader
+
+    options = {"table": "ns.t", "url": "http://127.0.0.1:1",
+               "freeze_worker_heap": str(freeze).lower()}
+    for module in (datasource, reader, writer):
+        monkeypatch.setattr(module, "table_credentials", _refuse)
+    monkeypatch.setattr(tables, "describe_table", _refuse)
+    monkeypatch.setattr(tables, "ensure_table", _refuse)
+    source = datasource.LakekeeperDataSource(options)
+    opts = source._opts
+    info = SimpleNamespace(format="parquet", location="s3://b/t")
+    plan = writer.WritePlan(opts=opts, info=info,  # type: ignore[arg-type]
+                            overwrite=False, write_id="w", read_version=None)
+    calls = {
+        "schema": source.schema,
+        "reader": lambda: source.reader(None),  # type: ignore[arg-type]
+        "writer": lambda: source.writer(None, False),  # type: ignore[arg-type]
+        "partitions": reader.LakekeeperReader(opts, info, None).partitions,  # type: ignore[arg-type]
+        "commit": lambda: writer.LakekeeperWriter(plan, SCHEMA).commit([]),
+        "abort": lambda: writer.LakekeeperWriter(plan, SCHEMA).abort([]),
+    }
+    with pytest.raises(_Refused):
+        calls[call]()
+
+
+@pytest.mark.parametrize("call", ["schema", "reader", "writer", "partitions", "commit", "abort"])
+def test_every_driver_side_call_of_the_source_settles_its_worker(
+        call: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    settled: list[bool] = []
+    monkeypatch.setattr(worker_heap, "settle", lambda: settled.append(True))
+    _driver_call(call, True, monkeypatch)
+    assert settled == [True]
+    _driver_call(call, False, monkeypatch)
+    assert settled == [True]  # .option("freeze_worker_heap", "false"): PySpark's collection

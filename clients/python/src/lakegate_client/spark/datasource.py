@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql.datasource import DataSource
 
 from lakegate_client import tables
-from lakegate_client.spark import iceberg
+from lakegate_client.spark import iceberg, worker_heap
 from lakegate_client.spark.committer import (
     lance_version,
     recover_jobs,
@@ -79,26 +79,39 @@ class LakekeeperDataSource(DataSource):
             client_for(opts.url), opts.namespace, opts.table, warehouse=opts.warehouse
         )
 
+    # Spark runs these in reused Python workers of the driver: each call ends by keeping the
+    # worker's long-lived heap out of the collection that follows it (``worker_heap.settling``)
+
     def schema(self) -> StructType:
-        if self._opts.iceberg:
-            return iceberg.spark_schema_of(iceberg.load_table(self._opts))
-        info = self._describe()
-        return spark_schema(arrow_schema(info, table_credentials(self._opts, "read")))
+        opts = self._opts
+        with worker_heap.settling(opts.freeze_worker_heap):
+            if opts.iceberg:
+                return iceberg.spark_schema_of(iceberg.load_table(opts))
+            info = self._describe()
+            return spark_schema(arrow_schema(info, table_credentials(opts, "read")))
 
     def reader(self, schema: StructType) -> LakekeeperReader | iceberg.IcebergReader:
-        if self._opts.iceberg:
-            table = iceberg.load_table(self._opts)
-            if iceberg.recover_iceberg_jobs(self._opts, table.location(), reading=True):
-                table = iceberg.load_table(self._opts)
-            return iceberg.IcebergReader(self._opts, table, schema)
-        return LakekeeperReader(self._opts, self._describe(), schema)
+        opts = self._opts
+        with worker_heap.settling(opts.freeze_worker_heap):
+            if opts.iceberg:
+                table = iceberg.load_table(opts)
+                if iceberg.recover_iceberg_jobs(opts, table.location(), reading=True):
+                    table = iceberg.load_table(opts)
+                return iceberg.IcebergReader(opts, table, schema)
+            return LakekeeperReader(opts, self._describe(), schema)
 
     def writer(
         self, schema: StructType, overwrite: bool
     ) -> LakekeeperWriter | iceberg.IcebergWriter:
+        opts = self._opts
+        with worker_heap.settling(opts.freeze_worker_heap):
+            return self._writer(opts, schema, overwrite)
+
+    def _writer(
+        self, opts: SourceOptions, schema: StructType, overwrite: bool
+    ) -> LakekeeperWriter | iceberg.IcebergWriter:
         from pyspark.sql.pandas.types import to_arrow_schema
 
-        opts = self._opts
         if opts.iceberg:
             return iceberg.iceberg_writer(opts, to_arrow_schema(schema), overwrite)
         if opts.format is not None and opts.format not in WRITABLE_FORMATS:  # before creating

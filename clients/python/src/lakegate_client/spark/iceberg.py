@@ -264,6 +264,12 @@ class IcebergWriter(DataSourceArrowWriter):
         return IcebergFiles(paths=(path,))
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        """One snapshot of the reported files; then the driver's worker keeps its long-lived
+        heap out of the collection that follows (``worker_heap.settling``)."""
+        with worker_heap.settling(self._opts.freeze_worker_heap):
+            self._commit(messages)
+
+    def _commit(self, messages: list[WriterCommitMessage | None]) -> None:
         self._faults.hit("before_commit", 0)
         paths = [p for m in messages if isinstance(m, IcebergFiles) for p in m.paths]
         uploads = [u for m in messages if isinstance(m, IcebergFiles) for u in m.uploads]
@@ -349,6 +355,10 @@ class IcebergWriter(DataSourceArrowWriter):
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         """Abort the uploads and delete the job's files, unless a snapshot may reference them
         (the commit landed, or the table cannot be read: then they are kept, logged)."""
+        with worker_heap.settling(self._opts.freeze_worker_heap):
+            self._abort(messages)
+
+    def _abort(self, messages: list[WriterCommitMessage | None]) -> None:
         uploads = [u for m in messages if isinstance(m, IcebergFiles) for u in m.uploads]
         creds = node_credentials(self._opts, "write", self._location)
         if uploads:

@@ -41,8 +41,9 @@ class SourceOptions:
     # A local ADLS/GCS endpoint (Azurite, fake-gcs-server) every task's adapters use: no catalog
     # vends one (else $LAKEGATE_ADLS_ENDPOINT / $LAKEGATE_GCS_ENDPOINT of each process).
     storage_endpoint: str | None = None
-    # A reused Python worker freezes its long-lived heap after a write task (spark/worker_heap.py);
-    # false keeps PySpark's full collection after every task instead.
+    # A reused Python worker freezes its long-lived heap after a write task, and the driver's
+    # after planning, commit and abort (spark/worker_heap.py); false keeps PySpark's full
+    # collection after every call instead.
     freeze_worker_heap: bool = True
 
     @property

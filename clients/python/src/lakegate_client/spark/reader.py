@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
+from lakegate_client.spark import worker_heap
 from lakegate_client.spark.committer import finish_abandoned, finish_abandoned_jobs
 from lakegate_client.spark.connection import table_credentials
 from lakegate_client.tables.catalog import DIRECTORY_FORMATS, TableFormatError, TableInfo
@@ -151,6 +152,11 @@ class LakekeeperReader(DataSourceReader):
         self._schema = schema
 
     def partitions(self) -> Sequence[InputPartition]:
+        """Planned in a reused Python worker of the driver (``worker_heap.settling``)."""
+        with worker_heap.settling(self._opts.freeze_worker_heap):
+            return self._partitions()
+
+    def _partitions(self) -> Sequence[InputPartition]:
         creds = table_credentials(self._opts, "read", self._info.location)
         def writer() -> TableCredentials:
             return table_credentials(self._opts, "write", self._info.location)

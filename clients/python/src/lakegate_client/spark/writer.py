@@ -197,6 +197,12 @@ class LakekeeperWriter(DataSourceArrowWriter):
         return tuple(json.dumps(f.to_json()) for f in fragments)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        """Publish the reported attempts' data (``committer``); then the driver's worker keeps
+        its long-lived heap out of the collection that follows (``worker_heap.settling``)."""
+        with worker_heap.settling(self._plan.opts.freeze_worker_heap):
+            self._commit(messages)
+
+    def _commit(self, messages: list[WriterCommitMessage | None]) -> None:
         self._plan.faults.hit("before_commit", 0)
         results = [m for m in messages if isinstance(m, TaskResult)]
         creds = table_credentials(self._plan.opts, "write", self._plan.info.location)
@@ -227,6 +233,10 @@ class LakekeeperWriter(DataSourceArrowWriter):
                           write_id=plan.write_id)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        with worker_heap.settling(self._plan.opts.freeze_worker_heap):
+            self._abort(messages)
+
+    def _abort(self, messages: list[WriterCommitMessage | None]) -> None:
         creds = table_credentials(self._plan.opts, "write", self._plan.info.location)
         if self._plan.info.format == "lance":
             reported = [f for m in messages if isinstance(m, TaskResult) for f in m.fragments]
