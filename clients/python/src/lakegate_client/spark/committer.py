@@ -60,7 +60,6 @@ RETRIES = 3  # attempts of an idempotent step (a read, a listing, a delete) befo
 LANCE_CREATE_WAIT_S = 180.0  # longer than a dead job's create claim lives (STALE_CREATE_S)
 WRITE_ID_PROPERTY = "lakegate.write-id"  # in the transaction (Lance) a write commits
 LANCE_CONFLICT_RETRIES = 4  # an append redone after a concurrent overwrite
-OPEN_WAIT_S = 60.0  # a commit waits this long for the dataset opened beside its fence
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
@@ -612,18 +611,16 @@ def commit_lance(creds: TableCredentials, schema: pa.Schema, fragments_json: Seq
     concurrent appends (``max_retries``). A failed commit call is resolved from the versions
     (:func:`lance_committed`): landed, the job succeeds; undecidable, :class:`CommitUnknownError`.
     ``intent`` (S3, ADLS, GCS) is fenced first, as in :func:`publish_delta`, with the version
-    planning read (``read_version``, which a recoverer searches from for the write id); the
-    dataset at that version opens meanwhile (:func:`opening`).
+    planning read (``read_version``, which a recoverer searches from for the write id).
     """
     ledger = lance_ledger(creds) if write_id else None
     used = lance_files(fragments_json)
-    with opening(creds, read_version) as opened, \
-            fenced(intent, seen, files=used, read_version=read_version), \
+    with fenced(intent, seen, files=used, read_version=read_version), \
             alongside(None if ledger is None else lambda: _clean_ledger(ledger, write_id, used,
                                                                         records)) as cleaning:
         _commit_lance(creds, schema, fragments_json, overwrite=overwrite,
                       read_version=read_version, ledger=ledger, write_id=write_id,
-                      intent=intent, opened=opened)
+                      intent=intent)
     if cleaning is None or cleaning.result():
         end_job(intent, settled=cleaning is not None)
     elif intent is not None:
@@ -661,46 +658,6 @@ def alongside(step: Callable[[], T] | None) -> Iterator[Future[T] | None]:
         wait([future])
 
 
-@contextmanager
-def opening(creds: TableCredentials, version: int | None) -> Iterator[Future[Any] | None]:
-    """Open the Lance dataset at ``version`` (the one planning read) in a helper thread while
-    the body runs (the fence), which gets its future (None: no version to open); leaving waits
-    for it, at most :data:`OPEN_WAIT_S`.
-
-    Why: a commit by URI opens the dataset first (a new object store, a listing and the
-    manifest: about half of a small commit), and the fence before it is a round trip of its
-    own. Opening only reads, so it may precede the point of no return; the commit then runs on
-    the opened dataset, as the direct write commits on the dataset it opened (issue 36).
-    """
-    if version is None:
-        yield None
-        return
-    future = helpers().submit(_open_lance, creds.location, creds.lance_storage_options(),
-                              version)
-    try:
-        yield future
-    finally:
-        wait([future], timeout=OPEN_WAIT_S)
-
-
-def _open_lance(location: str, options: dict[str, str], version: int) -> Any:
-    import lance
-
-    return lance.dataset(location, version=version, storage_options=options)
-
-
-def _opened(future: Future[Any] | None) -> Any:
-    """The dataset ``opening`` opened, or None when it failed or is late (the commit then
-    opens it by URI, as before)."""
-    if future is None:
-        return None
-    try:
-        return future.result(timeout=OPEN_WAIT_S)
-    except Exception:  # the commit by URI opens it again (and reports what fails)
-        log.debug("opening the Lance dataset before its commit failed", exc_info=True)
-        return None
-
-
 def lance_ledger(creds: TableCredentials) -> tuple[Any, S3Location] | None:
     """``(store, location)`` for the attempt ledger (S3, ADLS, GCS), else None."""
     return (table_store(creds), S3Location.parse(creds.location)) if stages(creds) else None
@@ -709,9 +666,7 @@ def lance_ledger(creds: TableCredentials) -> tuple[Any, S3Location] | None:
 def _commit_lance(creds: TableCredentials, schema: pa.Schema, fragments_json: Sequence[str], *,
                   overwrite: bool, read_version: int | None,
                   ledger: tuple[Any, S3Location] | None, write_id: str,
-                  intent: JobIntent | None = None, opened: Future[Any] | None = None) -> None:
-    """``opened``: the dataset at ``read_version`` (:func:`opening`), for the first commit
-    call; a retry commits by URI on the version then current."""
+                  intent: JobIntent | None = None) -> None:
     import lance
     from lance.fragment import FragmentMetadata
 
@@ -725,15 +680,13 @@ def _commit_lance(creds: TableCredentials, schema: pa.Schema, fragments_json: Se
         version = create_lance(creds.location, options, schema, ledger, write_id)
     operation = (lance.LanceOperation.Overwrite(schema, fragments) if overwrite
                  else lance.LanceOperation.Append(fragments))
-    base = _opened(opened)
     for attempt in range(LANCE_CONFLICT_RETRIES + 1):
         if attempt and intent is not None:  # each commit call starts on a fresh lease
             intent.fence()
         transaction = lance.Transaction(version, operation,
                                         transaction_properties={WRITE_ID_PROPERTY: write_id})
         try:
-            lance.LanceDataset.commit(base if base is not None else creds.location,
-                                      transaction, storage_options=options)
+            lance.LanceDataset.commit(creds.location, transaction, storage_options=options)
             return
         except BaseException as exc:
             state = lance_committed(creds.location, options, write_id, since=version)
@@ -749,7 +702,7 @@ def _commit_lance(creds: TableCredentials, schema: pa.Schema, fragments_json: Se
             # an append Lance cannot rebase over a concurrent overwrite: append to its result
             if overwrite or attempt == LANCE_CONFLICT_RETRIES or not _lance_conflict(exc):
                 raise
-        version, base = lance_version(creds), None
+        version = lance_version(creds)
         if version is None:
             raise RuntimeError(f"the Lance dataset at {creds.location} vanished during a commit")
 

@@ -1,6 +1,6 @@
 """One pool of helper threads per process, for the steps a write overlaps on the driver: its
-planning (recovery and the Lance version beside the job intent's create), the Lance dataset's
-open beside the fence and the Lance ledger cleanup beside the commit call.
+planning (recovery and the Lance version beside the job intent's create) and the Lance ledger
+cleanup beside the commit call.
 
 Why a pool that stays: a ``ThreadPoolExecutor`` made per call starts its threads afresh, and
 starting a thread waits until the new thread runs. On the busy 2-core bench node a write's
@@ -20,7 +20,7 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 
-WORKERS = 4  # planning runs two steps at once, a Lance commit two
+WORKERS = 4  # planning runs two steps at once, the commit one
 
 
 def helpers() -> ThreadPoolExecutor:
