@@ -15,10 +15,10 @@ import something (the first task, or a later one that brought another format's l
 after every task: what a task allocates and drops is collected as before.
 
 The driver's side too (:func:`settling`): Spark runs a data source's ``writer()``, ``reader()``,
-``schema()``, ``commit()`` and ``abort()`` in Python workers of the driver, reused the same way,
-whose daemon collects after each call as well. Planning's collection ran while the write's first
-tasks did: the Lance data source's first two tasks took 22 ms longer than the direct write's on
-the 2-core bench node, its later ones no longer (issue 36).
+``schema()``, ``partitions()``, ``commit()`` and ``abort()`` in Python workers of the driver,
+reused the same way, whose daemon collects after each call as well. Planning's collection ran
+while the write's first tasks did: the Lance data source's first two tasks took 22 ms longer
+than the direct write's on the 2-core bench node, its later ones no longer (issue 36).
 """
 
 from __future__ import annotations
