@@ -60,7 +60,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--summary-json", type=Path, default=None, help="write a JSON summary")
     parser.add_argument(
         "--keep-running", action="store_true",
-        help="leave the stack up at the end (stop it with `lakegate devstack down --dir DIR`);"
+        help="leave the stack up at the end (stop it with `lakegate-devstack down --dir DIR`);"
         " the Spark cluster and the node gateways are always stopped",
     )
     args = parser.parse_args(argv)
@@ -90,7 +90,7 @@ def _stack(run_dir: Path, args: argparse.Namespace, say: Progress) -> Iterator[S
         yield stack
     finally:
         if args.keep_running:
-            say(f"stack left running: stop it with `lakegate devstack down --dir {run_dir}`")
+            say(f"stack left running: stop it with `lakegate-devstack down --dir {run_dir}`")
         else:
             say("stopping the local stack")
             stop_stack(run_dir)
@@ -115,6 +115,7 @@ def _environment(info: StackInfo, storage: str) -> None:
 def _run(args: argparse.Namespace, say: Progress) -> None:
     from demo import data, duckdb_query, metrics, pipeline, report
     from demo.runtime import runtime
+    from devstack.spark_session import spark_session
     from lakegate_client import Client
 
     temp = args.run_dir is None
@@ -129,7 +130,7 @@ def _run(args: argparse.Namespace, say: Progress) -> None:
             with runtime(args.master, info, run_dir, nodes=args.nodes,
                          transport=args.transport, say=say) as rt:
                 say(f"starting the Spark application on {rt.master}")
-                spark = pipeline.spark_session(rt.master, conf=rt.conf)
+                spark = spark_session(rt.master, conf=rt.conf)
                 try:
                     with Client(rt.driver_url) as client:
                         # Iceberg tables: on S3 only (the catalog writes their metadata there)

@@ -124,9 +124,10 @@ def _expired_in_logs(run_dir: Path) -> int:
 
 
 def _run(args: argparse.Namespace, say: Progress) -> dict[str, Any]:
-    from demo import metrics, pipeline
+    from demo import metrics
     from devstack.launcher import start_stack, stop_stack
     from devstack.spark_cluster import SparkCluster
+    from devstack.spark_session import spark_session
     from lakegate_client import Client
 
     run_dir = (args.run_dir or Path(tempfile.mkdtemp(prefix="lakegate-long-"))).resolve()
@@ -140,7 +141,7 @@ def _run(args: argparse.Namespace, say: Progress) -> dict[str, Any]:
                           transport="tcp", gateway_env=dict(GATEWAY_ENV)) as cluster:
             os.environ["LAKEGATE_URL"] = cluster.nodes[0].lakegate_url
             conf = dict(cluster.spark_conf(), **{"spark.task.maxFailures": "1"})
-            spark = pipeline.spark_session(cluster.master_url, "lakegate-long-job", conf)
+            spark = spark_session(cluster.master_url, "lakegate-long-job", conf)
             try:
                 with Client(cluster.nodes[0].lakegate_url) as client:
                     specs = _specs(args, client, info)

@@ -133,7 +133,7 @@ def start_stack(
         pids = ", ".join(f"{n}={r.pid}" for n, r in alive.items())
         raise StackRunningError(
             f"a stack is already running in {run_dir} ({pids}); "
-            f"run `lakegate devstack down --dir {run_dir}` first"
+            f"run `lakegate-devstack down --dir {run_dir}` first"
         )
     for attempt in range(1, START_ATTEMPTS + 1):
         stop_stack(run_dir)  # clears leftovers of a crashed stack or a failed attempt
@@ -457,10 +457,3 @@ def start_component(run_dir: Path, name: str, *, timeout_s: float = READY_TIMEOU
     )
     info.model_copy(update={"pids": {**info.pids, name: record.pid}}).write(run_dir / "stack.json")
     return record.pid
-
-
-def cli(argv: Sequence[str]) -> int:
-    """`lakegate devstack up|down|status`; returns the exit code."""
-    from devstack.cli import main  # late: the CLI module imports this one
-
-    return main(argv)

@@ -65,13 +65,13 @@ class TableAuditor:
                             endpoint=info.azure.blob_endpoint)
 
     def _store(self, location: str) -> Any:
-        from lakegate_client.tables.azure_store import AzureBlobStore
-        from lakegate_client.tables.object_store import S3Store
-        from lakegate_client.tables.staged import S3Location
+        from lakegate_client.engine.stores.adls import AzureBlobStore
+        from lakegate_client.engine.stores.base import S3Location
+        from lakegate_client.engine.stores.s3 import S3Store
 
         bucket = S3Location.parse(location).bucket
         if self._gcs_server is not None:
-            from lakegate_client.tables.gcs_store import GcsStore
+            from lakegate_client.engine.stores.gcs import GcsStore
 
             return GcsStore(self._gcs_server, bucket, "owner")
         if self._adls is not None:
@@ -79,7 +79,7 @@ class TableAuditor:
         return S3Store(self.s3, bucket)
 
     def _split(self, location: str) -> tuple[str, str]:
-        from lakegate_client.tables.staged import S3Location
+        from lakegate_client.engine.stores.base import S3Location
 
         where = S3Location.parse(location)
         return where.bucket, where.prefix
@@ -202,8 +202,8 @@ class TableAuditor:
                         referenced: set[str]) -> list[str]:
         """The ledger records whose job's intent is gone (late attempts), with the files they
         name; a record naming a referenced file is not here: the sweep would delete data."""
-        from lakegate_client.tables.attempts import SWEEP, named_files
-        from lakegate_client.tables.job_intent import intent_name
+        from lakegate_client.engine.attempts import SWEEP, named_files
+        from lakegate_client.engine.job_intent import intent_name
 
         present = set(objects)
         out: list[str] = []

@@ -5,7 +5,7 @@ that a commit and its abort make, as an error (a 503), as a lost answer (the cal
 the client saw a 503), as a driver killed right there, and as a stall (the job pauses there past
 every lease while a rival overwrite recovers what it finds and commits: a commit slower than the
 stale time), and checks the invariant after the next writer recovered
-(``clients/python/tests/tables/crash_points.py``; scenarios per format, e.g.
+(``clients/python/tests/engine/crash_points.py``; scenarios per format, e.g.
 ``plain_scenarios.py``). It runs on the in-memory fake store, so it is exhaustive and quick; the
 unit tests run the same enumeration.
 """
@@ -15,9 +15,13 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from clients.python.tests.tables.crash_points import KINDS, STALL, CrashReport, enumerate_points
-from clients.python.tests.tables.fake_s3 import FakeS3
-from clients.python.tests.tables.plain_scenarios import CASES, GcsPlainScenario, PlainScenario
+from clients.python.tests.engine.crash_points import KINDS, STALL, CrashReport, enumerate_points
+from clients.python.tests.engine.formats.plain_scenarios import (
+    CASES,
+    GcsPlainScenario,
+    PlainScenario,
+)
+from clients.python.tests.engine.stores.fake_s3 import FakeS3
 from hardening.format_crash_enumeration import run_format_enumeration
 
 STORES: dict[str, dict[str, bool]] = {"s3-412": {}, "aws-409-404": {"aws_conflicts": True}}
@@ -38,7 +42,7 @@ def _summary(report: CrashReport) -> dict[str, Any]:
 
 def _unsafe_store_refused() -> dict[str, Any]:
     """A store that ignores conditional headers must be refused with nothing left written."""
-    from lakegate_client.tables.conditional_writes import ConditionalWriteProbe, UnsafeStoreError
+    from lakegate_client.engine.conditional_writes import ConditionalWriteProbe, UnsafeStoreError
 
     s3 = FakeS3(honours_conditions=False)
     try:

@@ -2,7 +2,7 @@
 
 Why separate from the plain tables' (``crash_enumeration.py``): these commits go through
 delta-rs, Lance and a pyiceberg catalog on local files, so their calls are recorded where the
-driver's code meets the store or the catalog (``clients/python/tests/spark/format_scenarios.py``),
+driver's code meets the store or the catalog (``clients/python/tests/engine/format_scenarios.py``),
 not on the fake S3 (which holds only the job intents and the Lance ledger). Same kinds (error,
 lost answer, kill), same invariant, same summary keys, plus ``kill_orphans``: the job files left
 unreferenced once the next write or read recovered the table (a violation; 0 expected). Each
@@ -21,7 +21,7 @@ from typing import Any
 
 def run_format_enumeration() -> dict[str, Any]:
     """Every format x store x case; one summary per scenario, keyed like the plain ones."""
-    from clients.python.tests.spark.format_scenarios import (
+    from clients.python.tests.engine.format_scenarios import (
         CASES,
         FORMAT_STORES,
         FORMATS,

@@ -283,8 +283,8 @@ def run_write_suite(run_dir: Path, *, rounds: int = 3, formats: tuple[str, ...] 
     matrix on S3 (``formats``), on ADLS (``adls_formats``, results as ``<format>@adls``) and on
     GCS (``gcs_formats``, ``<format>@gcs``),
     then the ``speculation`` case (S3) on a two-host cluster session; stop everything."""
-    from demo.pipeline import spark_session
     from devstack.launcher import start_stack, stop_stack
+    from devstack.spark_session import spark_session
     from hardening.crash_enumeration import run_crash_enumeration
     from hardening.write_speculation import speculation_session
 

@@ -107,8 +107,8 @@ def job_group(spark: SparkSession, group: str) -> Iterator[None]:
 @contextmanager
 def speculation_session(run_dir: Path, info: StackInfo) -> Iterator[SparkSession]:
     """A two-host standalone cluster (one gateway per worker) and a speculating session on it."""
-    from demo.pipeline import spark_session
     from devstack.spark_cluster import SparkCluster
+    from devstack.spark_session import spark_session
 
     with SparkCluster(run_dir, info, workers=2, cores_per_worker=1, distinct_hosts=True) as cl:
         env = {"LAKEGATE_URL": f"grpc+unix:{info.gateway.grpc_uds}",

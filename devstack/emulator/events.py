@@ -27,7 +27,6 @@ from typing import Any
 from aiohttp import web
 
 from devstack.emulator.errors import uuid7
-from devstack.emulator.state import PRINCIPAL_KEY, state_of
 
 log = logging.getLogger(__name__)
 
@@ -49,13 +48,6 @@ def _trace_id(request: web.Request) -> str:
         if TRACE_KEY not in request:
             request[TRACE_KEY] = str(uuid7())
         return request[TRACE_KEY]
-
-
-def _actor(request: web.Request) -> str:
-    principal = request.get(PRINCIPAL_KEY)
-    if principal is None:
-        return json.dumps({"type": "anonymous"})
-    return json.dumps({"type": "principal", "principal": principal.user_id})
 
 
 class EventPublisher:
@@ -91,11 +83,12 @@ class EventPublisher:
 
     async def emit(self, request: web.Request, type_: str, *, tabular_type: str,
                    tabular_id: str, warehouse_id: str, name: str, namespace: list[str],
-                   join: str, prefix: str | None, data: Any = None, num_events: int = 1,
-                   sequence_number: int = 0) -> None:
+                   join: str, prefix: str | None, actor: str, delay_s: float = 0.0,
+                   data: Any = None, num_events: int = 1, sequence_number: int = 0) -> None:
         """Queue one event (after the state change is durable); dropped after 50 ms if full.
 
-        `prefix` None means the warehouse id; "" is Lakekeeper's empty prefix quirk."""
+        `prefix` None means the warehouse id; "" is Lakekeeper's empty prefix quirk; `actor`:
+        the caller, as Lakekeeper spells it; `delay_s`: a test fault (`publish.emit`)."""
         event = {
             "specversion": "1.0", "id": str(uuid7()), "type": type_, "source": self._source,
             "datacontenttype": "application/json", "data": data,
@@ -103,9 +96,8 @@ class EventPublisher:
             "warehouse-id": warehouse_id, "name": name, "namespace": join.join(namespace),
             "prefix": warehouse_id if prefix is None else prefix,
             "num-events": num_events, "sequence-number": sequence_number,
-            "trace-id": _trace_id(request), "actor": _actor(request),
+            "trace-id": _trace_id(request), "actor": actor,
         }
-        delay_s = state_of(request).faults.event_delay_s  # a test fault, 0 by default
         try:
             await asyncio.wait_for(self._queue.put((json.dumps(event).encode(), delay_s)),
                                    PUT_TIMEOUT_S)
@@ -125,9 +117,3 @@ class EventPublisher:
                 self.dropped += 1
                 log.warning("change event dropped: %s", type(exc).__name__)
 
-
-async def emit(request: web.Request, type_: str, **fields: Any) -> None:
-    """Publish through the app's publisher, if the emulator was configured with NATS."""
-    publisher = state_of(request).events
-    if publisher is not None:
-        await publisher.emit(request, type_, **fields)

@@ -24,7 +24,7 @@ from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.table.update import AssertCreate
 
 from devstack.emulator.errors import ApiError, uuid7
-from devstack.emulator.events import DOT, UNIT, emit
+from devstack.emulator.events import DOT, UNIT
 from devstack.emulator.iceberg_meta import (
     CommitIcebergTable,
     CreateIcebergTable,
@@ -45,6 +45,7 @@ from devstack.emulator.models import GenericTable, Namespace, Warehouse
 from devstack.emulator.names import NAMESPACE_SEPARATOR, validate_namespace
 from devstack.emulator.pagination import clamp_page_size, decode_token, next_page
 from devstack.emulator.policy import Permission
+from devstack.emulator.publish import emit
 from devstack.emulator.purge import schedule_purge
 from devstack.emulator.routes_tables import client_managed
 from devstack.emulator.state import (

@@ -10,9 +10,10 @@ from typing import Any
 from aiohttp import web
 
 from devstack.emulator.errors import ApiError, not_found_table
-from devstack.emulator.events import UNIT, emit
+from devstack.emulator.events import UNIT
 from devstack.emulator.models import GenericTable, Warehouse
 from devstack.emulator.pagination import clamp_page_size, decode_token, next_page
+from devstack.emulator.publish import emit
 from devstack.emulator.state import (
     principal_of,
     project_of,

@@ -10,7 +10,7 @@ from aiohttp import web
 
 from devstack.emulator.cloud_vending import vending_enabled
 from devstack.emulator.errors import ApiError, not_found_table, uuid7
-from devstack.emulator.events import DOT, UNIT, emit
+from devstack.emulator.events import DOT, UNIT
 from devstack.emulator.models import GenericTable, Warehouse
 from devstack.emulator.names import (
     decode_namespace_segment,
@@ -19,6 +19,7 @@ from devstack.emulator.names import (
     validate_table_name,
 )
 from devstack.emulator.pagination import clamp_page_size, decode_token, next_page
+from devstack.emulator.publish import emit
 from devstack.emulator.purge import schedule_purge
 from devstack.emulator.state import (
     REPLAY_KEY,

@@ -17,7 +17,7 @@ from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.table.metadata import TableMetadata
 
 from devstack.emulator.errors import ApiError
-from devstack.emulator.events import UNIT, emit
+from devstack.emulator.events import UNIT
 from devstack.emulator.iceberg_meta import (
     CommitIcebergTable,
     apply_commit,
@@ -29,6 +29,7 @@ from devstack.emulator.iceberg_store import IcebergTable
 from devstack.emulator.models import Namespace
 from devstack.emulator.names import validate_namespace
 from devstack.emulator.policy import Permission
+from devstack.emulator.publish import emit
 from devstack.emulator.routes_iceberg import _io_props, _vend, catalog_of
 from devstack.emulator.state import namespace_from_body, warehouse_from_prefix
 from devstack.emulator.wire import Body, read_json

@@ -17,11 +17,12 @@ from aiohttp import web
 from pyiceberg.view.metadata import ViewMetadata
 
 from devstack.emulator.errors import ApiError, uuid7
-from devstack.emulator.events import DOT, emit
+from devstack.emulator.events import DOT
 from devstack.emulator.models import Namespace, Warehouse
 from devstack.emulator.names import validate_namespace
 from devstack.emulator.pagination import clamp_page_size, decode_token, next_page
 from devstack.emulator.policy import Permission
+from devstack.emulator.publish import emit
 from devstack.emulator.routes_iceberg import _io_props, _location, _vend, catalog_of
 from devstack.emulator.state import (
     namespace_from_body,

@@ -46,10 +46,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from unittest.mock import patch
 
+from lakegate_client.engine.stores.base import S3Location
+from lakegate_client.engine.stores.s3 import s3_client
 from lakegate_client.spark import worker_heap
-from lakegate_client.spark.committer import s3_client
 from lakegate_client.tables.directory import fs_path
-from lakegate_client.tables.staged import S3Location
 from loadtest.context import BenchContext
 from loadtest.ratios import RatioStats
 from loadtest.store_requests import StoreRequests
@@ -112,7 +112,7 @@ def run(ctx: BenchContext) -> dict[str, Any]:
 
 
 def _session(event_log: Path) -> SparkSession:
-    from demo.pipeline import spark_session
+    from devstack.spark_session import spark_session
 
     # local[2]: the machine's two cores; no retries, so a failing write fails the scenario.
     # The event log (uncompressed JSON lines, flushed at each stage's end) times the stages.

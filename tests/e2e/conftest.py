@@ -43,7 +43,7 @@ def spark(stack_info: StackInfo, gateway_url: str) -> Iterator[SparkSession]:
     The JVM, and every Python worker it forks, copies the environment when the session starts,
     so ``LAKEGATE_URL`` is set only around that moment and other tests never see it.
     """
-    from demo.pipeline import spark_session
+    from devstack.spark_session import spark_session
 
     env = {
         "LAKEGATE_URL": gateway_url,

@@ -1,4 +1,4 @@
-"""The e2e SparkSession (demo.pipeline.spark_session, as the demo and the long job use it) binds
+"""The e2e SparkSession (``devstack.spark_session``, as the demo and the long job use it) binds
 and advertises loopback only: its JVM listens on loopback, and Spark's own idea of this host
 (``Utils.localHostName``, what it advertises where no address is configured) is a loopback name,
 not the machine's external interface."""

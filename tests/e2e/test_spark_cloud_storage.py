@@ -81,7 +81,7 @@ def test_spark_round_trip_on_cloud_storage(
         creds = client.credentials(info.namespace, qualified.split(".")[1])
         assert creds.storage == storage
     if fmt != "parquet":  # each job wrote its intent on this store and removed it once committed
-        from lakegate_client.tables.job_intent import job_intents
+        from lakegate_client.engine.job_intent import job_intents
 
         assert job_intents(*_store(info, qualified, storage)) == []
 
@@ -103,9 +103,9 @@ def _options(info: StackInfo, qualified: str, storage: str) -> dict[str, str]:
 
 def _store(info: StackInfo, qualified: str, storage: str) -> tuple[Any, Any]:
     """The table's ObjectStore (a vended write credential) and location."""
-    from lakegate_client.tables.azure_store import AzureBlobStore
-    from lakegate_client.tables.gcs_store import GcsStore
-    from lakegate_client.tables.staged import S3Location
+    from lakegate_client.engine.stores.adls import AzureBlobStore
+    from lakegate_client.engine.stores.base import S3Location
+    from lakegate_client.engine.stores.gcs import GcsStore
 
     namespace, name = qualified.split(".")
     with Client(f"unix:{info.gateway.uds}", warehouse=info.warehouse_for(storage).name) as client:
@@ -151,9 +151,9 @@ def test_spark_plain_write_on_gcs_runs_the_commit_protocol(
 ) -> None:
     """On GCS a plain write stages hidden parts and the driver publishes them: afterwards the
     table has its commit marker, no intent and no staged part left, and rows are exact."""
-    from lakegate_client.tables.gcs_store import STAGING_DIR, GcsStore
-    from lakegate_client.tables.plain_commit import INTENT_PREFIX, MARKER
-    from lakegate_client.tables.staged import S3Location
+    from lakegate_client.engine.formats.plain import INTENT_PREFIX, MARKER
+    from lakegate_client.engine.stores.base import S3Location
+    from lakegate_client.engine.stores.gcs import STAGING_DIR, GcsStore
 
     info = cloud_stack.info
     assert info.gcs is not None

@@ -71,10 +71,10 @@ def test_write_append_overwrite_then_read_back_each_format(
         location = client.credentials(namespace, table_name).location
         owner = owner_filesystem(stack_info)
         assert plain_listing_ids(owner, location) == list(range(100, 105))
-    else:  # every job removed its intent (tables/job_intent.py) once it committed
-        from lakegate_client.spark.committer import s3_client
-        from lakegate_client.tables.job_intent import job_intents
-        from lakegate_client.tables.staged import S3Location
+    else:  # every job removed its intent (engine/job_intent.py) once it committed
+        from lakegate_client.engine.job_intent import job_intents
+        from lakegate_client.engine.stores.base import S3Location
+        from lakegate_client.engine.stores.s3 import s3_client
 
         creds = client.credentials(namespace, table_name)
         assert job_intents(s3_client(creds), S3Location.parse(creds.location)) == []

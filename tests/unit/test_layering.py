@@ -243,3 +243,39 @@ def test_the_daemon_never_imports_the_dev_stack() -> None:
         if any(i.split(".")[0] == "devstack" for i in imported_names(path, name)):
             users.append(name)
     assert users == []
+
+
+CLIENT_PARTS = ("engine", "tables", "spark", "duckdb", "io")  # the rest: the credential client
+
+
+def _client_part(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in CLIENT_PARTS else "core"
+
+
+def test_the_client_parts_import_downwards_only() -> None:
+    """The client's floors: the credential client (``core``) imports none of the parts above it;
+    the write engine imports neither the table I/O that drives it (``tables.readwrite``) nor the
+    data source; the table I/O never imports the data source. (``tables/readwrite.py`` used to
+    import ``spark/committer.py``.)"""
+    graph = import_graph(CLIENT)
+    forbidden = {
+        "core": ("engine", "tables", "spark", "duckdb", "io"),
+        "engine": ("spark", "duckdb", "io"),
+        "tables": ("spark", "duckdb", "io"),
+        "duckdb": ("engine", "spark", "io"),
+    }
+    wrong = sorted(
+        f"{m} -> {e}"
+        for m, edges in graph.items()
+        for e in edges
+        if _client_part(e) in forbidden.get(_client_part(m), ())
+    )
+    assert wrong == []
+    engine_up = sorted(f"{m} -> {e}" for m, edges in graph.items() for e in edges
+                       if _client_part(m) == "engine" and e == "lakegate_client.tables.readwrite")
+    assert engine_up == []
+
+
+def test_no_import_cycles_in_the_dev_stack() -> None:
+    assert cycles(import_graph(ROOT / "devstack")) == []

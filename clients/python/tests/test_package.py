@@ -118,3 +118,41 @@ def test_async_client_uses_aiohttp_client_side_only() -> None:
     loaded = json.loads(out.stdout)
     assert "aiohttp" in loaded
     assert not [m for m in loaded if m.startswith(("aiohttp.web", "prometheus_client"))]
+
+
+# Run in a child where the write engine, the table I/O and the data source cannot be imported.
+_NO_ENGINE = (
+    "import sys, json\n"
+    "for name in ('lakegate_client.engine', 'lakegate_client.tables', 'lakegate_client.spark',\n"
+    "             'boto3', 'pyarrow', 'pyspark'):\n"
+    "    sys.modules[name] = None\n"
+    "import lakegate_client as l, lakegate_client.credentials, lakegate_client.refresh\n"
+    "c = l.Client('http://127.0.0.1:9', warehouse='w', timeout_s=1)\n"
+    "try:\n"
+    "    c.credentials('n', 't')\n"
+    "except l.GatewayConnectionError:\n"
+    "    pass\n"
+    "print(json.dumps(sorted(k for k, m in sys.modules.items() if m is not None)))\n"
+)
+
+
+def test_the_credential_client_imports_and_calls_without_the_write_engine() -> None:
+    """The thin client stays thin: transports, memo and engine shapes load and call without the
+    write engine (the ``engine`` extra), the table I/O or the data source."""
+    done = subprocess.run(
+        [sys.executable, "-c", _NO_ENGINE], capture_output=True, text=True, timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    loaded = json.loads(done.stdout)
+    assert "lakegate_client._http" in loaded
+    assert not [m for m in loaded if m.startswith(("lakegate_client.engine",
+                                                   "lakegate_client.tables",
+                                                   "lakegate_client.spark"))]
+
+
+def test_the_write_engine_is_an_extra_the_spark_extra_covers() -> None:
+    extras = tomllib.loads(PYPROJECT.read_text())["project"]["optional-dependencies"]
+    engine = {d.split(">")[0] for d in extras["engine"]}
+    assert engine == {"pyarrow", "boto3"}
+    assert engine <= {d.split(">")[0] for d in extras["spark"]}

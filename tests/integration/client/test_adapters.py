@@ -16,9 +16,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from lakegate_client import Client, TableCredentials
-from lakegate_client.spark import committer
-from lakegate_client.tables.lance_manifests import newest_version
-from lakegate_client.tables.staged import S3Location
+from lakegate_client.engine import stores
+from lakegate_client.engine.formats.lance_manifests import newest_version
+from lakegate_client.engine.stores.base import S3Location
 
 pytestmark = pytest.mark.integration
 
@@ -74,7 +74,7 @@ def test_lance_writes_and_reads_with_vended_options(table: Table) -> None:
     assert dataset.count_rows() == 200
     assert dataset.to_table(filter="id = 7")["name"].to_pylist() == ["row-7", "row-7"]
     # a Spark write's planning reads the version from one page of SeaweedFS's listing
-    store, where = committer.table_store(creds), S3Location.parse(creds.location)
+    store, where = stores.table_store(creds), S3Location.parse(creds.location)
     assert newest_version(store, where) == dataset.version == 2
 
 

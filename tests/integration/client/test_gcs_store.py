@@ -1,4 +1,4 @@
-"""The client's GCS store (tables/gcs_store.py) on the real fake-gcs-server behind the stack's
+"""The client's GCS store (engine/stores/gcs.py) on the real fake-gcs-server behind the stack's
 token-checking layer: what the write protocols rely on, proven there (markers with
 `ifGenerationMatch`, staging hidden until the completion composes it, idempotent completion,
 abandon, the conditional-writes probe)."""
@@ -9,10 +9,11 @@ import uuid
 
 import pytest
 
-from lakegate_client.tables.conditional_writes import ConditionalWriteProbe
+from lakegate_client.engine.conditional_writes import ConditionalWriteProbe
+from lakegate_client.engine.staged import PART_BYTES, StagedWriter
+from lakegate_client.engine.stores.base import PendingUpload
+from lakegate_client.engine.stores.gcs import GcsStore, GcsStoreError
 from lakegate_client.tables.directory import is_visible
-from lakegate_client.tables.gcs_store import GcsStore, GcsStoreError
-from lakegate_client.tables.staged import PART_BYTES, PendingUpload, StagedWriter
 from tests.integration import local_gcs as _local
 from tests.integration.local_gcs import LocalGcs
 

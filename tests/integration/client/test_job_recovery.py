@@ -1,5 +1,5 @@
 """A Lance or Delta Spark job whose driver died before its commit loses its files to the next
-read (issue 32 item 6, ``tables/job_intent.py``): real stack, SeaweedFS, vended credentials,
+read (issue 32 item 6, ``engine/job_intent.py``): real stack, SeaweedFS, vended credentials,
 the client's ``read_table``."""
 
 from __future__ import annotations
@@ -14,11 +14,15 @@ import pyarrow as pa
 import pytest
 
 from lakegate_client import Client
-from lakegate_client.spark import committer
-from lakegate_client.tables import attempts, read_table, write_table
+from lakegate_client.engine import attempts
+from lakegate_client.engine.formats import delta as delta_format
+from lakegate_client.engine.formats import lance as lance_format
+from lakegate_client.engine.job_intent import JOB_PREFIX, JobIntent, JobTiming
+from lakegate_client.engine.staged import complete_uploads, stage_parquet
+from lakegate_client.engine.stores import s3 as s3_store
+from lakegate_client.engine.stores.base import S3Location
+from lakegate_client.tables import read_table, write_table
 from lakegate_client.tables.directory import new_data_file
-from lakegate_client.tables.job_intent import JOB_PREFIX, JobIntent, JobTiming
-from lakegate_client.tables.staged import S3Location, complete_uploads, stage_parquet
 
 pytestmark = pytest.mark.integration
 SCHEMA = pa.schema([("id", pa.int64())])
@@ -48,14 +52,14 @@ def test_the_next_read_removes_the_fragments_of_a_lance_job_killed_before_its_co
     write_table(c, ns, name, pa.table({"id": [1, 2]}, schema=SCHEMA), format="lance",
                 create=True)
     creds = c.credentials([ns], name, access="write")
-    s3, where = committer.s3_client(creds), S3Location.parse(creds.location)
+    s3, where = s3_store.s3_client(creds), S3Location.parse(creds.location)
     write_id = uuid.uuid4().hex
     JobIntent(s3, where, write_id, AN_HOUR_AGO).create(  # planning, by a driver now dead
-        "lance", staged=False, read_version=committer.lance_version(creds))
+        "lance", staged=False, read_version=lance_format.lance_version(creds))
     fragments = [json.dumps(f.to_json()) for f in write_fragments(
         pa.table({"id": [3, 4]}, schema=SCHEMA), creds.location, schema=SCHEMA,
         storage_options=creds.lance_storage_options())]
-    files = committer.lance_files(fragments)
+    files = lance_format.lance_files(fragments)
     attempts.check_in(s3, where, write_id, 0, 0, files)  # the task; the commit never comes
     assert set(files) <= set(_keys(s3, where))
 
@@ -76,7 +80,7 @@ def test_the_next_read_removes_the_files_of_a_delta_job_killed_before_its_log_co
     write_table(c, ns, name, pa.table({"id": [1, 2]}, schema=SCHEMA), format="delta",
                 create=True)
     creds = c.credentials([ns], name, access="write")
-    s3, where = committer.s3_client(creds), S3Location.parse(creds.location)
+    s3, where = s3_store.s3_client(creds), S3Location.parse(creds.location)
     write_id = uuid.uuid4().hex
     intent = JobIntent(s3, where, write_id, AN_HOUR_AGO)
     intent.create("delta", staged=True)
@@ -92,4 +96,4 @@ def test_the_next_read_removes_the_files_of_a_delta_job_killed_before_its_log_co
     left = _keys(s3, where)
     assert rel not in left
     assert not [k for k in left if k.startswith(JOB_PREFIX)]
-    assert committer.delta_committed(creds, write_id) is False
+    assert delta_format.delta_committed(creds, write_id) is False

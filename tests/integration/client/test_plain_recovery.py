@@ -13,9 +13,10 @@ import pyarrow as pa
 import pytest
 
 from lakegate_client import Client
+from lakegate_client.engine.formats.plain import CommitTiming, commit_plain, plan_plain
+from lakegate_client.engine.staged import stage_parquet
+from lakegate_client.engine.stores.base import S3Location
 from lakegate_client.tables import read_table, write_table
-from lakegate_client.tables.plain_commit import CommitTiming, commit_plain, plan_plain
-from lakegate_client.tables.staged import S3Location, stage_parquet
 
 pytestmark = pytest.mark.integration
 

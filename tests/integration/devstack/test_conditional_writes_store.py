@@ -1,5 +1,5 @@
 """This stack's SeaweedFS honours conditional PUTs: the writers' store probe passes on it, and
-its refusals read as conflicts (lakegate_client/tables/conditional_writes.py, issue 32)."""
+its refusals read as conflicts (lakegate_client/engine/conditional_writes.py, issue 32)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from lakegate_client.tables.conditional_writes import ConditionalWriteProbe, put_conditional
+from lakegate_client.engine.conditional_writes import ConditionalWriteProbe, put_conditional
 from tests.integration.s3_clients import admin_s3
 
 pytestmark = pytest.mark.integration

@@ -129,7 +129,7 @@ def test_cli_refuses_a_second_up_and_down_stops_everything(tmp_path):
         again = _cli("up", "--no-gateway", cwd=tmp_path)
         assert again.returncode == 1
         assert "already running" in again.stderr
-        assert "devstack down" in again.stderr
+        assert "lakegate-devstack down" in again.stderr  # the real command
     finally:
         down = _cli("down", cwd=tmp_path)
     assert down.returncode == 0

@@ -159,7 +159,7 @@ def test_load_config_carries_keys_but_no_expiry(catalog):
 def test_write_credential_batch_deletes_inside_its_prefix_only(catalog):
     """The Lance ledger's cleanup deletes in one DeleteObjects (object_store.S3Store): SeaweedFS
     takes it from a vended credential, and keys outside the prefix stay."""
-    from lakegate_client.tables.object_store import BatchDeletes, S3Store
+    from lakegate_client.engine.stores.s3 import BatchDeletes, S3Store
 
     name, bucket, key = _table(catalog)
     other, other_bucket, other_key = _table(catalog)

@@ -20,10 +20,10 @@ from devstack.launcher import Stack
 from lakegate_client import Client, TableCredentials
 from lakegate_client.duckdb.extensions import connect
 from lakegate_client.duckdb.sql import duckdb_location, scan_expression, table_secret_sql
-from lakegate_client.tables.azure_store import AzureBlobStore
+from lakegate_client.engine.formats.lance_manifests import newest_version
+from lakegate_client.engine.stores.adls import AzureBlobStore
+from lakegate_client.engine.stores.base import S3Location
 from lakegate_client.tables.directory import fs_path
-from lakegate_client.tables.lance_manifests import newest_version
-from lakegate_client.tables.staged import S3Location
 
 pytestmark = pytest.mark.integration
 

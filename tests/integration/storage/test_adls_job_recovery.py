@@ -1,5 +1,5 @@
 """A Delta job on ADLS whose driver died before its log commit loses its files to the next read
-(``tables/job_intent.py`` on the Blob API): real Azurite, vended SAS tokens, the client's
+(``engine/job_intent.py`` on the Blob API): real Azurite, vended SAS tokens, the client's
 ``read_table``. Before the intent ran on ADLS, those files stayed for good."""
 
 from __future__ import annotations
@@ -12,11 +12,13 @@ import pytest
 
 from devstack.launcher import Stack
 from lakegate_client import Client, TableCredentials
-from lakegate_client.spark import committer
+from lakegate_client.engine import jobs, stores
+from lakegate_client.engine.formats import delta as delta_format
+from lakegate_client.engine.job_intent import JOB_PREFIX, JobTiming
+from lakegate_client.engine.staged import complete_uploads, stage_parquet
+from lakegate_client.engine.stores.base import S3Location
 from lakegate_client.tables import read_table, write_table
 from lakegate_client.tables.directory import new_data_file
-from lakegate_client.tables.job_intent import JOB_PREFIX, JobTiming
-from lakegate_client.tables.staged import S3Location, complete_uploads, stage_parquet
 
 pytestmark = pytest.mark.integration
 
@@ -43,9 +45,9 @@ def test_the_next_read_removes_the_files_of_a_delta_job_killed_before_its_log_co
     write_table(client, ns, name, pa.table({"id": [1, 2]}, schema=SCHEMA), format="delta",
                 create=True)
     creds = _creds(client, cloud_stack, name)
-    store, where = committer.table_store(creds), S3Location.parse(creds.location)
+    store, where = stores.table_store(creds), S3Location.parse(creds.location)
     write_id = uuid.uuid4().hex
-    intent = committer.job_of(creds, write_id, AN_HOUR_AGO)  # planning, by a driver now dead
+    intent = jobs.job_of(creds, write_id, AN_HOUR_AGO)  # planning, by a driver now dead
     assert intent is not None  # None: no job intent on ADLS
     intent.create("delta", staged=True)
     rel = new_data_file(write_id, 0, "parquet")
@@ -60,5 +62,5 @@ def test_the_next_read_removes_the_files_of_a_delta_job_killed_before_its_log_co
     left = [where.relative(k) for k in store.list(f"{where.prefix}/")]
     assert rel not in left
     assert not [k for k in left if k.startswith(JOB_PREFIX)]
-    assert committer.delta_committed(creds, write_id) is False
+    assert delta_format.delta_committed(creds, write_id) is False
     assert sorted(read_table(client, ns, name).column("id").to_pylist()) == [1, 2]

@@ -15,17 +15,18 @@ import pytest
 
 from devstack.launcher import Stack
 from lakegate_client import Client, TableCredentials
-from lakegate_client.tables import read_table
-from lakegate_client.tables.azure_store import AzureBlobStore
-from lakegate_client.tables.conditional_writes import ConditionalWriteProbe
-from lakegate_client.tables.plain_commit import (
+from lakegate_client.engine.conditional_writes import ConditionalWriteProbe
+from lakegate_client.engine.formats.plain import (
     CommitTiming,
     WriteConflictError,
     abort_plain,
     commit_plain,
     plan_plain,
 )
-from lakegate_client.tables.staged import PendingUpload, S3Location, stage_parquet
+from lakegate_client.engine.staged import stage_parquet
+from lakegate_client.engine.stores.adls import AzureBlobStore
+from lakegate_client.engine.stores.base import PendingUpload, S3Location
+from lakegate_client.tables import read_table
 
 pytestmark = pytest.mark.integration
 

@@ -16,10 +16,10 @@ import pytest
 from devstack.bootstrap import fetch_token
 from devstack.launcher import Stack
 from lakegate_client import Client, StorageCredential, TableCredentials
+from lakegate_client.engine.formats.lance_manifests import newest_version
+from lakegate_client.engine.stores.base import S3Location
+from lakegate_client.engine.stores.gcs import GcsStore
 from lakegate_client.tables.directory import fs_path
-from lakegate_client.tables.gcs_store import GcsStore
-from lakegate_client.tables.lance_manifests import newest_version
-from lakegate_client.tables.staged import S3Location
 
 pytestmark = pytest.mark.integration
 
@@ -266,10 +266,11 @@ def test_the_next_read_finishes_a_gcs_commit_whose_driver_died(client, cloud_sta
     """The plain protocol on GCS, on the real stand-in: a driver dies after publishing the first
     of two staged files (past the point of no return); the next ``read_table`` rolls it forward
     with a fresh write token, and no intent or staged part is left."""
+    from lakegate_client.engine.formats.plain import CommitTiming, commit_plain, plan_plain
+    from lakegate_client.engine.staged import stage_parquet
+    from lakegate_client.engine.stores.base import PendingUpload
+    from lakegate_client.engine.stores.gcs import STAGING_DIR
     from lakegate_client.tables import read_table, write_table
-    from lakegate_client.tables.gcs_store import STAGING_DIR
-    from lakegate_client.tables.plain_commit import CommitTiming, commit_plain, plan_plain
-    from lakegate_client.tables.staged import PendingUpload, stage_parquet
 
     ns = cloud_stack.info.namespace
     assert cloud_stack.info.gcs is not None

@@ -1,5 +1,5 @@
 """A Lance job on GCS whose driver died before its commit loses its fragment files to the next
-read (``tables/job_intent.py`` on generation preconditions): fake-gcs-server behind the stack's
+read (``engine/job_intent.py`` on generation preconditions): fake-gcs-server behind the stack's
 token-checking layer, vended OAuth tokens, the client's ``read_table``. Before the intent ran on
 GCS, those files stayed until Lance's own cleanup."""
 
@@ -15,10 +15,11 @@ import pytest
 
 from devstack.launcher import Stack
 from lakegate_client import Client
-from lakegate_client.spark import committer
-from lakegate_client.tables import attempts, read_table, write_table
-from lakegate_client.tables.job_intent import JOB_PREFIX, JobTiming
-from lakegate_client.tables.staged import S3Location
+from lakegate_client.engine import attempts, jobs, stores
+from lakegate_client.engine.formats import lance as lance_format
+from lakegate_client.engine.job_intent import JOB_PREFIX, JobTiming
+from lakegate_client.engine.stores.base import S3Location
+from lakegate_client.tables import read_table, write_table
 
 pytestmark = pytest.mark.integration
 
@@ -44,15 +45,15 @@ def test_the_next_read_removes_the_fragments_of_a_lance_job_killed_before_its_co
     assert cloud_stack.info.gcs is not None
     creds = client.credentials(ns, name, access="write").with_storage_endpoint(
         cloud_stack.info.gcs.endpoint)
-    store, where = committer.table_store(creds), S3Location.parse(creds.location)
+    store, where = stores.table_store(creds), S3Location.parse(creds.location)
     write_id = uuid.uuid4().hex
-    intent = committer.job_of(creds, write_id, AN_HOUR_AGO)  # planning, by a driver now dead
+    intent = jobs.job_of(creds, write_id, AN_HOUR_AGO)  # planning, by a driver now dead
     assert intent is not None  # None: no job intent on GCS
-    intent.create("lance", staged=False, read_version=committer.lance_version(creds))
+    intent.create("lance", staged=False, read_version=lance_format.lance_version(creds))
     fragments = [json.dumps(f.to_json()) for f in write_fragments(
         pa.table({"id": [3, 4]}, schema=SCHEMA), creds.location, schema=SCHEMA,
         storage_options=creds.lance_storage_options())]
-    files = committer.lance_files(fragments)
+    files = lance_format.lance_files(fragments)
     attempts.check_in(store, where, write_id, 0, 0, files)  # the task; the commit never comes
     assert all(store.head(where.key(f)) is not None for f in files)
 

@@ -6,8 +6,8 @@ import base64
 import json
 
 from devstack.table_audit import TableAuditor
-from lakegate_client.tables.attempts import SWEEP
-from lakegate_client.tables.job_intent import intent_name
+from lakegate_client.engine.attempts import SWEEP
+from lakegate_client.engine.job_intent import intent_name
 
 
 def test_only_sweepable_records_of_ended_jobs_and_their_files_await_the_sweep() -> None:

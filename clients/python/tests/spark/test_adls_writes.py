@@ -9,10 +9,12 @@ from typing import Any
 
 import pytest
 
+from lakegate_client.engine import stores
+from lakegate_client.engine.staged import stage_parquet
+from lakegate_client.engine.stores.base import S3Location
 from lakegate_client.tables.catalog import TableInfo
-from lakegate_client.tables.staged import S3Location, stage_parquet
 
-from ..tables.fake_adls import FakeAdls
+from ..engine.stores.fake_adls import FakeAdls
 
 pytest.importorskip("pyspark")
 
@@ -30,8 +32,8 @@ def _writer(monkeypatch: pytest.MonkeyPatch, store: FakeAdls, overwrite: bool,
             fmt: str = "parquet") -> Any:
     from pyspark.sql.types import LongType, StructField, StructType
 
-    from lakegate_client.spark import committer, datasource, writer
-    from lakegate_client.tables.conditional_writes import ConditionalWriteProbe
+    from lakegate_client.engine.conditional_writes import ConditionalWriteProbe
+    from lakegate_client.spark import datasource, writer
 
     info = TableInfo(namespace=("ns",), name="t1", format=fmt, location=LOCATION)
     monkeypatch.setattr(datasource, "client_for", lambda _url: None)
@@ -39,8 +41,7 @@ def _writer(monkeypatch: pytest.MonkeyPatch, store: FakeAdls, overwrite: bool,
     monkeypatch.setattr(datasource, "table_credentials", lambda *_a, **_k: _creds())
     monkeypatch.setattr(datasource, "convert_to_plain", lambda *_a: False)
     monkeypatch.setattr(writer, "table_credentials", lambda *_a, **_k: _creds())
-    monkeypatch.setattr(datasource, "table_store", lambda _c: store)
-    monkeypatch.setattr(committer, "table_store", lambda _c: store)
+    monkeypatch.setattr(stores, "table_store", lambda _c: store)
     probe = ConditionalWriteProbe()
     monkeypatch.setattr(datasource, "process_probe", lambda: probe)
     source = datasource.LakekeeperDataSource({"table": "ns.t1"})
@@ -78,7 +79,7 @@ def test_a_plain_write_on_adls_is_staged_and_planned_after_the_probe(
 def test_a_staged_file_is_invisible_until_the_commit_and_a_stale_overwrite_conflicts(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from lakegate_client.tables.plain_commit import WriteConflictError
+    from lakegate_client.engine.formats.plain import WriteConflictError
 
     store = FakeAdls()
     first = _writer(monkeypatch, store, overwrite=True)
@@ -114,8 +115,8 @@ def test_a_delta_job_on_adls_is_planned_after_the_probe_with_its_job_intent(
     before its Delta commit left its completed files for good."""
     import json
 
-    from lakegate_client.spark import committer
-    from lakegate_client.tables.job_intent import JOB_PREFIX
+    from lakegate_client.engine import jobs
+    from lakegate_client.engine.job_intent import JOB_PREFIX
 
     store = FakeAdls()
     writer = _writer(monkeypatch, store, overwrite=False, fmt="delta")
@@ -128,5 +129,5 @@ def test_a_delta_job_on_adls_is_planned_after_the_probe_with_its_job_intent(
         f"{JOB_PREFIX}{writer._plan.write_id}.json"]
     body = json.loads(store.objects[intents[0]])
     assert (body["format"], body["state"], body["staged"]) == ("delta", "staged", True)
-    committer.end_job(committer.job_of(_creds(), writer._plan.write_id))  # its heartbeat ends
+    jobs.end_job(jobs.job_of(_creds(), writer._plan.write_id))  # its heartbeat ends
     assert not [k for k in store.objects if JOB_PREFIX in k]

@@ -161,7 +161,7 @@ def test_a_staged_commit_does_not_list_the_data_folder_afterwards(
     """On S3 the completed uploads are the job's only visible files (failed and duplicate
     attempts' uploads are never completed): listing ``data/`` after each commit, which grows
     with every write, found nothing to remove (issue 36)."""
-    from lakegate_client.tables.staged import PendingUpload
+    from lakegate_client.engine.stores.base import PendingUpload
 
     job = Job(tmp_path, monkeypatch)
     writer = job.writer()
@@ -175,3 +175,48 @@ def test_a_staged_commit_does_not_list_the_data_folder_afterwards(
     upload = PendingUpload(path.split("/", 3)[-1], "u-1", ((1, '"e"'),), 10)
     writer.commit([iceberg.IcebergFiles(paths=(path,), uploads=(upload,))])
     assert calls == ["complete", "commit"]
+
+
+def test_abort_after_an_ambiguous_commit_keeps_the_files_until_the_recovery_decides(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 50 item 4 ("ambiguous means keep"): every commit call answers 504 while the
+    catalog keeps working (an attempt may still be in flight); the writer says its files are
+    kept, then Spark's abort read the table once, saw no snapshot and deleted them, so an
+    attempt landing later would reference deleted files. Now the job's intent says the outcome
+    is unknown, the abort keeps files and intent, and the recovery decides from the table once
+    the lease and commit bound ran out."""
+    import time
+
+    from lakegate_client.engine import jobs
+    from lakegate_client.engine.job_intent import JOB_PREFIX, JobTiming
+    from lakegate_client.engine.stores.base import S3Location
+
+    from ..engine.stores.fake_s3 import FakeS3
+
+    job = Job(tmp_path, monkeypatch)
+    s3, where = FakeS3(), S3Location("b", "wh/ns/t")
+    monkeypatch.setattr(jobs, "job_store", lambda _c: (s3, where))
+    monkeypatch.setattr(iceberg, "job_store", lambda _c: (s3, where))
+    table = job.catalog.load_table(("ns", "t"))
+    writer = iceberg.IcebergWriter(SourceOptions(("ns",), "t"), table, SCHEMA,  # type: ignore[arg-type]
+                                   False, job=True)
+    long_ago = JobTiming(now=lambda: time.time() - 3_600)  # a driver that died an hour ago
+    jobs.job_of(object(), writer._write_id, long_ago).create("iceberg", staged=False)
+    messages = job.write(writer, [8, 9])
+
+    def in_flight(when: str) -> None:
+        if when == "before":
+            raise CommitStateUnknownException("504 Gateway Timeout")
+    job.catalog.fault = in_flight
+    with pytest.raises(iceberg.CommitUnknownError, match="KEPT"):
+        writer.commit(messages)
+    writer.abort(messages)  # Spark's abort: the table shows no snapshot of the write (yet)
+    assert len(job.files(writer)) == 1
+    assert [k for k in s3.objects if JOB_PREFIX in k]  # the intent stays, for the recovery
+    job.catalog.fault = None
+    later = JobTiming(now=lambda: time.time() + 3_600)  # past the lease and the commit bound
+    assert iceberg.recover_iceberg_jobs(SourceOptions(("ns",), "t"),  # type: ignore[arg-type]
+                                        writer._location, reading=False, timing=later) == 1
+    assert job.files(writer) == []  # no snapshot names the write: its files go
+    assert not [k for k in s3.objects if JOB_PREFIX in k]
+    assert job.rows() == []

@@ -1,7 +1,7 @@
 """A Delta, Iceberg or Lance Spark job whose driver died before its commit leaves no file behind
 once the table is read or written again, and a driver whose job was taken over after its lease
 expired commits nothing (issue 32 item 6: "no orphan remains once recovery ran";
-``tables/job_intent.py``, ``spark/committer.py``, ``spark/iceberg.py``, ``spark/reader.py``,
+``engine/job_intent.py``, ``engine/``, ``spark/iceberg.py``, ``spark/reader.py``,
 ``spark/datasource.py``). Local tables, intents and the Lance ledger on the fake S3."""
 
 from __future__ import annotations
@@ -21,11 +21,15 @@ lance = pytest.importorskip("lance")
 pytest.importorskip("pyiceberg")
 pytest.importorskip("pyspark")
 
-from lakegate_client.spark import committer, iceberg, reader  # noqa: E402
-from lakegate_client.spark.options import SourceOptions  # noqa: E402
-from lakegate_client.tables import attempts  # noqa: E402
-from lakegate_client.tables.catalog import TableInfo  # noqa: E402
-from lakegate_client.tables.job_intent import (  # noqa: E402
+from lakegate_client.engine import (  # noqa: E402
+    attempts,
+    jobs,
+    stores,
+)
+from lakegate_client.engine.formats import delta as delta_format  # noqa: E402
+from lakegate_client.engine.formats import lance as lance_format  # noqa: E402
+from lakegate_client.engine.formats import protocol_for  # noqa: E402
+from lakegate_client.engine.job_intent import (  # noqa: E402
     JOB_PREFIX,
     AliveJobs,
     JobFencedError,
@@ -34,10 +38,13 @@ from lakegate_client.tables.job_intent import (  # noqa: E402
     LeaseKeeper,
     Seen,
 )
-from lakegate_client.tables.staged import S3Location  # noqa: E402
+from lakegate_client.engine.stores.base import S3Location  # noqa: E402
+from lakegate_client.spark import iceberg, reader  # noqa: E402
+from lakegate_client.spark.options import SourceOptions  # noqa: E402
+from lakegate_client.tables.catalog import TableInfo  # noqa: E402
 
-from ..tables.fake_s3 import FakeS3  # noqa: E402
-from .test_delta_commit import local_creds, rows, write_file  # noqa: E402
+from ..engine.formats.test_delta import local_creds, rows, write_file  # noqa: E402
+from ..engine.stores.fake_s3 import FakeS3  # noqa: E402
 
 SCHEMA = pa.schema([("id", pa.int64())])
 WHERE = S3Location("b", "wh/t")
@@ -60,9 +67,9 @@ class StoreS3(FakeS3):
 def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> StoreS3:
     s3 = StoreS3(tmp_path)
     # raising=False: the regression runs against code without the job intent too
-    monkeypatch.setattr(committer, "job_store", lambda _creds: (s3, WHERE), raising=False)
+    monkeypatch.setattr(jobs, "job_store", lambda _creds: (s3, WHERE), raising=False)
     monkeypatch.setattr(iceberg, "job_store", lambda _creds: (s3, WHERE), raising=False)
-    monkeypatch.setattr(committer, "lance_ledger", lambda _creds: (s3, WHERE))
+    monkeypatch.setattr(lance_format, "lance_ledger", lambda _creds: (s3, WHERE))
     return s3
 
 
@@ -122,7 +129,7 @@ def _lance_job_with_fragments(tmp_path: Path, store: StoreS3) -> tuple[Any, str,
 def test_a_lance_job_killed_before_its_commit_leaves_no_orphan_after_the_next_read(
         tmp_path: Path, store: StoreS3, monkeypatch: pytest.MonkeyPatch) -> None:
     creds, wid, fragments = _lance_job_with_fragments(tmp_path, store)
-    files = committer.lance_files(fragments)
+    files = lance_format.lance_files(fragments)
     attempts.check_in(store, WHERE, wid, 0, 0, files)  # the task; then the driver dies
     assert all((tmp_path / f).exists() for f in files)
 
@@ -140,15 +147,15 @@ def test_a_lance_job_killed_after_its_commit_is_rolled_forward_by_the_next_read(
     from lance.fragment import write_fragments
 
     creds, wid, fragments = _lance_job_with_fragments(tmp_path, store)
-    used = committer.lance_files(fragments)
-    duplicate = committer.lance_files([json.dumps(f.to_json()) for f in write_fragments(
+    used = lance_format.lance_files(fragments)
+    duplicate = lance_format.lance_files([json.dumps(f.to_json()) for f in write_fragments(
         pa.table({"id": [10, 11]}, schema=SCHEMA), str(tmp_path), schema=SCHEMA)])
     attempts.check_in(store, WHERE, wid, 0, 0, used)
     attempts.check_in(store, WHERE, wid, 0, 1, duplicate)  # the killed speculative copy
     intent = JobIntent(store, WHERE, wid, LONG_AGO)
     intent.fence(files=used)
-    committer._commit_lance(creds, SCHEMA, fragments, overwrite=False, read_version=1,
-                            ledger=(store, WHERE), write_id=wid)  # then the driver dies
+    lance_format._commit_lance(creds, SCHEMA, fragments, overwrite=False, read_version=1,
+                               ledger=(store, WHERE), write_id=wid)  # then the driver dies
 
     _read("lance", creds, monkeypatch)
 
@@ -201,26 +208,26 @@ def test_a_stale_delta_driver_cannot_commit_after_a_takeover(
     wid = uuid.uuid4().hex
     JobIntent(store, WHERE, wid, LONG_AGO).create("delta", staged=False)
     written = write_file(tmp_path, wid, [10, 11])
-    assert committer.recover_jobs("delta", creds) == 1  # the next write's planning
+    assert protocol_for("delta").recover(creds) == 1  # the next write's planning
 
     with pytest.raises(JobFencedError, match="took it over"):
-        committer.publish_delta(creds, SCHEMA, [written], [], overwrite=False, write_id=wid,
-                                intent=committer.job_of(creds, wid))
+        delta_format.publish_delta(creds, SCHEMA, [written], [], overwrite=False, write_id=wid,
+                                   intent=jobs.job_of(creds, wid))
 
     assert rows(tmp_path) == [0, 1]
-    assert committer.delta_committed(creds, wid) is False
+    assert delta_format.delta_committed(creds, wid) is False
     assert not (tmp_path / written.path).exists()
 
 
 def test_a_stale_lance_driver_cannot_commit_after_a_takeover(
         tmp_path: Path, store: StoreS3) -> None:
     creds, wid, fragments = _lance_job_with_fragments(tmp_path, store)
-    attempts.check_in(store, WHERE, wid, 0, 0, committer.lance_files(fragments))
-    assert committer.recover_jobs("lance", creds) == 1
+    attempts.check_in(store, WHERE, wid, 0, 0, lance_format.lance_files(fragments))
+    assert protocol_for("lance").recover(creds) == 1
 
     with pytest.raises(JobFencedError):
-        committer.commit_lance(creds, SCHEMA, fragments, overwrite=False, read_version=1,
-                               write_id=wid, intent=committer.job_of(creds, wid))
+        lance_format.commit_lance(creds, SCHEMA, fragments, overwrite=False, read_version=1,
+                                  write_id=wid, intent=jobs.job_of(creds, wid))
 
     dataset = lance.dataset(str(tmp_path))
     assert dataset.version == 1
@@ -239,8 +246,8 @@ def test_a_live_job_is_not_touched_by_a_read(
 
     assert (tmp_path / written.path).exists()
     assert len(intents(store)) == 1
-    committer.publish_delta(creds, SCHEMA, [written], [], overwrite=False, write_id=wid,
-                            intent=committer.job_of(creds, wid))
+    delta_format.publish_delta(creds, SCHEMA, [written], [], overwrite=False, write_id=wid,
+                               intent=jobs.job_of(creds, wid))
     assert rows(tmp_path) == [0, 1, 10, 11]
     assert intents(store) == []
 
@@ -256,7 +263,7 @@ def test_a_reader_without_write_access_reads_on_with_a_warning(
     def refused() -> Any:
         raise PermissionError("403: this caller may only read")
 
-    assert committer.finish_abandoned_jobs("delta", creds, refused) == 0
+    assert protocol_for("delta").finish_abandoned(creds, refused) == 0
 
     assert "a write credential is needed" in caplog.text
     assert (tmp_path / orphan.path).exists()  # left for a caller who may write
@@ -281,13 +288,13 @@ def _cloud(storage: str, fmt: str, tmp_path: Path,
            monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any]:
     """A local table whose credential says ``storage``: ``job_store`` (not patched) finds its
     intents on the table's store, here the fake of that store."""
-    from ..tables.fake_adls import FakeAdls
-    from ..tables.fake_gcs import FakeGcs
+    from ..engine.stores.fake_adls import FakeAdls
+    from ..engine.stores.fake_gcs import FakeGcs
 
     creds = lance_creds(tmp_path) if fmt == "lance" else local_creds(tmp_path)
     creds.storage = storage
     cloud = _on_disk(FakeAdls if storage == "adls" else FakeGcs)()
-    monkeypatch.setattr(committer, "table_store", lambda _creds: cloud)
+    monkeypatch.setattr(stores, "table_store", lambda _creds: cloud)
     return creds, cloud
 
 
@@ -302,7 +309,7 @@ def test_a_job_killed_before_its_commit_on_adls_or_gcs_leaves_no_orphan_after_re
     wid = uuid.uuid4().hex
     if fmt == "delta":
         deltalake.write_deltalake(str(tmp_path), pa.table({"id": [0, 1]}, schema=SCHEMA))
-        intent = committer.job_of(creds, wid, LONG_AGO)
+        intent = jobs.job_of(creds, wid, LONG_AGO)
         assert intent is not None  # None: no intent on this store
         intent.create("delta", staged=False)
         left = [tmp_path / write_file(tmp_path, wid, [10, 11]).path]
@@ -310,12 +317,12 @@ def test_a_job_killed_before_its_commit_on_adls_or_gcs_leaves_no_orphan_after_re
         from lance.fragment import write_fragments
 
         lance.write_dataset(pa.table({"id": [0, 1]}, schema=SCHEMA), str(tmp_path))
-        intent = committer.job_of(creds, wid, LONG_AGO)
+        intent = jobs.job_of(creds, wid, LONG_AGO)
         assert intent is not None
         intent.create("lance", staged=False, read_version=1)
         fragments = [json.dumps(f.to_json()) for f in write_fragments(
             pa.table({"id": [10, 11]}, schema=SCHEMA), str(tmp_path), schema=SCHEMA)]
-        files = committer.lance_files(fragments)
+        files = lance_format.lance_files(fragments)
         attempts.check_in(cloud, S3Location.parse(str(tmp_path)), wid, 0, 0, files)
         left = [tmp_path / f for f in files]
     else:
@@ -328,7 +335,7 @@ def test_a_job_killed_before_its_commit_on_adls_or_gcs_leaves_no_orphan_after_re
                                             str(tmp_path / "wh" / "ns" / "t"),
                                             reading=True) == 1
     else:
-        assert committer.recover_jobs(fmt, creds) == 1  # the next write's planning
+        assert protocol_for(fmt).recover(creds) == 1  # the next write's planning
 
     assert not any(p.exists() for p in left)
     assert [k for k in cloud.objects if JOB_PREFIX in k] == []
@@ -345,7 +352,7 @@ def _iceberg_job(tmp_path: Path, creds: Any, wid: str,
     table = catalog.load_table(("ns", "t"))
     monkeypatch.setattr(iceberg, "load_table", lambda _opts: catalog.load_table(("ns", "t")))
     monkeypatch.setattr(iceberg, "node_credentials", lambda *_a, **_k: creds)
-    intent = committer.job_of(creds, wid, LONG_AGO)
+    intent = jobs.job_of(creds, wid, LONG_AGO)
     assert intent is not None
     intent.create("iceberg", staged=False)
     job = iceberg.IcebergWriter(SourceOptions(("ns",), "t"),  # type: ignore[arg-type]
@@ -362,17 +369,17 @@ def test_a_stale_driver_on_adls_cannot_commit_after_a_takeover(
     creds, _cloud_store = _cloud("adls", "delta", tmp_path, monkeypatch)
     deltalake.write_deltalake(str(tmp_path), pa.table({"id": [0, 1]}, schema=SCHEMA))
     wid = uuid.uuid4().hex
-    intent = committer.job_of(creds, wid, LONG_AGO)
+    intent = jobs.job_of(creds, wid, LONG_AGO)
     assert intent is not None
     intent.create("delta", staged=False)
     written = write_file(tmp_path, wid, [10, 11])
-    assert committer.recover_jobs("delta", creds) == 1
+    assert protocol_for("delta").recover(creds) == 1
 
     with pytest.raises(JobFencedError, match="took it over"):
-        committer.publish_delta(creds, SCHEMA, [written], [], overwrite=False, write_id=wid,
-                                intent=committer.job_of(creds, wid))
+        delta_format.publish_delta(creds, SCHEMA, [written], [], overwrite=False, write_id=wid,
+                                   intent=jobs.job_of(creds, wid))
     assert rows(tmp_path) == [0, 1]
-    assert committer.delta_committed(creds, wid) is False
+    assert delta_format.delta_committed(creds, wid) is False
 
 
 def test_a_tasks_lease_is_renewed_at_once_beside_it_and_a_workers_next_task_skips_that(
@@ -398,18 +405,18 @@ def test_a_tasks_lease_is_renewed_at_once_beside_it_and_a_workers_next_task_skip
     def reads() -> int:
         return sum(1 for op, key in s3.calls if op == "GetObject" and JOB_PREFIX in key)
 
-    with committer.job_lease(JobIntent(Beside(), WHERE, wid), alive, keeper):
+    with jobs.job_lease(JobIntent(Beside(), WHERE, wid), alive, keeper):
         writing.set()
         deadline = time.monotonic() + 5
         while reads() < 1:
             assert time.monotonic() < deadline, "no renewal at once"
             time.sleep(0.002)
     monotonic[0] += 1.5
-    with committer.job_lease(JobIntent(s3, WHERE, wid), alive, keeper):
+    with jobs.job_lease(JobIntent(s3, WHERE, wid), alive, keeper):
         time.sleep(0.05)
     assert reads() == 1  # the same worker, moments later: no second read
     monotonic[0] += 1.0
-    with committer.job_lease(JobIntent(s3, WHERE, wid), alive, keeper):
+    with jobs.job_lease(JobIntent(s3, WHERE, wid), alive, keeper):
         deadline = time.monotonic() + 5
         while reads() < 2:
             assert time.monotonic() < deadline, "no renewal after two seconds"
@@ -432,7 +439,7 @@ def test_a_task_of_a_job_planned_moments_ago_asks_for_no_renewal_at_once() -> No
 
     def task(wid: str, seen: Seen | None) -> int:
         before = reads()
-        with committer.job_lease(JobIntent(s3, WHERE, wid, timing), alive, keeper, seen):
+        with jobs.job_lease(JobIntent(s3, WHERE, wid, timing), alive, keeper, seen):
             time.sleep(0.1)
         return reads() - before
 

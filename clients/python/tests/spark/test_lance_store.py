@@ -8,9 +8,11 @@ from typing import Any
 
 import pytest
 
+from lakegate_client.engine.formats import lance as lance_format
+from lakegate_client.engine.stores import s3 as s3_store
 from lakegate_client.tables.catalog import TableInfo
 
-from ..tables.fake_s3 import FakeS3
+from ..engine.stores.fake_s3 import FakeS3
 
 pytest.importorskip("pyspark")
 
@@ -18,17 +20,16 @@ pytest.importorskip("pyspark")
 def _lance_writer(monkeypatch: pytest.MonkeyPatch, s3: FakeS3, options: dict[str, str]) -> Any:
     from pyspark.sql.types import LongType, StructField, StructType
 
-    from lakegate_client.spark import committer, datasource
-    from lakegate_client.tables.conditional_writes import ConditionalWriteProbe
+    from lakegate_client.engine.conditional_writes import ConditionalWriteProbe
+    from lakegate_client.spark import datasource
 
     creds = type("C", (), {"location": "s3://b/wh/t1", "storage": "s3"})()
     info = TableInfo(namespace=("wh",), name="t1", format="lance", location="s3://b/wh/t1")
     monkeypatch.setattr(datasource, "client_for", lambda _url: None)
     monkeypatch.setattr(datasource.tables, "ensure_table", lambda *_a, **_k: info)
     monkeypatch.setattr(datasource, "table_credentials", lambda *_a, **_k: creds)
-    monkeypatch.setattr(datasource, "s3_client", lambda _c: s3)
-    monkeypatch.setattr(committer, "s3_client", lambda _c: s3)  # the job intent's
-    monkeypatch.setattr(datasource, "lance_version", lambda _c: None)
+    monkeypatch.setattr(s3_store, "s3_client", lambda _c: s3)  # the probe's and the job intent's
+    monkeypatch.setattr(lance_format, "lance_version", lambda _c: None)
     probe = ConditionalWriteProbe()  # a fresh memory per test
     monkeypatch.setattr(datasource, "process_probe", lambda: probe)
     source = datasource.LakekeeperDataSource({"table": "wh.t1", **options})
@@ -38,7 +39,7 @@ def _lance_writer(monkeypatch: pytest.MonkeyPatch, s3: FakeS3, options: dict[str
 def test_a_lance_write_to_a_store_ignoring_conditional_puts_is_refused(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from lakegate_client.tables.conditional_writes import UnsafeStoreError
+    from lakegate_client.engine.conditional_writes import UnsafeStoreError
 
     s3 = FakeS3(honours_conditions=False)
     with pytest.raises(UnsafeStoreError, match="accept_single_writer_risk"):
@@ -50,7 +51,7 @@ def test_a_lance_write_to_an_honest_store_is_planned(monkeypatch: pytest.MonkeyP
     s3 = FakeS3()
     writer = _lance_writer(monkeypatch, s3, {})
     assert writer._plan.info.format == "lance"
-    # the probe cleaned up after itself; planning wrote the job's intent (tables/job_intent.py)
+    # the probe cleaned up after itself; planning wrote the job's intent (engine/job_intent.py)
     assert list(s3.objects) == [f"wh/t1/_lakegate_job-{writer._plan.write_id}.json"]
     assert writer._plan.job
     risky = _lance_writer(monkeypatch, FakeS3(honours_conditions=False),

@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
+from lakegate_client.engine.stores import s3 as s3_store
 from lakegate_client.tables.catalog import TableInfo
 
-from ..tables.fake_s3 import FakeS3
+from ..engine.stores.fake_s3 import FakeS3
 
 pytest.importorskip("pyspark")
 
@@ -18,8 +19,8 @@ pytest.importorskip("pyspark")
 def _writer(monkeypatch: pytest.MonkeyPatch, s3: FakeS3, options: dict[str, str]) -> Any:
     from pyspark.sql.types import LongType, StructField, StructType
 
+    from lakegate_client.engine.conditional_writes import ConditionalWriteProbe
     from lakegate_client.spark import datasource
-    from lakegate_client.tables.conditional_writes import ConditionalWriteProbe
 
     creds = type("C", (), {"location": "s3://b/wh/t1", "storage": "s3",
                            "pyarrow_filesystem": lambda self: None})()
@@ -28,7 +29,7 @@ def _writer(monkeypatch: pytest.MonkeyPatch, s3: FakeS3, options: dict[str, str]
     monkeypatch.setattr(datasource.tables, "ensure_table", lambda *_a, **_k: info)
     monkeypatch.setattr(datasource, "table_credentials", lambda *_a, **_k: creds)
     monkeypatch.setattr(datasource, "convert_to_plain", lambda *_a: False)
-    monkeypatch.setattr(datasource, "s3_client", lambda _c: s3)
+    monkeypatch.setattr(s3_store, "s3_client", lambda _c: s3)
     probe = ConditionalWriteProbe()  # a fresh memory per test
     monkeypatch.setattr(datasource, "process_probe", lambda: probe)
     source = datasource.LakekeeperDataSource({"table": "wh.t1", **options})
@@ -38,7 +39,7 @@ def _writer(monkeypatch: pytest.MonkeyPatch, s3: FakeS3, options: dict[str, str]
 def test_a_store_ignoring_conditional_puts_is_refused_before_anything_is_written(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from lakegate_client.tables.conditional_writes import UnsafeStoreError
+    from lakegate_client.engine.conditional_writes import UnsafeStoreError
 
     s3 = FakeS3(honours_conditions=False)
     with pytest.raises(UnsafeStoreError, match="accept_single_writer_risk"):
@@ -65,11 +66,11 @@ def _iceberg_writer(monkeypatch: pytest.MonkeyPatch, s3: FakeS3,
     """Plans an Iceberg write on ``s3``; returns the write ids whose intent planning wrote."""
     import pyarrow as pa
 
+    from lakegate_client.engine.conditional_writes import ConditionalWriteProbe
+    from lakegate_client.engine.stores.base import S3Location
+    from lakegate_client.engine.stores.s3 import S3Store
     from lakegate_client.spark import iceberg
     from lakegate_client.spark.options import SourceOptions
-    from lakegate_client.tables.conditional_writes import ConditionalWriteProbe
-    from lakegate_client.tables.object_store import S3Store
-    from lakegate_client.tables.staged import S3Location
 
     schema = pa.schema([("id", pa.int64())])
     table = type("T", (), {"location": lambda self: "s3://b/wh/t1",
@@ -95,7 +96,7 @@ def test_an_iceberg_write_on_a_store_ignoring_conditional_puts_is_refused_before
 ) -> None:
     """Regression: an Iceberg job wrote its intent without the probe, though a recoverer's
     takeover of the intent and the job's fence that must lose to it are conditional PUTs."""
-    from lakegate_client.tables.conditional_writes import UnsafeStoreError
+    from lakegate_client.engine.conditional_writes import UnsafeStoreError
 
     s3 = FakeS3(honours_conditions=False)
     started: list[str] = []

@@ -1,7 +1,7 @@
 """``lakegate_client.spark``: the ``lakekeeper`` PySpark data source (needs ``pyspark>=4``).
 
-The data source (and pyspark) is imported on first use: ``read_table`` imports the driver's
-commit helpers (``committer``, to remove an abandoned job's files) without paying for pyspark.
+The data source (and pyspark) is imported on first use. The commits it makes are the write
+engine's (``lakegate_client.engine``), which ``read_table`` drives too, without pyspark.
 """
 
 from __future__ import annotations

@@ -26,38 +26,28 @@ gateway. Everything here pickles: heavy imports happen inside methods.
 from __future__ import annotations
 
 import uuid
-from concurrent.futures import wait
 from typing import TYPE_CHECKING
 
 from pyspark.sql.datasource import DataSource
 
 from lakegate_client import tables
+from lakegate_client.engine import stores
+from lakegate_client.engine.conditional_writes import process_probe
+from lakegate_client.engine.formats import protocol_for
+from lakegate_client.engine.protocol import Job
+from lakegate_client.engine.stores.base import S3Location
 from lakegate_client.spark import iceberg, worker_heap
-from lakegate_client.spark.committer import (
-    lance_version,
-    recover_jobs,
-    s3_client,
-    stages,
-    start_job,
-    table_store,
-)
 from lakegate_client.spark.connection import client_for, table_credentials
 from lakegate_client.spark.faults import Faults
-from lakegate_client.spark.helper_pool import helpers
 from lakegate_client.spark.options import SourceOptions
 from lakegate_client.spark.reader import LakekeeperReader, arrow_schema, spark_schema
 from lakegate_client.spark.writer import WRITABLE_FORMATS, LakekeeperWriter, WritePlan
-from lakegate_client.tables.conditional_writes import process_probe
 from lakegate_client.tables.directory import fs_path
-from lakegate_client.tables.object_store import ObjectStore, S3Store
-from lakegate_client.tables.plain_commit import plan_plain
 from lakegate_client.tables.snapshot import convert_to_plain
-from lakegate_client.tables.staged import S3Location
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
-    from lakegate_client import TableCredentials
 
 SOURCE_NAME = "lakekeeper"
 
@@ -127,54 +117,32 @@ class LakekeeperDataSource(DataSource):
         if info.format not in WRITABLE_FORMATS:
             raise tables.TableFormatError(f"{info.format!r} tables are read-only in Spark")
         creds = table_credentials(opts, "write")
+        protocol = protocol_for(info.format)
         if info.format == "delta":  # a store deltalake cannot reach: refused before tasks write
             creds.delta_storage_options()
         if info.format in tables.DIRECTORY_FORMATS:  # an old-layout table becomes plain files first
             convert_to_plain(creds.pyarrow_filesystem(), fs_path(creds.location), info.format)
-        staged = stages(creds) and info.format != "lance"
-        plain = None
-        if stages(creds):
+        store = None
+        if stores.stages(creds):
             # a plain table's commit marker, every job's intent, Lance's create claim and
             # ledger (S3, ADLS, GCS): all on a store the probe proved
-            store, where = _store(creds), S3Location.parse(creds.location)
+            store, where = stores.table_store(creds), S3Location.parse(creds.location)
             process_probe().ensure(store, where.bucket, where.prefix,
                                    accept_risk=opts.accept_single_writer_risk)
-            if staged and info.format in tables.DIRECTORY_FORMATS:
-                plain = plan_plain(store, where, info.format, overwrite=overwrite)
-        write_id = uuid.uuid4().hex
-        read_version, seen = None, None
-        if info.format in ("delta", "lance"):
-            # a crashed job's files go at the next write or read: recovery runs beside this
-            # job's planning (it never commits, so the version read is unchanged; it leaves a
-            # fresh intent alone, so this job's own too) and never raises; the version read
-            # runs beside the intent's create too (the fence records it, for a recoverer);
-            # planning waits for both, whether or not the create raised
-            recovery = helpers().submit(recover_jobs, info.format, creds)
-            version = (helpers().submit(lance_version, creds) if info.format == "lance"
-                       else None)
-            try:
-                seen = start_job(creds, info.format, write_id, staged=staged)
-                read_version = version.result() if version is not None else None
-            finally:
-                wait([recovery])
-                if version is not None:
-                    wait([version])
+        job = protocol.plan(creds, Job(fmt=info.format, write_id=uuid.uuid4().hex,
+                                       overwrite=overwrite,
+                                       staged=store is not None and info.format != "lance"),
+                            store)
         plan = WritePlan(
             opts=opts,
             info=info,
             overwrite=overwrite,
-            write_id=write_id,
-            read_version=read_version,
-            staged=staged,
-            plain=plain,
+            write_id=job.write_id,
+            read_version=job.read_version,
+            staged=job.staged,
+            plain=job.plain,
             faults=Faults.parse(opts.test_fault),
-            seen=seen,
+            seen=job.seen,
         )
         return LakekeeperWriter(plan, to_arrow_schema(schema))
 
-
-def _store(creds: TableCredentials) -> ObjectStore:
-    """The table's store (``committer.table_store``; S3 through this module's ``s3_client``)."""
-    if creds.storage == "s3":
-        return S3Store(s3_client(creds), S3Location.parse(creds.location).bucket)
-    return table_store(creds)

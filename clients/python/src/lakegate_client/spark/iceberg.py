@@ -36,33 +36,36 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
-from lakegate_client.spark import worker_heap
-from lakegate_client.spark.committer import (
-    abort_recorded,
-    after_commit,
-    delete_under,
+from lakegate_client.engine import job_intent
+from lakegate_client.engine.conditional_writes import process_probe
+from lakegate_client.engine.job_files import delete_under
+from lakegate_client.engine.jobs import (
+    commit_unknown,
     end_job,
     fenced,
+    finish_abandoned_jobs,
     job_of,
     job_store,
-    retried,
-    s3_client,
+    left_to_recovery,
+    recover_jobs,
     start_job,
 )
-from lakegate_client.spark.connection import client_for
-from lakegate_client.spark.faults import Faults
-from lakegate_client.spark.options import OptionsError
-from lakegate_client.tables import job_intent
-from lakegate_client.tables.catalog import TableFormatError
-from lakegate_client.tables.conditional_writes import process_probe
-from lakegate_client.tables.directory import fs_path, list_files
-from lakegate_client.tables.staged import (
-    PendingUpload,
-    S3Location,
+from lakegate_client.engine.protocol import CommitUnknownError
+from lakegate_client.engine.retrying import after_commit, with_retries
+from lakegate_client.engine.staged import (
+    abort_recorded,
     abort_uploads,
     complete_uploads,
     stage_parquet,
 )
+from lakegate_client.engine.stores.base import PendingUpload, S3Location
+from lakegate_client.engine.stores.s3 import s3_client
+from lakegate_client.spark import worker_heap
+from lakegate_client.spark.connection import client_for
+from lakegate_client.spark.faults import Faults
+from lakegate_client.spark.options import OptionsError
+from lakegate_client.tables.catalog import TableFormatError
+from lakegate_client.tables.directory import fs_path, list_files
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -211,7 +214,7 @@ class IcebergFiles(WriterCommitMessage):
 class IcebergWriter(DataSourceArrowWriter):
     """Tasks stage Parquet under ``<location>/data/``; the driver publishes and commits them once.
 
-    On S3 a task's file is a pending multipart upload (``tables/staged.py``) that only the commit
+    On S3 a task's file is a pending multipart upload (``engine/staged.py``) that only the commit
     completes, so failed, duplicate and late attempts leave no object; elsewhere files are
     written directly and the job deletes its unpublished ones (named by its write id).
     """
@@ -224,7 +227,7 @@ class IcebergWriter(DataSourceArrowWriter):
         self._overwrite = overwrite
         self._write_id = write_id or uuid.uuid4().hex
         self._faults = Faults.parse(opts.test_fault)
-        self._job = job  # planning wrote the job's intent (``tables/job_intent.py``)
+        self._job = job  # planning wrote the job's intent (``engine/job_intent.py``)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> IcebergFiles:
         """One data file per task (staged on S3); then the worker's long-lived heap leaves
@@ -281,8 +284,9 @@ class IcebergWriter(DataSourceArrowWriter):
                                  uploads)
             try:
                 self._commit_resolved(paths, intent)
-            except CommitUnknownError:
-                raise  # the catalog may reference the files: keep every one (and the intent)
+            except CommitUnknownError:  # the catalog may reference the files: keep every one
+                commit_unknown(intent, f"write {self._write_id}")  # and the intent, marked so
+                raise
             except BaseException:
                 self._drop_files(creds, keep=())
                 end_job(intent)
@@ -365,6 +369,8 @@ class IcebergWriter(DataSourceArrowWriter):
             bucket = S3Location.parse(self._location).bucket
             abort_uploads(s3_client(creds), bucket, [(u.key, u.upload_id) for u in uploads])
         intent = job_of(creds, self._write_id) if self._job else None
+        if left_to_recovery(intent, f"write {self._write_id}"):  # ambiguous means keep
+            return
         state = self.committed()
         if state is not False:
             log.error("abort of write %s keeps its data files: the table %s (snapshot "
@@ -374,7 +380,7 @@ class IcebergWriter(DataSourceArrowWriter):
             if state:
                 end_job(intent)
             return
-        retried(lambda: self._drop_files(creds, keep=()))
+        with_retries(lambda: self._drop_files(creds, keep=()))
         end_job(intent)
 
     def _drop_files(self, creds: TableCredentials, keep: Sequence[str]) -> None:
@@ -385,7 +391,7 @@ class IcebergWriter(DataSourceArrowWriter):
 def iceberg_committed(opts: SourceOptions, write_id: str) -> bool | None:
     """Whether a snapshot of ``write_id`` is in the table (None: the table cannot be read)."""
     try:
-        table = retried(lambda: load_table(opts))
+        table = with_retries(lambda: load_table(opts))
     except Exception:  # the catalog cannot answer: undecided
         log.warning("could not read the Iceberg table of write %s", write_id, exc_info=True)
         return None
@@ -432,28 +438,21 @@ def recover_iceberg_jobs(opts: SourceOptions, location: str, *, reading: bool,
                          timing: job_intent.JobTiming | None = None) -> int:
     """Remove the files of Iceberg jobs whose driver died (their lease expired): a writer's
     planning (write credential), or a reader's (it finds them with its read credential and only
-    then asks for a write one). Best effort: logged, the read or write goes on."""
+    then asks for a write one; ``engine/jobs.py``). Best effort: logged, the read or write goes
+    on."""
+    def resolver(creds: TableCredentials) -> IcebergJobs:
+        return IcebergJobs(opts, creds, location)
+
     try:
         creds = node_credentials(opts, "read" if reading else "write", location)
-        store = job_store(creds)
-        if store is None:
-            return 0
-        if reading:
-            if not job_intent.abandoned(*store, IcebergJobs(opts, creds, location), timing):
-                return 0
-            creds = node_credentials(opts, "write", location)
-            store = job_store(creds)
-            if store is None:
-                return 0
-        return job_intent.recover_jobs(*store, IcebergJobs(opts, creds, location), timing)
     except Exception:  # the read or write goes on with the table as it is
         log.warning("could not remove the files of an abandoned write of %s", location,
                     exc_info=True)
         return 0
-
-
-class CommitUnknownError(RuntimeError):
-    """The catalog's answer to a commit was ambiguous and the table could not settle it."""
+    if reading:
+        return finish_abandoned_jobs(resolver, creds,
+                                     lambda: node_credentials(opts, "write", location), timing)
+    return recover_jobs(resolver, creds, timing)
 
 
 def _ambiguous(exc: BaseException) -> bool:

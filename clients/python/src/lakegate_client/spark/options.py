@@ -34,7 +34,7 @@ class SourceOptions:
     create: bool = False
     # The gateway's HTTP address for the driver's Iceberg catalog calls (spark/iceberg.py).
     catalog_url: str | None = None
-    # Write to a store that ignores conditional PUTs anyway (tables/conditional_writes.py).
+    # Write to a store that ignores conditional PUTs anyway (engine/conditional_writes.py).
     accept_single_writer_risk: bool = False
     # Test-only write faults (spark/faults.py); refused unless $LAKEGATE_TEST_FAULTS=1.
     test_fault: str = ""

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
+from lakegate_client.engine.formats import protocol_for
 from lakegate_client.spark import worker_heap
-from lakegate_client.spark.committer import finish_abandoned, finish_abandoned_jobs
 from lakegate_client.spark.connection import table_credentials
-from lakegate_client.tables.catalog import DIRECTORY_FORMATS, TableFormatError, TableInfo
+from lakegate_client.tables.catalog import TableFormatError, TableInfo
 from lakegate_client.tables.directory import fs_path
 from lakegate_client.tables.files import read_file
 from lakegate_client.tables.snapshot import current_snapshot
@@ -161,10 +161,9 @@ class LakekeeperReader(DataSourceReader):
         def writer() -> TableCredentials:
             return table_credentials(self._opts, "write", self._info.location)
 
-        if self._info.format in DIRECTORY_FORMATS:  # a crashed commit is finished, not read torn
-            finish_abandoned(creds, writer)
-        else:  # a crashed Delta or Lance job's files are removed
-            finish_abandoned_jobs(self._info.format, creds, writer)
+        # a crashed plain commit is finished, not read torn; a crashed Delta or Lance job's
+        # files are removed
+        protocol_for(self._info.format).finish_abandoned(creds, writer)
         return plan_partitions(self._info, creds)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

@@ -1,18 +1,19 @@
 """Write a Spark DataFrame into a generic table: tasks stage data, the driver alone publishes it.
 
 Why split this way: only the driver knows which task attempts Spark accepted, so only the driver
-makes data visible (``committer.py``); a task never writes a file a reader could see.
+makes data visible (the format's commit protocol, ``engine/protocol.py``); a task never
+writes a file a reader could see.
 
 - ``parquet`` (plain table) and ``delta`` on S3 and ADLS: each task streams one Parquet file
-  into a staged upload that it does not complete (``tables/staged.py``: an S3 multipart upload,
+  into a staged upload that it does not complete (``engine/staged.py``: an S3 multipart upload,
   ADLS uncommitted blocks) and reports key, upload id and part tags. A failed, duplicate or
   late attempt's upload is never completed, so its rows never appear; ``abort`` aborts the
   reported uploads. Plain tables commit under a conflict check
-  (``tables/plain_commit.py``); Delta adds the files in one Delta transaction.
+  (``engine/formats/plain.py``); Delta adds the files in one Delta transaction.
 - Other storage: tasks write ``part-<write-id>-*`` files; commit and abort delete the job's
   unpublished ones (a reader listing a plain table during the job sees them as they land).
 - ``lance``: tasks write fragments (``write_fragments``); the driver commits one Append or
-  Overwrite (``committer.commit_lance``).
+  Overwrite (``engine/formats/lance.py``).
 
 Each task asks its node's gateway for a write credential; the commit (which Spark runs in a
 separate Python process) asks too. Commit messages carry paths, upload ids, sizes and row counts,
@@ -31,16 +32,20 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
-from lakegate_client.spark import committer, worker_heap
+from lakegate_client.engine import attempts, jobs, stores
+from lakegate_client.engine.formats import lance as lance_format
+from lakegate_client.engine.formats import protocol_for
+from lakegate_client.engine.formats.plain import CommitTiming
+from lakegate_client.engine.job_intent import Seen
+from lakegate_client.engine.protocol import Job, Reported
+from lakegate_client.engine.staged import abort_uploads, stage_parquet
+from lakegate_client.engine.stores.base import PendingUpload, S3Location
+from lakegate_client.spark import worker_heap
 from lakegate_client.spark.connection import table_credentials
 from lakegate_client.spark.faults import Faults
-from lakegate_client.tables import attempts
 from lakegate_client.tables.catalog import TableFormatError, TableInfo
-from lakegate_client.tables.directory import fs_path, new_data_file, replace_files
+from lakegate_client.tables.directory import fs_path, new_data_file
 from lakegate_client.tables.files import write_parquet_batches
-from lakegate_client.tables.job_intent import Seen
-from lakegate_client.tables.plain_commit import CommitTiming, PlainPlan
-from lakegate_client.tables.staged import PendingUpload, S3Location, abort_uploads, stage_parquet
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -79,7 +84,7 @@ class WritePlan:
 
     ``staged``: tasks stage multipart uploads (S3); ``plain``: what a plain table looked like at
     planning, for the commit's conflict check (S3 plain tables only); ``seen``: the job's intent
-    as planning wrote it (Delta, Lance on S3, ADLS, GCS: ``tables/job_intent.py``).
+    as planning wrote it (Delta, Lance on S3, ADLS, GCS: ``engine/job_intent.py``).
     """
 
     opts: SourceOptions
@@ -88,7 +93,7 @@ class WritePlan:
     write_id: str
     read_version: int | None
     staged: bool = False
-    plain: PlainPlan | None = None
+    plain: object | None = None  # the format's planning result (plain: ``PlainPlan``)
     faults: Faults = field(default_factory=Faults)
     seen: Seen | None = None
 
@@ -96,6 +101,12 @@ class WritePlan:
     def job(self) -> bool:
         """Whether planning wrote the job's intent."""
         return self.seen is not None
+
+    def job_of(self) -> Job:
+        """The job as the commit protocol takes it (``engine/protocol.py``)."""
+        return Job(fmt=self.info.format, write_id=self.write_id, overwrite=self.overwrite,
+                   staged=self.staged, read_version=self.read_version, plain=self.plain,
+                   seen=self.seen)
 
 
 class LakekeeperWriter(DataSourceArrowWriter):
@@ -133,8 +144,8 @@ class LakekeeperWriter(DataSourceArrowWriter):
         batches = counter.count(self._plan.faults.midway(conformed, partition, attempt))
         creds = table_credentials(self._plan.opts, "write", self._plan.info.location)
         if self._plan.info.format == "lance":
-            intent = committer.job_of(creds, self._plan.write_id) if self._plan.job else None
-            with committer.job_lease(intent, seen=self._plan.seen):  # a long task keeps it alive
+            intent = jobs.job_of(creds, self._plan.write_id) if self._plan.job else None
+            with jobs.job_lease(intent, seen=self._plan.seen):  # a long task keeps it alive
                 return self._land_lance(creds, batches, partition, attempt, counter)
         rel = new_data_file(self._plan.write_id, partition, "parquet")
         if self._plan.staged:
@@ -156,12 +167,12 @@ class LakekeeperWriter(DataSourceArrowWriter):
         records: tuple[str, ...] = ()
         try:
             self._plan.faults.hit("after_land", partition, attempt)
-            ledger = committer.lance_ledger(creds)
+            ledger = lance_format.lance_ledger(creds)
             if ledger is not None:
                 records = (attempts.check_in(*ledger, self._plan.write_id, partition, attempt,
-                                             committer.lance_files(fragments)),)
+                                             lance_format.lance_files(fragments)),)
         except BaseException:
-            committer.drop_lance_fragments(creds, fragments)
+            lance_format.drop_lance_fragments(creds, fragments)
             raise
         return TaskResult(partition=partition, fragments=fragments, rows=counter.rows,
                           records=records)
@@ -172,7 +183,7 @@ class LakekeeperWriter(DataSourceArrowWriter):
     def _stage(self, creds: TableCredentials, rel: str, batches: Iterator[pa.RecordBatch],
                partition: int, attempt: int) -> PendingUpload:
         """One Parquet file as a pending upload; a failure after staging aborts it."""
-        s3, where = committer.table_store(creds), S3Location.parse(creds.location)
+        s3, where = stores.table_store(creds), S3Location.parse(creds.location)
         upload = stage_parquet(s3, where.bucket, where.key(rel), self._schema, batches)
         try:
             self._plan.faults.hit("after_land", partition, attempt)
@@ -197,40 +208,23 @@ class LakekeeperWriter(DataSourceArrowWriter):
         return tuple(json.dumps(f.to_json()) for f in fragments)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
-        """Publish the reported attempts' data (``committer``); then the driver's worker keeps
-        its long-lived heap out of the collection that follows (``worker_heap.settling``)."""
+        """Publish the reported attempts' data (``protocol_for(fmt).commit``); then the
+        driver's worker keeps its long-lived heap out of the collection that follows
+        (``worker_heap.settling``)."""
         with worker_heap.settling(self._plan.opts.freeze_worker_heap):
             self._commit(messages)
 
     def _commit(self, messages: list[WriterCommitMessage | None]) -> None:
         self._plan.faults.hit("before_commit", 0)
-        results = [m for m in messages if isinstance(m, TaskResult)]
         creds = table_credentials(self._plan.opts, "write", self._plan.info.location)
-        plan, fmt = self._plan, self._plan.info.format
-        files = [f for r in results for f in r.files]
-        uploads = [u for r in results for u in r.uploads]
-        intent = committer.job_of(creds, plan.write_id) if plan.job else None
-        if fmt == "lance":
-            committer.commit_lance(creds, self._schema, [f for r in results for f in r.fragments],
-                                   overwrite=plan.overwrite, read_version=plan.read_version,
-                                   write_id=plan.write_id, intent=intent,
-                                   records=[x for r in results for x in r.records],
-                                   seen=plan.seen)
-        elif fmt == "delta":
-            committer.publish_delta(creds, self._schema, files, uploads,
-                                    overwrite=plan.overwrite, write_id=plan.write_id,
-                                    intent=intent, seen=plan.seen)
-        elif plan.plain is not None:
+        plan, timing = self._plan, None
+        if plan.plain is not None:
             lease = plan.faults.lease_s()
             timing = CommitTiming(on_step=lambda step: plan.faults.hit(step, 0))
             if lease is not None:  # test faults only
                 timing = dataclasses.replace(timing, lease_s=lease)
-            committer.publish_plain(creds, fmt, plan.plain, uploads, overwrite=plan.overwrite,
-                                    write_id=plan.write_id, timing=timing)
-        else:
-            replace_files(creds.pyarrow_filesystem(), fs_path(creds.location), "parquet",
-                          [f.path for f in files], overwrite=plan.overwrite,
-                          write_id=plan.write_id)
+        protocol_for(plan.info.format).commit(creds, plan.job_of(), self._schema,
+                                              _reported(messages), timing)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         with worker_heap.settling(self._plan.opts.freeze_worker_heap):
@@ -238,24 +232,17 @@ class LakekeeperWriter(DataSourceArrowWriter):
 
     def _abort(self, messages: list[WriterCommitMessage | None]) -> None:
         creds = table_credentials(self._plan.opts, "write", self._plan.info.location)
-        if self._plan.info.format == "lance":
-            reported = [f for m in messages if isinstance(m, TaskResult) for f in m.fragments]
-            committer.drop_lance_fragments(creds, reported, self._plan.write_id,
-                                           since=self._plan.read_version,
-                                           with_intent=self._plan.job)
-            return
-        uploads = [u for m in messages if isinstance(m, TaskResult) for u in m.uploads]
-        if self._plan.staged:
-            s3, where = committer.table_store(creds), S3Location.parse(creds.location)
-            if self._plan.plain is not None:  # a visible file is a committed one: never deleted
-                committer.abort_plain_job(s3, where, uploads, self._plan.write_id)
-                return
-            committer.discard_staged(s3, where, uploads, self._plan.write_id)
-        if self._plan.info.format == "delta":  # files its log may reference stay
-            intent = committer.job_of(creds, self._plan.write_id) if self._plan.job else None
-            committer.discard_delta(creds, self._plan.write_id, intent)
-            return
-        committer.drop_job_files(creds, self._plan.write_id, keep=())
+        protocol_for(self._plan.info.format).abort(creds, self._plan.job_of(),
+                                                   _reported(messages))
+
+
+def _reported(messages: list[WriterCommitMessage | None]) -> Reported:
+    """What the attempts Spark accepted reported, as the commit protocol takes it."""
+    results = [m for m in messages if isinstance(m, TaskResult)]
+    return Reported(files=[f for r in results for f in r.files],
+                    uploads=[u for r in results for u in r.uploads],
+                    fragments=[f for r in results for f in r.fragments],
+                    records=[x for r in results for x in r.records])
 
 
 class _RowCounter:

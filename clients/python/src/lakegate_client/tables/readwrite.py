@@ -7,6 +7,7 @@ Each format uses the matching adapter of ``TableCredentials``: directory tables 
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import uuid
 from collections.abc import Sequence
@@ -58,7 +59,7 @@ def read_table(
                                expected_location=info.location)  # the table just described
     cols = list(columns) if columns is not None else None
     if info.format in ("delta", "lance") and creds.storage in ("s3", "adls", "gcs"):
-        _finish_abandoned_jobs(client, info, creds, warehouse)
+        _finish_abandoned(client, info, creds, warehouse)
     if info.format == "delta":
         from deltalake import DeltaTable
 
@@ -85,95 +86,25 @@ def read_table(
 
 def _finish_abandoned(client: Client, info: TableInfo, creds: TableCredentials,
                       warehouse: str | None) -> None:
-    """Roll forward a plain commit whose writer died (``plain_commit.finish_abandoned``); best
-    effort: a caller without write access, or without boto3 (the core client installs only
-    httpx), reads the table as it is, with a warning."""
-    if creds.storage == "adls":  # the Blob REST store needs httpx only
-        _finish_abandoned_adls(client, info, creds, warehouse)
-        return
-    if creds.storage == "gcs":  # the JSON-API store needs httpx only
-        _finish_abandoned_gcs(client, info, creds, warehouse)
-        return
-    try:
-        import boto3
-    except ImportError:
-        log.warning("%s has a commit intent a writer left; install boto3 "
+    """Finish what a writer that died left (``engine/protocol.py``: a plain commit rolled
+    forward, a Delta or Lance job's files removed): one listing with the read credential, and
+    only when something was left a write credential. Best effort: a caller without write
+    access, or without boto3 on S3 (the core client installs only httpx; such jobs are written
+    with the Spark or s3 extra), reads the table as it is, with a warning."""
+    if creds.storage == "s3" and importlib.util.find_spec("boto3") is None:
+        log.warning("%s may hold a commit a writer left; install boto3 "
                     "(lakegate-client[s3]) for reads to finish it", info.name)
         return
+    from lakegate_client.engine.formats import protocol_for
 
-    from lakegate_client.tables.plain_commit import finish_abandoned
-    from lakegate_client.tables.staged import S3Location
-
-    def writer() -> object:
-        wcreds = client.credentials(list(info.namespace), info.name, warehouse=warehouse,
-                                    access="write", expected_location=info.location)
-        return boto3.session.Session().client("s3", **wcreds.boto3_kwargs())
-
-    try:
-        reader = boto3.session.Session().client("s3", **creds.boto3_kwargs())
-        finish_abandoned(reader, S3Location.parse(creds.location), writer)
-    except Exception:  # the read goes on with the table as it is
-        log.warning("could not finish an abandoned commit of %s", info.name, exc_info=True)
-
-
-def _finish_abandoned_jobs(client: Client, info: TableInfo, creds: TableCredentials,
-                           warehouse: str | None) -> None:
-    """Remove the files of a Delta or Lance Spark job whose driver died before its commit
-    (``tables/job_intent.py``, ``spark/committer.py``; pyspark is not imported): one listing of
-    the job intents, then, only when one expired, a write credential (S3, ADLS, GCS). Best
-    effort: on S3 without boto3 (a core install), or without write access, the read goes on as
-    it is."""
-    import importlib.util
-
-    if creds.storage == "s3" and importlib.util.find_spec("boto3") is None:  # such jobs are
-        return  # written with the Spark extra; ADLS and GCS need httpx only
-    from lakegate_client.spark.committer import finish_abandoned_jobs
-
-    finish_abandoned_jobs(info.format, creds, lambda: client.credentials(
+    protocol_for(info.format).finish_abandoned(creds, lambda: client.credentials(
         list(info.namespace), info.name, warehouse=warehouse, access="write",
         expected_location=info.location).with_storage_endpoint(creds.storage_endpoint))
 
 
-def _finish_abandoned_adls(client: Client, info: TableInfo, creds: TableCredentials,
-                           warehouse: str | None) -> None:
-    from lakegate_client.tables.azure_store import AzureBlobStore
-    from lakegate_client.tables.plain_commit import finish_abandoned
-    from lakegate_client.tables.staged import S3Location
-
-    def writer() -> object:
-        wcreds = client.credentials(list(info.namespace), info.name, warehouse=warehouse,
-                                    access="write", expected_location=info.location)
-        return AzureBlobStore.for_credentials(wcreds.with_storage_endpoint(
-            creds.storage_endpoint))
-
-    try:
-        finish_abandoned(AzureBlobStore.for_credentials(creds), S3Location.parse(creds.location),
-                         writer)
-    except Exception:  # the read goes on with the table as it is
-        log.warning("could not finish an abandoned commit of %s", info.name, exc_info=True)
-
-
-def _finish_abandoned_gcs(client: Client, info: TableInfo, creds: TableCredentials,
-                          warehouse: str | None) -> None:
-    from lakegate_client.tables.gcs_store import GcsStore
-    from lakegate_client.tables.plain_commit import finish_abandoned
-    from lakegate_client.tables.staged import S3Location
-
-    def writer() -> object:
-        wcreds = client.credentials(list(info.namespace), info.name, warehouse=warehouse,
-                                    access="write", expected_location=info.location)
-        return GcsStore.for_credentials(wcreds.with_storage_endpoint(creds.storage_endpoint))
-
-    try:
-        finish_abandoned(GcsStore.for_credentials(creds), S3Location.parse(creds.location),
-                         writer)
-    except Exception:  # the read goes on with the table as it is
-        log.warning("could not finish an abandoned commit of %s", info.name, exc_info=True)
-
-
 def _has_intent(files: Sequence[str]) -> bool:
     """Whether a listing of the table (``list_files``) holds a top-level commit intent."""
-    from lakegate_client.tables.plain_commit import INTENT_PREFIX
+    from lakegate_client.engine.formats.plain import INTENT_PREFIX
 
     return any(rel.startswith(INTENT_PREFIX) and "/" not in rel for rel in files)
 
