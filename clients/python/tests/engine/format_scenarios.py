@@ -1,6 +1,6 @@
 """Crash points of the Delta, Iceberg and Lance commits (issue 32), on local files.
 
-Why not ``tables/crash_points`` as is: these commits go through delta-rs, Lance (Rust object
+Why not ``crash_points`` (plain tables) as is: these commits go through delta-rs, Lance (Rust object
 stores) and a pyiceberg catalog, not through a boto3 client the fake S3 could stand in for. So
 the calls are recorded one level up, where the driver's code meets the store or the catalog:
 every log, manifest or catalog read, the one commit call, every listing and delete. A fault-free
@@ -10,8 +10,11 @@ happened), a lost answer at N (it happened, the caller saw an error) and the dri
 the job's intent (``engine/job_intent.py``, kept on a fake S3, ADLS or GCS store next to the
 local table: ``FORMAT_STORES``, where each format is written), the
 tasks land their files (a Lance task renews the job's lease first), then ``commit``, then
-``abort`` when a task or the commit raised, nothing after a kill. Then the next write or read
-recovers the table, once the lease (and the commit call's bound) ran out.
+``abort`` when a task or the commit raised, nothing after a kill. Delta and Lance jobs commit,
+abort and recover through the format's commit protocol (``protocol_for(fmt)``,
+``engine/protocol.py``), the one interface the data source drives; Iceberg through its writer.
+Then the next write or read recovers the table, once the lease (and the commit call's bound) ran
+out.
 
 Invariant, checked by a fresh reader: the table reads (no referenced file was deleted) and
 holds exactly the old rows or exactly the new ones; a job that reported success shows the new
@@ -37,10 +40,10 @@ from typing import Any
 import pyarrow as pa
 
 from lakegate_client.engine import attempts, job_files, jobs, retrying
-from lakegate_client.engine.formats import delta as delta_format
 from lakegate_client.engine.formats import lance as lance_format
 from lakegate_client.engine.formats import protocol_for
 from lakegate_client.engine.job_intent import JOB_PREFIX, JobIntent, JobTiming, LeaseKeeper
+from lakegate_client.engine.protocol import Job, Reported
 from lakegate_client.engine.stores.base import S3Location
 from lakegate_client.spark.options import SourceOptions
 from lakegate_client.tables.directory import new_data_file
@@ -389,6 +392,22 @@ class JobWorld:
     def intent(self) -> Any:
         return jobs.job_of(self.creds, self.write_id)
 
+    def job(self) -> Job:
+        """The job as planning left it, as the format's commit protocol takes it."""
+        return Job(fmt=self.fmt, write_id=self.write_id, overwrite=self.case == "overwrite",
+                   read_version=getattr(self, "read_version", None), seen=self.seen)
+
+    def commit(self) -> None:
+        """The driver's commit, through the format's protocol (``engine/protocol.py``)."""
+        protocol_for(self.fmt).commit(self.creds, self.job(), SCHEMA, self.reported())
+
+    def abort(self) -> None:
+        """Spark's abort, through the format's protocol."""
+        protocol_for(self.fmt).abort(self.creds, self.job(), self.reported())
+
+    def reported(self) -> Reported:
+        return Reported()
+
     def recover(self, after_s: float) -> None:
         """The next write's planning (or a read), ``after_s`` seconds later."""
         timing = JobTiming(now=lambda: time.time() + after_s, sleep=lambda _s: None)
@@ -465,13 +484,8 @@ class DeltaWorld(JobWorld):
                  calls.wrap("delta: commit (create)", tx.create_table_with_add_actions)),
                 *_store_patches(calls, job_files), *self._job_patches(calls)]
 
-    def commit(self) -> None:
-        delta_format.publish_delta(self.creds, SCHEMA, self.files, [],
-                                   overwrite=self.case == "overwrite", write_id=self.write_id,
-                                   intent=self.intent(), seen=self.seen)
-
-    def abort(self) -> None:
-        delta_format.discard_delta(self.creds, self.write_id, self.intent())
+    def reported(self) -> Reported:
+        return Reported(files=self.files)
 
     def outcome(self, reported: str) -> Outcome:
         import deltalake
@@ -669,15 +683,8 @@ class LanceWorld(JobWorld):
                                                             self.where)),
                 *self._job_patches(calls)]
 
-    def commit(self) -> None:
-        lance_format.commit_lance(self.creds, SCHEMA, self.fragments,
-                                  overwrite=self.case == "overwrite",
-                                  read_version=self.read_version, write_id=self.write_id,
-                                  intent=self.intent(), records=self.records, seen=self.seen)
-
-    def abort(self) -> None:
-        lance_format.drop_lance_fragments(self.creds, self.fragments, self.write_id,
-                                          since=self.read_version, with_intent=True)
+    def reported(self) -> Reported:
+        return Reported(fragments=self.fragments, records=self.records)
 
     def outcome(self, reported: str) -> Outcome:
         import lance

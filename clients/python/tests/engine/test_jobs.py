@@ -43,8 +43,8 @@ from lakegate_client.spark import iceberg, reader  # noqa: E402
 from lakegate_client.spark.options import SourceOptions  # noqa: E402
 from lakegate_client.tables.catalog import TableInfo  # noqa: E402
 
-from ..engine.formats.test_delta import local_creds, rows, write_file  # noqa: E402
-from ..engine.stores.fake_s3 import FakeS3  # noqa: E402
+from .formats.test_delta import local_creds, rows, write_file  # noqa: E402
+from .stores.fake_s3 import FakeS3  # noqa: E402
 
 SCHEMA = pa.schema([("id", pa.int64())])
 WHERE = S3Location("b", "wh/t")
@@ -171,7 +171,7 @@ def test_an_iceberg_job_killed_before_its_commit_leaves_no_orphan_after_the_next
         tmp_path: Path, store: StoreS3, monkeypatch: pytest.MonkeyPatch) -> None:
     from lakegate_client.spark import datasource
 
-    from .iceberg_catalog import MemoryCatalog
+    from ..spark.iceberg_catalog import MemoryCatalog
 
     catalog = MemoryCatalog(f"file://{tmp_path}/wh")
     catalog.create_table(("ns", "t"), SCHEMA).append(pa.table({"id": [0, 1]}, schema=SCHEMA))
@@ -288,8 +288,8 @@ def _cloud(storage: str, fmt: str, tmp_path: Path,
            monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any]:
     """A local table whose credential says ``storage``: ``job_store`` (not patched) finds its
     intents on the table's store, here the fake of that store."""
-    from ..engine.stores.fake_adls import FakeAdls
-    from ..engine.stores.fake_gcs import FakeGcs
+    from .stores.fake_adls import FakeAdls
+    from .stores.fake_gcs import FakeGcs
 
     creds = lance_creds(tmp_path) if fmt == "lance" else local_creds(tmp_path)
     creds.storage = storage
@@ -345,7 +345,7 @@ def _iceberg_job(tmp_path: Path, creds: Any, wid: str,
                  monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     """An Iceberg table of two rows and a job (its intent from long ago) whose task wrote its
     data file; returns the file."""
-    from .iceberg_catalog import MemoryCatalog
+    from ..spark.iceberg_catalog import MemoryCatalog
 
     catalog = MemoryCatalog(f"file://{tmp_path}/wh")
     catalog.create_table(("ns", "t"), SCHEMA).append(pa.table({"id": [0, 1]}, schema=SCHEMA))
