@@ -48,9 +48,12 @@ from lakegate_client.spark.options import SourceOptions
 from lakegate_client.spark.reader import LakekeeperReader, arrow_schema, spark_schema
 from lakegate_client.spark.writer import WRITABLE_FORMATS, LakekeeperWriter, WritePlan
 from lakegate_client.tables.conditional_writes import process_probe
+from lakegate_client.tables.current_schema import table_schema
 from lakegate_client.tables.directory import fs_path
 from lakegate_client.tables.object_store import ObjectStore, S3Store
 from lakegate_client.tables.plain_commit import plan_plain
+from lakegate_client.tables.planning_refusal import undone_on_refusal
+from lakegate_client.tables.schema_fit import check_schema_options, fit_schema
 from lakegate_client.tables.snapshot import convert_to_plain
 from lakegate_client.tables.staged import S3Location
 
@@ -116,31 +119,36 @@ class LakekeeperDataSource(DataSource):
             return iceberg.iceberg_writer(opts, to_arrow_schema(schema), overwrite)
         if opts.format is not None and opts.format not in WRITABLE_FORMATS:  # before creating
             raise tables.TableFormatError(f"{opts.format!r} tables are read-only in Spark")
-        info = tables.ensure_table(
-            client_for(opts.url),
-            opts.namespace,
-            opts.table,
-            fmt=opts.format,
-            create=opts.create,
-            warehouse=opts.warehouse,
-        )
-        if info.format not in WRITABLE_FORMATS:
-            raise tables.TableFormatError(f"{info.format!r} tables are read-only in Spark")
-        creds = table_credentials(opts, "write")
-        if info.format == "delta":  # a store deltalake cannot reach: refused before tasks write
-            creds.delta_storage_options()
+        if opts.format is not None:  # schema options the format lacks: before creating too
+            check_schema_options(opts.format, overwrite=overwrite, merge_schema=opts.merge_schema,
+                                 overwrite_schema=opts.overwrite_schema)
+        client, created = client_for(opts.url), list[tables.TableInfo]()
+        info = tables.ensure_table(client, opts.namespace, opts.table, fmt=opts.format,
+                                   create=opts.create, warehouse=opts.warehouse,
+                                   on_create=created.append)
+        with undone_on_refusal(created, lambda t: client.drop(
+                list(t.namespace), t.name, warehouse=opts.warehouse)):  # a refusal: not created
+            if info.format not in WRITABLE_FORMATS:
+                raise tables.TableFormatError(f"{info.format!r} tables are read-only in Spark")
+            creds = table_credentials(opts, "write")
+            if info.format == "delta":  # a store deltalake cannot reach: refused before writing
+                creds.delta_storage_options()
+            fit = fit_schema(table_schema(info.format, creds), to_arrow_schema(schema),
+                             fmt=info.format, table=opts.qualified_name, overwrite=overwrite,
+                             merge_schema=opts.merge_schema,
+                             overwrite_schema=opts.overwrite_schema)
+            if stages(creds):
+                # a plain table's commit marker, every job's intent, Lance's create claim and
+                # ledger (S3, ADLS, GCS): all on a store the probe proved
+                store, where = _store(creds), S3Location.parse(creds.location)
+                process_probe().ensure(store, where.bucket, where.prefix,
+                                       accept_risk=opts.accept_single_writer_risk)
         if info.format in tables.DIRECTORY_FORMATS:  # an old-layout table becomes plain files first
             convert_to_plain(creds.pyarrow_filesystem(), fs_path(creds.location), info.format)
         staged = stages(creds) and info.format != "lance"
         plain = None
-        if stages(creds):
-            # a plain table's commit marker, every job's intent, Lance's create claim and
-            # ledger (S3, ADLS, GCS): all on a store the probe proved
-            store, where = _store(creds), S3Location.parse(creds.location)
-            process_probe().ensure(store, where.bucket, where.prefix,
-                                   accept_risk=opts.accept_single_writer_risk)
-            if staged and info.format in tables.DIRECTORY_FORMATS:
-                plain = plan_plain(store, where, info.format, overwrite=overwrite)
+        if staged and info.format in tables.DIRECTORY_FORMATS:
+            plain = plan_plain(store, where, info.format, overwrite=overwrite)
         write_id = uuid.uuid4().hex
         read_version, seen = None, None
         if info.format in ("delta", "lance"):
@@ -170,7 +178,7 @@ class LakekeeperDataSource(DataSource):
             faults=Faults.parse(opts.test_fault),
             seen=seen,
         )
-        return LakekeeperWriter(plan, to_arrow_schema(schema))
+        return LakekeeperWriter(plan, fit.schema)
 
 
 def _store(creds: TableCredentials) -> ObjectStore:

@@ -35,11 +35,13 @@ from lakegate_client.spark import committer, worker_heap
 from lakegate_client.spark.connection import table_credentials
 from lakegate_client.spark.faults import Faults
 from lakegate_client.tables import attempts
-from lakegate_client.tables.catalog import TableFormatError, TableInfo
+from lakegate_client.tables.catalog import DIRECTORY_FORMATS, TableFormatError, TableInfo
 from lakegate_client.tables.directory import fs_path, new_data_file, replace_files
+from lakegate_client.tables.empty_overwrite import schema_part
 from lakegate_client.tables.files import write_parquet_batches
 from lakegate_client.tables.job_intent import Seen
 from lakegate_client.tables.plain_commit import CommitTiming, PlainPlan
+from lakegate_client.tables.schema_fit import conform_batch
 from lakegate_client.tables.staged import PendingUpload, S3Location, abort_uploads, stage_parquet
 
 if TYPE_CHECKING:
@@ -167,7 +169,7 @@ class LakekeeperWriter(DataSourceArrowWriter):
                           records=records)
 
     def _conform(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        return batch if batch.schema.equals(self._schema) else batch.cast(self._schema)
+        return conform_batch(batch, self._schema)  # the schema planning fitted
 
     def _stage(self, creds: TableCredentials, rel: str, batches: Iterator[pa.RecordBatch],
                partition: int, attempt: int) -> PendingUpload:
@@ -209,6 +211,10 @@ class LakekeeperWriter(DataSourceArrowWriter):
         plan, fmt = self._plan, self._plan.info.format
         files = [f for r in results for f in r.files]
         uploads = [u for r in results for u in r.uploads]
+        if plan.overwrite and not (files or uploads) and fmt in DIRECTORY_FORMATS:  # schema kept
+            rel, upload = schema_part(creds, plan.write_id, self._schema,
+                                      committer.table_store(creds) if plan.staged else None)
+            files, uploads = [WrittenFile(rel, 0, 0, _now_ms())], [upload] if upload else []
         intent = committer.job_of(creds, plan.write_id) if plan.job else None
         if fmt == "lance":
             committer.commit_lance(creds, self._schema, [f for r in results for f in r.fragments],
