@@ -49,6 +49,7 @@ from lakegate_client.spark.reader import LakekeeperReader, arrow_schema, spark_s
 from lakegate_client.spark.writer import WRITABLE_FORMATS, LakekeeperWriter, WritePlan
 from lakegate_client.tables.conditional_writes import process_probe
 from lakegate_client.tables.current_schema import table_schema
+from lakegate_client.tables.delta_schema import add_delta_columns
 from lakegate_client.tables.directory import fs_path
 from lakegate_client.tables.object_store import ObjectStore, S3Store
 from lakegate_client.tables.plain_commit import plan_plain
@@ -143,6 +144,8 @@ class LakekeeperDataSource(DataSource):
                 store, where = _store(creds), S3Location.parse(creds.location)
                 process_probe().ensure(store, where.bucket, where.prefix,
                                        accept_risk=opts.accept_single_writer_risk)
+        if info.format == "delta":  # mergeSchema's columns, before any task writes
+            add_delta_columns(creds, fit)
         if info.format in tables.DIRECTORY_FORMATS:  # an old-layout table becomes plain files first
             convert_to_plain(creds.pyarrow_filesystem(), fs_path(creds.location), info.format)
         staged = stages(creds) and info.format != "lance"

@@ -195,6 +195,9 @@ class LakekeeperWriter(DataSourceArrowWriter):
             creds.location,
             schema=self._schema,
             storage_options=creds.lance_storage_options(),
+            # overwriteSchema: fragments of the new schema, not checked against the old one
+            mode="overwrite" if self._plan.overwrite and self._plan.opts.overwrite_schema
+            else "append",
         )
         return tuple(json.dumps(f.to_json()) for f in fragments)
 
