@@ -13,7 +13,9 @@ Options: ``table`` (``"ns.table"``, ``"a.b.table"``; or ``namespace`` + ``table`
 process that runs the task, i.e. its node's gateway), ``format`` (for a write that creates the
 table; checked against the table otherwise), ``create`` (``true``: create a missing table),
 ``accept_single_writer_risk`` (``true``: write even to a store that ignores conditional PUTs,
-which the writer otherwise refuses before writing anything; only with one writer at a time).
+which the writer otherwise refuses before writing anything; only with one writer at a time),
+``mergeSchema`` / ``overwriteSchema`` (``true``: evolve or replace the table's schema where its
+format allows; planning checks a write's schema against the table's: ``tables/schema_fit.py``).
 Reads: parquet, csv, json, delta, lance. Writes (append, overwrite): parquet, delta, lance.
 Iceberg tables: ``.option("format", "iceberg")`` (spark/iceberg.py; plus ``catalog_url``, the
 gateway's HTTP address for the driver's pyiceberg catalog calls).
