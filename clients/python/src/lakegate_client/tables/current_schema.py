@@ -39,11 +39,12 @@ def table_schema(fmt: str, creds: TableCredentials) -> pa.Schema | None:
         return schema
     if fmt == "delta":
         from deltalake import DeltaTable
+        from deltalake.exceptions import TableNotFoundError
 
-        options = creds.delta_storage_options()
-        if not DeltaTable.is_deltatable(creds.location, storage_options=options):
+        try:
+            delta = DeltaTable(creds.location, storage_options=creds.delta_storage_options())
+        except TableNotFoundError:  # no Delta log yet (any other failure raises)
             return None
-        delta = DeltaTable(creds.location, storage_options=options)
         return pa.schema(delta.schema().to_arrow())
     if fmt not in DIRECTORY_FORMATS:
         raise TableFormatError(f"{fmt!r} is not a generic table format")
