@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from lakegate_client import NotFoundError
 from lakegate_client.tables import read_table
 
 if TYPE_CHECKING:
@@ -99,7 +100,7 @@ def test_merge_schema_adds_a_column_to_a_delta_table_old_rows_read_null(
     with pytest.raises(Exception, match="parquet tables have no mergeSchema"):
         _save(_frame(spark, 0, 1), f"{namespace}.{table_name}_p", "overwrite", format="parquet",
               create="true", mergeSchema="true")
-    with pytest.raises(Exception, match="NoSuchGenericTable|not found|NotFound"):
+    with pytest.raises(NotFoundError):
         read_table(client, namespace, f"{table_name}_p")  # refused before the create
 
 

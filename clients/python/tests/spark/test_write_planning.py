@@ -84,9 +84,14 @@ def test_a_fitting_write_is_planned_with_the_tables_schema(
 
 def test_merge_schema_on_delta_plans_the_added_column_and_plain_tables_refuse_it(
         monkeypatch: pytest.MonkeyPatch) -> None:
+    from lakegate_client.spark import datasource
+
     wider = TABLE.append(pa.field("extra", pa.int32()))
+    added: list[tuple[str, ...]] = []
+    monkeypatch.setattr(datasource, "add_delta_columns", lambda _c, fit: added.append(fit.added))
     planned = _writer(monkeypatch, FakeAdls(), wider, TABLE, False, "delta", mergeSchema="true")
     assert planned._schema.names == ["id", "label", "extra"]
+    assert added == [("extra",)]  # committed at planning, before any task writes
     store = FakeAdls()
     with pytest.raises(Exception, match="parquet tables have no mergeSchema"):
         _writer(monkeypatch, store, wider, TABLE, False, "parquet", mergeSchema="true")
