@@ -12,13 +12,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from lakegate_client import NotFoundError, StorageCredential, TableCredentials
-from lakegate_client._models import LoadedTable
+from lakegate_client import StorageCredential, TableCredentials
 from lakegate_client.tables.catalog import TableInfo
 from lakegate_client.tables.schema_fit import SchemaMismatchError
 from lakegate_client.tables.staged import S3Location
 
 from ..tables.fake_adls import FakeAdls
+from ..tables.fake_catalog import FakeCatalog
 
 pytest.importorskip("pyspark")
 
@@ -110,28 +110,6 @@ def test_an_empty_overwrite_of_a_plain_table_publishes_a_zero_row_file_of_its_sc
     assert written.schema.equals(TABLE)
 
 
-class _Catalog:
-    """Enough of ``Client`` for ``ensure_table``: load, create, drop of generic tables."""
-
-    def __init__(self) -> None:
-        self.tables: dict[str, str] = {}
-        self.dropped: list[str] = []
-
-    def load(self, namespace: list[str], table: str, warehouse: str | None = None) -> LoadedTable:
-        if table not in self.tables:
-            raise NotFoundError(f"no table {table}")
-        return LoadedTable(tuple(namespace), table, self.tables[table], f"gs://bucket/wh/{table}")
-
-    def create(self, namespace: list[str], table: str, format: str,
-               warehouse: str | None = None) -> LoadedTable:
-        self.tables[table] = format
-        return self.load(namespace, table)
-
-    def drop(self, namespace: list[str], table: str, warehouse: str | None = None) -> None:
-        del self.tables[table]
-        self.dropped.append(table)
-
-
 def test_a_delta_write_on_gcs_refused_at_planning_leaves_no_table_so_parquet_can_be_created(
         monkeypatch: pytest.MonkeyPatch) -> None:
     from lakegate_client import UnsupportedStorageError, tables
@@ -141,7 +119,7 @@ def test_a_delta_write_on_gcs_refused_at_planning_leaves_no_table_so_parquet_can
     creds = TableCredentials.from_parts(location=location, credentials=[StorageCredential(
         location, {"gcs.oauth2.token": "ya29.token",
                    "gcs.oauth2.token-expires-at": "4000000000000"})])
-    catalog = _Catalog()
+    catalog = FakeCatalog(location)
     monkeypatch.setattr(datasource, "client_for", lambda _url: catalog)
     monkeypatch.setattr(datasource, "table_credentials", lambda *_a, **_k: creds)
     source = datasource.LakekeeperDataSource({"table": "wh.t1", "format": "delta",
@@ -158,8 +136,7 @@ def test_a_refused_write_to_a_table_it_did_not_create_drops_nothing(
         monkeypatch: pytest.MonkeyPatch) -> None:
     from lakegate_client.spark import datasource
 
-    catalog = _Catalog()
-    catalog.tables["t1"] = "parquet"
+    catalog = FakeCatalog(LOCATION, {"t1": "parquet"})
     monkeypatch.setattr(datasource, "client_for", lambda _url: catalog)
     monkeypatch.setattr(datasource, "table_credentials", lambda *_a, **_k: _creds())
     monkeypatch.setattr(datasource, "table_schema", lambda *_a: TABLE)
@@ -174,7 +151,7 @@ def test_schema_options_the_format_lacks_are_refused_before_the_create(
         monkeypatch: pytest.MonkeyPatch) -> None:
     from lakegate_client.spark import datasource
 
-    catalog = _Catalog()
+    catalog = FakeCatalog(LOCATION)
     monkeypatch.setattr(datasource, "client_for", lambda _url: catalog)
     source = datasource.LakekeeperDataSource({"table": "wh.t1", "format": "lance",
                                               "create": "true", "mergeSchema": "true"})
