@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 
 from lakegate_client._config import ClientConfig
+from lakegate_client.log_redaction import keep_secrets_out_of_logs
 
 __all__ = ["CallerAuth"]
 
@@ -23,6 +24,7 @@ class CallerAuth:
     """Current caller headers for one process (benign races: two threads may both re-read)."""
 
     def __init__(self, config: ClientConfig) -> None:
+        keep_secrets_out_of_logs()  # the token never reaches a transport library's log line
         # config.token is the explicit token, or the token file's content when it was resolved.
         self._token = config.token
         self._file = config.token_file

@@ -25,6 +25,7 @@ from lakegate_client._config import storage_endpoint
 from lakegate_client._errors import UnsupportedStorageError
 from lakegate_client._gcs import GcsSettings
 from lakegate_client._s3 import S3Settings
+from lakegate_client.log_redaction import keep_secrets_out_of_logs
 
 if TYPE_CHECKING:
     import pyarrow.fs
@@ -140,6 +141,9 @@ class TableCredentials:
     table_id: str | None = None
     identity_ttl_s: float | None = None
     storage_endpoint: str | None = None
+
+    def __post_init__(self) -> None:  # its secrets never reach a library's log line
+        keep_secrets_out_of_logs()
 
     def with_storage_endpoint(self, endpoint: str | None) -> TableCredentials:
         """A copy whose ADLS/GCS adapters reach ``endpoint`` (e.g. Azurite's blob endpoint)."""

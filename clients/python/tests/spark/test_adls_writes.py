@@ -38,6 +38,7 @@ def _writer(monkeypatch: pytest.MonkeyPatch, store: FakeAdls, overwrite: bool,
     info = TableInfo(namespace=("ns",), name="t1", format=fmt, location=LOCATION)
     monkeypatch.setattr(datasource, "client_for", lambda _url: None)
     monkeypatch.setattr(datasource.tables, "ensure_table", lambda *_a, **_k: info)
+    monkeypatch.setattr(datasource, "table_schema", lambda *_a: None)  # no data yet
     monkeypatch.setattr(datasource, "table_credentials", lambda *_a, **_k: _creds())
     monkeypatch.setattr(datasource, "convert_to_plain", lambda *_a: False)
     monkeypatch.setattr(writer, "table_credentials", lambda *_a, **_k: _creds())

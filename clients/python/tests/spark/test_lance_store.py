@@ -27,6 +27,7 @@ def _lance_writer(monkeypatch: pytest.MonkeyPatch, s3: FakeS3, options: dict[str
     info = TableInfo(namespace=("wh",), name="t1", format="lance", location="s3://b/wh/t1")
     monkeypatch.setattr(datasource, "client_for", lambda _url: None)
     monkeypatch.setattr(datasource.tables, "ensure_table", lambda *_a, **_k: info)
+    monkeypatch.setattr(datasource, "table_schema", lambda *_a: None)  # no data yet
     monkeypatch.setattr(datasource, "table_credentials", lambda *_a, **_k: creds)
     monkeypatch.setattr(s3_store, "s3_client", lambda _c: s3)  # the probe's and the job intent's
     monkeypatch.setattr(lance_format, "lance_version", lambda _c: None)

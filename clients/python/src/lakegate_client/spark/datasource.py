@@ -13,7 +13,9 @@ Options: ``table`` (``"ns.table"``, ``"a.b.table"``; or ``namespace`` + ``table`
 process that runs the task, i.e. its node's gateway), ``format`` (for a write that creates the
 table; checked against the table otherwise), ``create`` (``true``: create a missing table),
 ``accept_single_writer_risk`` (``true``: write even to a store that ignores conditional PUTs,
-which the writer otherwise refuses before writing anything; only with one writer at a time).
+which the writer otherwise refuses before writing anything; only with one writer at a time),
+``mergeSchema`` / ``overwriteSchema`` (``true``: evolve or replace the table's schema where its
+format allows; planning checks a write's schema against the table's: ``tables/schema_fit.py``).
 Reads: parquet, csv, json, delta, lance. Writes (append, overwrite): parquet, delta, lance.
 Iceberg tables: ``.option("format", "iceberg")`` (spark/iceberg.py; plus ``catalog_url``, the
 gateway's HTTP address for the driver's pyiceberg catalog calls).
@@ -42,7 +44,11 @@ from lakegate_client.spark.faults import Faults
 from lakegate_client.spark.options import SourceOptions
 from lakegate_client.spark.reader import LakekeeperReader, arrow_schema, spark_schema
 from lakegate_client.spark.writer import WRITABLE_FORMATS, LakekeeperWriter, WritePlan
+from lakegate_client.tables.current_schema import table_schema
+from lakegate_client.tables.delta_schema import add_delta_columns
 from lakegate_client.tables.directory import fs_path
+from lakegate_client.tables.planning_refusal import undone_on_refusal
+from lakegate_client.tables.schema_fit import check_schema_options, fit_schema
 from lakegate_client.tables.snapshot import convert_to_plain
 
 if TYPE_CHECKING:
@@ -106,33 +112,38 @@ class LakekeeperDataSource(DataSource):
             return iceberg.iceberg_writer(opts, to_arrow_schema(schema), overwrite)
         if opts.format is not None and opts.format not in WRITABLE_FORMATS:  # before creating
             raise tables.TableFormatError(f"{opts.format!r} tables are read-only in Spark")
-        info = tables.ensure_table(
-            client_for(opts.url),
-            opts.namespace,
-            opts.table,
-            fmt=opts.format,
-            create=opts.create,
-            warehouse=opts.warehouse,
-        )
-        if info.format not in WRITABLE_FORMATS:
-            raise tables.TableFormatError(f"{info.format!r} tables are read-only in Spark")
-        creds = table_credentials(opts, "write")
-        protocol = protocol_for(info.format)
-        if info.format == "delta":  # a store deltalake cannot reach: refused before tasks write
-            creds.delta_storage_options()
+        if opts.format is not None:  # schema options the format lacks: before creating too
+            check_schema_options(opts.format, overwrite=overwrite, merge_schema=opts.merge_schema,
+                                 overwrite_schema=opts.overwrite_schema)
+        client, created = client_for(opts.url), list[tables.TableInfo]()
+        info = tables.ensure_table(client, opts.namespace, opts.table, fmt=opts.format,
+                                   create=opts.create, warehouse=opts.warehouse,
+                                   on_create=created.append)
+        store = None
+        with undone_on_refusal(created, lambda t: client.drop(
+                list(t.namespace), t.name, warehouse=opts.warehouse)):  # a refusal: not created
+            if info.format not in WRITABLE_FORMATS:
+                raise tables.TableFormatError(f"{info.format!r} tables are read-only in Spark")
+            creds = table_credentials(opts, "write")
+            if info.format == "delta":  # a store deltalake cannot reach: refused before writing
+                creds.delta_storage_options()
+            fit = fit_schema(table_schema(info.format, creds), to_arrow_schema(schema),
+                             fmt=info.format, table=opts.qualified_name, overwrite=overwrite,
+                             merge_schema=opts.merge_schema,
+                             overwrite_schema=opts.overwrite_schema)
+            if stores.stages(creds):
+                # a plain table's commit marker, every job's intent, Lance's create claim and
+                # ledger (S3, ADLS, GCS): all on a store the probe proved
+                store, where = stores.table_store(creds), S3Location.parse(creds.location)
+                process_probe().ensure(store, where.bucket, where.prefix,
+                                       accept_risk=opts.accept_single_writer_risk)
+        if info.format == "delta":  # mergeSchema's columns, before any task writes
+            add_delta_columns(creds, fit)
         if info.format in tables.DIRECTORY_FORMATS:  # an old-layout table becomes plain files first
             convert_to_plain(creds.pyarrow_filesystem(), fs_path(creds.location), info.format)
-        store = None
-        if stores.stages(creds):
-            # a plain table's commit marker, every job's intent, Lance's create claim and
-            # ledger (S3, ADLS, GCS): all on a store the probe proved
-            store, where = stores.table_store(creds), S3Location.parse(creds.location)
-            process_probe().ensure(store, where.bucket, where.prefix,
-                                   accept_risk=opts.accept_single_writer_risk)
-        job = protocol.plan(creds, Job(fmt=info.format, write_id=uuid.uuid4().hex,
-                                       overwrite=overwrite,
-                                       staged=store is not None and info.format != "lance"),
-                            store)
+        job = protocol_for(info.format).plan(
+            creds, Job(fmt=info.format, write_id=uuid.uuid4().hex, overwrite=overwrite,
+                       staged=store is not None and info.format != "lance"), store)
         plan = WritePlan(
             opts=opts,
             info=info,
@@ -144,5 +155,5 @@ class LakekeeperDataSource(DataSource):
             faults=Faults.parse(opts.test_fault),
             seen=job.seen,
         )
-        return LakekeeperWriter(plan, to_arrow_schema(schema))
+        return LakekeeperWriter(plan, fit.schema)
 

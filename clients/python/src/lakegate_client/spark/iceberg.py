@@ -25,7 +25,7 @@ import os
 import pickle
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -63,9 +63,12 @@ from lakegate_client.engine.stores.s3 import s3_client
 from lakegate_client.spark import worker_heap
 from lakegate_client.spark.connection import client_for
 from lakegate_client.spark.faults import Faults
+from lakegate_client.spark.iceberg_schema import fit_iceberg
 from lakegate_client.spark.options import OptionsError
 from lakegate_client.tables.catalog import TableFormatError
 from lakegate_client.tables.directory import fs_path, list_files
+from lakegate_client.tables.planning_refusal import undone_on_refusal
+from lakegate_client.tables.schema_fit import check_schema_options, conform_batch
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -119,9 +122,11 @@ def load_table(opts: SourceOptions) -> Table:
     return table
 
 
-def ensure_table(opts: SourceOptions, schema: pa.Schema) -> Table:
+def ensure_table(opts: SourceOptions, schema: pa.Schema,
+                 on_create: Callable[[Table], object] | None = None) -> Table:
     """Load the table, or create it from ``schema`` when the ``create`` option allows it (a job
-    that loses the create race to another uses the winner's table)."""
+    that loses the create race to another uses the winner's table); ``on_create`` is told of a
+    table this call created."""
     from pyiceberg.exceptions import NoSuchTableError, TableAlreadyExistsError
 
     catalog = _catalog(opts)
@@ -135,7 +140,9 @@ def ensure_table(opts: SourceOptions, schema: pa.Schema) -> Table:
         try:
             table = catalog.create_table(ident, schema=schema)
         except TableAlreadyExistsError:
-            table = catalog.load_table(ident)
+            return catalog.load_table(ident)  # type: ignore[no-any-return]
+        if on_create is not None:
+            on_create(table)
     return table
 
 
@@ -245,8 +252,7 @@ class IcebergWriter(DataSourceArrowWriter):
         context = TaskContext.get()
         partition = context.partitionId() if context is not None else 0
         attempt = context.attemptNumber() if context is not None else 0
-        batches = [b.select(self._schema.names).cast(self._schema) for b in iterator
-                   if b.num_rows]
+        batches = [conform_batch(b, self._schema) for b in iterator if b.num_rows]
         if not batches:
             return IcebergFiles(paths=())
         creds = node_credentials(self._opts, "write", self._location)
@@ -481,17 +487,19 @@ def iceberg_writer(opts: SourceOptions, spark_arrow: pa.Schema, overwrite: bool)
     """The writer for a (possibly new) Iceberg table; files follow the table's own schema."""
     from pyiceberg.io.pyarrow import schema_to_pyarrow
 
-    table = ensure_table(opts, spark_arrow)
+    check_schema_options(ICEBERG_FORMAT, overwrite=overwrite, merge_schema=opts.merge_schema,
+                         overwrite_schema=opts.overwrite_schema)  # before creating
+    created: list[Table] = []
+    table = ensure_table(opts, spark_arrow, created.append)
+    with undone_on_refusal(created, lambda t: _catalog(opts).drop_table(t.name())):
+        table = fit_iceberg(table, spark_arrow, opts, overwrite)  # a refusal: not created
+        location, write_id = table.location().rstrip("/"), uuid.uuid4().hex
+        recover_iceberg_jobs(opts, location, reading=False)
+        creds = node_credentials(opts, "write", location)
+        store = job_store(creds)
+        if store is not None:  # a recoverer's takeover of the intent and the fence losing to it
+            process_probe().ensure(store[0], store[1].bucket, store[1].prefix,
+                                   accept_risk=opts.accept_single_writer_risk)
     target = schema_to_pyarrow(table.schema(), include_field_ids=False)
-    missing = [n for n in target.names if n not in spark_arrow.names]
-    if missing:
-        raise TableFormatError(f"the DataFrame lacks the table's columns {missing}")
-    location, write_id = table.location().rstrip("/"), uuid.uuid4().hex
-    recover_iceberg_jobs(opts, location, reading=False)
-    creds = node_credentials(opts, "write", location)
-    store = job_store(creds)
-    if store is not None:  # a recoverer's takeover of the intent and the fence that loses to it
-        process_probe().ensure(store[0], store[1].bucket, store[1].prefix,
-                               accept_risk=opts.accept_single_writer_risk)
     job = start_job(creds, ICEBERG_FORMAT, write_id, staged=creds.storage == "s3") is not None
     return IcebergWriter(opts, table, target, overwrite, write_id=write_id, job=job)

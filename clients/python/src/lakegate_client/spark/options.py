@@ -45,6 +45,9 @@ class SourceOptions:
     # after planning, commit and abort (spark/worker_heap.py); false keeps PySpark's full
     # collection after every call instead.
     freeze_worker_heap: bool = True
+    # Schema evolution on write (tables/schema_fit.py): add columns / replace the schema.
+    merge_schema: bool = False
+    overwrite_schema: bool = False
 
     @property
     def iceberg(self) -> bool:
@@ -96,6 +99,8 @@ class SourceOptions:
             test_fault=fault,
             storage_endpoint=opts.get("storage_endpoint") or None,
             freeze_worker_heap=_parse_bool(opts.get("freeze_worker_heap", "true")),
+            merge_schema=_parse_bool(opts.get("mergeschema", "false")),
+            overwrite_schema=_parse_bool(opts.get("overwriteschema", "false")),
         )
 
 

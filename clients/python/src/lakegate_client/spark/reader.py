@@ -23,8 +23,10 @@ from lakegate_client.engine.formats import protocol_for
 from lakegate_client.spark import worker_heap
 from lakegate_client.spark.connection import table_credentials
 from lakegate_client.tables.catalog import TableFormatError, TableInfo
+from lakegate_client.tables.current_schema import table_schema
 from lakegate_client.tables.directory import fs_path
 from lakegate_client.tables.files import read_file
+from lakegate_client.tables.schema_fit import conform_batch
 from lakegate_client.tables.snapshot import current_snapshot
 
 if TYPE_CHECKING:
@@ -47,26 +49,10 @@ class TablePartition(InputPartition):
 
 def arrow_schema(info: TableInfo, creds: TableCredentials) -> pa.Schema:
     """The table's Arrow schema, read from the data itself (the catalog stores none)."""
-    import pyarrow as pa
-
-    if info.format == "lance":
-        import lance
-
-        return lance.dataset(creds.location, storage_options=creds.lance_storage_options()).schema
-    if info.format == "delta":
-        from deltalake import DeltaTable
-
-        delta = DeltaTable(creds.location, storage_options=creds.delta_storage_options())
-        return pa.schema(delta.schema().to_arrow())
-    fs, root = creds.pyarrow_filesystem(), fs_path(creds.location)
-    snapshot = current_snapshot(fs, root, info.format)
-    if not snapshot.files:
+    schema = table_schema(info.format, creds)
+    if schema is None:
         raise TableFormatError(f"table {info.name} has no data files yet, so no schema")
-    if info.format == "parquet":
-        import pyarrow.parquet as pq
-
-        return pq.read_schema(f"{root}/{snapshot.files[0]}", filesystem=fs)
-    return read_file(fs, f"{root}/{snapshot.files[0]}", info.format).schema
+    return schema
 
 
 def spark_schema(schema: pa.Schema) -> StructType:
@@ -126,21 +112,15 @@ def read_partition(
                 f"Lance fragment {partition.fragment_id} is missing at version {partition.version}"
             )
         for batch in fragment.to_batches(columns=target.names):
-            yield _conform(batch, target)
+            yield conform_batch(batch, target)
         return
     if partition.file is None:
         raise TableFormatError("a file partition without a file")
     fs, root = creds.pyarrow_filesystem(), fs_path(creds.location)
     fmt = "parquet" if info.format == "delta" else info.format
     table = read_file(fs, f"{root}/{partition.file}", fmt)
-    for batch in table.select(target.names).to_batches():
-        yield _conform(batch, target)
-
-
-def _conform(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
-    if batch.schema.equals(target):
-        return batch
-    return batch.select(target.names).cast(target)
+    for batch in table.to_batches():  # a file older than a column mergeSchema added: nulls
+        yield conform_batch(batch, target)
 
 
 class LakekeeperReader(DataSourceReader):

@@ -43,9 +43,11 @@ from lakegate_client.engine.stores.base import PendingUpload, S3Location
 from lakegate_client.spark import worker_heap
 from lakegate_client.spark.connection import table_credentials
 from lakegate_client.spark.faults import Faults
-from lakegate_client.tables.catalog import TableFormatError, TableInfo
+from lakegate_client.tables.catalog import DIRECTORY_FORMATS, TableFormatError, TableInfo
 from lakegate_client.tables.directory import fs_path, new_data_file
+from lakegate_client.tables.empty_overwrite import schema_part
 from lakegate_client.tables.files import write_parquet_batches
+from lakegate_client.tables.schema_fit import conform_batch
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -178,7 +180,7 @@ class LakekeeperWriter(DataSourceArrowWriter):
                           records=records)
 
     def _conform(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        return batch if batch.schema.equals(self._schema) else batch.cast(self._schema)
+        return conform_batch(batch, self._schema)  # the schema planning fitted
 
     def _stage(self, creds: TableCredentials, rel: str, batches: Iterator[pa.RecordBatch],
                partition: int, attempt: int) -> PendingUpload:
@@ -204,6 +206,9 @@ class LakekeeperWriter(DataSourceArrowWriter):
             creds.location,
             schema=self._schema,
             storage_options=creds.lance_storage_options(),
+            # overwriteSchema: fragments of the new schema, not checked against the old one
+            mode="overwrite" if self._plan.overwrite and self._plan.opts.overwrite_schema
+            else "append",
         )
         return tuple(json.dumps(f.to_json()) for f in fragments)
 
@@ -217,14 +222,20 @@ class LakekeeperWriter(DataSourceArrowWriter):
     def _commit(self, messages: list[WriterCommitMessage | None]) -> None:
         self._plan.faults.hit("before_commit", 0)
         creds = table_credentials(self._plan.opts, "write", self._plan.info.location)
-        plan, timing = self._plan, None
+        plan, timing, reported = self._plan, None, _reported(messages)
+        if (plan.overwrite and not (reported.files or reported.uploads)
+                and plan.info.format in DIRECTORY_FORMATS):  # the table keeps its schema
+            rel, upload = schema_part(creds, plan.write_id, self._schema,
+                                      stores.table_store(creds) if plan.staged else None)
+            reported = dataclasses.replace(reported, files=[WrittenFile(rel, 0, 0, _now_ms())],
+                                           uploads=[upload] if upload else [])
         if plan.plain is not None:
             lease = plan.faults.lease_s()
             timing = CommitTiming(on_step=lambda step: plan.faults.hit(step, 0))
             if lease is not None:  # test faults only
                 timing = dataclasses.replace(timing, lease_s=lease)
-        protocol_for(plan.info.format).commit(creds, plan.job_of(), self._schema,
-                                              _reported(messages), timing)
+        protocol_for(plan.info.format).commit(creds, plan.job_of(), self._schema, reported,
+                                              timing)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         with worker_heap.settling(self._plan.opts.freeze_worker_heap):

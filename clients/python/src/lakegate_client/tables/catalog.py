@@ -6,7 +6,7 @@ touching storage; this module never imports pyarrow.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -88,8 +88,10 @@ def ensure_table(
     fmt: str | None,
     create: bool,
     warehouse: str | None = None,
+    on_create: Callable[[TableInfo], object] | None = None,
 ) -> TableInfo:
-    """Describe the table, creating it (catalog-assigned location) when asked and missing."""
+    """Describe the table, creating it (catalog-assigned location) when asked and missing;
+    ``on_create`` is told of a table this call created (not of one a rival created first)."""
     ns = namespace_parts(namespace)
     try:
         info = describe_table(client, ns, table, warehouse=warehouse)
@@ -102,7 +104,10 @@ def ensure_table(
             created = client.create(list(ns), table, format=check_format(fmt), warehouse=warehouse)
         except ConflictError:  # another writer created it first: use theirs
             return ensure_table(client, ns, table, fmt=fmt, create=False, warehouse=warehouse)
-        return _table_info(ns, table, created)
+        info = _table_info(ns, table, created)
+        if on_create is not None:
+            on_create(info)
+        return info
     if fmt is not None and check_format(fmt) != info.format:
         raise TableFormatError(
             f"table {'.'.join(ns)}.{table} has format {info.format!r}, not {fmt!r}"

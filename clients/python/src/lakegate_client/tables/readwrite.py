@@ -28,6 +28,7 @@ from lakegate_client.tables.directory import (
     replace_files,
 )
 from lakegate_client.tables.files import read_file, write_file
+from lakegate_client.tables.planning_refusal import undone_on_refusal
 from lakegate_client.tables.snapshot import convert_to_plain, current_snapshot
 
 if TYPE_CHECKING:
@@ -149,9 +150,15 @@ def write_table(
     parts = [data] if isinstance(data, pa.Table) else list(data)
     if not parts:
         raise ValueError("nothing to write")
-    info = ensure_table(client, namespace, table, fmt=format, create=create, warehouse=warehouse)
-    creds = client.credentials(list(info.namespace), table, warehouse=warehouse, access="write",
-                               expected_location=info.location)  # the table just described
+    created: list[TableInfo] = []
+    info = ensure_table(client, namespace, table, fmt=format, create=create, warehouse=warehouse,
+                        on_create=created.append)
+    with undone_on_refusal(created, lambda t: client.drop(list(t.namespace), t.name,
+                                                          warehouse=warehouse)):
+        creds = client.credentials(list(info.namespace), table, warehouse=warehouse,
+                                   access="write", expected_location=info.location)
+        if info.format == "delta":  # a store deltalake cannot reach (GCS): refused here
+            creds.delta_storage_options()
     if info.format in DIRECTORY_FORMATS:
         _write_directory(creds, info.format, parts, overwrite=mode == "overwrite")
         return info
