@@ -9,44 +9,20 @@ from typing import Any
 
 import pytest
 
-from lakegate_client.engine import stores
 from lakegate_client.engine.staged import stage_parquet
-from lakegate_client.engine.stores.base import S3Location
-from lakegate_client.tables.catalog import TableInfo
 
 from ..engine.stores.fake_adls import FakeAdls
+from .adls_planning import WHERE, adls_creds, plan_adls_write
 
 pytest.importorskip("pyspark")
-
-LOCATION = "abfss://wh@devstoreaccount1.dfs.core.windows.net/ns/t1"
-WHERE = S3Location.parse(LOCATION)
-
-
-def _creds() -> Any:
-    return type("C", (), {"location": LOCATION, "storage": "adls",
-                          "pyarrow_filesystem": lambda self: None,
-                          "delta_storage_options": lambda self: {}})()
 
 
 def _writer(monkeypatch: pytest.MonkeyPatch, store: FakeAdls, overwrite: bool,
             fmt: str = "parquet") -> Any:
     from pyspark.sql.types import LongType, StructField, StructType
 
-    from lakegate_client.engine.conditional_writes import ConditionalWriteProbe
-    from lakegate_client.spark import datasource, writer
-
-    info = TableInfo(namespace=("ns",), name="t1", format=fmt, location=LOCATION)
-    monkeypatch.setattr(datasource, "client_for", lambda _url: None)
-    monkeypatch.setattr(datasource.tables, "ensure_table", lambda *_a, **_k: info)
-    monkeypatch.setattr(datasource, "table_schema", lambda *_a: None)  # no data yet
-    monkeypatch.setattr(datasource, "table_credentials", lambda *_a, **_k: _creds())
-    monkeypatch.setattr(datasource, "convert_to_plain", lambda *_a: False)
-    monkeypatch.setattr(writer, "table_credentials", lambda *_a, **_k: _creds())
-    monkeypatch.setattr(stores, "table_store", lambda _c: store)
-    probe = ConditionalWriteProbe()
-    monkeypatch.setattr(datasource, "process_probe", lambda: probe)
-    source = datasource.LakekeeperDataSource({"table": "ns.t1"})
-    return source.writer(StructType([StructField("id", LongType())]), overwrite)
+    return plan_adls_write(monkeypatch, store, StructType([StructField("id", LongType())]),
+                           overwrite, fmt)
 
 
 def _stage(store: FakeAdls, write_id: str, n: int) -> Any:
@@ -130,5 +106,5 @@ def test_a_delta_job_on_adls_is_planned_after_the_probe_with_its_job_intent(
         f"{JOB_PREFIX}{writer._plan.write_id}.json"]
     body = json.loads(store.objects[intents[0]])
     assert (body["format"], body["state"], body["staged"]) == ("delta", "staged", True)
-    jobs.end_job(jobs.job_of(_creds(), writer._plan.write_id))  # its heartbeat ends
+    jobs.end_job(jobs.job_of(adls_creds(), writer._plan.write_id))  # its heartbeat ends
     assert not [k for k in store.objects if JOB_PREFIX in k]

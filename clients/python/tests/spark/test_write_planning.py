@@ -13,25 +13,15 @@ import pyarrow.parquet as pq
 import pytest
 
 from lakegate_client import StorageCredential, TableCredentials
-from lakegate_client.engine import stores
-from lakegate_client.engine.stores.base import S3Location
-from lakegate_client.tables.catalog import TableInfo
 from lakegate_client.tables.schema_fit import SchemaMismatchError
 
 from ..engine.stores.fake_adls import FakeAdls
 from ..tables.fake_catalog import FakeCatalog
+from .adls_planning import LOCATION, WHERE, adls_creds, plan_adls_write
 
 pytest.importorskip("pyspark")
 
-LOCATION = "abfss://wh@devstoreaccount1.dfs.core.windows.net/ns/t1"
-WHERE = S3Location.parse(LOCATION)
 TABLE = pa.schema([pa.field("id", pa.int64(), nullable=False), ("label", pa.string())])
-
-
-def _creds() -> Any:
-    return type("C", (), {"location": LOCATION, "storage": "adls",
-                          "pyarrow_filesystem": lambda self: None,
-                          "delta_storage_options": lambda self: {}})()
 
 
 def _spark(schema: pa.Schema) -> Any:
@@ -43,21 +33,8 @@ def _spark(schema: pa.Schema) -> Any:
 def _writer(monkeypatch: pytest.MonkeyPatch, store: FakeAdls, schema: pa.Schema,
             current: pa.Schema | None, overwrite: bool, fmt: str = "parquet",
             **options: str) -> Any:
-    from lakegate_client.engine.conditional_writes import ConditionalWriteProbe
-    from lakegate_client.spark import datasource, writer
-
-    info = TableInfo(namespace=("ns",), name="t1", format=fmt, location=LOCATION)
-    monkeypatch.setattr(datasource, "client_for", lambda _url: None)
-    monkeypatch.setattr(datasource.tables, "ensure_table", lambda *_a, **_k: info)
-    monkeypatch.setattr(datasource, "table_schema", lambda *_a: current)
-    monkeypatch.setattr(datasource, "table_credentials", lambda *_a, **_k: _creds())
-    monkeypatch.setattr(datasource, "convert_to_plain", lambda *_a: False)
-    monkeypatch.setattr(writer, "table_credentials", lambda *_a, **_k: _creds())
-    monkeypatch.setattr(stores, "table_store", lambda _c: store)
-    probe = ConditionalWriteProbe()
-    monkeypatch.setattr(datasource, "process_probe", lambda: probe)
-    source = datasource.LakekeeperDataSource({"table": "ns.t1", **options})
-    return source.writer(_spark(schema), overwrite)
+    return plan_adls_write(monkeypatch, store, _spark(schema), overwrite, fmt, current,
+                           **options)
 
 
 @pytest.mark.parametrize("fmt", ["parquet", "delta"])
@@ -138,7 +115,7 @@ def test_a_refused_write_to_a_table_it_did_not_create_drops_nothing(
 
     catalog = FakeCatalog(LOCATION, {"t1": "parquet"})
     monkeypatch.setattr(datasource, "client_for", lambda _url: catalog)
-    monkeypatch.setattr(datasource, "table_credentials", lambda *_a, **_k: _creds())
+    monkeypatch.setattr(datasource, "table_credentials", lambda *_a, **_k: adls_creds())
     monkeypatch.setattr(datasource, "table_schema", lambda *_a: TABLE)
     source = datasource.LakekeeperDataSource({"table": "wh.t1", "create": "true"})
     with pytest.raises(SchemaMismatchError):
