@@ -2,22 +2,15 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 from lakegate_client.engine import stores
-from lakegate_client.engine.stores.base import (
-    S3Location,
-)
+from lakegate_client.engine.stores.base import S3Location
 from lakegate_client.tables.directory import delete_files, fs_path, list_files, write_id_of
 
 if TYPE_CHECKING:
-
     from lakegate_client import TableCredentials
-
-log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 
 def drop_job_files(creds: TableCredentials, write_id: str, keep: Sequence[str]) -> list[str]:

@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable, Iterator
 from concurrent.futures import wait
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from lakegate_client.engine import job_intent, stores
 from lakegate_client.engine.helper_pool import helpers
@@ -23,11 +23,9 @@ from lakegate_client.engine.stores.base import (
 )
 
 if TYPE_CHECKING:
-
     from lakegate_client import TableCredentials
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 
 def job_store(creds: TableCredentials) -> tuple[ObjectStore, S3Location] | None:
@@ -130,7 +128,6 @@ def _fresh(intent: JobIntent, seen: Seen | None) -> bool:
     except (ValueError, AttributeError):
         return False
     return 0 <= intent.timing.now() - at < intent.timing.lease_s / 8
-
 
 
 def plan_job(creds: TableCredentials, job: Job, recover: Callable[[TableCredentials], int],

@@ -199,7 +199,6 @@ def delta_commit(location: str, options: dict[str, str], schema: pa.Schema, adds
     table.create_write_transaction(actions, mode=mode, schema=schema, commit_properties=props)
 
 
-
 class DeltaProtocol(jobs.IntentRecovery):
     """:class:`~lakegate_client.engine.protocol.CommitProtocol` of Delta tables."""
 

@@ -316,7 +316,6 @@ def _dataset_version(location: str, options: dict[str, str]) -> int | None:
         return None
 
 
-
 class LanceProtocol(jobs.IntentRecovery):
     """:class:`~lakegate_client.engine.protocol.CommitProtocol` of Lance datasets."""
 

@@ -552,7 +552,6 @@ def finish_abandoned_plain(creds: TableCredentials,
         return 0
 
 
-
 class PlainProtocol:
     """:class:`~lakegate_client.engine.protocol.CommitProtocol` of plain tables (``parquet``,
     ``csv``, ``json``): the marker and intent above on S3, ADLS and GCS; elsewhere (no

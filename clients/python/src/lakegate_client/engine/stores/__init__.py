@@ -55,7 +55,6 @@ def table_store(creds: TableCredentials) -> ObjectStore:
     raise UnsupportedStorageError(f"the write protocol does not run on {creds.storage} storage")
 
 
-
 def delete_all(store: ObjectStore, keys: Sequence[str]) -> None:
     """Delete every key (idempotent): in batches where the store has them (S3), else
     :data:`WORKERS` single deletes at a time."""
