@@ -8,6 +8,8 @@ What is forwarded and what is cached:
   tables (single-flight, refresh-ahead, serve floor; key kind "iceberg", fetched from the
   catalog's `GET .../tables/{t}/credentials`). So N concurrent loads of a warm table cost N
   metadata loads and no credential call.
+- A vended load carries the gateway's own ETag (iceberg_etag.py); Iceberg Java's
+  `If-None-Match` revalidation gets a 304 while metadata and credential are both current.
 - `GET .../tables/{t}/credentials` (Iceberg's credential refresh) is served from the cache.
 - `client.refresh-credentials-endpoint` always names the gateway, never the catalog.
 - Credentials are vended by the caller's policy: write if it may write, else read (the
@@ -40,6 +42,7 @@ from gateway.models import (
     TableRef,
 )
 from gateway.names import check_warehouse
+from gateway.surfaces import iceberg_etag
 from gateway.surfaces.accounting import result_for_status
 from gateway.surfaces.http_codec import call_ref, decode_segment, namespace_of, warehouse_of
 from gateway.surfaces.http_lakekeeper import (
@@ -61,7 +64,8 @@ _NS = ("catalog", "v1", "{wh}", "namespaces", "{ns}")
 _TABLES = (*_NS, "tables")
 _TABLE = (*_TABLES, "{table}")
 _ENDPOINT_NAMES = {"{ns}": "{namespace}"}  # route captures → the spec's path parameter names
-_PASS_HEADERS = ("Content-Type", "Retry-After", "ETag")
+# Compared lower-cased: "ETag".title() is "Etag", so a title-case list never passed the tag.
+_PASS_HEADERS = frozenset({"content-type", "retry-after", "etag"})
 CLIENT_MANAGED = {DELEGATION_HEADER: "client-managed"}
 # What a forward is rebuilt from: (warehouse, namespace levels or None, table or None), the
 # objects the policy decided on.
@@ -203,7 +207,7 @@ class IcebergApi(LakekeeperApi):
                                            call.ctx, headers=headers)
         if upstream.status >= 400:
             call.tally.served(result_for_status(upstream.status))
-        out_headers = {k: v for k, v in upstream.headers.items() if k.title() in _PASS_HEADERS}
+        out_headers = {k: v for k, v in upstream.headers.items() if k.lower() in _PASS_HEADERS}
         return upstream.status, upstream.body, out_headers
 
     async def _passthrough(self, call: HttpCall, target: Target, body: bytes | None = None,
@@ -234,8 +238,26 @@ class IcebergApi(LakekeeperApi):
         access = await self._vend_access(call, ref)
         if not wants_credentials(call.request):
             return await self._passthrough(call, ref.scope, headers=CLIENT_MANAGED)
+        held = iceberg_etag.parse(call.request.headers.get("If-None-Match"))
+        if held is not None:
+            # A revalidation (Iceberg Java's table cache): 304 only if the catalog's metadata
+            # and the credential the client holds are both still current (iceberg_etag.py).
+            lookup = await self._ops.get_credentials(ref, access, call.ctx)
+            if iceberg_etag.still_valid(held, lookup):
+                status, body, headers = await self._upstream(
+                    call, ref.scope, headers={**CLIENT_MANAGED, "If-None-Match": held.upstream})
+                if status == 304:
+                    call.tally.served(lookup.outcome, lookup.remaining_s)
+                    return web.Response(status=304, headers={"ETag": held.render()})
+                return await self._merged(call, ref, access, status, body, headers)
         # Metadata first: a load of a missing table (create-if-absent) costs no credential call.
         status, body, headers = await self._upstream(call, ref.scope, headers=CLIENT_MANAGED)
+        return await self._merged(call, ref, access, status, body, headers)
+
+    async def _merged(self, call: HttpCall, ref: TableRef, access: AccessMode, status: int,
+                      body: bytes, headers: dict[str, str]) -> web.StreamResponse:
+        """The catalog's client-managed load with the caller's cached credentials merged in,
+        tagged with the gateway's own ETag."""
         if status >= 400:
             return web.Response(status=status, body=body, headers=headers)
         try:
@@ -257,8 +279,13 @@ class IcebergApi(LakekeeperApi):
                                     creds, location)
         if creds:
             doc["storage-credentials"] = creds
-        # The catalog's ETag describes its client-managed body, not this merged one.
+        # The catalog's ETag describes its client-managed body: the merged one gets the
+        # gateway's tag, which names the catalog's and the credential served.
+        upstream_tag = next((v for k, v in headers.items() if k.title() == "Etag"), None)
         headers = {k: v for k, v in headers.items() if k.title() != "Etag"}
+        tag = iceberg_etag.issue(upstream_tag, lookup)
+        if tag is not None:
+            headers["ETag"] = tag.render()
         return web.Response(status=status, body=dumps(doc), headers=headers)
 
     async def iceberg_credentials(self, call: HttpCall) -> web.StreamResponse:
