@@ -168,9 +168,19 @@ def catalog_of(request: web.Request) -> IcebergCatalog:
 
 def _table_from_path(request: web.Request, *, replica: bool = False
                      ) -> tuple[Warehouse, Namespace, IcebergTable]:
-    """The table the path names; `replica`: as the read pool sees it (the replica-lag fault)."""
+    """The table the path names; `replica`: as the read pool sees it (the replica-lag fault).
+
+    Lakekeeper resolves a table by its whole identifier, so a table under a namespace that does
+    not exist is a `NoSuchTableException` too, never `NoSuchNamespaceException`: Iceberg Java
+    relies on that to read metadata tables (`ns.t.snapshots` is first tried as table
+    `snapshots` in namespace `ns.t`, and only a missing *table* makes it try `ns.t`)."""
     wh = warehouse_from_prefix(request)
-    ns = namespace_from_path(request, wh)
+    try:
+        ns = namespace_from_path(request, wh)
+    except ApiError as exc:
+        if exc.status == 404:
+            raise _not_found() from None
+        raise
     name = request.match_info["table"].replace("+", " ")
     table = catalog_of(request).store.get(ns, name)
     if replica:
@@ -274,6 +284,7 @@ async def load_table(request: web.Request) -> web.Response:
     if not vend:  # no expiring credential in the answer: Lakekeeper may answer 304
         etag = _etag(wh, table)
         if request.headers.get("If-None-Match") in (etag, "*"):
+            state_of(request).stats.incr("load_table_not_modified")
             return web.Response(status=304, headers={"ETag": etag})
         out = await _table_response(request, wh, ns, table, vend=False)
         return web.json_response(out, headers={"ETag": etag})
