@@ -55,7 +55,8 @@ prometheus-bin:
 	  || { $$SUDO apt-get update -qq && \
 	       $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; }; }
 
-# The JVM path (Iceberg's Spark runtime, S3A, ABFS, the GCS connector, delta-spark): the jars of
+# The JVM path (Iceberg's Spark runtime, S3A, ABFS, the GCS connector, delta-spark): lakegate-hadoop
+# (clients/jvm/lakegate-hadoop, JUnit-tested on every build), the jars of
 # clients/jvm/spark-jars/pom.xml from Maven Central (~240 MB, into ~/.m2, each jar's SHA-256
 # checked against clients/jvm/spark-jars.sha256, nothing else admitted) and .venv-jvm with
 # PySpark 4.1.4 (requirements/jvm.lock: Iceberg has no runtime for the dev venv's Spark 4.3).
@@ -64,13 +65,21 @@ JVM_DIR := clients/jvm
 JVM_JARS := $(JVM_DIR)/spark-jars/target/jars
 JVM_JARS_STAMP := $(JVM_JARS)/.verified
 JVM_VENV_STAMP := .venv-jvm/.installed
-jvm: $(JVM_JARS_STAMP) $(JVM_VENV_STAMP)
+# lakegate-hadoop (the credential providers): built and unit-tested (JUnit 5, Surefire) whenever
+# its sources or poms change.
+JVM_LIB := $(JVM_DIR)/lakegate-hadoop/target/lakegate-hadoop-0.1.0.jar
+JVM_LIB_SRC := $(shell find $(JVM_DIR)/lakegate-hadoop/src -type f 2>/dev/null)
+jvm: $(JVM_JARS_STAMP) $(JVM_LIB) $(JVM_VENV_STAMP)
 
 $(JVM_JARS_STAMP): $(JVM_DIR)/pom.xml $(JVM_DIR)/spark-jars/pom.xml $(JVM_DIR)/spark-jars.sha256
 	rm -rf $(JVM_JARS)
-	cd $(JVM_DIR) && timeout 1200 mvn -B -q -C package
+	cd $(JVM_DIR) && timeout 1200 mvn -B -q -C -pl spark-jars -am package
 	cd $(JVM_JARS) && sha256sum --strict --quiet -c $(abspath $(JVM_DIR)/spark-jars.sha256)
 	test "$$(ls $(JVM_JARS)/*.jar | wc -l)" = "$$(wc -l < $(JVM_DIR)/spark-jars.sha256)"
+	touch $@
+
+$(JVM_LIB): $(JVM_DIR)/pom.xml $(JVM_DIR)/lakegate-hadoop/pom.xml $(JVM_LIB_SRC)
+	cd $(JVM_DIR) && timeout 900 mvn -B -q -C -pl lakegate-hadoop -am package
 	touch $@
 
 $(JVM_VENV_STAMP): requirements/jvm.lock
