@@ -22,16 +22,19 @@ JVM_DIR = REPO_ROOT / "clients" / "jvm"
 JARS_DIR = JVM_DIR / "spark-jars" / "target" / "jars"
 CHECKSUMS = JVM_DIR / "spark-jars.sha256"
 JVM_PYTHON = REPO_ROOT / ".venv-jvm" / "bin" / "python"
+LAKEGATE_HADOOP = JVM_DIR / "lakegate-hadoop" / "target" / "lakegate-hadoop-0.1.0.jar"
 JOB_TIMEOUT_S = 480
 
 
 def spark_jars() -> list[str]:
-    """Every pinned jar, in the checksum file's order (verified by `make jvm`: its stamp)."""
-    if not (JARS_DIR / ".verified").exists() or not JVM_PYTHON.exists():
+    """Every pinned jar, in the checksum file's order (verified by `make jvm`: its stamp), and
+    lakegate-hadoop's."""
+    built = (JARS_DIR / ".verified", JVM_PYTHON, LAKEGATE_HADOOP)
+    if not all(p.exists() for p in built):
         pytest.fail("the JVM path is not built: run `make jvm`")
     names = [line.split()[1] for line in CHECKSUMS.read_text(encoding="utf-8").splitlines()
              if line.strip()]
-    return [str(JARS_DIR / name) for name in names]
+    return [*(str(JARS_DIR / name) for name in names), str(LAKEGATE_HADOOP)]
 
 
 def run_job(script: Path, spec: dict[str, Any], work: Path) -> dict[str, Any]:
