@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from lakegate_client._config import storage_endpoint
 from lakegate_client._errors import UnsupportedStorageError
 from lakegate_client._models import Access, Namespace
 from lakegate_client._s3 import S3Settings
@@ -137,7 +138,8 @@ def hadoop_table(client: Client, namespace: Namespace, table: str, access: Acces
         expires = int(creds.expires_at.timestamp() * 1000) if creds.expires_at else None
         options.update(_s3(creds.config, expires))
     elif scheme == "gs":
-        options.update(_gcs(creds.storage_endpoint))
+        # A local GCS (LAKEGATE_GCS_ENDPOINT): Lakekeeper vends no endpoint for GCS.
+        options.update(_gcs(creds.storage_endpoint or storage_endpoint("gcs")))
     elif scheme in ("abfs", "abfss"):
         options.update(_abfs())
     else:
