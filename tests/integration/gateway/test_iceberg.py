@@ -188,3 +188,17 @@ def test_a_vended_load_revalidates_to_304_until_the_table_changes(
     other = gw.get(path, headers={**vended, "If-None-Match": 'W/"lk2.0000"'})
     assert other.status_code == 200
     assert other.json()["storage-credentials"]
+
+
+def test_a_table_under_a_missing_namespace_is_no_such_table(
+    rest: RestCatalog, gw: httpx.Client, created: tuple[tuple[str, str], Table],
+) -> None:
+    """Iceberg Java resolves `ns.t.snapshots` by first loading table `snapshots` in namespace
+    `ns.t`: only NoSuchTableException (as Lakekeeper answers) makes it try table `ns.t`."""
+    ident, _ = created
+    wh = rest.properties["prefix"]
+    path = f"/catalog/v1/{wh}/namespaces/{ident[0]}%1F{ident[1]}/tables/snapshots"
+    resp = gw.get(path, headers={"Authorization": "Bearer x",
+                                 "X-Iceberg-Access-Delegation": "vended-credentials"})
+    assert resp.status_code == 404
+    assert resp.json()["error"]["type"] == "NoSuchTableException"

@@ -16,6 +16,7 @@ from gateway.models import (
     TableRef,
     UpstreamResponse,
 )
+from gateway.surfaces import iceberg_etag
 from gateway.surfaces.policy import CallerPolicy, parse_rules
 from tests.unit.surfaces.conftest import AUTH, VENDED, MakeClient, count
 from tests.unit.surfaces.fake_operations import WAREHOUSE, FakeOperations
@@ -94,7 +95,12 @@ async def test_vended_load_forwards_client_managed_and_merges_cached_credentials
     assert "client.refresh-credentials-endpoint" not in doc["config"]
     assert ops.calls["get_credentials"] == 1
     assert ops.accesses == [AccessMode.WRITE]
-    assert "ETag" not in resp.headers  # the catalog's tag described another body
+    # the catalog's tag described another body: the merged one carries the gateway's own tag,
+    # which names the catalog's (gateway/surfaces/iceberg_etag.py)
+    tag = iceberg_etag.parse(resp.headers["ETag"])
+    assert tag is not None
+    assert tag.upstream == '"lk2.x"'
+    assert tag.access is AccessMode.WRITE
 
 
 async def test_client_managed_load_asks_no_credentials(make_client: MakeClient) -> None:
