@@ -145,4 +145,4 @@ devstack-down: venv
 
 clean:
 	-$(PY) -m devstack down 2>/dev/null
-	rm -rf $(VENV) .venv-jvm $(JVM_DIR)/spark-jars/target .venv-min-core .venv-min-grpc .venv-min-spark35 .venv-proto .venv-lock .devstack $(IDP_DIR)/node_modules $(AZURITE_DIR)/node_modules
+	rm -rf $(VENV) .venv-jvm $(JVM_DIR)/spark-jars/target $(JVM_DIR)/lakegate-hadoop/target .venv-min-core .venv-min-grpc .venv-min-spark35 .venv-proto .venv-lock .devstack $(IDP_DIR)/node_modules $(AZURITE_DIR)/node_modules
