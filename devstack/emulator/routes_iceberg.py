@@ -21,6 +21,7 @@ from urllib.parse import quote
 
 from aiohttp import web
 from pyiceberg.exceptions import CommitFailedException
+from pyiceberg.table import TableIdentifier
 from pyiceberg.table.update import AssertCreate
 
 from devstack.emulator.errors import ApiError, uuid7
@@ -42,7 +43,11 @@ from devstack.emulator.iceberg_meta import (
 )
 from devstack.emulator.iceberg_store import IcebergStore, IcebergTable
 from devstack.emulator.models import GenericTable, Namespace, Warehouse
-from devstack.emulator.names import NAMESPACE_SEPARATOR, validate_namespace
+from devstack.emulator.names import (
+    NAMESPACE_SEPARATOR,
+    decode_namespace_segment,
+    validate_namespace,
+)
 from devstack.emulator.pagination import clamp_page_size, decode_token, next_page
 from devstack.emulator.policy import Permission
 from devstack.emulator.purge import schedule_purge
@@ -288,12 +293,32 @@ async def table_exists(request: web.Request) -> web.Response:
     return web.Response(status=204)
 
 
+def commit_ident(levels: list[str], name: str,
+                 identifier: TableIdentifier | None) -> tuple[list[str], str]:
+    """The table a commit changes, Lakekeeper's `determine_table_ident`
+    (crates/lakekeeper/src/server/tables.rs): the path's table when the body names none or the
+    same one; the body's when the path has the branch shape Spark sends (path namespace
+    `ns.table`, any path table, identifier `ns` / `table`); else 400 TableIdentifierMismatch.
+    Decided before any namespace is looked up, as there."""
+    if identifier is None:
+        return levels, name
+    named = (list(identifier.namespace.root), identifier.name)
+    if named == (levels, name):
+        return named
+    if len(levels) >= 2 and named == (levels[:-1], levels[-1]):
+        return named
+    raise ApiError(400, "TableIdentifierMismatch",
+                   "Table identifier in path does not match the one in the request body")
+
+
 async def commit_table(request: web.Request) -> web.Response:
     cat = catalog_of(request)
     wh = warehouse_from_prefix(request)
-    ns = namespace_from_path(request, wh)
-    name = request.match_info["table"].replace("+", " ")
+    levels = decode_namespace_segment(request.match_info["namespace"])
     body = await read_json(request, CommitIcebergTable)
+    parts, name = commit_ident(levels, request.match_info["table"].replace("+", " "),
+                               body.identifier)
+    ns = namespace_from_body(request, wh, parts)
     existing = cat.store.get(ns, name)
     creating = any(isinstance(r, AssertCreate) for r in body.requirements)
     if existing is None and not creating:

@@ -181,6 +181,8 @@ class IcebergApi(LakekeeperApi):
         warehouse = request.query.get("warehouse")
         if not warehouse:
             raise InvalidRequestError("query parameter 'warehouse' is required")
+        # A caller learns the warehouse's id and endpoints only where it holds a grant.
+        await self._gate.authorize_warehouse(call.caller, call.ctx, check_warehouse(warehouse))
         cfg = dict(await self._ops.catalog_config(check_warehouse(warehouse), call.ctx))
         overrides = dict(cfg.get("overrides") or {})
         # Point Iceberg clients back at the gateway, not at the catalog behind it.
@@ -286,9 +288,12 @@ class IcebergApi(LakekeeperApi):
             self._ops.invalidate(ref)
 
     async def commit_iceberg(self, call: HttpCall) -> web.StreamResponse:
-        ref = iceberg_ref(call)
-        await self._authorize(call, ref, AccessMode.WRITE)
+        """Commit to the table the body names, by Lakekeeper's rule (`commit_target`): that
+        one table is what the policy decides on, the audit line names and the upstream path
+        is rebuilt from, so the catalog cannot commit to a table the policy never saw."""
         doc, raw = await self._json_bytes(call)
+        ref = commit_target(iceberg_ref(call), doc.get("identifier"))
+        await self._authorize(call, ref, AccessMode.WRITE)
         try:
             return await self._passthrough(call, ref.scope, raw)
         finally:
@@ -304,25 +309,65 @@ class IcebergApi(LakekeeperApi):
             self._ops.invalidate(ref)
 
     async def rename_iceberg(self, call: HttpCall) -> web.StreamResponse:
+        """Rename: the body is parsed once into the two tables the policy decides on, and the
+        catalog is sent a body rebuilt from them (never the caller's bytes, which another
+        JSON reader could read differently)."""
         warehouse = decode_segment(call.params["wh"], "warehouse")
-        doc, raw = await self._json_bytes(call)
-        refs = [self._ident(warehouse, doc.get(side)) for side in ("source", "destination")]
+        doc = await self._body(call)
+        refs = [iceberg_ident(warehouse, doc.get(side), side)
+                for side in ("source", "destination")]
         for ref in refs:
             await self._authorize(call, ref, AccessMode.WRITE)
+        body = dumps({side: {"namespace": list(ref.namespace), "name": ref.name}
+                      for side, ref in zip(("source", "destination"), refs, strict=True)})
         try:
-            return await self._passthrough(call, (warehouse, None, None), raw)
+            return await self._passthrough(call, (warehouse, None, None), body)
         finally:
             for ref in refs:
                 self._ops.invalidate(ref)
 
-    @staticmethod
-    def _ident(warehouse: str, value: Any) -> TableRef:
-        """An Iceberg `TableIdentifier` object ({namespace: [...], name}) as a TableRef."""
-        if not isinstance(value, dict):
-            raise InvalidRequestError("'source' and 'destination' must be table identifiers")
-        ns, name = value.get("namespace"), value.get("name")
-        if (not isinstance(ns, list) or not all(isinstance(p, str) for p in ns)
-                or not isinstance(name, str)):
-            raise InvalidRequestError("a table identifier needs 'namespace' (strings) and 'name'")
-        return TableRef(warehouse, tuple(ns), name, kind="iceberg")
+
+def iceberg_ident(warehouse: str, value: Any, what: str) -> TableRef:
+    """An Iceberg `TableIdentifier` object ({namespace: [...], name}) as a TableRef (the name
+    rules of every path apply).
+
+    Raises:
+        InvalidRequestError: not an identifier, or a name the rules refuse.
+    """
+    if not isinstance(value, dict):
+        raise InvalidRequestError(f"'{what}' must be a table identifier")
+    ns, name = value.get("namespace"), value.get("name")
+    if (not isinstance(ns, list) or not all(isinstance(p, str) for p in ns)
+            or not isinstance(name, str)):
+        raise InvalidRequestError(f"'{what}' needs 'namespace' (strings) and 'name'")
+    return TableRef(warehouse, tuple(ns), name, kind="iceberg")
+
+
+def commit_target(path: TableRef, identifier: Any) -> TableRef:
+    """The table an Iceberg commit changes: Lakekeeper's rule (`determine_table_ident`,
+    crates/lakekeeper/src/server/tables.rs), applied before anything is decided.
+
+    - no `identifier` in the body: the path's table;
+    - the identifier equals the path's table (levels and name compared exactly, after the
+      path's `+` became a space, as Lakekeeper reads an Iceberg path): that table;
+    - the branch shape Spark sends for `ns.table.branch_x` (path namespace `ns.table`, path
+      table `branch_x`, identifier `ns` / `table`): the identifier's table, whatever the
+      path's table name is;
+    - anything else: 400 `TableIdentifierMismatch`, Lakekeeper's own answer.
+
+    Raises:
+        InvalidRequestError: the identifier is malformed or names another table.
+    """
+    if identifier is None:
+        return path
+    named = iceberg_ident(path.warehouse, identifier, "identifier")
+    levels = tuple(level.replace("+", " ") for level in path.namespace)
+    table = path.name.replace("+", " ")
+    if (named.namespace, named.name) == (levels, table):
+        return path
+    if len(levels) >= 2 and (named.namespace, named.name) == (levels[:-1], levels[-1]):
+        return named
+    raise InvalidRequestError(
+        "Table identifier in path does not match the one in the request body",
+        lakekeeper_type="TableIdentifierMismatch")
 

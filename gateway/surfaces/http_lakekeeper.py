@@ -47,6 +47,7 @@ from gateway.surfaces.lakekeeper_compat import (
     lakekeeper_bool,
 )
 from gateway.surfaces.render import (
+    NO_STORE,
     RenderedBody,
     config_strings,
     credential_json,
@@ -219,7 +220,8 @@ class LakekeeperApi(HttpApi):
         access = await self._vend_access(call, ref)
         lookup = await self._ops.get_credentials(ref, access, call.ctx)
         call.tally.served(lookup.outcome, lookup.remaining_s)
-        return json_body_response(storage_credentials_body(call.match, lookup), self._d.date)
+        return json_body_response(storage_credentials_body(call.match, lookup), self._d.date,
+                                  NO_STORE)
 
     async def list(self, call: HttpCall) -> web.StreamResponse:
         warehouse, namespace = warehouse_of(call.params), namespace_of(call.params)
@@ -255,6 +257,8 @@ class LakekeeperApi(HttpApi):
             parent = parent_of(request.query)
             if parent is not None:  # the children of a namespace: that namespace's policy
                 await self._authorize_namespace(call, warehouse, parent, AccessMode.READ)
+            else:  # the top level: only a caller holding a grant in the warehouse
+                await self._gate.authorize_warehouse(call.caller, ctx, warehouse)
         if request.method == "POST":
             doc = await self._body(call)
             await self._authorize_namespace(call, warehouse, namespace_list(doc.get("namespace")),

@@ -17,6 +17,10 @@ Checked against Lakekeeper `main` v0.13.1-78-g90892e9cc (docs/lakekeeper-fidelit
   are 400 `DuplicateIdempotencyKey`.
 - `client.refresh-credentials-endpoint` (`request_metadata.rs`) must name the gateway, not the
   catalog behind it.
+- `Cache-Control` (`api/router.rs` `set_cache_directives`): Lakekeeper says `private` on every
+  answer; the gateway says `no-store` on an answer that carries storage keys (`carries_keys`),
+  its own or passed through from the catalog: a private cache (a browser, a client library's
+  HTTP cache) must not keep them either.
 """
 
 from __future__ import annotations
@@ -36,6 +40,10 @@ from gateway.errors import (
 
 DELEGATION_HEADER = "X-Iceberg-Access-Delegation"
 REFRESH_ENDPOINT_KEY = "client.refresh-credentials-endpoint"
+# Byte strings one of which every answer carrying storage keys holds (Iceberg's and Lakekeeper's
+# credential keys); a false positive only costs a cache a miss.
+_KEY_MARKERS = (b"storage-credentials", b"secret-access-key", b"session-token", b"sas-token",
+                b"oauth2.token", b"access-key-id")
 TRUE_VALUES = frozenset({"1", "t", "T", "TRUE", "true", "True"})
 FALSE_VALUES = frozenset({"0", "f", "F", "FALSE", "false", "False"})
 
@@ -146,3 +154,8 @@ def header_lines(headers: Mapping[str, str], name: str = DELEGATION_HEADER) -> l
         return list(getall(name, []))
     value = headers.get(name)
     return [] if value is None else [value]
+
+
+def carries_keys(body: bytes) -> bool:
+    """Whether a JSON answer may carry storage keys (then it says `Cache-Control: no-store`)."""
+    return any(marker in body for marker in _KEY_MARKERS)
