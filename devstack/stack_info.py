@@ -52,6 +52,9 @@ class AzureInfo(_Frozen):
     host: str  # the profile's `host`: locations read abfss://<container>@<account>.<host>/...
     container: str
     key_prefix: str
+    # Azurite itself, behind the SAS-checking layer (devstack/adls_guard.py) that
+    # `blob_endpoint` names: tests and the launcher only.
+    server_endpoint: str | None = None
 
 
 class GcsInfo(_Frozen):
