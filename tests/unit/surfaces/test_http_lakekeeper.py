@@ -189,6 +189,8 @@ async def test_namespace_reads_are_forwarded_with_the_uuid_prefix(
         ("GET", "/catalog/v1/demo/namespaces/demo_ns/views"),  # Iceberg tables are served
         ("DELETE", "/catalog/v1/demo/namespaces/demo_ns"),
         ("GET", "/lakekeeper/v1/demo/something-else"),
+        # multi-table commits: each body would name tables the policy never saw (issue 50)
+        ("POST", "/catalog/v1/demo/transactions/commit"),
     ],
 )
 async def test_routes_outside_the_allow_list_are_not_forwarded(
