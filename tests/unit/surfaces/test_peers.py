@@ -302,3 +302,33 @@ async def test_in_mode_none_each_tcp_connection_has_its_own_bucket(tmp_path, fak
 
         assert await asyncio.to_thread(statuses, 3) == [200, 200, 429]
         assert await asyncio.to_thread(statuses, 1) == [200]  # a neighbour is not starved
+
+
+async def test_in_mode_none_each_grpc_tcp_connection_has_its_own_bucket(  # type: ignore[no-untyped-def]
+        tmp_path, fake_ops) -> None:
+    """Issue 50 item 7, gRPC over TCP: the peer was `ipv4:127.0.0.1` for every channel."""
+    import grpc
+
+    from lakegate.v1 import common_pb2, credentials_pb2, credentials_pb2_grpc
+    from tests.unit.app_harness import app_for, running, settings_for
+
+    settings = settings_for(tmp_path, LAKEGATE__CALLERS__RATE_PER_S="0.001",
+                            LAKEGATE__CALLERS__BURST="2")
+    request = credentials_pb2.GetTableCredentialsRequest(
+        table=common_pb2.TableRef(warehouse="demo", namespace=["demo_ns"], name="orders"))
+    async with running(app_for(settings, fake_ops)) as app:
+        async def codes(n: int) -> list[grpc.StatusCode]:  # n calls on one channel
+            out = []
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{app.grpc_port}") as ch:
+                stub = credentials_pb2_grpc.CredentialServiceStub(ch)
+                for _ in range(n):
+                    try:
+                        await stub.GetTableCredentials(request, timeout=10)
+                        out.append(grpc.StatusCode.OK)
+                    except grpc.aio.AioRpcError as exc:
+                        out.append(exc.code())
+            return out
+
+        ok, limited = grpc.StatusCode.OK, grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert await codes(3) == [ok, ok, limited]
+        assert await codes(1) == [ok]  # another connection is not starved
