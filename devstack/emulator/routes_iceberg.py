@@ -7,7 +7,7 @@ generic tables, scoped to the table location; the S3 credential maps also carry 
 `client.refresh-credentials-endpoint`. Metadata files are really written to storage.
 
 Deviations: ETag/304 on client-managed loads only (a weak `lk2.` tag over warehouse and
-metadata location), no remote signing (views: routes_views.py; multi-table commits:
+metadata location), remote signing in routes_signer.py (views: routes_views.py; multi-table commits:
 routes_transactions.py); Iceberg tables are always hard-deleted (soft-delete warehouses too)
 and never purged by a recursive namespace drop (their rows are dropped, their files kept).
 """
@@ -46,7 +46,8 @@ from devstack.emulator.names import NAMESPACE_SEPARATOR, validate_namespace
 from devstack.emulator.pagination import clamp_page_size, decode_token, next_page
 from devstack.emulator.policy import Permission
 from devstack.emulator.purge import schedule_purge
-from devstack.emulator.routes_tables import client_managed
+from devstack.emulator.routes_tables import client_managed, delegation_values
+from devstack.emulator.signer import select_delegation, signer_config
 from devstack.emulator.state import (
     namespace_from_body,
     namespace_from_path,
@@ -149,7 +150,9 @@ async def _table_response(
         "metadata-location": table.metadata_location,
         "metadata": metadata_dict(parse_metadata(table.metadata_json)),
     }
-    if vend and profile.get("sts-enabled"):
+    vend_keys, signs = select_delegation(delegation_values(request), profile) if vend \
+        else (False, False)
+    if vend_keys and profile.get("sts-enabled"):
         cred = await _vend(
             request, wh, ns, table.id, table.name, table.location, permission_of(request)
         )
@@ -159,6 +162,8 @@ async def _table_response(
         )
     else:
         out["config"] = load_config(profile, None)
+    if signs:
+        out["config"].update(signer_config(f"{request.scheme}://{request.host}", wh.id, table.id))
     return out
 
 
@@ -221,15 +226,11 @@ async def create_table(request: web.Request) -> web.Response:
         metadata = create_metadata(body, location, table_id)
     except ValueError as exc:
         raise ApiError(400, "BadRequestException", f"Invalid table metadata: {exc}") from exc
-    cred = None
-    if wh.storage_profile.get("sts-enabled"):
-        cred = await _vend(
-            request, wh, ns, table_id, body.name, location, Permission.READ_WRITE_DELETE
-        )
+    # The catalog's own storage access (Lakekeeper writes metadata with its storage credential;
+    # the emulator with a vended one), whether or not the warehouse vends to clients.
+    cred = await _vend(request, wh, ns, table_id, body.name, location, Permission.READ_WRITE_DELETE)
     out: dict[str, Any] = {"metadata": metadata_dict(metadata)}
     if not body.stage_create:
-        if cred is None:
-            raise ApiError(400, "Misconfiguration", "Writing metadata needs an STS warehouse")
         metadata_location = metadata_file_location(metadata, 0)
         await write_metadata(metadata, metadata_location, _io_props(wh, cred))
         st.faults.replica.wrote(st.faults.replica.key("iceberg", ns.id, body.name), None)
@@ -247,7 +248,9 @@ async def create_table(request: web.Request) -> web.Response:
                warehouse_id=wh.id, name=body.name, namespace=ns.parts, join=DOT, prefix=None,
                data=data)
     profile = wh.storage_profile
-    if cred is not None and not client_managed(request):
+    vend_keys, signs = (False, False) if client_managed(request) \
+        else select_delegation(delegation_values(request), profile)
+    if vend_keys and profile.get("sts-enabled"):
         user_cred = cred
         if permission_of(request) is not Permission.READ_WRITE_DELETE:
             user_cred = await _vend(
@@ -259,6 +262,8 @@ async def create_table(request: web.Request) -> web.Response:
         )
     else:
         out["config"] = load_config(profile, None)
+    if signs:
+        out["config"].update(signer_config(f"{request.scheme}://{request.host}", wh.id, table_id))
     return web.json_response(out)
 
 
