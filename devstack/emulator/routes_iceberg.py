@@ -138,7 +138,26 @@ async def _vend(
 
 
 def _io_props(wh: Warehouse, cred: TemporaryCredential) -> dict[str, str]:
-    return credential_config(wh.storage_profile, cred)
+    props = credential_config(wh.storage_profile, cred)
+    if not props.get("s3.session-token"):  # the warehouse's own static key
+        props.pop("s3.session-token", None)
+    return props
+
+
+async def _catalog_cred(
+    request: web.Request, wh: Warehouse, ns: Namespace, table_id: str, name: str, location: str,
+    permission: Permission,
+) -> TemporaryCredential:  # fmt: skip
+    """The catalog's own storage access for metadata files: a vended credential on an STS
+    warehouse, else the warehouse's storage key itself (as Lakekeeper always uses it)."""
+    if wh.storage_profile.get("sts-enabled"):
+        return await _vend(request, wh, ns, table_id, name, location, permission)
+    cred = wh.storage_credential or {}
+    ak = cred.get("access-key-id") or cred.get("aws-access-key-id")
+    sk = cred.get("secret-access-key") or cred.get("aws-secret-access-key")
+    if not ak or not sk:
+        raise ApiError(400, "Misconfiguration", "Warehouse has no access-key storage credential")
+    return TemporaryCredential(str(ak), str(sk), "", 0)
 
 
 async def _table_response(
@@ -228,7 +247,8 @@ async def create_table(request: web.Request) -> web.Response:
         raise ApiError(400, "BadRequestException", f"Invalid table metadata: {exc}") from exc
     # The catalog's own storage access (Lakekeeper writes metadata with its storage credential;
     # the emulator with a vended one), whether or not the warehouse vends to clients.
-    cred = await _vend(request, wh, ns, table_id, body.name, location, Permission.READ_WRITE_DELETE)
+    cred = await _catalog_cred(request, wh, ns, table_id, body.name, location,
+                               Permission.READ_WRITE_DELETE)
     out: dict[str, Any] = {"metadata": metadata_dict(metadata)}
     if not body.stage_create:
         metadata_location = metadata_file_location(metadata, 0)
@@ -318,7 +338,8 @@ async def commit_table(request: web.Request) -> web.Response:
         if current is None and not metadata.location:
             raise ApiError(400, "BadRequestException", "A created table needs a location")
         location = current.location if current is not None else metadata.location
-        cred = await _vend(request, wh, ns, table_id, name, location, Permission.READ_WRITE_DELETE)
+        cred = await _catalog_cred(request, wh, ns, table_id, name, location,
+                                   Permission.READ_WRITE_DELETE)
         await write_metadata(metadata, new_location, _io_props(wh, cred))
         raw = dump_metadata(metadata)
         if current is None:
@@ -408,7 +429,7 @@ async def register_table(request: web.Request) -> web.Response:
         raise ApiError(400, "Misconfiguration", "Reading metadata needs an STS warehouse")
     # The table's root holds `metadata/<file>`: read the file with a credential for that root.
     root = body.metadata_location.rsplit("/", 2)[0]
-    cred = await _vend(request, wh, ns, str(uuid7()), body.name, root, Permission.READ)
+    cred = await _catalog_cred(request, wh, ns, str(uuid7()), body.name, root, Permission.READ)
     try:
         metadata = await read_metadata(body.metadata_location, _io_props(wh, cred))
     except (OSError, ValueError) as exc:
@@ -436,7 +457,9 @@ async def register_table(request: web.Request) -> web.Response:
 
 async def load_table_credentials(request: web.Request) -> web.Response:
     wh, ns, table = _table_from_path(request, replica=True)
-    if not wh.storage_profile.get("sts-enabled"):
+    # client-managed counts as "not specified" here; remote-signing alone selects signing: []
+    values = delegation_values(request) - {"client-managed"}
+    if not select_delegation(values, wh.storage_profile)[0]:
         return web.json_response({"storage-credentials": []})
     cred = await _vend(
         request, wh, ns, table.id, table.name, table.location, permission_of(request)
