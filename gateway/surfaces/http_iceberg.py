@@ -28,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from aiohttp import web
 
@@ -308,9 +308,30 @@ class IcebergApi(LakekeeperApi):
         await self._authorize(call, ref, AccessMode.WRITE)
         self._ops.invalidate(ref)
         try:
+            if self._d.signing is not None and asks_signing(call.request):
+                return await self._signing_create(call, ref, raw)
             return await self._passthrough(call, (warehouse, namespace, None), raw)
         finally:
             self._ops.invalidate(ref)
+
+    async def _signing_create(self, call: HttpCall, ref: TableRef,
+                              raw: bytes) -> web.StreamResponse:
+        """A create for a caller that asked for `remote-signing`: the catalog's answer with its
+        signer (or any key) replaced by the node's signer for the new table."""
+        status, body, headers = await self._upstream(call, (ref.warehouse, ref.namespace, None),
+                                                     raw)
+        try:
+            doc = json.loads(body) if status == 200 else None
+        except ValueError:
+            doc = None
+        if not isinstance(doc, dict):
+            return web.Response(status=status, body=body, headers=headers)
+        config = doc.get("config") if isinstance(doc.get("config"), dict) else {}
+        p = call.params
+        doc["config"] = signing_config(config, f"{_base(call)}/catalog/", sign_endpoint(
+            p["wh"], p["ns"], quote(ref.name, safe="")))
+        doc.pop("storage-credentials", None)
+        return web.Response(status=status, body=dumps(doc), headers=headers)
 
     async def commit_iceberg(self, call: HttpCall) -> web.StreamResponse:
         ref = iceberg_ref(call)
