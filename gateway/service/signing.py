@@ -52,7 +52,7 @@ from gateway.signing.request import (
     access_for,
     check_request,
 )
-from gateway.signing.sigv4 import sign_headers
+from gateway.signing.sigv4 import SigningKeys, sign_headers
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -70,6 +70,9 @@ AddressKey = tuple[str, tuple[str, ...], str]
 
 class SigningOps(Protocol):
     """What signing needs of the gateway's operations (GatewayService has them)."""
+
+    def credentials_now(self, ref: TableRef, access: AccessMode, ctx: RequestContext
+                        ) -> CredentialLookup | None: ...
 
     async def get_credentials(self, ref: TableRef, access: AccessMode, ctx: RequestContext
                               ) -> CredentialLookup: ...
@@ -152,6 +155,7 @@ class SigningService:
         self._addresses: TTLCache[AddressKey, TableAddress] = TTLCache(
             maxsize=max_entries, ttl=address_ttl_s, timer=clock.monotonic)
         self._loads: SingleFlight[AddressKey, TableAddress] = SingleFlight(spawn)
+        self._keys = SigningKeys()
 
     def _now(self) -> datetime.datetime:
         now = self._clock.now()
@@ -177,7 +181,9 @@ class SigningService:
         """
         access = access_for(req)
         try:
-            lookup = await self._ops.get_credentials(ref, access, ctx)
+            # A confirmed cache hit needs no coroutine (nearly every signature of a scan).
+            lookup = self._ops.credentials_now(ref, access, ctx) \
+                or await self._ops.get_credentials(ref, access, ctx)
             keys = _s3_keys(lookup)
             if keys is not None:
                 location = lookup.credentials.location or keys[0]
@@ -194,7 +200,7 @@ class SigningService:
                 config = keys[1]
                 headers = sign_headers(req, config["s3.access-key-id"],
                                        config.get("s3.secret-access-key", ""),
-                                       config.get("s3.session-token"), self._now())
+                                       config.get("s3.session-token"), self._now(), self._keys)
                 signed = Signed(req.uri, headers, "local", target.access,
                                 req.method in ("GET", "HEAD"))
         except GatewayError as exc:

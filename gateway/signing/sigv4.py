@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import hmac
 from typing import Any
 
 from botocore.auth import SIGV4_TIMESTAMP, UNSIGNED_PAYLOAD, S3SigV4Auth
@@ -37,23 +38,60 @@ def signed(name: str) -> bool:
     return lname not in UNSIGNED_HEADERS and not lname.startswith(UNSIGNED_PREFIXES)
 
 
+class SigningKeys:
+    """The SigV4 signing key per (secret, day, region): four HMACs saved per signature (a
+    node signs with few credentials, each all day). Bounded; holds secrets, so no repr."""
+
+    MAX = 256
+
+    def __init__(self) -> None:
+        self._keys: dict[tuple[str, str, str], bytes] = {}
+
+    def __repr__(self) -> str:
+        return f"SigningKeys({len(self._keys)} keys)"
+
+    def get(self, secret: str, day: str, region: str) -> bytes:
+        key = (secret, day, region)
+        found = self._keys.get(key)
+        if found is None:
+            if len(self._keys) >= self.MAX:
+                self._keys.clear()
+            k = hmac.new(f"AWS4{secret}".encode(), day.encode(), hashlib.sha256).digest()
+            for part in (region, "s3", "aws4_request"):
+                k = hmac.new(k, part.encode(), hashlib.sha256).digest()
+            found = self._keys[key] = k
+        return found
+
+
 class _Auth(S3SigV4Auth):
-    """S3SigV4Auth with a fixed payload hash, the unsigned-header rule and a given time."""
+    """S3SigV4Auth with a fixed payload hash, the unsigned-header rule, a given time and a
+    cached signing key; the headers to sign are selected once per request (botocore asks
+    twice)."""
 
     def __init__(self, credentials: Credentials, region: str, payload_hash: str,
-                 when: datetime.datetime) -> None:
+                 when: datetime.datetime, keys: SigningKeys) -> None:
         super().__init__(credentials, "s3", region)
         self._payload_hash = payload_hash
         self._when = when
+        self._keys = keys
+        self._secret = credentials.secret_key or ""
+        self._region = region
+        self._selected: Any = None
 
     def payload(self, request: Any) -> str:
         return self._payload_hash
 
     def headers_to_sign(self, request: Any) -> Any:
-        headers = super().headers_to_sign(request)
-        for name in [n for n in headers.keys() if not signed(n)]:
-            del headers[name]
-        return headers
+        if self._selected is None:
+            headers = super().headers_to_sign(request)
+            for name in [n for n in headers.keys() if not signed(n)]:
+                del headers[name]
+            self._selected = headers
+        return self._selected
+
+    def signature(self, string_to_sign: str, request: Any) -> str:
+        key = self._keys.get(self._secret, request.context["timestamp"][0:8], self._region)
+        return hmac.new(key, string_to_sign.encode(), hashlib.sha256).hexdigest()
 
     def add_auth(self, request: Any) -> None:
         request.context["timestamp"] = self._when.strftime(SIGV4_TIMESTAMP)
@@ -80,15 +118,15 @@ def payload_hash(req: SignRequest) -> str:
 
 
 def sign_headers(req: SignRequest, access_key: str, secret_key: str, token: str | None,
-                 when: datetime.datetime) -> dict[str, list[str]]:
+                 when: datetime.datetime, keys: SigningKeys) -> dict[str, list[str]]:
     """The answer's `headers`: the request's, unchanged, plus the SigV4 headers.
 
-    `when` is naive UTC (botocore's convention).
+    `when` is naive UTC (botocore's convention); `keys` is the caller's signing-key cache.
     """
     aws = AWSRequest(method=req.method, url=req.uri,
                      headers={k: ", ".join(v) for k, v in req.headers})
     _Auth(Credentials(access_key, secret_key, token), req.region, payload_hash(req),
-          when).add_auth(aws)
+          when, keys).add_auth(aws)
     added = {name.lower() for name in _ADDED}
     out = {k: list(v) for k, v in req.headers if k.lower() not in added}
     for name in _ADDED:

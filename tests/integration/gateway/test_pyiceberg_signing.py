@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from devstack.metrics_scrape import delta, scrape
+from devstack.s3fs_overlay import REPO_ROOT, overlay
 from devstack.stack_info import StackInfo
-from tests.integration.gateway.s3fs_overlay import REPO_ROOT, overlay
 
 pytestmark = pytest.mark.integration
 

@@ -43,6 +43,10 @@ class FakeSigningOps:
     calls: list[tuple[str, str, Any]] = field(default_factory=list)
     load_gate: asyncio.Event | None = None
 
+    def credentials_now(self, ref: TableRef, access: AccessMode,
+                        ctx: RequestContext) -> CredentialLookup | None:
+        return None  # every signature takes the awaited path here
+
     async def get_credentials(self, ref: TableRef, access: AccessMode,
                               ctx: RequestContext) -> CredentialLookup:
         creds = () if self.keys is None else (StorageCredential(LOCATION, self.keys),)

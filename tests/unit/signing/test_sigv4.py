@@ -12,7 +12,7 @@ from botocore.credentials import Credentials
 
 from gateway.errors import InvalidRequestError
 from gateway.signing.request import parse_sign_request
-from gateway.signing.sigv4 import sign_headers
+from gateway.signing.sigv4 import SigningKeys, sign_headers
 
 AK, SK, TOKEN = "ASIAEXAMPLE", "secret/example+key", "session-token"
 WHEN = datetime.datetime(2027, 1, 15, 8, 0, 0)
@@ -24,7 +24,7 @@ def _sign(headers: dict[str, list[str]], method: str = "GET", body: str | None =
     doc = {"region": "us-east-1", "uri": uri, "method": method, "headers": headers}
     if body is not None:
         doc["body"] = body
-    return sign_headers(parse_sign_request(doc), AK, SK, TOKEN, WHEN)
+    return sign_headers(parse_sign_request(doc), AK, SK, TOKEN, WHEN, SigningKeys())
 
 
 def _signed_names(out: dict[str, list[str]]) -> list[str]:

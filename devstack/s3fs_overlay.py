@@ -1,12 +1,14 @@
 """A cached overlay of s3fs 2026.1.0 for pyiceberg's remote signing (pyiceberg issue 3625).
 
-pyiceberg's `FsspecFileIO` registers its `S3V4RestSigner` on `fs.s3`; s3fs >= 2026.2.0 builds a
+pyiceberg 0.12's `FsspecFileIO` registers its `S3V4RestSigner` on `fs.s3`; s3fs >= 2026.2.0 builds a
 new aiobotocore client inside its event loop that does not inherit that handler, so every
 request goes out unsigned (fsspec/s3fs#1030; the fix, apache/iceberg-python#3783, is not
 released). The dev venv pins s3fs 2026.9.0 for everything else, so this test runs pyiceberg in a
 subprocess whose `PYTHONPATH` puts s3fs 2026.1.0 and its fsspec first (the last release before
 the change; aiobotocore and botocore stay the venv's). Built once into `.venv-signing-s3fs`
-with hash-checked wheels, rebuilt only when the pins change, each pip run bounded.
+with hash-checked wheels, rebuilt only when the pins change, each pip run bounded. Used by the
+pyiceberg signing test (tests/integration/gateway/test_pyiceberg_signing.py) and the signing
+bench scenario (loadtest/scenarios/signing.py).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
+REPO_ROOT = Path(__file__).resolve().parents[1]
 OVERLAY = REPO_ROOT / ".venv-signing-s3fs"
 PINS = (
     "s3fs==2026.1.0 --hash=sha256:"
