@@ -256,6 +256,10 @@ class IcebergApi(LakekeeperApi):
             # Re-created elsewhere behind this gateway's back: the cached credential is stale.
             self._ops.invalidate(ref)
             lookup = await self._ops.get_credentials(ref, access, call.ctx)
+        if self._d.signing is not None and not lookup.credentials.credentials and on_s3(location):
+            # Nothing vended (a warehouse without STS): Lakekeeper then answers with its
+            # signer, the gateway with its own.
+            return await self._signing_load(call, ref, doc, location, status, headers)
         call.tally.served(lookup.outcome, lookup.remaining_s)
         creds = storage_credentials(lookup, _base(call))
         upstream_config = doc.get("config")
