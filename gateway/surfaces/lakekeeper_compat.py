@@ -6,7 +6,7 @@ Checked against Lakekeeper `main` v0.13.1-78-g90892e9cc (docs/lakekeeper-fidelit
   differently cased values are ignored and the server chooses (it vends). Only `client-managed`
   without `vended-credentials`/`remote-signing` means "no credentials". `remote-signing` on an
   Iceberg S3 table is answered by the node's signer (surfaces/http_signer.py), never with keys;
-  on a generic table it is answered with vended credentials (the gateway signs Iceberg only).
+  on an S3 generic table without keys and without a signer (the gateway signs Iceberg only).
 - Query booleans (`api/iceberg/types.rs` `deserialize_bool`): exactly `1 t T TRUE true True` /
   `0 f F FALSE false False`; anything else is 400.
 - Visibility and 401 types (`service/authz`, `service/authn.rs`): a table the caller may not

@@ -153,3 +153,13 @@ async def test_a_credential_about_to_expire_is_never_signed_with(make_client: Ma
     assert 400 <= resp.status < 600
     assert resp.status != 200
     assert "authorization" not in await resp.text()
+
+
+async def test_a_generic_table_asked_for_remote_signing_gets_no_key(make_client: MakeClient):
+    ops = _ops()
+    client = await make_client(ops=ops, signing=True)
+    path = "/lakekeeper/v1/demo/namespaces/demo_ns/generic-tables/orders"
+    resp = await client.get(path + "/credentials", headers=SIGNING)
+    assert await resp.json() == {"storage-credentials": []}
+    loaded = await client.get(path, headers=SIGNING)
+    assert "storage-credentials" not in await loaded.json()
