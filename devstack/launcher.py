@@ -11,6 +11,7 @@ A second `up` while recorded processes run is refused; `down` stops every record
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import json
 import shutil
@@ -53,6 +54,8 @@ KEY_PREFIX = "lakehouse"
 WAREHOUSE = "demo"
 WAREHOUSE_ADLS = "demo_adls"
 WAREHOUSE_GCS = "demo_gcs"
+WAREHOUSE_SIGNING = "demo_signing"  # S3 with STS off: remote signing only
+KEY_PREFIX_SIGNING = "lakehouse/signing"  # inside the STS role's resource prefix
 ADLS_CONTAINER = "warehouse"
 GCS_BUCKET = "warehouse"
 NAMESPACE = "demo_ns"
@@ -286,6 +289,15 @@ def _start(
     )
     warehouse_id = bootstrap_catalog(catalog_url, token, spec, NAMESPACE)
     storage_warehouses: dict[str, WarehouseInfo] = {}
+    # The same store with STS off: only remote signing reaches its data (Lakekeeper's way for
+    # stores without STS), through the catalog's signer or the gateway's.
+    signing_spec = dataclasses.replace(
+        spec, name=WAREHOUSE_SIGNING, key_prefix=KEY_PREFIX_SIGNING, sts_enabled=False,
+        access_key=keys.signer_access_key, secret_key=keys.signer_secret_key)
+    storage_warehouses["s3-signing"] = WarehouseInfo(
+        id=create_warehouse(catalog_url, token, signing_spec, NAMESPACE), name=WAREHOUSE_SIGNING,
+        sts_validity_s=sts_validity_s, delete_profile="soft" if soft_delete else "hard",
+    )  # fmt: skip
     if azure_info is not None:
         adls_spec = adls_warehouse(
             WAREHOUSE_ADLS, account=azure_info.account, account_key=azurite.ACCOUNT_KEY,

@@ -10,6 +10,8 @@ What is forwarded and what is cached:
   metadata loads and no credential call.
 - `GET .../tables/{t}/credentials` (Iceberg's credential refresh) is served from the cache.
 - `client.refresh-credentials-endpoint` always names the gateway, never the catalog.
+- A caller asking for `remote-signing` (on an S3 table) gets no key: the load's `config` names
+  the node's signer (surfaces/http_signer.py) and its credential refresh answers an empty list.
 - Credentials are vended by the caller's policy: write if it may write, else read (the
   read/write roles of the generic surface). Create and commit need write; a commit that moves
   the table (`set-location`), a create, drop and rename invalidate the table's cached
@@ -26,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from aiohttp import web
 
@@ -40,6 +42,7 @@ from gateway.models import (
     TableRef,
 )
 from gateway.names import check_warehouse
+from gateway.signing.config import on_s3, sign_endpoint, signing_config
 from gateway.surfaces.accounting import result_for_status
 from gateway.surfaces.http_codec import call_ref, decode_segment, namespace_of, warehouse_of
 from gateway.surfaces.http_lakekeeper import (
@@ -53,6 +56,7 @@ from gateway.surfaces.http_routing import HttpCall, Route
 from gateway.surfaces.lakekeeper_compat import (
     DELEGATION_HEADER,
     REFRESH_ENDPOINT_KEY,
+    asks_signing,
     gateway_refresh_endpoints,
 )
 from gateway.surfaces.render import config_strings, dumps, json_response
@@ -247,11 +251,17 @@ class IcebergApi(LakekeeperApi):
         if not isinstance(doc, dict) or not isinstance(doc.get("metadata"), dict):
             return web.Response(status=status, body=body, headers=headers)
         location = str(doc["metadata"].get("location") or "")
+        if self._d.signing is not None and asks_signing(call.request) and on_s3(location):
+            return await self._signing_load(call, ref, doc, location, status, headers)
         lookup = await self._ops.get_credentials(ref, access, call.ctx)
         if location and not _covers(lookup, location):
             # Re-created elsewhere behind this gateway's back: the cached credential is stale.
             self._ops.invalidate(ref)
             lookup = await self._ops.get_credentials(ref, access, call.ctx)
+        if self._d.signing is not None and not lookup.credentials.credentials and on_s3(location):
+            # Nothing vended (a warehouse without STS): Lakekeeper then answers with its
+            # signer, the gateway with its own.
+            return await self._signing_load(call, ref, doc, location, status, headers)
         call.tally.served(lookup.outcome, lookup.remaining_s)
         creds = storage_credentials(lookup, _base(call))
         upstream_config = doc.get("config")
@@ -263,10 +273,31 @@ class IcebergApi(LakekeeperApi):
         headers = {k: v for k, v in headers.items() if k.title() != "Etag"}
         return web.Response(status=status, body=dumps(doc), headers=headers)
 
+    async def _signing_load(self, call: HttpCall, ref: TableRef, doc: dict[str, Any],
+                            location: str, status: int,
+                            headers: dict[str, str]) -> web.StreamResponse:
+        """A load for a caller that asked for `remote-signing`: no key, the node's signer
+        (gateway/signing/config.py); the table's address is remembered for the signer."""
+        upstream_config = doc.get("config") if isinstance(doc.get("config"), dict) else {}
+        p = call.params
+        doc["config"] = signing_config(upstream_config, f"{_base(call)}/catalog/",
+                                       sign_endpoint(p["wh"], p["ns"], p["table"]))
+        doc.pop("storage-credentials", None)
+        wh = await self._ops.resolve_warehouse(ref.warehouse, call.ctx)
+        assert self._d.signing is not None
+        self._d.signing.remember(wh.id, ref, location, upstream_config or {})
+        call.tally.served("miss")
+        headers = {k: v for k, v in headers.items() if k.title() != "Etag"}
+        return web.Response(status=status, body=dumps(doc), headers=headers)
+
     async def iceberg_credentials(self, call: HttpCall) -> web.StreamResponse:
-        """Iceberg's credential refresh endpoint, answered from the cache."""
+        """Iceberg's credential refresh endpoint, answered from the cache (empty for a caller
+        that asked for `remote-signing`: it gets no key, as Lakekeeper answers it)."""
         ref = iceberg_ref(call)
         access = await self._vend_access(call, ref)
+        if self._d.signing is not None and asks_signing(call.request):
+            return web.Response(body=b'{"storage-credentials":[]}',
+                                content_type="application/json")
         lookup = await self._ops.get_credentials(ref, access, call.ctx)
         call.tally.served(lookup.outcome, lookup.remaining_s)
         doc = {"storage-credentials": storage_credentials(lookup, _base(call))}
@@ -283,9 +314,30 @@ class IcebergApi(LakekeeperApi):
         await self._authorize(call, ref, AccessMode.WRITE)
         self._ops.invalidate(ref)
         try:
+            if self._d.signing is not None and asks_signing(call.request):
+                return await self._signing_create(call, ref, raw)
             return await self._passthrough(call, (warehouse, namespace, None), raw)
         finally:
             self._ops.invalidate(ref)
+
+    async def _signing_create(self, call: HttpCall, ref: TableRef,
+                              raw: bytes) -> web.StreamResponse:
+        """A create for a caller that asked for `remote-signing`: the catalog's answer with its
+        signer (or any key) replaced by the node's signer for the new table."""
+        status, body, headers = await self._upstream(call, (ref.warehouse, ref.namespace, None),
+                                                     raw)
+        try:
+            doc = json.loads(body) if status == 200 else None
+        except ValueError:
+            doc = None
+        if not isinstance(doc, dict):
+            return web.Response(status=status, body=body, headers=headers)
+        config = doc.get("config") if isinstance(doc.get("config"), dict) else {}
+        p = call.params
+        doc["config"] = signing_config(config, f"{_base(call)}/catalog/", sign_endpoint(
+            p["wh"], p["ns"], quote(ref.name, safe="")))
+        doc.pop("storage-credentials", None)
+        return web.Response(status=status, body=dumps(doc), headers=headers)
 
     async def commit_iceberg(self, call: HttpCall) -> web.StreamResponse:
         """Commit to the table the body names, by Lakekeeper's rule (`commit_target`): that

@@ -28,6 +28,7 @@ from gateway.models import (
     TableRef,
 )
 from gateway.names import join_namespace
+from gateway.signing.config import on_s3
 from gateway.surfaces.accounting import Kind, result_for_status
 from gateway.surfaces.bytes_response import BytesResponse
 from gateway.surfaces.callers import whoami
@@ -42,6 +43,7 @@ from gateway.surfaces.http_codec import (
 from gateway.surfaces.http_pipeline import HttpApi
 from gateway.surfaces.http_routing import HttpCall, Match, Route
 from gateway.surfaces.lakekeeper_compat import (
+    asks_signing,
     client_managed,
     header_lines,
     lakekeeper_bool,
@@ -101,6 +103,11 @@ def storage_credentials_body(match: Match, lookup: CredentialLookup) -> bytes:
         creds = [credential_json(c, with_expiry=False) for c in lookup.credentials.credentials]
         body = match.body = RenderedBody(lookup, dumps({"storage-credentials": creds}))
     return body.render(lookup)
+
+
+def _signing_asked_on_s3(call: HttpCall, location: str) -> bool:
+    """A caller listing `remote-signing` for a table on S3: it must never receive a key."""
+    return asks_signing(call.request) and on_s3(location)
 
 
 def wants_credentials(request: web.BaseRequest) -> bool:
@@ -196,7 +203,9 @@ class LakekeeperApi(HttpApi):
         if not wants_credentials(call.request):
             return await self._client_managed_load(call, ref)
         result = await self._ops.load_table(ref, call.ctx, vended=True, access=access)
-        if not result.credentials:  # nothing vended: Lakekeeper's answer is the client-managed one
+        if not result.credentials or _signing_asked_on_s3(call, result.table.base_location):
+            # Nothing vended: Lakekeeper's answer is the client-managed one. A caller asking for
+            # remote-signing on S3 gets no key either (the node signs Iceberg tables only).
             return await self._client_managed_load(call, ref)
         call.tally.served(result.outcome or "miss")
         return json_response(load_json(result))
@@ -220,6 +229,11 @@ class LakekeeperApi(HttpApi):
         access = await self._vend_access(call, ref)
         lookup = await self._ops.get_credentials(ref, access, call.ctx)
         call.tally.served(lookup.outcome, lookup.remaining_s)
+        creds = lookup.credentials
+        location = creds.location or next((c.prefix for c in creds.credentials), "")
+        if _signing_asked_on_s3(call, location):
+            # Lakekeeper's answer when only signing was selected: no credential
+            return json_body_response(b'{"storage-credentials":[]}', self._d.date)
         return json_body_response(storage_credentials_body(call.match, lookup), self._d.date,
                                   NO_STORE)
 

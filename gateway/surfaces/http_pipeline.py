@@ -33,6 +33,7 @@ from gateway.errors import GatewayError
 from gateway.logging import request_id_var
 from gateway.metrics import Metrics
 from gateway.models import AccessMode, CallerIdentity, ListResult, LoadResult, TableRef
+from gateway.service.signing import SigningService
 from gateway.surfaces.accounting import Recorder
 from gateway.surfaces.bytes_response import BytesResponse, HttpDate, header_value_ok
 from gateway.surfaces.http_codec import (
@@ -97,6 +98,8 @@ class HttpDeps:
     max_page_size: int = 1000
     # The Date line of prebuilt answers, formatted once per second for every route.
     date: HttpDate = field(default_factory=HttpDate)
+    # The node's S3 signer (surfaces/http_signer.py); None: the sign route is not mounted.
+    signing: SigningService | None = None
 
 
 class LogLimiter:

@@ -4,9 +4,9 @@ Checked against Lakekeeper `main` v0.13.1-78-g90892e9cc (docs/lakekeeper-fidelit
 - `X-Iceberg-Access-Delegation` (`api/iceberg/v1/tables.rs` `parse_data_access`): all header
   lines are merged and split on commas; values match exactly after trimming, so unknown or
   differently cased values are ignored and the server chooses (it vends). Only `client-managed`
-  without `vended-credentials`/`remote-signing` means "no credentials". The gateway does not
-  pass remote signing through (docs/lakekeeper-fidelity.md), so `remote-signing` is answered as
-  a warehouse with remote signing disabled answers it: with vended credentials.
+  without `vended-credentials`/`remote-signing` means "no credentials". `remote-signing` on an
+  Iceberg S3 table is answered by the node's signer (surfaces/http_signer.py), never with keys;
+  on an S3 generic table without keys and without a signer (the gateway signs Iceberg only).
 - Query booleans (`api/iceberg/types.rs` `deserialize_bool`): exactly `1 t T TRUE true True` /
   `0 f F FALSE false False`; anything else is 400.
 - Visibility and 401 types (`service/authz`, `service/authn.rs`): a table the caller may not
@@ -57,6 +57,14 @@ def client_managed(lines: list[str]) -> bool:
     """Whether the header lines ask for client-managed access only (no credentials)."""
     values = delegation_values(lines)
     return "client-managed" in values and not values & {"vended-credentials", "remote-signing"}
+
+
+def asks_signing(request: Any) -> bool:
+    """Whether the caller's delegation header asks for `remote-signing` (it then gets no key,
+    whatever else it lists)."""
+    headers = request.headers
+    return DELEGATION_HEADER in headers and "remote-signing" in delegation_values(
+        header_lines(headers))
 
 
 def idempotency_key(lines: list[str]) -> str | None:

@@ -41,6 +41,12 @@ def test_load_vends_unless_client_managed_only(target: Target, lines):
     name, _ = target.new_table("dl")
     resp = target.http.get(f"{target.tables()}/{name}", headers=[(DELEGATION, v) for v in lines])
     assert resp.status_code == 200, resp.text
+    if target.name == "gateway" and lines == ["remote-signing"]:
+        # A caller asking for remote-signing never gets a key from the gateway; it signs
+        # Iceberg tables only (docs/lakekeeper-fidelity.md item 12; the emulator vends here).
+        assert "storage-credentials" not in resp.json()
+        assert not [k for k in resp.json()["config"] if "key" in k or "token" in k]
+        return
     creds = resp.json()["storage-credentials"]
     assert creds[0]["config"]["s3.session-token"]
     assert "s3.remote-signing-enabled" not in resp.json()["config"]
