@@ -6,8 +6,11 @@ service-account key), unexpired, for the bucket, every object it names under the
 prefix, and a method its role allows (read: get, list; write: also upload, delete, copy).
 That is what Google enforces for Lakekeeper's downscoped tokens (a CEL condition on the prefix,
 objectViewer / objectUser); refusals are Google's: 401 without a valid token, 403 outside the
-grant. Allowed JSON-API requests are proxied as they are; XML-API requests (which
-fake-gcs-server does not serve) are served on its JSON API by devstack/gcs_xml.py.
+grant. Allowed JSON-API requests are proxied as they are: the raw path the guard decided on,
+byte for byte (a URL library would remove a `..` segment, and the object the store is asked for
+would not be the one checked); a name or prefix with a `.` or `..` segment is refused outright
+(400), whichever way it was encoded. XML-API requests (which fake-gcs-server does not serve) are
+served on its JSON API by devstack/gcs_xml.py.
 
 Run: `python -m devstack.gcs_guard --config guard.json` (`port`, `upstream`, `keys`: the hex
 signing keys of the warehouses it serves).
@@ -26,6 +29,7 @@ from urllib.parse import unquote
 
 import aiohttp
 from aiohttp import web
+from yarl import URL
 
 from devstack.emulator.gcs_tokens import TokenGrant, verify
 from devstack.gcs_xml import MultipartUploads, XmlApi, XmlError, copy_source, error_response
@@ -53,6 +57,12 @@ class Access:
     objects: tuple[str, ...] = ()
     prefix: str | None = None
     writes: bool = False
+
+
+def _dot_segment(name: str) -> bool:
+    """Whether an object name or prefix has a `.` or `..` segment (a path resolver would move
+    it to another object than the one named)."""
+    return any(part in (".", "..") for part in name.split("/"))
 
 
 def _within(name: str, prefix: str) -> bool:
@@ -187,6 +197,9 @@ class GuardState:
         if access.writes and grant.role != "write":
             raise Refused(403, "the token's role does not allow writes")
         names = list(access.objects)
+        if any(_dot_segment(n) for n in names) or (access.prefix is not None
+                                                  and _dot_segment(access.prefix)):
+            raise Refused(400, "an object name with a '.' or '..' segment")
         for i, name in enumerate(names):
             if name.startswith("\0upload:"):
                 known = self.uploads.get(name[len("\0upload:") :])
@@ -231,9 +244,10 @@ async def handle(request: web.Request) -> web.StreamResponse:
     if xml:
         return await XmlApi(state.upstream, state.multipart).handle(state.session, request, body)
     headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_HEADERS}
+    # The raw target the decision was made on, not yarl's normalised one (module docstring).
+    target = URL(state.upstream + request.raw_path, encoded=True)
     async with state.session.request(
-        request.method, state.upstream + request.path_qs, data=body, headers=headers,
-        allow_redirects=False,
+        request.method, target, data=body, headers=headers, allow_redirects=False,
     ) as answer:  # fmt: skip
         payload = await answer.read()
         out_headers = {k: v for k, v in answer.headers.items()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from yarl import URL
 
 from devstack.emulator.gcs_tokens import TokenGrant, mint, signing_key
 from devstack.gcs_guard import Access, GuardState, Refused, classify
@@ -100,3 +101,46 @@ def test_a_resumable_session_is_bound_to_the_object_it_was_started_for() -> None
         state.check(other, Access("wh", ("\0upload:u1",), writes=True))
     with pytest.raises(Refused):
         state.check(WRITE, Access("wh", ("\0upload:unknown",), writes=True))
+
+
+async def test_the_guard_forwards_the_path_it_decided_on_and_refuses_dot_segments() -> None:
+    """Issue 50 item 7: the guard checked `lake/t1/../t2/secret` (inside `lake/t1`) and
+    forwarded the normalised `lake/t2/secret`: a token for one table read and deleted another's
+    objects."""
+    from aiohttp import ClientSession, web
+    from aiohttp.test_utils import TestServer
+
+    from devstack.gcs_guard import GUARD_STATE, create_app
+
+    seen: list[str] = []
+
+    async def store(request: web.Request) -> web.Response:
+        seen.append(request.raw_path)
+        return web.json_response({})
+
+    upstream = web.Application()
+    upstream.router.add_route("*", "/{tail:.*}", store)
+    async with TestServer(upstream, host="127.0.0.1") as up:
+        guard = create_app(str(up.make_url("")), [KEY])
+        async with TestServer(guard, host="127.0.0.1") as gs:
+            guard[GUARD_STATE].now_ms = lambda: 1_900_000_000_000
+            auth = {"Authorization": f"Bearer {mint(WRITE, KEY)}"}
+            base = str(gs.make_url(""))
+            async with ClientSession() as http:
+                for method, target in (
+                    ("GET", "/download/storage/v1/b/wh/o/lake/t1/../t2/secret?alt=media"),
+                    ("DELETE", "/storage/v1/b/wh/o/lake/t1/../t2/secret"),
+                    ("GET", "/storage/v1/b/wh/o/lake%2Ft1%2F..%2Ft2%2Fsecret"),
+                    ("GET", "/storage/v1/b/wh/o/lake%2Ft1%2F%2E%2E%2Ft2%2Fsecret"),
+                    ("GET", "/wh/lake/t1/../t2/secret"),
+                    ("GET", "/storage/v1/b/wh/o?prefix=lake/t1/../t2/"),
+                ):
+                    url = URL(base.rstrip("/") + target, encoded=True)
+                    async with http.request(method, url, headers=auth) as resp:
+                        assert resp.status in (400, 403), target
+                assert seen == []
+                target = "/storage/v1/b/wh/o/lake%2Ft1%2Fa%2Bb?alt=json"
+                async with http.get(URL(base.rstrip("/") + target, encoded=True),
+                                    headers=auth) as resp:
+                    assert resp.status == 200
+                assert seen == ["/storage/v1/b/wh/o/lake%2Ft1%2Fa%2Bb?alt=json"]
