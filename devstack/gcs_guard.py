@@ -10,7 +10,10 @@ grant. Allowed JSON-API requests are proxied as they are: the raw path the guard
 byte for byte (a URL library would remove a `..` segment, and the object the store is asked for
 would not be the one checked); a name or prefix with a `.` or `..` segment is refused outright
 (400), whichever way it was encoded. XML-API requests (which fake-gcs-server does not serve) are
-served on its JSON API by devstack/gcs_xml.py.
+served on its JSON API by devstack/gcs_xml.py. A JSON-API batch (`POST /batch/storage/v1`, as the
+GCS connector sends a rename's copies and deletes) is split (devstack/gcs_batch.py): every part is
+checked by the same rules as a single request (its own bearer token, or the batch's), the whole
+batch is refused if any part is, and the parts are then forwarded one by one, byte for byte.
 
 Run: `python -m devstack.gcs_guard --config guard.json` (`port`, `upstream`, `keys`: the hex
 signing keys of the warehouses it serves).
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import secrets
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
@@ -32,6 +36,7 @@ from aiohttp import web
 from yarl import URL
 
 from devstack.emulator.gcs_tokens import TokenGrant, verify
+from devstack.gcs_batch import BatchError, BatchPart, PartAnswer, batch_response, parse_batch
 from devstack.gcs_xml import MultipartUploads, XmlApi, XmlError, copy_source, error_response
 
 MAX_BODY_BYTES = 512 * 1024 * 1024
@@ -227,6 +232,8 @@ async def handle(request: web.Request) -> web.StreamResponse:
     body = await request.read()
     query = dict(request.query)
     path = request.rel_url.raw_path  # still encoded: each name is decoded once, as the store does
+    if path.rstrip("/") == "/batch/storage/v1":
+        return await _handle_batch(state, request, body)
     xml = is_xml_api(path)
     try:
         grant = state.grant(request.headers.get("Authorization"))
@@ -254,6 +261,52 @@ async def handle(request: web.Request) -> web.StreamResponse:
                        if k.lower() not in _HOP_HEADERS and k.lower() != "content-encoding"}
         _remember_upload(state, access, query, out_headers)
         return web.Response(status=answer.status, body=payload, headers=out_headers)
+
+
+def _check_part(state: GuardState, part: BatchPart, outer_auth: str | None) -> None:
+    """One batch part, by a single request's rules (only object calls: no uploads, no batches)."""
+    path = part.raw_path.split("?", 1)[0]
+    if not path.startswith("/storage/v1/"):
+        raise Refused(403, "a batch part must be a /storage/v1 call")
+    own = next((v for k, v in part.headers.items() if k.lower() == "authorization"), None)
+    grant = state.grant(own if own is not None else outer_auth)
+    content_type = next((v for k, v in part.headers.items() if k.lower() == "content-type"), "")
+    state.check(grant, classify(part.method, path, part.query, part.body, content_type))
+
+
+async def _handle_batch(state: GuardState, request: web.Request, body: bytes) -> web.Response:
+    """A batch: every part checked first (one refusal refuses all), then each forwarded."""
+    try:
+        if request.method != "POST":
+            raise Refused(405, "a batch is a POST")
+        try:
+            parts = parse_batch(body, request.headers.get("Content-Type", ""))
+        except BatchError as exc:
+            raise Refused(400, str(exc)) from exc
+        outer = request.headers.get("Authorization")
+        if not parts:
+            state.grant(outer)
+        for part in parts:
+            _check_part(state, part, outer)
+    except Refused as exc:
+        state.refused += 1
+        return _error(exc.status, exc.reason)
+    assert state.session is not None
+    answers: list[PartAnswer] = []
+    for part in parts:
+        headers = {k: v for k, v in part.headers.items() if k.lower() not in _HOP_HEADERS}
+        target = URL(state.upstream + part.raw_path, encoded=True)
+        async with state.session.request(
+            part.method, target, data=part.body, headers=headers, allow_redirects=False,
+        ) as answer:  # fmt: skip
+            payload = await answer.read()
+            out_headers = {k: v for k, v in answer.headers.items()
+                           if k.lower() not in _HOP_HEADERS and k.lower() != "content-encoding"}
+        answers.append(PartAnswer(part.content_id, answer.status, out_headers, payload))
+    boundary = f"batch_{secrets.token_hex(8)}"
+    content_type = f"multipart/mixed; boundary={boundary}"
+    return web.Response(body=batch_response(answers, boundary),
+                        headers={"Content-Type": content_type})  # fmt: skip
 
 
 def _remember_upload(state: GuardState, access: Access, query: dict[str, str],

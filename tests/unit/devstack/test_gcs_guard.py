@@ -144,3 +144,80 @@ async def test_the_guard_forwards_the_path_it_decided_on_and_refuses_dot_segment
                                     headers=auth) as resp:
                     assert resp.status == 200
                 assert seen == ["/storage/v1/b/wh/o/lake%2Ft1%2Fa%2Bb?alt=json"]
+
+
+def _batch(*parts: tuple[str, str, str | None]) -> tuple[bytes, str]:
+    """A batch as the GCS connector sends one: (method, target, own bearer token or None)."""
+    out = b""
+    for i, (method, target, token) in enumerate(parts):
+        auth = f"Authorization: Bearer {token}\r\n" if token else ""
+        out += (f"--==b==\r\nContent-Type: application/http\r\nContent-ID: <item{i}>\r\n\r\n"
+                f"{method} {target} HTTP/1.1\r\n{auth}Content-Length: 0\r\n\r\n\r\n").encode()
+    return out + b"--==b==--\r\n", 'multipart/mixed; boundary="==b=="'
+
+
+async def test_a_batch_is_checked_part_by_part_and_refused_whole() -> None:
+    """The GCS connector's rename sends its copies and deletes as one batch: the guard refused
+    every batch (Spark's task commit on GCS failed); now each part passes the single-request
+    rules, and a batch smuggling another table's object is refused with none of it forwarded."""
+    from aiohttp import ClientSession, web
+    from aiohttp.test_utils import TestServer
+
+    from devstack.gcs_batch import parse_batch
+    from devstack.gcs_guard import GUARD_STATE, create_app
+
+    seen: list[tuple[str, str]] = []
+
+    async def store(request: web.Request) -> web.Response:
+        seen.append((request.method, request.raw_path))
+        return web.json_response({"name": "x"})
+
+    other = mint(TokenGrant("wh", "lake/t2", "write", WRITE.expires_at_ms), KEY)
+    ok = "/storage/v1/b/wh/o/lake%2Ft1%2Fa"
+    copy = "/storage/v1/b/wh/o/lake%2Ft1%2Fa/rewriteTo/b/wh/o/lake%2Ft1%2Fb"
+    upstream = web.Application()
+    upstream.router.add_route("*", "/{tail:.*}", store)
+    async with TestServer(upstream, host="127.0.0.1") as up:
+        guard = create_app(str(up.make_url("")), [KEY])
+        async with TestServer(guard, host="127.0.0.1") as gs:
+            guard[GUARD_STATE].now_ms = lambda: 1_900_000_000_000
+            url = str(gs.make_url("/batch/storage/v1"))
+            write, read = mint(WRITE, KEY), mint(READ, KEY)
+            refused = [
+                # another table's object, a part's own token for another table, dot segments,
+                # a read token deleting, no token at all, an upload inside a batch
+                (write, [("DELETE", ok, None), ("DELETE", ok.replace("t1", "t2"), None)]),
+                (write, [("DELETE", ok, None), ("DELETE", ok, other)]),
+                (write, [("DELETE", "/storage/v1/b/wh/o/lake%2Ft1%2F..%2Ft2%2Fx", None)]),
+                (read, [("GET", ok, None), ("DELETE", ok, None)]),
+                (None, [("DELETE", ok, None)]),
+                (write, [("POST", "/upload/storage/v1/b/wh/o?name=lake/t1/u", None)]),
+                (write, [("DELETE", "/storage/v1/b/other/o/lake%2Ft1%2Fa", None)]),
+            ]
+            async with ClientSession() as http:
+                for token, parts in refused:
+                    body, ctype = _batch(*parts)
+                    headers = {"Content-Type": ctype}
+                    if token:
+                        headers["Authorization"] = f"Bearer {token}"
+                    async with http.post(url, data=body, headers=headers) as resp:
+                        assert resp.status in (400, 401, 403), parts
+                assert seen == []
+                async with http.post(url, data=b"not a batch", headers={
+                        "Content-Type": "multipart/mixed; boundary=x",
+                        "Authorization": f"Bearer {write}"}) as resp:  # fmt: skip
+                    assert resp.status == 400
+                body, ctype = _batch(("POST", f"http://127.0.0.1:1{copy}", None),
+                                     ("DELETE", ok, write))  # fmt: skip
+                async with http.post(url, data=body, headers={
+                        "Content-Type": ctype, "Authorization": f"Bearer {write}"}) as resp:
+                    assert resp.status == 200
+                    answer_type = resp.headers["Content-Type"]
+                    answer = await resp.read()
+    assert seen == [("POST", copy), ("DELETE", ok)]
+    assert answer_type.startswith("multipart/mixed; boundary=")
+    # The answer is a batch of HTTP responses, one per request, in order, with response ids.
+    text = answer.decode()
+    assert text.count("HTTP/1.1 200 OK") == 2
+    assert text.index("<response-item0>") < text.index("<response-item1>")
+    assert len(parse_batch(body, ctype)) == 2
