@@ -44,8 +44,8 @@ from gateway.models import (
     TableRef,
 )
 from gateway.names import check_warehouse
-from gateway.surfaces import iceberg_etag
 from gateway.signing.config import on_s3, sign_endpoint, signing_config
+from gateway.surfaces import iceberg_etag
 from gateway.surfaces.accounting import result_for_status
 from gateway.surfaces.http_codec import call_ref, decode_segment, namespace_of, warehouse_of
 from gateway.surfaces.http_lakekeeper import (
