@@ -37,6 +37,8 @@ def _state(now_ms: int = 1_900_000_000_000) -> GuardState:
          b'{"name": "lake/t1/r"}', "application/json", Access("wh", ("lake/t1/r",), writes=True)),
         ("POST", "/storage/v1/b/wh/o/lake%2Ft1%2Fa/rewriteTo/b/wh/o/lake%2Ft1%2Fb", {}, b"", "",
          Access("wh", ("lake/t1/a", "lake/t1/b"), writes=True)),
+        ("POST", "/storage/v1/b/wh/o/lake%2Ft1%2Fa/moveTo/o/lake%2Ft2%2Fb", {}, b"", "",
+         Access("wh", ("lake/t1/a", "lake/t2/b"), writes=True)),  # was: one name, dst unchecked
         ("GET", "/wh/lake/t1/a", {}, b"", "", Access("wh", ("lake/t1/a",))),
         ("GET", "/wh", {"list-type": "2", "prefix": "lake/t1/"}, b"", "",
          Access("wh", prefix="lake/t1/")),
@@ -221,3 +223,18 @@ async def test_a_batch_is_checked_part_by_part_and_refused_whole() -> None:
     assert text.count("HTTP/1.1 200 OK") == 2
     assert text.index("<response-item0>") < text.index("<response-item1>")
     assert len(parse_batch(body, ctype)) == 2
+
+
+def test_a_copy_body_is_made_readable_for_the_stand_in() -> None:
+    """The GCS connector's rewrite sends its metadata gzip-encoded or empty: fake-gcs-server
+    answered 500 (`EOF`) and every Spark task commit on GCS failed."""
+    import gzip
+
+    from devstack.gcs_guard import _plain_copy_body
+
+    headers = {"Content-Encoding": "gzip", "Content-Type": "application/json; charset=UTF-8"}
+    assert _plain_copy_body(gzip.compress(b'{"a": 1}'), headers) == b'{"a": 1}'
+    assert "Content-Encoding" not in headers
+    headers = {"Content-Type": "application/octet-stream"}
+    assert _plain_copy_body(b"", headers) == b"{}"
+    assert headers == {"Content-Type": "application/json"}

@@ -85,9 +85,17 @@ def _gcs(storage_endpoint: str | None) -> dict[str, str]:
         "fs.gs.auth.type": "ACCESS_TOKEN_PROVIDER",
         "fs.gs.auth.access.token.provider": GCS_PROVIDER,
         "fs.gs.impl.disable.cache": "true",
+        # A create first looks for a conflicting directory at each parent of the file, up to
+        # the bucket's root: outside the table's prefix, so the table-scoped token is refused
+        # (403) and every write fails. The writers here (Spark's committers, delta-spark) make
+        # their own names, so the check guards nothing they need.
+        "fs.gs.create.items.conflict.check.enable": "false",
     }
     if storage_endpoint:
         out["fs.gs.storage.root.url"] = storage_endpoint.rstrip("/") + "/"
+        # A GCS stand-in (fake-gcs-server) has no objects.move, which the connector's rename
+        # uses by default: rename by rewrite + delete (batched) instead, as before that API.
+        out["fs.gs.operation.move.enable"] = "false"
     return out
 
 
