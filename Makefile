@@ -14,7 +14,7 @@ export NO_PROXY := localhost,127.0.0.1
 export SPARK_LOCAL_IP := 127.0.0.1
 export no_proxy := localhost,127.0.0.1
 
-.PHONY: venv azurite prometheus-bin demo long-job test test-unit test-integration bench harden soak proto proto-check unasync lint clean devstack-up devstack-down client-min-deps lock
+.PHONY: venv azurite prometheus-bin jvm demo long-job test test-unit test-integration bench harden soak proto proto-check unasync lint clean devstack-up devstack-down client-min-deps lock
 
 venv: $(STAMP)
 
@@ -55,6 +55,38 @@ prometheus-bin:
 	  || { $$SUDO apt-get update -qq && \
 	       $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; }; }
 
+# The JVM path (Iceberg's Spark runtime, S3A, ABFS, the GCS connector, delta-spark): lakegate-hadoop
+# (clients/jvm/lakegate-hadoop, JUnit-tested on every build), the jars of
+# clients/jvm/spark-jars/pom.xml from Maven Central (~240 MB, into ~/.m2, each jar's SHA-256
+# checked against clients/jvm/spark-jars.sha256, nothing else admitted) and .venv-jvm with
+# PySpark 4.1.4 (requirements/jvm.lock: Iceberg has no runtime for the dev venv's Spark 4.3).
+# Both are stamped, so a second `make test` fetches nothing.
+JVM_DIR := clients/jvm
+JVM_JARS := $(JVM_DIR)/spark-jars/target/jars
+JVM_JARS_STAMP := $(JVM_JARS)/.verified
+JVM_VENV_STAMP := .venv-jvm/.installed
+# lakegate-hadoop (the credential providers): built and unit-tested (JUnit 5, Surefire) whenever
+# its sources or poms change.
+JVM_LIB := $(JVM_DIR)/lakegate-hadoop/target/lakegate-hadoop-0.1.0.jar
+JVM_LIB_SRC := $(shell find $(JVM_DIR)/lakegate-hadoop/src -type f 2>/dev/null)
+jvm: $(JVM_JARS_STAMP) $(JVM_LIB) $(JVM_VENV_STAMP)
+
+$(JVM_JARS_STAMP): $(JVM_DIR)/pom.xml $(JVM_DIR)/spark-jars/pom.xml $(JVM_DIR)/spark-jars.sha256
+	rm -rf $(JVM_JARS)
+	cd $(JVM_DIR) && timeout 1200 mvn -B -q -C -pl spark-jars -am package
+	cd $(JVM_JARS) && sha256sum --strict --quiet -c $(abspath $(JVM_DIR)/spark-jars.sha256)
+	test "$$(ls $(JVM_JARS)/*.jar | wc -l)" = "$$(wc -l < $(JVM_DIR)/spark-jars.sha256)"
+	touch $@
+
+$(JVM_LIB): $(JVM_DIR)/pom.xml $(JVM_DIR)/lakegate-hadoop/pom.xml $(JVM_LIB_SRC)
+	cd $(JVM_DIR) && timeout 900 mvn -B -q -C -pl lakegate-hadoop -am package
+	touch $@
+
+$(JVM_VENV_STAMP): requirements/jvm.lock
+	test -x .venv-jvm/bin/python || $(PY_BOOT) -m venv .venv-jvm
+	timeout 1200 .venv-jvm/bin/python -m pip install -q --disable-pip-version-check --require-hashes -r requirements/jvm.lock
+	touch $@
+
 demo: venv $(if $(findstring adls,$(DEMO_ARGS)),azurite)
 	$(PY) -m demo $(DEMO_ARGS)
 
@@ -64,7 +96,7 @@ lint: venv
 	$(VENV)/bin/ruff check $(LINT_PATHS)
 	$(VENV)/bin/mypy --strict gateway clients/python/src/lakegate_client
 
-test: venv azurite prometheus-bin
+test: venv azurite prometheus-bin jvm
 	$(MAKE) --no-print-directory lint
 	$(PY) proto/generate.py --check
 	$(PY) clients/python/unasync.py --check
@@ -113,4 +145,4 @@ devstack-down: venv
 
 clean:
 	-$(PY) -m devstack down 2>/dev/null
-	rm -rf $(VENV) .venv-min-core .venv-min-grpc .venv-min-spark35 .venv-proto .venv-lock .devstack $(IDP_DIR)/node_modules $(AZURITE_DIR)/node_modules
+	rm -rf $(VENV) .venv-jvm $(JVM_DIR)/spark-jars/target $(JVM_DIR)/lakegate-hadoop/target .venv-min-core .venv-min-grpc .venv-min-spark35 .venv-proto .venv-lock .devstack $(IDP_DIR)/node_modules $(AZURITE_DIR)/node_modules

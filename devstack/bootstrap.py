@@ -15,7 +15,7 @@ from devstack.errors import StartupError
 
 @dataclass(frozen=True)
 class WarehouseSpec:
-    """The warehouse the launcher creates (S3 profile on SeaweedFS, STS on)."""
+    """A warehouse the launcher creates (S3 profile on SeaweedFS; STS on unless told)."""
 
     name: str
     bucket: str
@@ -27,6 +27,8 @@ class WarehouseSpec:
     secret_key: str
     sts_validity_s: int
     soft_delete: bool
+    # False: a warehouse that only signs (Lakekeeper's remote signing reaches its data).
+    sts_enabled: bool = True
 
     def __repr__(self) -> str:
         return f"WarehouseSpec(name={self.name!r}, bucket={self.bucket!r}, secret=***)"
@@ -45,7 +47,7 @@ class WarehouseSpec:
                 "endpoint": self.endpoint,
                 "path-style-access": True,
                 "key-prefix": self.key_prefix,
-                "sts-enabled": True,
+                "sts-enabled": self.sts_enabled,
                 "flavor": "s3-compat",
                 "sts-role-arn": self.role_arn,
                 "sts-token-validity-seconds": self.sts_validity_s,

@@ -6,8 +6,14 @@ service-account key), unexpired, for the bucket, every object it names under the
 prefix, and a method its role allows (read: get, list; write: also upload, delete, copy).
 That is what Google enforces for Lakekeeper's downscoped tokens (a CEL condition on the prefix,
 objectViewer / objectUser); refusals are Google's: 401 without a valid token, 403 outside the
-grant. Allowed JSON-API requests are proxied as they are; XML-API requests (which
-fake-gcs-server does not serve) are served on its JSON API by devstack/gcs_xml.py.
+grant. Allowed JSON-API requests are proxied as they are: the raw path the guard decided on,
+byte for byte (a URL library would remove a `..` segment, and the object the store is asked for
+would not be the one checked); a name or prefix with a `.` or `..` segment is refused outright
+(400), whichever way it was encoded. XML-API requests (which fake-gcs-server does not serve) are
+served on its JSON API by devstack/gcs_xml.py. A JSON-API batch (`POST /batch/storage/v1`, as the
+GCS connector sends a rename's copies and deletes) is split (devstack/gcs_batch.py): every part is
+checked by the same rules as a single request (its own bearer token, or the batch's), the whole
+batch is refused if any part is, and the parts are then forwarded one by one, byte for byte.
 
 Run: `python -m devstack.gcs_guard --config guard.json` (`port`, `upstream`, `keys`: the hex
 signing keys of the warehouses it serves).
@@ -16,7 +22,10 @@ signing keys of the warehouses it serves).
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
+import logging
+import secrets
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
@@ -26,14 +35,17 @@ from urllib.parse import unquote
 
 import aiohttp
 from aiohttp import web
+from yarl import URL
 
 from devstack.emulator.gcs_tokens import TokenGrant, verify
+from devstack.gcs_batch import BatchError, BatchPart, PartAnswer, batch_response, parse_batch
 from devstack.gcs_xml import MultipartUploads, XmlApi, XmlError, copy_source, error_response
 
 MAX_BODY_BYTES = 512 * 1024 * 1024
 MAX_UPLOAD_SESSIONS = 10_000  # resumable sessions remembered (oldest forgotten first)
 _HOP_HEADERS = frozenset({"host", "authorization", "content-length", "transfer-encoding",
                           "connection", "keep-alive"})  # fmt: skip
+LOG = logging.getLogger("devstack.gcs_guard")
 GUARD_STATE: web.AppKey[GuardState] = web.AppKey("gcs_guard")
 
 
@@ -53,6 +65,12 @@ class Access:
     objects: tuple[str, ...] = ()
     prefix: str | None = None
     writes: bool = False
+
+
+def _dot_segment(name: str) -> bool:
+    """Whether an object name or prefix has a `.` or `..` segment (a path resolver would move
+    it to another object than the one named)."""
+    return any(part in (".", "..") for part in name.split("/"))
 
 
 def _within(name: str, prefix: str) -> bool:
@@ -132,6 +150,9 @@ def classify(method: str, path: str, query: dict[str, str], body: bytes,
                 if dst_bucket != bucket:
                     raise Refused(403, "copies across buckets are not allowed")
                 return Access(bucket=bucket, objects=(src, dst_name), writes=True)
+        if "/moveTo/o/" in joined:  # objects.move: both names are checked
+            src, _, dst_name = joined.partition("/moveTo/o/")
+            return Access(bucket=bucket, objects=(src, dst_name), writes=True)
         if joined.endswith("/compose"):
             try:
                 sources = [str(s["name"]) for s in json.loads(body)["sourceObjects"]]
@@ -187,6 +208,9 @@ class GuardState:
         if access.writes and grant.role != "write":
             raise Refused(403, "the token's role does not allow writes")
         names = list(access.objects)
+        if any(_dot_segment(n) for n in names) or (access.prefix is not None
+                                                  and _dot_segment(access.prefix)):
+            raise Refused(400, "an object name with a '.' or '..' segment")
         for i, name in enumerate(names):
             if name.startswith("\0upload:"):
                 known = self.uploads.get(name[len("\0upload:") :])
@@ -202,6 +226,11 @@ class GuardState:
                 raise Refused(403, "object outside the token's prefix")
 
 
+def _log_refusal(method: str, path: str, exc: Refused) -> None:
+    """One line per refusal on the guard's log (the path and reason; never the token)."""
+    LOG.warning("refused %s %s: %d %s", method, path, exc.status, exc.reason)
+
+
 def _error(status: int, reason: str, *, xml: bool = False, head: bool = False) -> web.Response:
     if xml:
         return error_response(status, reason, head=head)
@@ -214,6 +243,8 @@ async def handle(request: web.Request) -> web.StreamResponse:
     body = await request.read()
     query = dict(request.query)
     path = request.rel_url.raw_path  # still encoded: each name is decoded once, as the store does
+    if path.rstrip("/") == "/batch/storage/v1":
+        return await _handle_batch(state, request, body)
     xml = is_xml_api(path)
     try:
         grant = state.grant(request.headers.get("Authorization"))
@@ -226,20 +257,87 @@ async def handle(request: web.Request) -> web.StreamResponse:
         return error_response(exc.status, exc.message, exc.code, head=request.method == "HEAD")
     except Refused as exc:
         state.refused += 1
+        _log_refusal(request.method, path, exc)
         return _error(exc.status, exc.reason, xml=xml, head=request.method == "HEAD")
     assert state.session is not None
     if xml:
         return await XmlApi(state.upstream, state.multipart).handle(state.session, request, body)
     headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_HEADERS}
+    # The raw target the decision was made on, not yarl's normalised one (module docstring).
+    target = URL(state.upstream + request.raw_path, encoded=True)
+    if request.method == "POST" and access.writes and len(access.objects) == 2:
+        body = _plain_copy_body(body, headers)
     async with state.session.request(
-        request.method, state.upstream + request.path_qs, data=body, headers=headers,
-        allow_redirects=False,
+        request.method, target, data=body, headers=headers, allow_redirects=False,
     ) as answer:  # fmt: skip
         payload = await answer.read()
         out_headers = {k: v for k, v in answer.headers.items()
                        if k.lower() not in _HOP_HEADERS and k.lower() != "content-encoding"}
         _remember_upload(state, access, query, out_headers)
         return web.Response(status=answer.status, body=payload, headers=out_headers)
+
+
+def _check_part(state: GuardState, part: BatchPart, outer_auth: str | None) -> None:
+    """One batch part, by a single request's rules (only object calls: no uploads, no batches)."""
+    path = part.raw_path.split("?", 1)[0]
+    if not path.startswith("/storage/v1/"):
+        raise Refused(403, "a batch part must be a /storage/v1 call")
+    own = next((v for k, v in part.headers.items() if k.lower() == "authorization"), None)
+    grant = state.grant(own if own is not None else outer_auth)
+    content_type = next((v for k, v in part.headers.items() if k.lower() == "content-type"), "")
+    state.check(grant, classify(part.method, path, part.query, part.body, content_type))
+
+
+async def _handle_batch(state: GuardState, request: web.Request, body: bytes) -> web.Response:
+    """A batch: every part checked first (one refusal refuses all), then each forwarded."""
+    try:
+        if request.method != "POST":
+            raise Refused(405, "a batch is a POST")
+        try:
+            parts = parse_batch(body, request.headers.get("Content-Type", ""))
+        except BatchError as exc:
+            raise Refused(400, str(exc)) from exc
+        outer = request.headers.get("Authorization")
+        if not parts:
+            state.grant(outer)
+        for part in parts:
+            _check_part(state, part, outer)
+    except Refused as exc:
+        state.refused += 1
+        _log_refusal("POST", "/batch/storage/v1", exc)
+        return _error(exc.status, exc.reason)
+    assert state.session is not None
+    answers: list[PartAnswer] = []
+    for part in parts:
+        headers = {k: v for k, v in part.headers.items() if k.lower() not in _HOP_HEADERS}
+        target = URL(state.upstream + part.raw_path, encoded=True)
+        async with state.session.request(
+            part.method, target, data=part.body, headers=headers, allow_redirects=False,
+        ) as answer:  # fmt: skip
+            payload = await answer.read()
+            out_headers = {k: v for k, v in answer.headers.items()
+                           if k.lower() not in _HOP_HEADERS and k.lower() != "content-encoding"}
+        answers.append(PartAnswer(part.content_id, answer.status, out_headers, payload))
+    boundary = f"batch_{secrets.token_hex(8)}"
+    content_type = f"multipart/mixed; boundary={boundary}"
+    return web.Response(body=batch_response(answers, boundary),
+                        headers={"Content-Type": content_type})  # fmt: skip
+
+
+def _plain_copy_body(body: bytes, headers: dict[str, str]) -> bytes:
+    """A copy, rewrite or move's metadata body as fake-gcs-server can read it: the GCS
+    connector sends it gzip-encoded (GCS accepts that; fake-gcs-server decodes it as JSON and
+    fails, 500) and possibly empty (GCS: no metadata changes)."""
+    encoding = next((k for k in headers if k.lower() == "content-encoding"), None)
+    if encoding is not None and headers[encoding].lower() == "gzip":
+        del headers[encoding]
+        body = gzip.decompress(body) if body else b""
+    if not body.strip():
+        body = b"{}"
+        for key in [k for k in headers if k.lower() == "content-type"]:
+            del headers[key]
+        headers["Content-Type"] = "application/json"
+    return body
 
 
 def _remember_upload(state: GuardState, access: Access, query: dict[str, str],
@@ -280,6 +378,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m devstack.gcs_guard")
     parser.add_argument("--config", type=Path, required=True)
     args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s")
     config = json.loads(args.config.read_text())
     app = create_app(config["upstream"], [bytes.fromhex(k) for k in config["keys"]])
     web.run_app(app, host="127.0.0.1", port=int(config["port"]), print=None,

@@ -11,6 +11,7 @@ A second `up` while recorded processes run is refused; `down` stops every record
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import json
 import shutil
@@ -21,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from devstack import azurite, fake_gcs, idp_config, nats, processes, seaweed
+from devstack import adls_guard, azurite, fake_gcs, idp_config, nats, processes, seaweed
 from devstack.bootstrap import (
     WarehouseSpec,
     adls_warehouse,
@@ -53,12 +54,15 @@ KEY_PREFIX = "lakehouse"
 WAREHOUSE = "demo"
 WAREHOUSE_ADLS = "demo_adls"
 WAREHOUSE_GCS = "demo_gcs"
+WAREHOUSE_SIGNING = "demo_signing"  # S3 with STS off: remote signing only
+KEY_PREFIX_SIGNING = "lakehouse/signing"  # inside the STS role's resource prefix
 ADLS_CONTAINER = "warehouse"
 GCS_BUCKET = "warehouse"
 NAMESPACE = "demo_ns"
 READY_TIMEOUT_S = 20.0
 START_ATTEMPTS = 2
-STOP_ORDER = ("gateway", "catalog", "nats", "gcs-guard", "gcs", "azurite", "s3", "idp")
+STOP_ORDER = ("gateway", "catalog", "nats", "gcs-guard", "gcs", "adls-guard", "azurite", "s3",
+              "idp")
 STORAGES = ("s3", "adls", "gcs")
 # Files `up` recreates; anything else in the run directory is left alone.
 _STATE_FILES = (
@@ -72,6 +76,7 @@ _STATE_FILES = (
     "stack.json",
     "ports.json",
     "gcs-guard.json",
+    "adls-guard.json",
 )
 _STATE_DIRS = ("s3-data", "s3-logs", "s3-admin", "azurite")
 
@@ -231,6 +236,8 @@ def _start(
         "write_role_id": roles["write"],
         "nats_address": nats_info.url,
         "nats_topic": nats_info.subject,
+        # Lakekeeper's directory SAS: the ADLS layer (devstack/adls_guard.py) enforces it.
+        "adls_sas_scope": "directory",
     }
     (run_dir / "emulator.json").write_text(json.dumps(emulator_cfg, indent=1))
     records["catalog"] = processes.spawn(
@@ -282,6 +289,15 @@ def _start(
     )
     warehouse_id = bootstrap_catalog(catalog_url, token, spec, NAMESPACE)
     storage_warehouses: dict[str, WarehouseInfo] = {}
+    # The same store with STS off: only remote signing reaches its data (Lakekeeper's way for
+    # stores without STS), through the catalog's signer or the gateway's.
+    signing_spec = dataclasses.replace(
+        spec, name=WAREHOUSE_SIGNING, key_prefix=KEY_PREFIX_SIGNING, sts_enabled=False,
+        access_key=keys.signer_access_key, secret_key=keys.signer_secret_key)
+    storage_warehouses["s3-signing"] = WarehouseInfo(
+        id=create_warehouse(catalog_url, token, signing_spec, NAMESPACE), name=WAREHOUSE_SIGNING,
+        sts_validity_s=sts_validity_s, delete_profile="soft" if soft_delete else "hard",
+    )  # fmt: skip
     if azure_info is not None:
         adls_spec = adls_warehouse(
             WAREHOUSE_ADLS, account=azure_info.account, account_key=azurite.ACCOUNT_KEY,
@@ -353,8 +369,10 @@ def _start(
 
 
 def _start_azurite(run_dir: Path, records: dict[str, ProcessRecord]) -> AzureInfo:
-    """Azurite's blob service on a free loopback port, with the warehouse's container."""
-    (port,) = free_ports(1)
+    """Azurite's blob service on a free loopback port, with the warehouse's container, and in
+    front of it the SAS-checking layer that clients use (it enforces Lakekeeper's directory
+    SAS, which Azurite refuses)."""
+    port, guard_port = free_ports(2)
     workdir = run_dir / "azurite"
     workdir.mkdir(parents=True, exist_ok=True)
     records["azurite"] = processes.spawn(
@@ -371,9 +389,21 @@ def _start_azurite(run_dir: Path, records: dict[str, ProcessRecord]) -> AzureInf
         records["azurite"], lambda: azurite.azurite_ready(endpoint, ADLS_CONTAINER),
         timeout_s=READY_TIMEOUT_S, what="Azurite container", interval_s=0.1,
     )  # fmt: skip
+    config = run_dir / "adls-guard.json"
+    adls_guard.write_config(config, port=guard_port, upstream=f"http://127.0.0.1:{port}",
+                            account=azurite.ACCOUNT, key_b64=azurite.ACCOUNT_KEY)
+    records["adls-guard"] = processes.spawn(
+        "adls-guard", [sys.executable, "-m", "devstack.adls_guard", "--config", str(config)],
+        log_path=run_dir / "logs" / "adls-guard.log", env_extra={"PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
+    guarded = azurite.blob_endpoint(guard_port)
+    processes.wait_until(
+        records["adls-guard"], lambda: azurite.azurite_ready(guarded, ADLS_CONTAINER),
+        timeout_s=READY_TIMEOUT_S, what="ADLS SAS-checking layer", interval_s=0.1,
+    )  # fmt: skip
     return AzureInfo(
-        blob_endpoint=endpoint, account=azurite.ACCOUNT, host=azurite.HOST,
-        container=ADLS_CONTAINER, key_prefix=KEY_PREFIX,
+        blob_endpoint=guarded, account=azurite.ACCOUNT, host=azurite.HOST,
+        container=ADLS_CONTAINER, key_prefix=KEY_PREFIX, server_endpoint=endpoint,
     )  # fmt: skip
 
 

@@ -56,6 +56,9 @@ class SeaweedKeys:
     admin_secret_key: str
     catalog_access_key: str
     catalog_secret_key: str
+    # The signing-only warehouse's key: the catalog signs with it, so it reads and writes.
+    signer_access_key: str = ""
+    signer_secret_key: str = ""
 
     @classmethod
     def generate(cls) -> SeaweedKeys:
@@ -64,6 +67,8 @@ class SeaweedKeys:
             admin_secret_key=secrets.token_urlsafe(30),
             catalog_access_key="catalog" + secrets.token_hex(6),
             catalog_secret_key=secrets.token_urlsafe(30),
+            signer_access_key="signer" + secrets.token_hex(6),
+            signer_secret_key=secrets.token_urlsafe(30),
         )
 
     def __repr__(self) -> str:
@@ -89,6 +94,13 @@ def iam_document(keys: SeaweedKeys, *, bucket: str, key_prefix: str) -> dict[str
                 ],
                 "actions": ["Read", "List"],
             },
+            *([{
+                "name": "signer",
+                "credentials": [
+                    {"accessKey": keys.signer_access_key, "secretKey": keys.signer_secret_key}
+                ],
+                "actions": ["Read", "Write", "List"],
+            }] if keys.signer_access_key else []),
         ],
         "sts": {
             "tokenDuration": "1h",

@@ -52,6 +52,9 @@ class AzureInfo(_Frozen):
     host: str  # the profile's `host`: locations read abfss://<container>@<account>.<host>/...
     container: str
     key_prefix: str
+    # Azurite itself, behind the SAS-checking layer (devstack/adls_guard.py) that
+    # `blob_endpoint` names: tests and the launcher only.
+    server_endpoint: str | None = None
 
 
 class GcsInfo(_Frozen):
@@ -108,7 +111,8 @@ class StackInfo(_Frozen):
     nats: NatsInfo | None = None
     azure: AzureInfo | None = None
     gcs: GcsInfo | None = None
-    # The warehouse of each extra storage ("adls", "gcs"); `warehouse` is the S3 one.
+    # The warehouse of each extra storage ("adls", "gcs", "s3-signing": S3 with STS off, only
+    # remote signing reaches it); `warehouse` is the S3 one.
     storage_warehouses: dict[str, WarehouseInfo] = Field(default_factory=dict)
     pids: dict[str, int] = Field(default_factory=dict)
     startup_s: float | None = None
@@ -132,7 +136,7 @@ class StackInfo(_Frozen):
         path.chmod(0o600)
 
     def warehouse_for(self, storage: str) -> WarehouseInfo:
-        """The warehouse on `storage` (`s3`, `adls` or `gcs`).
+        """The warehouse on `storage` (`s3`, `adls`, `gcs`, or `s3-signing`: S3 without STS).
 
         Raises:
             LookupError: the stack was started without that storage.

@@ -204,7 +204,9 @@ class App:
         )
         recorder = Recorder(self.metrics, self.clock)
         deps = HttpDeps(service, gate, recorder, self.metrics, self.clock, s.listen.max_body_bytes,
-                        s.upstream.max_page_size)
+                        s.upstream.max_page_size,
+                        # a Core without a signer (a test's) mounts no sign route
+                        signing=getattr(core, "signing", None))
         grpc_surface = GrpcSurface(
             service, gate, recorder, max_message_bytes=s.listen.max_body_bytes
         )

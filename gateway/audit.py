@@ -46,7 +46,9 @@ AUDIT_LOGGER = "lakegate.audit"
 DENIED = "denied"  # the outcome of a policy refusal
 # A bound on distinct fold keys between flushes (memory); reaching it flushes early.
 AUDIT_FOLD_MAX_KEYS = 10_000
-_FOLDED_OUTCOMES = frozenset({Outcome.HIT.value, Outcome.COALESCED.value})
+# A node-local or forwarded signature of a read is as frequent as a hit (one per S3 request).
+_FOLDED_OUTCOMES = frozenset({Outcome.HIT.value, Outcome.COALESCED.value, "signed-local",
+                              "signed-forwarded"})
 # Enum members bound once: on Python 3.11 `AccessMode.READ` costs ~0.4 µs and `.value` ~1 µs
 # (measured here), a visible share of a folded hit.
 _READ = AccessMode.READ

@@ -3,7 +3,8 @@
 Every log line is one JSON object: ts, level, logger, msg, request_id, plus the record's extra
 fields. Redaction runs on the final rendered line (and on the message itself for any other handler,
 such as pytest's capture) so that no secret reaches a log whatever path it took: known secret values
-registered at start, bearer tokens, JWTs, AWS access-key ids, `secret=...`-style pairs and long
+registered at start, bearer tokens, JWTs, AWS access-key ids, Google access tokens, PEM private
+keys, `secret=...`-style pairs (SAS `sig=`, account keys and URL signatures among them) and long
 opaque blobs (session tokens).
 
 Identifier fields (`caller`, `warehouse`, `namespace`, `table`) are not secrets and are what an
@@ -36,13 +37,21 @@ _STANDARD_ATTRS = frozenset(
 # Why these patterns: each is a secret shape that shows up in this product's traffic.
 _BEARER = r"(?i:\b(bearer|basic)\s+[A-Za-z0-9\-._~+/=]+)"
 _JWT = r"eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"
+# The separator may be percent-encoded (`sig%3D...`: a SAS URL inside another URL's query).
 _PAIR = (
     r"(?i:((?:client[_-]?secret|secret[_-]?access[_-]?key|secret[_-]?key|session[_-]?token"
     r"|access[_-]?token|refresh[_-]?token|id[_-]?token|password|secretaccesskey|"
-    r"sessiontoken|x-amz-security-token|authorization|\btoken)"
-    r"[\"']?\s*[:=]\s*[\"']?)([^\"'\s,&}]+))"
+    r"sessiontoken|x-amz-security-token|authorization|\btoken"
+    # Azure: a SAS signature (`sig=`), an account key; URL signatures (S3, GCS presigned);
+    # API keys, client assertions and private keys (a service account's JSON).
+    r"|(?<![a-z])sig|signature|account[_-]?key|api[_-]?key|client[_-]?assertion|private[_-]?key)"
+    r"[\"']?\s*(?:[:=]|%3d)\s*[\"']?)([^\"'\s,&}]+))"
 )
 _AWS_KEY_ID = r"\b(?:AKIA|ASIA)[A-Z0-9]{12,}\b"
+# Google OAuth2 access tokens (what a GCS credential is), whatever key or text carries them.
+_GOOGLE_ACCESS = r"\bya29\.[A-Za-z0-9_.-]+"
+# A PEM private key, to its END line (or the end of the text when cut off).
+_PEM = r"(?s:-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$))"
 # Extra fields that name who asked for what: only known secret values are masked in them.
 IDENTIFIER_FIELDS = frozenset({"caller", "warehouse", "namespace", "table"})
 # Written escaped: C0 (text lines), DEL, C1, Arabic letter mark, zero-width and bidi marks,
@@ -64,6 +73,8 @@ def escape_unsafe(line: str, *, c0: bool = False) -> str:
 # path-like runs such as table locations made of UUIDs, which logs need to stay useful.
 _BLOB_PATTERN = r"[A-Za-z0-9/+=_-]{80,}"
 _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
+    # A PEM private key, whole (before the pairs: `"private_key": "-----BEGIN` is one too).
+    (re.compile(_PEM), MASK),
     # Authorization headers: "Bearer <token>" / "Basic <b64>".
     (re.compile(_BEARER), rf"\1 {MASK}"),
     # JWTs (IdP access tokens, caller tokens) wherever they appear.
@@ -72,6 +83,7 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(_PAIR), rf"\1{MASK}"),
     # AWS access key ids (long-term AKIA and temporary ASIA).
     (re.compile(_AWS_KEY_ID), MASK),
+    (re.compile(_GOOGLE_ACCESS), MASK),
 )
 _BLOB = re.compile(_BLOB_PATTERN)
 _PATHLIKE = re.compile(r"[a-z0-9/_.-]+")
@@ -79,7 +91,8 @@ _PATHLIKE = re.compile(r"[a-z0-9/_.-]+")
 # lower-cased: the bearer and key=value shapes are case-insensitive) or literals, or is a blob.
 # Most lines (audit lines, request lines) contain none, and these substring checks cost a small
 # fraction of the substitutions, which then run only when something may match.
-_SHAPE_WORDS = ("secret", "token", "password", "authorization", "bearer", "basic")
+_SHAPE_WORDS = ("secret", "token", "password", "authorization", "bearer", "basic", "sig",
+                "account", "api", "private", "assertion", "ya29.")
 _SHAPE_LITERALS = ("eyJ", "AKIA", "ASIA")
 
 

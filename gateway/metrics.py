@@ -94,6 +94,10 @@ class Metrics:
             "Entries whose last refresh failed and that are served stale above the floor.",
             registry=r,
         )
+        self.sign_requests = Counter(
+            "lakegate_sign_requests", "S3 sign requests, by mode (local|forwarded|refused).",
+            ["mode"], registry=r,
+        )
         self.ingress_rejected = Counter(
             "lakegate_ingress_rejected", "Requests refused before the service, by reason.",
             ["reason"], registry=r,

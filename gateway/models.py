@@ -6,7 +6,7 @@ Wire shapes (Lakekeeper JSON, protobuf) are converted to these at the edges only
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
@@ -312,6 +312,9 @@ class RequestContext(NamedTuple):
     delegation: str | None = None  # X-Iceberg-Access-Delegation as received
     caller: CallerIdentity | None = None
     surface: str | None = None  # the request's surface (http|rest|aws|grpc), for the audit
+    # The connection's (or Unix-socket process's) key, looked up only when asked: what tells
+    # anonymous callers (mode `none`) apart where a per-caller record is kept (refusal holds).
+    peer_key: Callable[[], str] | None = None
 
 
 @dataclass(frozen=True)

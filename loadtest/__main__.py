@@ -34,7 +34,7 @@ from loadtest.report import console_summary, write_report
 from loadtest.stack import BenchStack
 
 SCENARIOS = ("cold_herd", "surfaces", "writes", "executors", "scaling", "soak", "outage",
-             "capacity")
+             "capacity", "signing")
 DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "latest"
 
 
@@ -129,6 +129,7 @@ def run_bench(profile: Profile, names: list[str], out_dir: Path, pin: bool,
         executors,
         outage,
         scaling,
+        signing,
         soak,
         surfaces,
         writes,
@@ -143,6 +144,7 @@ def run_bench(profile: Profile, names: list[str], out_dir: Path, pin: bool,
         "soak": soak.run,
         "outage": outage.run,
         "capacity": capacity.run,
+        "signing": signing.run,
     }
     _raise_fd_limit()
     server_cpus, client_cpus, pinning = cpu_plan(pin)

@@ -89,6 +89,13 @@ class Profile:
     capacity_idle_s: float = 8.0
     capacity_observe_s: float = 25.0
     capacity_idle_keys: int = 1_000
+    # 7. signing (loadtest/scenarios/signing.py)
+    signing_files: int = 8
+    signing_rows_per_file: int = 50_000
+    signing_rounds: int = 9
+    signing_latency_n: int = 300
+    signing_concurrency: int = 16
+    signing_duration_s: float = 4.0
 
 
 STANDARD = Profile(name="standard")

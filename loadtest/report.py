@@ -72,6 +72,8 @@ def render_markdown(summary: Mapping[str, Any], checks: list[TargetCheck], plots
     out += _dict_section("4. Refresh soak (time-compressed)", summary.get("soak"))
     out += _dict_section("5. Outage", summary.get("outage"))
     out += _dict_section("6. Capacity", summary.get("capacity"))
+    out += _dict_section("7. Remote signing (pyiceberg scans, sign latency, signatures/s)",
+                         summary.get("signing"))
     if plots:
         out += ["", "## Plots", ""] + [f"![{p}]({p})" for p in plots]
     notes = list(meta.get("notes") or [])

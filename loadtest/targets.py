@@ -258,6 +258,18 @@ def evaluate(summary: Mapping[str, Any]) -> list[TargetCheck]:
         )
     else:
         checks.append(_missing("capacity", "<= 64 MiB for 10,000 keys"))
+    scan = (summary.get("signing") or {}).get("scan") or {}
+    if "local" in scan:  # (a run without the signing scenario has no such target)
+        local = scan["local"]
+        checks.append(
+            TargetCheck(
+                "pyiceberg scan with node-local signing",
+                "<= 1.1 x the same scan with vended keys (median of per-round ratios)",
+                f"{local['ratio_vs_vended']} x (upper quartile {local['ratio_vs_vended_q3']}); "
+                f"forwarded to the catalog {scan['forwarded']['ratio_vs_vended']} x",
+                local["ratio_vs_vended"] <= 1.1,
+            )
+        )
     return checks
 
 

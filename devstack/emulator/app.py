@@ -7,8 +7,8 @@ Deliberate deviations (everything else follows Lakekeeper's source):
   bad input. The namespace list answers the same 400 as Lakekeeper.
 - `x-assume-role` is honoured in no-auth mode too (Lakekeeper reads it only with authn on), so
   read-only vending can be tested without an IdP; an unknown role UUID is 400 InvalidRoleIdError.
-- Only S3 storage profiles; no remote signing (`remote-signing` falls back to vending, as on a
-  Lakekeeper warehouse with remote signing disabled); storage access is not validated at
+- Only S3 storage profiles; remote signing for Iceberg tables only (routes_signer.py; generic
+  tables fall back to vending); storage access is not validated at
   warehouse creation; `allowall` authorization (every authenticated caller may do
   everything); the `x-project-id` header selects a project but projects are not managed.
 - Soft-deleted tables past their expiration are hidden but not purged.
@@ -26,6 +26,7 @@ from devstack.emulator import (
     routes_hooks,
     routes_iceberg,
     routes_management,
+    routes_signer,
     routes_tables,
     routes_transactions,
     routes_views,
@@ -112,6 +113,7 @@ def create_app(config: EmulatorConfig) -> web.Application:
     routes_management.add_routes(app)
     routes_tables.add_routes(app)
     routes_iceberg.setup(app, config.db_path)
+    routes_signer.add_routes(app)
     routes_transactions.add_routes(app)
     routes_views.setup(app, config.db_path)
     app.on_cleanup.append(_close)

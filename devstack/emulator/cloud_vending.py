@@ -3,8 +3,9 @@
 ADLS: a SAS signed with the warehouse's shared access key (Lakekeeper's account-key path), keys
 `adls.sas-token.<account>.<host>`, `adls.sas-token-expires-at-ms.<account>.<host>` and
 `expiration-time`; start back-dated 60 s; read = `rl`, read-write-delete = `rawdl`. Lakekeeper
-signs a directory SAS (`sr=d`) on the table path; Azurite refuses `sr=d`, so the emulator signs
-a container SAS (`sr=c`) unless configured for the `sr=d` shape (shape tests).
+signs a directory SAS (`sr=d`) on the table path, and so does the emulator as the launcher
+starts it (Azurite refuses `sr=d`; the stack's devstack/adls_guard.py enforces it); configured
+with the `container` scope it signs a container SAS (`sr=c`) instead.
 GCS: a token bounded to the bucket and the table prefix with a role (see gcs_tokens.py), keys
 `gcs.oauth2.token`, `gcs.oauth2.token-expires-at`, `expiration-time` and `gcs.project-id`.
 """

@@ -31,8 +31,9 @@ class EmulatorConfig(BaseModel):
     # Change events (Lakekeeper's LAKEKEEPER__NATS_ADDRESS / NATS_TOPIC): both set = publish.
     nats_address: str | None = None
     nats_topic: str | None = None
-    # ADLS SAS scope: `container` (sr=c, enforced by Azurite) or `directory` (sr=d, the shape
-    # Lakekeeper vends; Azurite refuses it).
+    # ADLS SAS scope: `container` (sr=c, enforced by Azurite) or `directory` (sr=d, what
+    # Lakekeeper vends; Azurite refuses it, the stack's devstack/adls_guard.py enforces it: the
+    # launcher starts the emulator with `directory`).
     adls_sas_scope: Literal["container", "directory"] = "container"
 
     @classmethod

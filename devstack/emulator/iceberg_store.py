@@ -127,6 +127,15 @@ class IcebergStore:
         rows = keyset_page(self._db, f"{_SELECT} WHERE namespace_id = ?", [ns.id], after, limit)
         return [_row(r) for r in rows]
 
+    def covering(self, warehouse_id: str, location: str) -> list[IcebergTable]:
+        """The tables whose location equals or contains `location` (the signer's lookup)."""
+        rows = self._db.execute(
+            f"{_SELECT} WHERE warehouse_id = ? AND (location = ?"
+            " OR substr(?, 1, length(location) + 1) = location || '/')",
+            (warehouse_id, location, location),
+        ).fetchall()
+        return [_row(r) for r in rows]
+
     def location_taken(self, warehouse_id: str, location: str) -> bool:
         """True if `location` equals, contains or lies inside another Iceberg table's."""
         return location_overlaps(self._db, "iceberg_tables", "location", warehouse_id, location)

@@ -7,7 +7,7 @@ generic tables, scoped to the table location; the S3 credential maps also carry 
 `client.refresh-credentials-endpoint`. Metadata files are really written to storage.
 
 Deviations: ETag/304 on client-managed loads only (a weak `lk2.` tag over warehouse and
-metadata location), no remote signing (views: routes_views.py; multi-table commits:
+metadata location), remote signing in routes_signer.py (views: routes_views.py; multi-table commits:
 routes_transactions.py); Iceberg tables are always hard-deleted (soft-delete warehouses too)
 and never purged by a recursive namespace drop (their rows are dropped, their files kept).
 """
@@ -21,6 +21,7 @@ from urllib.parse import quote
 
 from aiohttp import web
 from pyiceberg.exceptions import CommitFailedException
+from pyiceberg.table import TableIdentifier
 from pyiceberg.table.update import AssertCreate
 
 from devstack.emulator.errors import ApiError, uuid7
@@ -42,12 +43,17 @@ from devstack.emulator.iceberg_meta import (
 )
 from devstack.emulator.iceberg_store import IcebergStore, IcebergTable
 from devstack.emulator.models import GenericTable, Namespace, Warehouse
-from devstack.emulator.names import NAMESPACE_SEPARATOR, validate_namespace
+from devstack.emulator.names import (
+    NAMESPACE_SEPARATOR,
+    decode_namespace_segment,
+    validate_namespace,
+)
 from devstack.emulator.pagination import clamp_page_size, decode_token, next_page
 from devstack.emulator.policy import Permission
 from devstack.emulator.publish import emit
 from devstack.emulator.purge import schedule_purge
-from devstack.emulator.routes_tables import client_managed
+from devstack.emulator.routes_tables import client_managed, delegation_values
+from devstack.emulator.signer import select_delegation, signer_config
 from devstack.emulator.state import (
     namespace_from_body,
     namespace_from_path,
@@ -138,7 +144,26 @@ async def _vend(
 
 
 def _io_props(wh: Warehouse, cred: TemporaryCredential) -> dict[str, str]:
-    return credential_config(wh.storage_profile, cred)
+    props = credential_config(wh.storage_profile, cred)
+    if not props.get("s3.session-token"):  # the warehouse's own static key
+        props.pop("s3.session-token", None)
+    return props
+
+
+async def _catalog_cred(
+    request: web.Request, wh: Warehouse, ns: Namespace, table_id: str, name: str, location: str,
+    permission: Permission,
+) -> TemporaryCredential:  # fmt: skip
+    """The catalog's own storage access for metadata files: a vended credential on an STS
+    warehouse, else the warehouse's storage key itself (as Lakekeeper always uses it)."""
+    if wh.storage_profile.get("sts-enabled"):
+        return await _vend(request, wh, ns, table_id, name, location, permission)
+    cred = wh.storage_credential or {}
+    ak = cred.get("access-key-id") or cred.get("aws-access-key-id")
+    sk = cred.get("secret-access-key") or cred.get("aws-secret-access-key")
+    if not ak or not sk:
+        raise ApiError(400, "Misconfiguration", "Warehouse has no access-key storage credential")
+    return TemporaryCredential(str(ak), str(sk), "", 0)
 
 
 async def _table_response(
@@ -150,7 +175,9 @@ async def _table_response(
         "metadata-location": table.metadata_location,
         "metadata": metadata_dict(parse_metadata(table.metadata_json)),
     }
-    if vend and profile.get("sts-enabled"):
+    vend_keys, signs = select_delegation(delegation_values(request), profile) if vend \
+        else (False, False)
+    if vend_keys and profile.get("sts-enabled"):
         cred = await _vend(
             request, wh, ns, table.id, table.name, table.location, permission_of(request)
         )
@@ -160,6 +187,8 @@ async def _table_response(
         )
     else:
         out["config"] = load_config(profile, None)
+    if signs:
+        out["config"].update(signer_config(f"{request.scheme}://{request.host}", wh.id, table.id))
     return out
 
 
@@ -169,9 +198,19 @@ def catalog_of(request: web.Request) -> IcebergCatalog:
 
 def _table_from_path(request: web.Request, *, replica: bool = False
                      ) -> tuple[Warehouse, Namespace, IcebergTable]:
-    """The table the path names; `replica`: as the read pool sees it (the replica-lag fault)."""
+    """The table the path names; `replica`: as the read pool sees it (the replica-lag fault).
+
+    Lakekeeper resolves a table by its whole identifier, so a table under a namespace that does
+    not exist is a `NoSuchTableException` too, never `NoSuchNamespaceException`: Iceberg Java
+    relies on that to read metadata tables (`ns.t.snapshots` is first tried as table
+    `snapshots` in namespace `ns.t`, and only a missing *table* makes it try `ns.t`)."""
     wh = warehouse_from_prefix(request)
-    ns = namespace_from_path(request, wh)
+    try:
+        ns = namespace_from_path(request, wh)
+    except ApiError as exc:
+        if exc.status == 404:
+            raise _not_found() from None
+        raise
     name = request.match_info["table"].replace("+", " ")
     table = catalog_of(request).store.get(ns, name)
     if replica:
@@ -222,15 +261,12 @@ async def create_table(request: web.Request) -> web.Response:
         metadata = create_metadata(body, location, table_id)
     except ValueError as exc:
         raise ApiError(400, "BadRequestException", f"Invalid table metadata: {exc}") from exc
-    cred = None
-    if wh.storage_profile.get("sts-enabled"):
-        cred = await _vend(
-            request, wh, ns, table_id, body.name, location, Permission.READ_WRITE_DELETE
-        )
+    # The catalog's own storage access (Lakekeeper writes metadata with its storage credential;
+    # the emulator with a vended one), whether or not the warehouse vends to clients.
+    cred = await _catalog_cred(request, wh, ns, table_id, body.name, location,
+                               Permission.READ_WRITE_DELETE)
     out: dict[str, Any] = {"metadata": metadata_dict(metadata)}
     if not body.stage_create:
-        if cred is None:
-            raise ApiError(400, "Misconfiguration", "Writing metadata needs an STS warehouse")
         metadata_location = metadata_file_location(metadata, 0)
         await write_metadata(metadata, metadata_location, _io_props(wh, cred))
         st.faults.replica.wrote(st.faults.replica.key("iceberg", ns.id, body.name), None)
@@ -248,7 +284,9 @@ async def create_table(request: web.Request) -> web.Response:
                warehouse_id=wh.id, name=body.name, namespace=ns.parts, join=DOT, prefix=None,
                data=data)
     profile = wh.storage_profile
-    if cred is not None and not client_managed(request):
+    vend_keys, signs = (False, False) if client_managed(request) \
+        else select_delegation(delegation_values(request), profile)
+    if vend_keys and profile.get("sts-enabled"):
         user_cred = cred
         if permission_of(request) is not Permission.READ_WRITE_DELETE:
             user_cred = await _vend(
@@ -260,6 +298,8 @@ async def create_table(request: web.Request) -> web.Response:
         )
     else:
         out["config"] = load_config(profile, None)
+    if signs:
+        out["config"].update(signer_config(f"{request.scheme}://{request.host}", wh.id, table_id))
     return web.json_response(out)
 
 
@@ -275,6 +315,7 @@ async def load_table(request: web.Request) -> web.Response:
     if not vend:  # no expiring credential in the answer: Lakekeeper may answer 304
         etag = _etag(wh, table)
         if request.headers.get("If-None-Match") in (etag, "*"):
+            state_of(request).stats.incr("load_table_not_modified")
             return web.Response(status=304, headers={"ETag": etag})
         out = await _table_response(request, wh, ns, table, vend=False)
         return web.json_response(out, headers={"ETag": etag})
@@ -289,12 +330,32 @@ async def table_exists(request: web.Request) -> web.Response:
     return web.Response(status=204)
 
 
+def commit_ident(levels: list[str], name: str,
+                 identifier: TableIdentifier | None) -> tuple[list[str], str]:
+    """The table a commit changes, Lakekeeper's `determine_table_ident`
+    (crates/lakekeeper/src/server/tables.rs): the path's table when the body names none or the
+    same one; the body's when the path has the branch shape Spark sends (path namespace
+    `ns.table`, any path table, identifier `ns` / `table`); else 400 TableIdentifierMismatch.
+    Decided before any namespace is looked up, as there."""
+    if identifier is None:
+        return levels, name
+    named = (list(identifier.namespace.root), identifier.name)
+    if named == (levels, name):
+        return named
+    if len(levels) >= 2 and named == (levels[:-1], levels[-1]):
+        return named
+    raise ApiError(400, "TableIdentifierMismatch",
+                   "Table identifier in path does not match the one in the request body")
+
+
 async def commit_table(request: web.Request) -> web.Response:
     cat = catalog_of(request)
     wh = warehouse_from_prefix(request)
-    ns = namespace_from_path(request, wh)
-    name = request.match_info["table"].replace("+", " ")
+    levels = decode_namespace_segment(request.match_info["namespace"])
     body = await read_json(request, CommitIcebergTable)
+    parts, name = commit_ident(levels, request.match_info["table"].replace("+", " "),
+                               body.identifier)
+    ns = namespace_from_body(request, wh, parts)
     existing = cat.store.get(ns, name)
     creating = any(isinstance(r, AssertCreate) for r in body.requirements)
     if existing is None and not creating:
@@ -314,7 +375,8 @@ async def commit_table(request: web.Request) -> web.Response:
         if current is None and not metadata.location:
             raise ApiError(400, "BadRequestException", "A created table needs a location")
         location = current.location if current is not None else metadata.location
-        cred = await _vend(request, wh, ns, table_id, name, location, Permission.READ_WRITE_DELETE)
+        cred = await _catalog_cred(request, wh, ns, table_id, name, location,
+                                   Permission.READ_WRITE_DELETE)
         await write_metadata(metadata, new_location, _io_props(wh, cred))
         raw = dump_metadata(metadata)
         if current is None:
@@ -404,7 +466,7 @@ async def register_table(request: web.Request) -> web.Response:
         raise ApiError(400, "Misconfiguration", "Reading metadata needs an STS warehouse")
     # The table's root holds `metadata/<file>`: read the file with a credential for that root.
     root = body.metadata_location.rsplit("/", 2)[0]
-    cred = await _vend(request, wh, ns, str(uuid7()), body.name, root, Permission.READ)
+    cred = await _catalog_cred(request, wh, ns, str(uuid7()), body.name, root, Permission.READ)
     try:
         metadata = await read_metadata(body.metadata_location, _io_props(wh, cred))
     except (OSError, ValueError) as exc:
@@ -432,7 +494,9 @@ async def register_table(request: web.Request) -> web.Response:
 
 async def load_table_credentials(request: web.Request) -> web.Response:
     wh, ns, table = _table_from_path(request, replica=True)
-    if not wh.storage_profile.get("sts-enabled"):
+    # client-managed counts as "not specified" here; remote-signing alone selects signing: []
+    values = delegation_values(request) - {"client-managed"}
+    if not select_delegation(values, wh.storage_profile)[0]:
         return web.json_response({"storage-credentials": []})
     cred = await _vend(
         request, wh, ns, table.id, table.name, table.location, permission_of(request)

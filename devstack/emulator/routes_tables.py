@@ -60,18 +60,23 @@ def table_json(t: GenericTable) -> dict[str, Any]:
     return out
 
 
+def delegation_values(request: web.Request) -> set[str]:
+    """Every `X-Iceberg-Access-Delegation` line merged, split on commas, trimmed."""
+    return {
+        v.strip() for line in request.headers.getall(DELEGATION_HEADER, []) for v in line.split(",")
+    }
+
+
 def client_managed(request: web.Request) -> bool:
     """Lakekeeper's `parse_data_access` (`api/iceberg/v1/tables.rs`).
 
     All header lines are merged and split on commas; values match exactly after trimming, so
     unknown or differently cased values are ignored and the server chooses (it vends). Only
     `client-managed` without `vended-credentials` or `remote-signing` turns vending off.
-    Remote signing is not emulated, so `remote-signing` alone also falls back to vending
-    (Lakekeeper does the same on a warehouse with remote signing disabled).
+    Generic tables do not sign here (Iceberg tables do: routes_signer.py), so `remote-signing`
+    alone falls back to vending on them.
     """
-    values = {
-        v.strip() for line in request.headers.getall(DELEGATION_HEADER, []) for v in line.split(",")
-    }
+    values = delegation_values(request)
     return "client-managed" in values and not values & {"vended-credentials", "remote-signing"}
 
 

@@ -2,8 +2,9 @@
 
 Lakekeeper signs a directory SAS (`sr=d`, `sdd` = depth of the table path) with a
 user-delegation key or, for a `shared-access-key` credential, the account key. Azurite enforces
-container and blob SAS but refuses directory SAS, so the emulator can sign both: `sr=d` (the
-shape Lakekeeper vends) and `sr=c` (a container SAS the local store enforces for real).
+container and blob SAS but refuses directory SAS, so the emulator can sign both: `sr=d` (what
+Lakekeeper vends, enforced by devstack/adls_guard.py in front of Azurite) and `sr=c` (a
+container SAS Azurite enforces itself).
 String-to-sign of service version 2020-12-06 and later (signed encryption scope included).
 """
 

@@ -15,6 +15,7 @@ BASE_COUNTERS = (
     "rename_generic_table",
     "load_table",
     "load_table_vended",
+    "load_table_not_modified",
     "load_table_credentials",
     "create_table",
     "commit_table",

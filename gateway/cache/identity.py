@@ -92,8 +92,16 @@ class _Changed(NamedTuple):
     after: str | None  # the location the change made, when this gateway made it
 
 
-def _caller(ctx: RequestContext) -> str:
-    return ctx.caller.name if ctx.caller is not None else ""
+def _holder(ctx: RequestContext) -> str:
+    """Whose refusal hold a request meets: its caller, or for an anonymous caller (mode
+    `none`: every local process is `anonymous`) its connection or Unix-socket process, so one
+    process's stale plan never holds a neighbour's requests."""
+    caller = ctx.caller
+    if caller is None:
+        return ""
+    if caller.authenticated or ctx.peer_key is None:
+        return caller.name
+    return f"{caller.name}@{ctx.peer_key()}"
 
 
 def name_key(key: CacheKey) -> NameKey:
@@ -322,19 +330,24 @@ class IdentityGuard:
         return rec.served
 
     def _held(self, key: CacheKey, ctx: RequestContext) -> bool:
-        """This caller was refused for this table less than MISMATCH_HOLD_S ago."""
+        """This caller (`_holder`) was refused for this table less than MISMATCH_HOLD_S ago."""
         if not self._refused:
             return False
-        until = self._refused.get((_caller(ctx), table_key(key)))
+        until = self._refused.get((_holder(ctx), table_key(key)))
         return until is not None and self._clock.monotonic() < until
 
     def _refuse(self, key: CacheKey, ctx: RequestContext,
                 what: str) -> TableIdentityMismatchError:
         """The 409 for a caller whose expectation is not the catalog's table; its next ones
-        for this table are refused without a load for MISMATCH_HOLD_S (a wrong plan repeated
-        costs the catalog nothing more)."""
-        held = (_caller(ctx), table_key(key))
-        self._refused[held] = self._clock.monotonic() + MISMATCH_HOLD_S
+        for this table are refused without a load until MISMATCH_HOLD_S after the refusal
+        that started the hold (a wrong plan repeated costs the catalog nothing more). A
+        refusal within the hold does not renew it: the catalog is asked again once it ends,
+        so a plan that became right (or a table that changed) is seen within the hold."""
+        held = (_holder(ctx), table_key(key))
+        now_m = self._clock.monotonic()
+        until = self._refused.get(held)
+        if until is None or now_m >= until:
+            self._refused[held] = now_m + MISMATCH_HOLD_S
         self._refused.move_to_end(held)
         while len(self._refused) > self._max:
             self._refused.popitem(last=False)

@@ -15,7 +15,11 @@ known lost (dropped by the limit or by the NATS client because the consumer fell
 the size limit, or malformed though typed as an identity change) is treated as a lost
 subscription: the short TTL applies to every entry until `cache.identity_ttl_s` has passed
 since the last loss (by then every entry confirmed before it was confirmed again: the events
-are resynchronised), and `up` is false meanwhile.
+are resynchronised), and `up` is false meanwhile. A reconnect after a gap is such a loss, ending
+when the subscription is back: the short TTL applies for `cache.identity_ttl_s` plus the
+upstream deadline from then, so an identity load or a credential fetch that was in flight
+across the gap (it read the catalog before events it never saw) is never trusted for the events
+TTL (docs/contracts.md, "subscription lost").
 """
 
 from __future__ import annotations
@@ -77,6 +81,10 @@ class ChangeEvents:
         self._limiter = TableEventLimiter(settings.events.table_events_per_s,
                                           settings.events.table_event_burst, clock)
         self._subscribed = False
+        self._gap = False  # the subscription was up and is down now
+        # After a gap, the short TTL holds until every read in flight when it ended is bounded:
+        # the short TTL plus the longest a shared upstream call may still take.
+        self._gap_window_s = settings.cache.identity_ttl_s + settings.upstream.deadline_s + 1.0
         self._resync_mono: float | None = None  # lost events: short TTL until then
         self._resyncing = False
         self.up = False
@@ -104,12 +112,24 @@ class ChangeEvents:
             self._lost()
 
     def state(self, up: bool) -> None:
+        """The subscription is up or down. A reconnect after a gap is a loss that ends now:
+        events published during the gap are lost, and an identity load or credential fetch in
+        flight across it read the catalog before the gap ended, so nothing gets the events TTL
+        again until the gap window has passed (the first subscription is no gap: nothing was
+        trusted for the events TTL before it)."""
+        if not up and self._subscribed:
+            self._gap = True
         self._subscribed = up
+        if up and self._gap:
+            self._gap = False
+            self._lost(self._gap_window_s)
         self._publish()
 
-    def _lost(self) -> None:
+    def _lost(self, window_s: float | None = None) -> None:
         first = self._resync_mono is None
-        self._resync_mono = self._clock.monotonic() + self._settings.cache.identity_ttl_s
+        until = self._clock.monotonic() + (
+            self._settings.cache.identity_ttl_s if window_s is None else window_s)
+        self._resync_mono = max(until, self._resync_mono or until)
         if first:
             log.warning("change events lost; identity TTL without events applies until "
                         "resynchronised")
@@ -119,7 +139,8 @@ class ChangeEvents:
             self._spawn(self._resync())
 
     async def _resync(self) -> None:
-        """Wait until `cache.identity_ttl_s` has passed since the last lost event."""
+        """Wait until `cache.identity_ttl_s` has passed since the last lost event (the gap
+        window since the end of the last gap)."""
         try:
             while self._resync_mono is not None:
                 left = self._resync_mono - self._clock.monotonic()

@@ -31,6 +31,7 @@ from gateway.metrics import Metrics
 from gateway.models import CacheKey, CredentialSet, RequestContext
 from gateway.service.change_events import ChangeEvents
 from gateway.service.gateway_service import GatewayService
+from gateway.service.signing import SigningService
 from gateway.settings import Settings
 from gateway.upstream.events import ChangeEventSubscription
 from gateway.upstream.lakekeeper import CatalogClient
@@ -64,6 +65,7 @@ class Core:
         transport: the upstream connection pool (closed last).
         events: the change events subscription (None: not configured).
         audit: the service's audit trail (its fold is flushed on close).
+        signing: the node's S3 signer (None: the sign route is not mounted).
     """
 
     service: GatewayService
@@ -74,6 +76,7 @@ class Core:
     transport: Transport
     events: ChangeEventSubscription | None = None
     audit: AuditTrail | None = None
+    signing: SigningService | None = None
     _started: bool = field(init=False, default=False)
     _closed: bool = field(init=False, default=False)
 
@@ -155,5 +158,11 @@ def build_core(
     if settings.events.enabled:
         events = ChangeEvents(service, identity, settings, metrics, clock, spawn)
         subscription = ChangeEventSubscription(settings.events, events, clock, spawn)
+    # The node's S3 signer: signs with the cached credentials, on the catalog's clock when
+    # the local one is off (clock_skew.py).
+    signing = SigningService(
+        service, clock, spawn, audit=audit, metrics=metrics, wait_s=wait_s,
+        reference_now=lambda: skew.reference_now("catalog", clock.monotonic()),
+        max_skew_s=skew.max_skew_s, max_entries=settings.cache.max_entries)
     return Core(service, spawn, tokens=tokens, refresher=refresher, transport=transport,
-                events=subscription, audit=audit)
+                events=subscription, audit=audit, signing=signing)

@@ -107,11 +107,12 @@ def request_id_of(md: dict[str, str], ids: RequestIds) -> str:
     return given if 0 < len(given) <= 128 and given.isprintable() else ids.new()
 
 
-def call_context(md: dict[str, str], request_id: str, caller: CallerIdentity) -> RequestContext:
+def call_context(md: dict[str, str], request_id: str, caller: CallerIdentity,
+                 peer_key: Callable[[], str] | None = None) -> RequestContext:
     """The request context of an admitted call (the project header still to be checked)."""
     # Positional, in RequestContext's field order (keywords: ~0.3 µs more).
     return RequestContext(request_id, md.get("idempotency-key") or None,
-                          md.get("x-project-id") or None, None, caller, "grpc")
+                          md.get("x-project-id") or None, None, caller, "grpc", peer_key)
 
 
 def failure_of(exc: Exception) -> GatewayError:
@@ -174,7 +175,7 @@ def guarded(
                           or await gate.admit(authorization, None, peer=peer))
                 if isinstance(request, Malformed):
                     raise InvalidRequestError("request is not a valid protobuf message")
-                ctx = call_context(md, request_id, caller)
+                ctx = call_context(md, request_id, caller, peer.caller_key)
                 if ctx.project_id is not None:
                     ctx = gate.check_project(caller, ctx, lambda: message_scope(request))
                 response = await method(request, GrpcCall(caller, ctx, tally))

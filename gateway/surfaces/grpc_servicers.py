@@ -261,7 +261,7 @@ class CredentialServicer(_Servicer):
                     authorization, peer = md.get("authorization"), GrpcPeer(context)
                     caller = (gate.admit_now(authorization, None, peer=peer)
                               or await gate.admit(authorization, None, peer=peer))
-                    ctx = call_context(md, request_id, caller)
+                    ctx = call_context(md, request_id, caller, peer.caller_key)
                     asked = asked_by_raw.get(raw)
                     memoized = asked is not None
                     if asked is None:  # (`_ask` checks the project header itself)

@@ -21,6 +21,7 @@ from gateway.surfaces.http_ops import OpsApi
 from gateway.surfaces.http_pipeline import HttpDeps as HttpDeps
 from gateway.surfaces.http_pipeline import HttpPipeline
 from gateway.surfaces.http_routing import Match, SegmentRouter
+from gateway.surfaces.http_signer import SignerApi
 from gateway.surfaces.memo import BoundedLru
 from gateway.tuning import MATCH_CACHE_MAX_TARGET as MATCH_CACHE_MAX_TARGET
 
@@ -42,7 +43,7 @@ def build_router(deps: HttpDeps, *, ops_only: bool = False) -> SegmentRouter:
         router.add(OpsApi(deps).routes())
         return router
     for api in (OpsApi(deps), NativeApi(deps), AwsApi(deps), LakekeeperApi(deps),
-                IcebergApi(deps)):
+                IcebergApi(deps), SignerApi(deps)):
         router.add(api.routes())
     for mount in ("lakekeeper", "catalog", "management"):
         router.fence((mount,), "RouteNotAllowed", lakekeeper=True)

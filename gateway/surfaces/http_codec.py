@@ -9,7 +9,7 @@ as Lakekeeper (axum) does. Names are checked by the one set of rules (gateway/na
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 from urllib.parse import unquote
@@ -272,14 +272,16 @@ def request_id_of(request: web.BaseRequest, ids: RequestIds) -> str:
 
 
 def context_of(request: web.BaseRequest, request_id: str,
-               caller: CallerIdentity, surface: str | None = None) -> RequestContext:
-    """The RequestContext passed down: ids and headers that must reach the upstream, and the
-    surface (the audit names it)."""
+               caller: CallerIdentity, surface: str | None = None,
+               peer_key: Callable[[], str] | None = None) -> RequestContext:
+    """The RequestContext passed down: ids and headers that must reach the upstream, the
+    surface (the audit names it) and the connection's key (for anonymous callers)."""
     headers = request.headers
     # Most requests carry neither header: one membership test each instead of a list of lines.
     idem = (_IDEMPOTENCY_KEY in headers
             and idempotency_key(header_lines(headers, _IDEMPOTENCY_KEY))) or None
-    # Positional (request_id, idempotency_key, project_id, delegation, caller, surface): a
+    # Positional (request_id, idempotency_key, project_id, delegation, caller, surface,
+    # peer_key): a
     # NamedTuple built with keywords costs ~0.3 µs more, once per request.
     return RequestContext(
         request_id,
@@ -290,4 +292,5 @@ def context_of(request: web.BaseRequest, request_id: str,
          and client_managed(header_lines(headers)) else None),
         caller,
         surface,
+        peer_key,
     )

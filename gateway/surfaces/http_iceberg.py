@@ -8,8 +8,12 @@ What is forwarded and what is cached:
   tables (single-flight, refresh-ahead, serve floor; key kind "iceberg", fetched from the
   catalog's `GET .../tables/{t}/credentials`). So N concurrent loads of a warm table cost N
   metadata loads and no credential call.
+- A vended load carries the gateway's own ETag (iceberg_etag.py); Iceberg Java's
+  `If-None-Match` revalidation gets a 304 while metadata and credential are both current.
 - `GET .../tables/{t}/credentials` (Iceberg's credential refresh) is served from the cache.
 - `client.refresh-credentials-endpoint` always names the gateway, never the catalog.
+- A caller asking for `remote-signing` (on an S3 table) gets no key: the load's `config` names
+  the node's signer (surfaces/http_signer.py) and its credential refresh answers an empty list.
 - Credentials are vended by the caller's policy: write if it may write, else read (the
   read/write roles of the generic surface). Create and commit need write; a commit that moves
   the table (`set-location`), a create, drop and rename invalidate the table's cached
@@ -26,7 +30,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from aiohttp import web
 
@@ -40,6 +44,8 @@ from gateway.models import (
     TableRef,
 )
 from gateway.names import check_warehouse
+from gateway.signing.config import on_s3, sign_endpoint, signing_config
+from gateway.surfaces import iceberg_etag
 from gateway.surfaces.accounting import result_for_status
 from gateway.surfaces.http_codec import call_ref, decode_segment, namespace_of, warehouse_of
 from gateway.surfaces.http_lakekeeper import (
@@ -53,6 +59,7 @@ from gateway.surfaces.http_routing import HttpCall, Route
 from gateway.surfaces.lakekeeper_compat import (
     DELEGATION_HEADER,
     REFRESH_ENDPOINT_KEY,
+    asks_signing,
     gateway_refresh_endpoints,
 )
 from gateway.surfaces.render import config_strings, dumps, json_response
@@ -61,7 +68,8 @@ _NS = ("catalog", "v1", "{wh}", "namespaces", "{ns}")
 _TABLES = (*_NS, "tables")
 _TABLE = (*_TABLES, "{table}")
 _ENDPOINT_NAMES = {"{ns}": "{namespace}"}  # route captures → the spec's path parameter names
-_PASS_HEADERS = ("Content-Type", "Retry-After", "ETag")
+# Compared lower-cased: "ETag".title() is "Etag", so a title-case list never passed the tag.
+_PASS_HEADERS = frozenset({"content-type", "retry-after", "etag"})
 CLIENT_MANAGED = {DELEGATION_HEADER: "client-managed"}
 # What a forward is rebuilt from: (warehouse, namespace levels or None, table or None), the
 # objects the policy decided on.
@@ -181,6 +189,8 @@ class IcebergApi(LakekeeperApi):
         warehouse = request.query.get("warehouse")
         if not warehouse:
             raise InvalidRequestError("query parameter 'warehouse' is required")
+        # A caller learns the warehouse's id and endpoints only where it holds a grant.
+        await self._gate.authorize_warehouse(call.caller, call.ctx, check_warehouse(warehouse))
         cfg = dict(await self._ops.catalog_config(check_warehouse(warehouse), call.ctx))
         overrides = dict(cfg.get("overrides") or {})
         # Point Iceberg clients back at the gateway, not at the catalog behind it.
@@ -203,7 +213,7 @@ class IcebergApi(LakekeeperApi):
                                            call.ctx, headers=headers)
         if upstream.status >= 400:
             call.tally.served(result_for_status(upstream.status))
-        out_headers = {k: v for k, v in upstream.headers.items() if k.title() in _PASS_HEADERS}
+        out_headers = {k: v for k, v in upstream.headers.items() if k.lower() in _PASS_HEADERS}
         return upstream.status, upstream.body, out_headers
 
     async def _passthrough(self, call: HttpCall, target: Target, body: bytes | None = None,
@@ -234,8 +244,26 @@ class IcebergApi(LakekeeperApi):
         access = await self._vend_access(call, ref)
         if not wants_credentials(call.request):
             return await self._passthrough(call, ref.scope, headers=CLIENT_MANAGED)
+        held = iceberg_etag.parse(call.request.headers.get("If-None-Match"))
+        if held is not None:
+            # A revalidation (Iceberg Java's table cache): 304 only if the catalog's metadata
+            # and the credential the client holds are both still current (iceberg_etag.py).
+            lookup = await self._ops.get_credentials(ref, access, call.ctx)
+            if iceberg_etag.still_valid(held, lookup):
+                status, body, headers = await self._upstream(
+                    call, ref.scope, headers={**CLIENT_MANAGED, "If-None-Match": held.upstream})
+                if status == 304:
+                    call.tally.served(lookup.outcome, lookup.remaining_s)
+                    return web.Response(status=304, headers={"ETag": held.render()})
+                return await self._merged(call, ref, access, status, body, headers)
         # Metadata first: a load of a missing table (create-if-absent) costs no credential call.
         status, body, headers = await self._upstream(call, ref.scope, headers=CLIENT_MANAGED)
+        return await self._merged(call, ref, access, status, body, headers)
+
+    async def _merged(self, call: HttpCall, ref: TableRef, access: AccessMode, status: int,
+                      body: bytes, headers: dict[str, str]) -> web.StreamResponse:
+        """The catalog's client-managed load with the caller's cached credentials merged in,
+        tagged with the gateway's own ETag."""
         if status >= 400:
             return web.Response(status=status, body=body, headers=headers)
         try:
@@ -245,11 +273,17 @@ class IcebergApi(LakekeeperApi):
         if not isinstance(doc, dict) or not isinstance(doc.get("metadata"), dict):
             return web.Response(status=status, body=body, headers=headers)
         location = str(doc["metadata"].get("location") or "")
+        if self._d.signing is not None and asks_signing(call.request) and on_s3(location):
+            return await self._signing_load(call, ref, doc, location, status, headers)
         lookup = await self._ops.get_credentials(ref, access, call.ctx)
         if location and not _covers(lookup, location):
             # Re-created elsewhere behind this gateway's back: the cached credential is stale.
             self._ops.invalidate(ref)
             lookup = await self._ops.get_credentials(ref, access, call.ctx)
+        if self._d.signing is not None and not lookup.credentials.credentials and on_s3(location):
+            # Nothing vended (a warehouse without STS): Lakekeeper then answers with its
+            # signer, the gateway with its own.
+            return await self._signing_load(call, ref, doc, location, status, headers)
         call.tally.served(lookup.outcome, lookup.remaining_s)
         creds = storage_credentials(lookup, _base(call))
         upstream_config = doc.get("config")
@@ -257,14 +291,40 @@ class IcebergApi(LakekeeperApi):
                                     creds, location)
         if creds:
             doc["storage-credentials"] = creds
-        # The catalog's ETag describes its client-managed body, not this merged one.
+        # The catalog's ETag describes its client-managed body: the merged one gets the
+        # gateway's tag, which names the catalog's and the credential served.
+        upstream_tag = next((v for k, v in headers.items() if k.title() == "Etag"), None)
+        headers = {k: v for k, v in headers.items() if k.title() != "Etag"}
+        tag = iceberg_etag.issue(upstream_tag, lookup)
+        if tag is not None:
+            headers["ETag"] = tag.render()
+        return web.Response(status=status, body=dumps(doc), headers=headers)
+
+    async def _signing_load(self, call: HttpCall, ref: TableRef, doc: dict[str, Any],
+                            location: str, status: int,
+                            headers: dict[str, str]) -> web.StreamResponse:
+        """A load for a caller that asked for `remote-signing`: no key, the node's signer
+        (gateway/signing/config.py); the table's address is remembered for the signer."""
+        upstream_config = doc.get("config") if isinstance(doc.get("config"), dict) else {}
+        p = call.params
+        doc["config"] = signing_config(upstream_config, f"{_base(call)}/catalog/",
+                                       sign_endpoint(p["wh"], p["ns"], p["table"]))
+        doc.pop("storage-credentials", None)
+        wh = await self._ops.resolve_warehouse(ref.warehouse, call.ctx)
+        assert self._d.signing is not None
+        self._d.signing.remember(wh.id, ref, location, upstream_config or {})
+        call.tally.served("miss")
         headers = {k: v for k, v in headers.items() if k.title() != "Etag"}
         return web.Response(status=status, body=dumps(doc), headers=headers)
 
     async def iceberg_credentials(self, call: HttpCall) -> web.StreamResponse:
-        """Iceberg's credential refresh endpoint, answered from the cache."""
+        """Iceberg's credential refresh endpoint, answered from the cache (empty for a caller
+        that asked for `remote-signing`: it gets no key, as Lakekeeper answers it)."""
         ref = iceberg_ref(call)
         access = await self._vend_access(call, ref)
+        if self._d.signing is not None and asks_signing(call.request):
+            return web.Response(body=b'{"storage-credentials":[]}',
+                                content_type="application/json")
         lookup = await self._ops.get_credentials(ref, access, call.ctx)
         call.tally.served(lookup.outcome, lookup.remaining_s)
         doc = {"storage-credentials": storage_credentials(lookup, _base(call))}
@@ -281,14 +341,38 @@ class IcebergApi(LakekeeperApi):
         await self._authorize(call, ref, AccessMode.WRITE)
         self._ops.invalidate(ref)
         try:
+            if self._d.signing is not None and asks_signing(call.request):
+                return await self._signing_create(call, ref, raw)
             return await self._passthrough(call, (warehouse, namespace, None), raw)
         finally:
             self._ops.invalidate(ref)
 
+    async def _signing_create(self, call: HttpCall, ref: TableRef,
+                              raw: bytes) -> web.StreamResponse:
+        """A create for a caller that asked for `remote-signing`: the catalog's answer with its
+        signer (or any key) replaced by the node's signer for the new table."""
+        status, body, headers = await self._upstream(call, (ref.warehouse, ref.namespace, None),
+                                                     raw)
+        try:
+            doc = json.loads(body) if status == 200 else None
+        except ValueError:
+            doc = None
+        if not isinstance(doc, dict):
+            return web.Response(status=status, body=body, headers=headers)
+        config = doc.get("config") if isinstance(doc.get("config"), dict) else {}
+        p = call.params
+        doc["config"] = signing_config(config, f"{_base(call)}/catalog/", sign_endpoint(
+            p["wh"], p["ns"], quote(ref.name, safe="")))
+        doc.pop("storage-credentials", None)
+        return web.Response(status=status, body=dumps(doc), headers=headers)
+
     async def commit_iceberg(self, call: HttpCall) -> web.StreamResponse:
-        ref = iceberg_ref(call)
-        await self._authorize(call, ref, AccessMode.WRITE)
+        """Commit to the table the body names, by Lakekeeper's rule (`commit_target`): that
+        one table is what the policy decides on, the audit line names and the upstream path
+        is rebuilt from, so the catalog cannot commit to a table the policy never saw."""
         doc, raw = await self._json_bytes(call)
+        ref = commit_target(iceberg_ref(call), doc.get("identifier"))
+        await self._authorize(call, ref, AccessMode.WRITE)
         try:
             return await self._passthrough(call, ref.scope, raw)
         finally:
@@ -304,25 +388,65 @@ class IcebergApi(LakekeeperApi):
             self._ops.invalidate(ref)
 
     async def rename_iceberg(self, call: HttpCall) -> web.StreamResponse:
+        """Rename: the body is parsed once into the two tables the policy decides on, and the
+        catalog is sent a body rebuilt from them (never the caller's bytes, which another
+        JSON reader could read differently)."""
         warehouse = decode_segment(call.params["wh"], "warehouse")
-        doc, raw = await self._json_bytes(call)
-        refs = [self._ident(warehouse, doc.get(side)) for side in ("source", "destination")]
+        doc = await self._body(call)
+        refs = [iceberg_ident(warehouse, doc.get(side), side)
+                for side in ("source", "destination")]
         for ref in refs:
             await self._authorize(call, ref, AccessMode.WRITE)
+        body = dumps({side: {"namespace": list(ref.namespace), "name": ref.name}
+                      for side, ref in zip(("source", "destination"), refs, strict=True)})
         try:
-            return await self._passthrough(call, (warehouse, None, None), raw)
+            return await self._passthrough(call, (warehouse, None, None), body)
         finally:
             for ref in refs:
                 self._ops.invalidate(ref)
 
-    @staticmethod
-    def _ident(warehouse: str, value: Any) -> TableRef:
-        """An Iceberg `TableIdentifier` object ({namespace: [...], name}) as a TableRef."""
-        if not isinstance(value, dict):
-            raise InvalidRequestError("'source' and 'destination' must be table identifiers")
-        ns, name = value.get("namespace"), value.get("name")
-        if (not isinstance(ns, list) or not all(isinstance(p, str) for p in ns)
-                or not isinstance(name, str)):
-            raise InvalidRequestError("a table identifier needs 'namespace' (strings) and 'name'")
-        return TableRef(warehouse, tuple(ns), name, kind="iceberg")
+
+def iceberg_ident(warehouse: str, value: Any, what: str) -> TableRef:
+    """An Iceberg `TableIdentifier` object ({namespace: [...], name}) as a TableRef (the name
+    rules of every path apply).
+
+    Raises:
+        InvalidRequestError: not an identifier, or a name the rules refuse.
+    """
+    if not isinstance(value, dict):
+        raise InvalidRequestError(f"'{what}' must be a table identifier")
+    ns, name = value.get("namespace"), value.get("name")
+    if (not isinstance(ns, list) or not all(isinstance(p, str) for p in ns)
+            or not isinstance(name, str)):
+        raise InvalidRequestError(f"'{what}' needs 'namespace' (strings) and 'name'")
+    return TableRef(warehouse, tuple(ns), name, kind="iceberg")
+
+
+def commit_target(path: TableRef, identifier: Any) -> TableRef:
+    """The table an Iceberg commit changes: Lakekeeper's rule (`determine_table_ident`,
+    crates/lakekeeper/src/server/tables.rs), applied before anything is decided.
+
+    - no `identifier` in the body: the path's table;
+    - the identifier equals the path's table (levels and name compared exactly, after the
+      path's `+` became a space, as Lakekeeper reads an Iceberg path): that table;
+    - the branch shape Spark sends for `ns.table.branch_x` (path namespace `ns.table`, path
+      table `branch_x`, identifier `ns` / `table`): the identifier's table, whatever the
+      path's table name is;
+    - anything else: 400 `TableIdentifierMismatch`, Lakekeeper's own answer.
+
+    Raises:
+        InvalidRequestError: the identifier is malformed or names another table.
+    """
+    if identifier is None:
+        return path
+    named = iceberg_ident(path.warehouse, identifier, "identifier")
+    levels = tuple(level.replace("+", " ") for level in path.namespace)
+    table = path.name.replace("+", " ")
+    if (named.namespace, named.name) == (levels, table):
+        return path
+    if len(levels) >= 2 and (named.namespace, named.name) == (levels[:-1], levels[-1]):
+        return named
+    raise InvalidRequestError(
+        "Table identifier in path does not match the one in the request body",
+        lakekeeper_type="TableIdentifierMismatch")
 

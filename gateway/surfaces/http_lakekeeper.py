@@ -28,6 +28,7 @@ from gateway.models import (
     TableRef,
 )
 from gateway.names import join_namespace
+from gateway.signing.config import on_s3
 from gateway.surfaces.accounting import Kind, result_for_status
 from gateway.surfaces.bytes_response import BytesResponse
 from gateway.surfaces.callers import whoami
@@ -42,11 +43,13 @@ from gateway.surfaces.http_codec import (
 from gateway.surfaces.http_pipeline import HttpApi
 from gateway.surfaces.http_routing import HttpCall, Match, Route
 from gateway.surfaces.lakekeeper_compat import (
+    asks_signing,
     client_managed,
     header_lines,
     lakekeeper_bool,
 )
 from gateway.surfaces.render import (
+    NO_STORE,
     RenderedBody,
     config_strings,
     credential_json,
@@ -100,6 +103,11 @@ def storage_credentials_body(match: Match, lookup: CredentialLookup) -> bytes:
         creds = [credential_json(c, with_expiry=False) for c in lookup.credentials.credentials]
         body = match.body = RenderedBody(lookup, dumps({"storage-credentials": creds}))
     return body.render(lookup)
+
+
+def _signing_asked_on_s3(call: HttpCall, location: str) -> bool:
+    """A caller listing `remote-signing` for a table on S3: it must never receive a key."""
+    return asks_signing(call.request) and on_s3(location)
 
 
 def wants_credentials(request: web.BaseRequest) -> bool:
@@ -195,7 +203,9 @@ class LakekeeperApi(HttpApi):
         if not wants_credentials(call.request):
             return await self._client_managed_load(call, ref)
         result = await self._ops.load_table(ref, call.ctx, vended=True, access=access)
-        if not result.credentials:  # nothing vended: Lakekeeper's answer is the client-managed one
+        if not result.credentials or _signing_asked_on_s3(call, result.table.base_location):
+            # Nothing vended: Lakekeeper's answer is the client-managed one. A caller asking for
+            # remote-signing on S3 gets no key either (the node signs Iceberg tables only).
             return await self._client_managed_load(call, ref)
         call.tally.served(result.outcome or "miss")
         return json_response(load_json(result))
@@ -219,7 +229,13 @@ class LakekeeperApi(HttpApi):
         access = await self._vend_access(call, ref)
         lookup = await self._ops.get_credentials(ref, access, call.ctx)
         call.tally.served(lookup.outcome, lookup.remaining_s)
-        return json_body_response(storage_credentials_body(call.match, lookup), self._d.date)
+        creds = lookup.credentials
+        location = creds.location or next((c.prefix for c in creds.credentials), "")
+        if _signing_asked_on_s3(call, location):
+            # Lakekeeper's answer when only signing was selected: no credential
+            return json_body_response(b'{"storage-credentials":[]}', self._d.date)
+        return json_body_response(storage_credentials_body(call.match, lookup), self._d.date,
+                                  NO_STORE)
 
     async def list(self, call: HttpCall) -> web.StreamResponse:
         warehouse, namespace = warehouse_of(call.params), namespace_of(call.params)
@@ -255,6 +271,8 @@ class LakekeeperApi(HttpApi):
             parent = parent_of(request.query)
             if parent is not None:  # the children of a namespace: that namespace's policy
                 await self._authorize_namespace(call, warehouse, parent, AccessMode.READ)
+            else:  # the top level: only a caller holding a grant in the warehouse
+                await self._gate.authorize_warehouse(call.caller, ctx, warehouse)
         if request.method == "POST":
             doc = await self._body(call)
             await self._authorize_namespace(call, warehouse, namespace_list(doc.get("namespace")),

@@ -33,6 +33,7 @@ from gateway.errors import GatewayError
 from gateway.logging import request_id_var
 from gateway.metrics import Metrics
 from gateway.models import AccessMode, CallerIdentity, ListResult, LoadResult, TableRef
+from gateway.service.signing import SigningService
 from gateway.surfaces.accounting import Recorder
 from gateway.surfaces.bytes_response import BytesResponse, HttpDate, header_value_ok
 from gateway.surfaces.http_codec import (
@@ -50,11 +51,16 @@ from gateway.surfaces.http_codec import (
 )
 from gateway.surfaces.http_routing import HttpCall, Match, OpenRoute, SegmentRouter
 from gateway.surfaces.ingress import Gate
-from gateway.surfaces.lakekeeper_compat import lakekeeper_error
+from gateway.surfaces.lakekeeper_compat import carries_keys, lakekeeper_error
 from gateway.surfaces.memo import BoundedLru
 from gateway.surfaces.operations import Operations
 from gateway.surfaces.peers import LazyPeer
-from gateway.surfaces.render import error_response, internal_error_response, json_response
+from gateway.surfaces.render import (
+    NO_STORE,
+    error_response,
+    internal_error_response,
+    json_response,
+)
 from gateway.surfaces.request_ids import RequestIds
 from gateway.tuning import FAILED_LOG_INTERVAL_S, MATCH_CACHE_MAX_TARGET, MATCH_CACHE_SIZE
 
@@ -71,6 +77,8 @@ LAKEKEEPER_HEADERS = {
     "Vary": "authorization, x-project-id, x-iceberg-access-delegation",
 }
 LAKEKEEPER_PAIRS = tuple(LAKEKEEPER_HEADERS.items())
+# A prebuilt answer with its own Cache-Control (`no-store`: it carries keys) gets only `Vary`.
+LAKEKEEPER_VARY = tuple((k, v) for k, v in LAKEKEEPER_PAIRS if k != "Cache-Control")
 # Tuning (gateway/tuning.py): a failing route logs at most once per FAILED_LOG_INTERVAL_S;
 # route matches are remembered (MATCH_CACHE_SIZE) only for targets up to MATCH_CACHE_MAX_TARGET.
 
@@ -90,6 +98,8 @@ class HttpDeps:
     max_page_size: int = 1000
     # The Date line of prebuilt answers, formatted once per second for every route.
     date: HttpDate = field(default_factory=HttpDate)
+    # The node's S3 signer (surfaces/http_signer.py); None: the sign route is not mounted.
+    signing: SigningService | None = None
 
 
 class LogLimiter:
@@ -216,7 +226,8 @@ class HttpPipeline:
                             now if now is not None
                             else (yield self._gate.admit(authorization, headers, peer=peer,
                                                          uds=uds)))
-                        ctx = context_of(request, request_id, caller, route.surface)
+                        ctx = context_of(request, request_id, caller, route.surface,
+                                         peer.caller_key)
                         if ctx.project_id is not None:
                             ctx = self._gate.check_project(
                                 caller, ctx, lambda: params_scope(match.params))
@@ -266,6 +277,9 @@ class HttpPipeline:
                 _log.debug("request", extra={"method": request.method, "path": request.path,
                                              "status": response.status})
             if lakekeeper:
+                body = response.body if isinstance(response, web.Response) else None
+                if isinstance(body, bytes) and carries_keys(body):
+                    response.headers["Cache-Control"] = NO_STORE
                 for name, value in LAKEKEEPER_HEADERS.items():
                     response.headers.setdefault(name, value)
                 # Lakekeeper (tower-http) echoes any caller id; a malformed one is echoed
@@ -287,7 +301,7 @@ class HttpPipeline:
         response.request_id = request_id
         if lakekeeper:
             echoed = request.headers.get("x-request-id", request_id)
-            response.extra = LAKEKEEPER_PAIRS
+            response.extra = LAKEKEEPER_PAIRS if response.cache_control is None else LAKEKEEPER_VARY
             response.request_id = echoed
             if not header_value_ok(echoed):
                 return response.to_response()

@@ -4,9 +4,9 @@ Checked against Lakekeeper `main` v0.13.1-78-g90892e9cc (docs/lakekeeper-fidelit
 - `X-Iceberg-Access-Delegation` (`api/iceberg/v1/tables.rs` `parse_data_access`): all header
   lines are merged and split on commas; values match exactly after trimming, so unknown or
   differently cased values are ignored and the server chooses (it vends). Only `client-managed`
-  without `vended-credentials`/`remote-signing` means "no credentials". The gateway does not
-  pass remote signing through (docs/lakekeeper-fidelity.md), so `remote-signing` is answered as
-  a warehouse with remote signing disabled answers it: with vended credentials.
+  without `vended-credentials`/`remote-signing` means "no credentials". `remote-signing` on an
+  Iceberg S3 table is answered by the node's signer (surfaces/http_signer.py), never with keys;
+  on an S3 generic table without keys and without a signer (the gateway signs Iceberg only).
 - Query booleans (`api/iceberg/types.rs` `deserialize_bool`): exactly `1 t T TRUE true True` /
   `0 f F FALSE false False`; anything else is 400.
 - Visibility and 401 types (`service/authz`, `service/authn.rs`): a table the caller may not
@@ -17,6 +17,10 @@ Checked against Lakekeeper `main` v0.13.1-78-g90892e9cc (docs/lakekeeper-fidelit
   are 400 `DuplicateIdempotencyKey`.
 - `client.refresh-credentials-endpoint` (`request_metadata.rs`) must name the gateway, not the
   catalog behind it.
+- `Cache-Control` (`api/router.rs` `set_cache_directives`): Lakekeeper says `private` on every
+  answer; the gateway says `no-store` on an answer that carries storage keys (`carries_keys`),
+  its own or passed through from the catalog: a private cache (a browser, a client library's
+  HTTP cache) must not keep them either.
 """
 
 from __future__ import annotations
@@ -36,6 +40,10 @@ from gateway.errors import (
 
 DELEGATION_HEADER = "X-Iceberg-Access-Delegation"
 REFRESH_ENDPOINT_KEY = "client.refresh-credentials-endpoint"
+# Byte strings one of which every answer carrying storage keys holds (Iceberg's and Lakekeeper's
+# credential keys); a false positive only costs a cache a miss.
+_KEY_MARKERS = (b"storage-credentials", b"secret-access-key", b"session-token", b"sas-token",
+                b"oauth2.token", b"access-key-id")
 TRUE_VALUES = frozenset({"1", "t", "T", "TRUE", "true", "True"})
 FALSE_VALUES = frozenset({"0", "f", "F", "FALSE", "false", "False"})
 
@@ -49,6 +57,14 @@ def client_managed(lines: list[str]) -> bool:
     """Whether the header lines ask for client-managed access only (no credentials)."""
     values = delegation_values(lines)
     return "client-managed" in values and not values & {"vended-credentials", "remote-signing"}
+
+
+def asks_signing(request: Any) -> bool:
+    """Whether the caller's delegation header asks for `remote-signing` (it then gets no key,
+    whatever else it lists)."""
+    headers = request.headers
+    return DELEGATION_HEADER in headers and "remote-signing" in delegation_values(
+        header_lines(headers))
 
 
 def idempotency_key(lines: list[str]) -> str | None:
@@ -146,3 +162,8 @@ def header_lines(headers: Mapping[str, str], name: str = DELEGATION_HEADER) -> l
         return list(getall(name, []))
     value = headers.get(name)
     return [] if value is None else [value]
+
+
+def carries_keys(body: bytes) -> bool:
+    """Whether a JSON answer may carry storage keys (then it says `Cache-Control: no-store`)."""
+    return any(marker in body for marker in _KEY_MARKERS)

@@ -4,10 +4,12 @@ Why: the per-caller rate limit needs a caller, so bad tokens were never limited 
 1.2 s, each paying a verification), and in caller mode `none` every process shared one
 `anonymous` bucket. Over a Unix socket the kernel names the peer (SO_PEERCRED: the connecting
 process's pid, uid and gid): failed authentication is counted per uid, anonymous requests per
-uid and pid. Over TCP the peer is the remote address, never the port: a connection is not a
-caller, and a per-connection bucket is escaped by reconnecting. gRPC exposes no peer
-credentials, so its peer is `context.peer()` without the port (every Unix-socket client is one
-`unix` peer).
+uid and pid. Over TCP failed authentication is counted per remote address (a bad-token loop
+cannot escape it by reconnecting), anonymous requests per connection (address and port, as
+docs/contracts.md says: every local process connects from 127.0.0.1, so the address alone
+would put them all in one bucket). gRPC exposes no peer credentials: its peer is
+`context.peer()` (with the port for the connection's key); a Unix-socket client has no address
+at all (`unix:`), so every one of them is the one `unix` peer (docs/contracts.md says so).
 
 A peer is shared by many callers (every process of a uid, every pod behind one address, every
 gRPC client on the socket), so a peer's failures must never cost a caller whose token verifies
@@ -58,8 +60,8 @@ def socket_peer(sock: Any, peername: Any) -> Peer:
             return UNKNOWN
         return Peer(f"uid:{uid}", f"uid:{uid}/pid:{pid}")
     if isinstance(peername, tuple) and len(peername) >= 2:
-        key = f"tcp:{peername[0]}"  # the address: the port is the connection, not the caller
-        return Peer(key, key)
+        # Failures by address; an anonymous caller is its connection (the port names it).
+        return Peer(f"tcp:{peername[0]}", f"tcp:{peername[0]}:{peername[1]}")
     return UNKNOWN
 
 
@@ -92,6 +94,10 @@ class LazyPeer:
                 t.get_extra_info("socket"), t.get_extra_info("peername"))
         return self._peer
 
+    def caller_key(self) -> str:
+        """The key of an anonymous caller on this connection (RequestContext.peer_key)."""
+        return self().caller_key
+
     def on_unix_socket(self) -> bool:
         """Whether the connection is on a Unix socket (the gate asks only for a Host it does
         not allow; one object per request answers both questions)."""
@@ -110,9 +116,15 @@ class GrpcPeer:
 
     def __call__(self) -> Peer:
         if self._peer is None:
-            key = grpc_peer_key(str(self._context.peer() or ""))
-            self._peer = Peer(key, key)
+            peer = str(self._context.peer() or "")
+            key = grpc_peer_key(peer)
+            # An anonymous caller is its connection (the port kept), as over HTTP.
+            self._peer = Peer(key, peer if key.startswith(("ipv4:", "ipv6:")) else key)
         return self._peer
+
+    def caller_key(self) -> str:
+        """The key of an anonymous caller on this call's connection (RequestContext.peer_key)."""
+        return self().caller_key
 
 
 def credential_key(token: str) -> str:

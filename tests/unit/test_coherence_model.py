@@ -77,6 +77,9 @@ LONG_TTL_S = 300.0  # EVENTS__IDENTITY_TTL_S
 LAG_MAX_S = 4.0  # the longest the catalog's reads lag its writes here
 RECHECK_S = 1.0  # gateway.cache.identity.LAG_RECHECK_MIN_S
 ROUND_TRIP_S = 5.0  # no catalog call answers later than this after it was sent
+# After a reconnect (a gap ended) the short TTL holds this long (service/change_events.py: the
+# short TTL plus UPSTREAM__DEADLINE_S, 30 s by default, plus 1 s).
+GAP_WINDOW_S = SHORT_TTL_S + 30.0 + 1.0
 NS, NAME = ("ns",), "orders"
 CTX = RequestContext(request_id="model")
 
@@ -223,6 +226,8 @@ class CoherenceModel(RuleBasedStateMachine):
                                   clock=self.clock, transport_factory=lambda _: transport)
         self.subscribed = False
         self.lost_at: float | None = None  # the last loss of the subscription or an event
+        self.gap_end_at: float | None = None  # the last reconnect after the subscription was up
+        self.was_up = False
         self.outbox: list[Write] = []  # published, not yet delivered or lost
         self.tables = itertools.count(1)
         self.answers = 0
@@ -263,7 +268,9 @@ class CoherenceModel(RuleBasedStateMachine):
     def up(self) -> bool:
         """Subscribed and no loss within the short TTL (the model's own reckoning)."""
         now = self.clock.monotonic()
-        return self.subscribed and (self.lost_at is None or now - self.lost_at >= SHORT_TTL_S)
+        return (self.subscribed
+                and (self.lost_at is None or now - self.lost_at >= SHORT_TTL_S)
+                and (self.gap_end_at is None or now - self.gap_end_at >= GAP_WINDOW_S))
 
     def bound(self, change: Write) -> float:
         """The longest a location may be answered after `change` ended it (module doc)."""
@@ -453,6 +460,9 @@ class CoherenceModel(RuleBasedStateMachine):
         if not up:
             self.lost_at = self.clock.monotonic()
             self.outbox.clear()  # published while down: never heard
+        elif self.was_up:  # a reconnect ends a gap: a loss that ends now (issue 50 item 8)
+            self.lost_at = self.gap_end_at = self.clock.monotonic()
+        self.was_up = self.was_up or up
         self.on_loop(lambda: self.events.state(up))
 
     # -- rules: time ----------------------------------------------------------------------
@@ -485,7 +495,9 @@ class CoherenceModel(RuleBasedStateMachine):
     @invariant()
     def consumer_agrees_on_up(self) -> None:
         """The consumer's `up` is the model's (subscribed, no loss within the short TTL)."""
-        if self.lost_at is None or self.clock.monotonic() - self.lost_at > SHORT_TTL_S + 5:
+        now = self.clock.monotonic()
+        if ((self.lost_at is None or now - self.lost_at > SHORT_TTL_S + 5)
+                and (self.gap_end_at is None or now - self.gap_end_at > GAP_WINDOW_S + 5)):
             assert self.events.up == self.subscribed
 
 

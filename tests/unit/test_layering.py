@@ -1,8 +1,9 @@
 """Import-linter style checks: data flows surfaces → service → cache → upstream, never back.
 
 - surfaces import only service/models/identity/errors/metrics/settings/clock/secrets/logging/
-  names and the leaves tuning/concurrency/audit (and each other), never cache/ or upstream/;
-- cache/ and upstream/ never import the layers above them;
+  names and the leaves tuning/concurrency/audit/signing (and each other), never cache/ or
+  upstream/;
+- cache/ and upstream/ never import the layers above them; signing/ imports no other layer;
 - only upstream/transport.py uses aiohttp.ClientSession;
 - only settings.py reads os.environ / os.getenv;
 - errors.py (a leaf every layer imports) knows no transport library, and cache/ and upstream/
@@ -26,10 +27,14 @@ SURFACE_ALLOWED = {
     "gateway", "gateway.service", "gateway.models", "gateway.errors", "gateway.metrics",
     "gateway.settings", "gateway.clock", "gateway.secrets", "gateway.logging", "gateway.names",
     "gateway.tuning", "gateway.concurrency", "gateway.audit", "gateway.identity",
+    "gateway.signing",
 }
 FORBIDDEN_BELOW = {
     "cache": ("gateway.service", "gateway.surfaces", "gateway.app"),
     "upstream": ("gateway.service", "gateway.surfaces", "gateway.app", "gateway.cache"),
+    # pure checks and SigV4 (a leaf like identity): no I/O layer at all
+    "signing": ("gateway.service", "gateway.surfaces", "gateway.app", "gateway.cache",
+                "gateway.upstream"),
 }
 
 

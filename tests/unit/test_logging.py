@@ -117,6 +117,8 @@ _FRAGMENTS = [
     '"session_token": "FwoGZXIvYXdz"', "ASIAQWERTYUIOPASDFGH", "AKIA1234567890ABCD", "token=t0k",
     "x-amz-security-token: Zm9v", "A" * 85, "a/b" * 30, "next_page_token=3", "password: hunter2",
     " ", "\n", '"', "=", ":", "&", "access", "token", "secret", "ey", "AKIA",
+    "&sig=abc%2B", "%26sig%3Dx", "ya29.a0Af", "-----BEGIN PRIVATE KEY-----", "AccountKey=k==",
+    "api_key=1", "X-Goog-Signature=ab", "-----END PRIVATE KEY-----", "sig", "private", "%3D",
 ]
 
 
@@ -186,3 +188,72 @@ def test_the_text_audit_line_names_the_caller_and_the_table() -> None:
     for part in ('caller="alice"', 'warehouse="demo"', 'namespace="a.b"', 'table="orders"',
                  'access="read"', 'outcome="hit"'):
         assert part in out
+
+
+# ---- every kind of storage secret, at DEBUG and INFO (issue 50, item 7) -------------------------
+
+SAS_SIG = "Zm9vYmFyYmF6cXV4cXV1eA%2B%2Fk7Xq9Lp3%3D"
+ACCOUNT_KEY = ("Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/"
+               "KBHBeksoGMGw==")
+GOOGLE_TOKEN = "ya29.a0AfB_byC3xq9Lp3Zm9vYmFyYmF6"  # noqa: S105 - planted, not a secret
+URL_SIGNATURE = "4f1b2c3d" * 8
+PEM_BODY = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7"
+# (what is logged, the secret part that must not appear)
+STORAGE_SECRETS = {
+    "sas in a blob url": (
+        "GET http://127.0.0.1:10000/devstoreaccount1/warehouse/t/part-0.parquet"
+        f"?sv=2024-08-04&sr=d&sdd=2&sp=rl&se=2026-12-08T00%3A00%3A00Z&sig={SAS_SIG} 200",
+        SAS_SIG),
+    "sas percent-encoded inside a query": (
+        f"redirect=https%3A%2F%2Fa.blob%2Fc%3Fsv%3D2024%26sig%3D{SAS_SIG}", SAS_SIG),
+    "sas in a config map": (
+        f"{{'adls.sas-token.devstoreaccount1.127.0.0.1': 'sv=2024-08-04&sr=c&sig={SAS_SIG}'}}",
+        SAS_SIG),
+    "azure account key": (
+        "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;"
+        f"AccountKey={ACCOUNT_KEY[:40]};",
+        ACCOUNT_KEY[:40]),
+    "google access token": (f"{{'gcs.oauth2.token': '{GOOGLE_TOKEN}'}}", GOOGLE_TOKEN),
+    "google token in a header": (f"x-goog-token {GOOGLE_TOKEN}", GOOGLE_TOKEN),
+    "s3 presigned url": (
+        "https://s3/b/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=ASIAIOSFODNN7EXAMPLE"
+        f"%2F20261208%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Signature={URL_SIGNATURE}",
+        URL_SIGNATURE),
+    "gcs signed url": (f"https://storage/b/k?X-Goog-Signature={URL_SIGNATURE}", URL_SIGNATURE),
+    "private key": (
+        '{"type": "service_account", "private_key": "-----BEGIN PRIVATE KEY-----\\n'
+        f'{PEM_BODY}\\n-----END PRIVATE KEY-----\\n"}}', PEM_BODY),
+    "api key": ("api_key=k-31f9a0b7c2d4", "k-31f9a0b7c2d4"),
+}
+
+
+@pytest.mark.parametrize("level", [logging.DEBUG, logging.INFO])
+@pytest.mark.parametrize("fmt", ["json", "text"])
+@pytest.mark.parametrize("what", sorted(STORAGE_SECRETS))
+def test_no_storage_secret_reaches_the_output(level: int, fmt: str, what: str) -> None:
+    """A planted secret of each kind, through the message, its args, an extra field and a
+    traceback, on the gateway's logger and on a library's (httpx and aiohttp log URLs)."""
+    text, secret = STORAGE_SECRETS[what]
+    stream = io.StringIO()
+    root = logging.getLogger()
+    saved = list(root.handlers), root.level
+    handler = configure_logging(logging.getLevelName(level), fmt, Redactor(), stream)
+    try:
+        for name in ("lakegate.test", "httpx", "aiohttp.client"):
+            log = logging.getLogger(name)
+            log.log(level, text)
+            log.log(level, "request %s", text)
+            log.log(level, "request", extra={"url": text})
+            try:
+                raise RuntimeError(text)
+            except RuntimeError:
+                log.log(level, "failed", exc_info=True)
+    finally:
+        root.removeHandler(handler)
+        for h in saved[0]:
+            root.addHandler(h)
+        root.setLevel(saved[1])
+    out = stream.getvalue()
+    assert out.count("\n") >= 12
+    assert secret not in out
+    assert MASK in out

@@ -41,6 +41,12 @@ def test_load_vends_unless_client_managed_only(target: Target, lines):
     name, _ = target.new_table("dl")
     resp = target.http.get(f"{target.tables()}/{name}", headers=[(DELEGATION, v) for v in lines])
     assert resp.status_code == 200, resp.text
+    if target.name == "gateway" and lines == ["remote-signing"]:
+        # A caller asking for remote-signing never gets a key from the gateway; it signs
+        # Iceberg tables only (docs/lakekeeper-fidelity.md item 12; the emulator vends here).
+        assert "storage-credentials" not in resp.json()
+        assert not [k for k in resp.json()["config"] if "key" in k or "token" in k]
+        return
     creds = resp.json()["storage-credentials"]
     assert creds[0]["config"]["s3.session-token"]
     assert "s3.remote-signing-enabled" not in resp.json()["config"]
@@ -115,9 +121,14 @@ def test_missing_table_is_404_no_such_generic_table(target: Target):
 
 def test_cache_control_and_vary(target: Target):
     name, _ = target.new_table("hdr")
-    for resp in (target.http.get(f"{target.tables()}/{name}"),
-                 target.http.get(f"{target.tables()}/missing_{_uid()}")):
-        assert resp.headers["Cache-Control"] == "private"
+    loaded = target.http.get(f"{target.tables()}/{name}")
+    assert "storage-credentials" in loaded.json()
+    missing = target.http.get(f"{target.tables()}/missing_{_uid()}")
+    # Lakekeeper says `private` on every answer; the gateway `no-store` on one carrying keys
+    # (issue 50: a private cache must not keep them either).
+    keys = "no-store" if target.name == "gateway" else "private"
+    for resp, expected in ((loaded, keys), (missing, "private")):
+        assert resp.headers["Cache-Control"] == expected
         vary = {v.strip() for v in resp.headers["Vary"].lower().split(",")}
         assert {"authorization", "x-project-id", "x-iceberg-access-delegation"} <= vary
 

@@ -154,3 +154,51 @@ def test_credentials_endpoint_is_served_from_the_cache(
         assert creds["client.refresh-credentials-endpoint"].startswith(
             info.gateway_url)
     assert emulator.stats()["load_table_credentials"] == 0
+
+
+def test_a_vended_load_revalidates_to_304_until_the_table_changes(
+    info: StackInfo, emulator: Any, rest: RestCatalog, gw: httpx.Client,
+    created: tuple[tuple[str, str], Table],
+) -> None:
+    """Iceberg Java's table cache sends `If-None-Match`: the gateway's tag on the merged body
+    gets a 304 (one metadata call, no credential call) until a commit changes the metadata."""
+    ident, table = created
+    wh = rest.properties["prefix"]
+    path = f"/catalog/v1/{wh}/namespaces/{ident[0]}/tables/{ident[1]}"
+    vended = {"Authorization": "Bearer x", "X-Iceberg-Access-Delegation": "vended-credentials"}
+    first = gw.get(path, headers=vended)
+    assert first.status_code == 200, first.text
+    tag = first.headers["ETag"]
+    assert tag.startswith('W/"lg1.')
+    assert first.json()["config"]["s3.session-token"] not in tag
+    emulator.reset()
+    again = gw.get(path, headers={**vended, "If-None-Match": tag})
+    assert again.status_code == 304
+    assert again.headers["ETag"] == tag
+    assert again.content == b""
+    stats = emulator.stats()
+    assert stats["load_table"] == 1
+    assert stats["load_table_credentials"] == 0
+    table.append(ROWS)  # new metadata: the catalog's tag moves, so the gateway's does
+    changed = gw.get(path, headers={**vended, "If-None-Match": tag})
+    assert changed.status_code == 200
+    assert changed.headers["ETag"] != tag
+    assert changed.json()["metadata"]["current-snapshot-id"] is not None
+    # a client-managed tag (or garbage) is not the gateway's: a full vended load
+    other = gw.get(path, headers={**vended, "If-None-Match": 'W/"lk2.0000"'})
+    assert other.status_code == 200
+    assert other.json()["storage-credentials"]
+
+
+def test_a_table_under_a_missing_namespace_is_no_such_table(
+    rest: RestCatalog, gw: httpx.Client, created: tuple[tuple[str, str], Table],
+) -> None:
+    """Iceberg Java resolves `ns.t.snapshots` by first loading table `snapshots` in namespace
+    `ns.t`: only NoSuchTableException (as Lakekeeper answers) makes it try table `ns.t`."""
+    ident, _ = created
+    wh = rest.properties["prefix"]
+    path = f"/catalog/v1/{wh}/namespaces/{ident[0]}%1F{ident[1]}/tables/snapshots"
+    resp = gw.get(path, headers={"Authorization": "Bearer x",
+                                 "X-Iceberg-Access-Delegation": "vended-credentials"})
+    assert resp.status_code == 404
+    assert resp.json()["error"]["type"] == "NoSuchTableException"

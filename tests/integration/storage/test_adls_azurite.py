@@ -247,3 +247,44 @@ def test_consumers_write_and_read_on_azurite(client, cloud_stack, table):
     assert pq.read_table(f"{root}/pa/part-0.parquet", filesystem=read_fs).equals(ROWS)
     with pytest.raises(OSError):  # noqa: PT011 - pyarrow maps the 403 to a plain OSError
         pq.write_table(ROWS, f"{root}/pa/part-1.parquet", filesystem=read_fs)
+
+
+def test_a_tables_sas_is_lakekeepers_directory_sas_and_reaches_no_other_table(
+    client, cloud_stack, table
+):
+    """Issue 50 item 9: the emulator vended a container SAS (`sr=c`), so a table's credential
+    read, wrote and listed every other table's prefix. It vends Lakekeeper's directory SAS now
+    (`sr=d`, `sdd` = the table path's depth), which the stack's SAS-checking layer enforces."""
+    from urllib.parse import parse_qs
+
+    info = cloud_stack.info
+    assert info.azure is not None
+    neighbour = f"az_{uuid.uuid4().hex[:8]}"
+    client.create(info.namespace, neighbour, format="parquet")
+    ours = _creds(client, cloud_stack, table, "write")
+    theirs = _creds(client, cloud_stack, neighbour, "write")
+    sas = parse_qs(ours.config[SAS_KEY])
+    assert sas["sr"] == ["d"]
+    assert sas["sdd"] == [str(len(fs_path(ours.location).split("/")) - 1)]  # below the container
+    assert _put(_blob_url(cloud_stack, theirs, "secret")) == 201
+    assert _put(_blob_url(cloud_stack, ours, "mine")) == 201
+    # our SAS on their prefix: read, write, delete and list are all refused
+    foreign = f"{info.azure.blob_endpoint}/{fs_path(theirs.location)}/secret?{ours.config[SAS_KEY]}"
+    assert _get(foreign) == 403
+    assert _put(foreign.replace("/secret?", "/planted?")) == 403
+    assert httpx.delete(foreign, trust_env=False, timeout=10).status_code == 403
+    container, _, their_key = fs_path(theirs.location).partition("/")
+    _, _, our_key = fs_path(ours.location).partition("/")
+    listing = f"{info.azure.blob_endpoint}/{container}?restype=container&comp=list&prefix="
+    assert _get(f"{listing}{their_key}%2F&{ours.config[SAS_KEY]}") == 403
+    assert _get(f"{listing}&{ours.config[SAS_KEY]}") == 403  # the whole container
+    # ...while our own prefix lists, and shows our blob only
+    mine = httpx.get(f"{listing}{our_key}%2F&{ours.config[SAS_KEY]}", trust_env=False, timeout=10)
+    assert mine.status_code == 200
+    assert "mine" in mine.text
+    assert "secret" not in mine.text
+    # the store itself was never reached with a directory SAS: Azurite would refuse it anyway
+    assert info.azure.server_endpoint is not None
+    direct = _blob_url(cloud_stack, ours, "mine").replace(info.azure.blob_endpoint,
+                                                          info.azure.server_endpoint)
+    assert _get(direct) == 403

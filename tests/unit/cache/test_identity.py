@@ -516,3 +516,46 @@ async def test_confirmed_now_answers_as_confirmed_and_confirmed_for(guard, table
     clock.advance(TTL)
     assert guard.confirmed_now(key(), guard._cache.hit(key())[0]) is None
     agree()
+
+
+def _anonymous(peer: str) -> RequestContext:
+    from gateway.models import CallerIdentity
+
+    return CTX._replace(caller=CallerIdentity("anonymous", authenticated=False),
+                        peer_key=lambda: peer)
+
+
+async def test_an_anonymous_process_refusal_never_holds_its_neighbour(guard, tables, clock):
+    """Issue 50 item 7: in mode `none` every process is `anonymous`; process A's stale plan
+    held the table for process B too, so B, which planned against the re-created table, was
+    refused without the catalog being asked."""
+    await guard.lookup(key(), CTX)
+    a, b = _anonymous("uid:1/pid:100"), _anonymous("uid:1/pid:200")
+    with pytest.raises(TableIdentityMismatchError):
+        await guard.lookup(key(), a, ExpectedIdentity(location="s3://bucket/wh/stale-plan"))
+    new = tables.replace("orders")  # re-created: B planned against the new table
+    clock.advance(0.1)
+    value, _, _ = await guard.lookup(key(), b, ExpectedIdentity(location=new.location))
+    assert value.location == new.location
+    loads = tables.loads
+    with pytest.raises(TableIdentityMismatchError):  # A itself is still held
+        await guard.lookup(key(), a, ExpectedIdentity(location="s3://bucket/wh/stale-plan"))
+    assert tables.loads == loads
+
+
+async def test_a_refusal_within_the_hold_does_not_renew_it(guard, tables, clock):
+    await guard.lookup(key(), CTX)
+    a = _anonymous("tcp:127.0.0.1:40001")
+    wrong = ExpectedIdentity(location="s3://bucket/wh/stale-plan")
+    with pytest.raises(TableIdentityMismatchError):
+        await guard.lookup(key(), a, wrong)
+    assert tables.loads == 1
+    for _ in range(9):  # refused at once, every 0.1 s, for the rest of the hold
+        clock.advance(0.1)
+        with pytest.raises(TableIdentityMismatchError):
+            await guard.lookup(key(), a, wrong)
+    assert tables.loads == 1
+    clock.advance(0.15)  # 1.05 s after the refusal that started the hold: the catalog is asked
+    with pytest.raises(TableIdentityMismatchError):
+        await guard.lookup(key(), a, wrong)
+    assert tables.loads == 2

@@ -6,6 +6,7 @@ tests/conftest.py.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from gateway.metrics import Metrics
+from gateway.service.signing import SigningService
 from gateway.surfaces.accounting import Recorder
 from gateway.surfaces.callers import CallerAuthenticator, NoCallerAuth
 from gateway.surfaces.grpc_server import GrpcSurface
@@ -74,11 +76,14 @@ async def make_client(
     clients: list[TestClient] = []
 
     async def make(*, max_body_bytes: int = 1 << 20, max_page_size: int = 1000,
-                   ops: FakeOperations | None = None, **gate_kwargs: object) -> TestClient:
+                   ops: FakeOperations | None = None, signing: bool = False,
+                   **gate_kwargs: object) -> TestClient:
         ops = ops or fake_ops
         gate = build_gate(ops, metrics, clock, **gate_kwargs)  # type: ignore[arg-type]
+        signer = SigningService(ops, clock, asyncio.ensure_future, metrics=metrics) \
+            if signing else None
         deps = HttpDeps(ops, gate, Recorder(metrics, clock), metrics, clock,
-                        max_body_bytes, max_page_size)
+                        max_body_bytes, max_page_size, signing=signer)
         client = TestClient(TestServer(build_http_app(deps)))
         await client.start_server()
         clients.append(client)

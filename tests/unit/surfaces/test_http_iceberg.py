@@ -16,6 +16,7 @@ from gateway.models import (
     TableRef,
     UpstreamResponse,
 )
+from gateway.surfaces import iceberg_etag
 from gateway.surfaces.policy import CallerPolicy, parse_rules
 from tests.unit.surfaces.conftest import AUTH, VENDED, MakeClient, count
 from tests.unit.surfaces.fake_operations import WAREHOUSE, FakeOperations
@@ -94,7 +95,12 @@ async def test_vended_load_forwards_client_managed_and_merges_cached_credentials
     assert "client.refresh-credentials-endpoint" not in doc["config"]
     assert ops.calls["get_credentials"] == 1
     assert ops.accesses == [AccessMode.WRITE]
-    assert "ETag" not in resp.headers  # the catalog's tag described another body
+    # the catalog's tag described another body: the merged one carries the gateway's own tag,
+    # which names the catalog's (gateway/surfaces/iceberg_etag.py)
+    tag = iceberg_etag.parse(resp.headers["ETag"])
+    assert tag is not None
+    assert tag.upstream == '"lk2.x"'
+    assert tag.access is AccessMode.WRITE
 
 
 async def test_client_managed_load_asks_no_credentials(make_client: MakeClient) -> None:
@@ -314,3 +320,77 @@ async def test_a_hash_in_a_forwarded_table_name_is_a_400_in_lakekeepers_envelope
     assert "'#' or '?'" in doc["error"]["message"]
     assert ops.sent == []
 
+
+
+BRANCH_PATH = "/catalog/v1/demo/namespaces/shared%1Forders/tables/branch_main"
+SHARED_ORDERS = {"namespace": ["shared"], "name": "orders"}
+
+
+async def test_a_branch_shaped_commit_goes_to_the_table_its_body_names(
+    make_client: MakeClient,
+) -> None:
+    """Lakekeeper's rule: path namespace `shared.orders`, any path table, identifier
+    `shared / orders` commits `shared/orders`; the gateway decides on that table and forwards
+    to its own path, so the catalog is asked to change exactly the table the policy allowed."""
+    ops = _ops()
+    only_orders = CallerPolicy(parse_rules({"callers": {"*": [
+        {"warehouse": "demo", "namespace": "shared", "table": "orders", "access": "write"}]}},
+        "t"))
+    client = await make_client(ops=ops, policy=only_orders)
+    body = {"identifier": SHARED_ORDERS, "requirements": [], "updates": []}
+    resp = await client.post(BRANCH_PATH, json=body, headers=AUTH)
+    assert resp.status == 200
+    method, path, sent, _ = ops.sent[-1]
+    assert (method, path) == ("POST", f"/catalog/v1/{WAREHOUSE.id}/namespaces/shared/tables/orders")
+    assert json.loads(sent or b"")["identifier"] == SHARED_ORDERS
+    # the same request to a path the policy allows, naming a table it does not: refused
+    only_branch = CallerPolicy(parse_rules({"callers": {"*": [
+        {"warehouse": "demo", "namespace": "shared.orders", "table": "*", "access": "write"}]}},
+        "t"))
+    client = await make_client(ops=ops, policy=only_branch)
+    assert (await client.post(BRANCH_PATH, json=body, headers=AUTH)).status == 403
+    assert len(ops.sent) == 1
+
+
+async def test_a_commit_naming_another_table_is_lakekeepers_400_before_the_catalog(
+    make_client: MakeClient,
+) -> None:
+    ops = _ops()
+    client = await make_client(ops=ops)
+    for ident in ({"namespace": ["demo_ns"], "name": "customers"},
+                  {"namespace": ["other"], "name": "orders"},
+                  {"namespace": ["demo_ns"], "name": "Orders"},  # exact, as Lakekeeper compares
+                  {"namespace": "demo_ns", "name": "orders"},
+                  {"namespace": ["demo_ns"], "name": ".."}):
+        resp = await client.post(TABLE, json={"identifier": ident, "updates": []},
+                                 headers=AUTH)
+        assert resp.status == 400, ident
+        assert (await resp.json())["error"]["code"] == 400
+    resp = await client.post(TABLE, json={"identifier": {"namespace": ["demo_ns"],
+                                                         "name": "customers"}}, headers=AUTH)
+    assert (await resp.json())["error"]["type"] == "TableIdentifierMismatch"
+    # not the branch shape: a one-level path namespace has no table in it
+    resp = await client.post("/catalog/v1/demo/namespaces/orders/tables/branch_main",
+                             json={"identifier": {"namespace": [], "name": "orders"}},
+                             headers=AUTH)
+    assert resp.status == 400
+    assert ops.sent == []
+    # the path's own table, spelt with `+` in the path as Spark does, is the same table
+    ops.add_table(("demo_ns",), "my orders")
+    resp = await client.post("/catalog/v1/demo/namespaces/demo_ns/tables/my+orders",
+                             json={"identifier": {"namespace": ["demo_ns"], "name": "my orders"}},
+                             headers=AUTH)
+    assert resp.status == 200
+
+
+async def test_a_rename_forwards_the_body_it_decided_on(make_client: MakeClient) -> None:
+    ops = _ops()
+    client = await make_client(ops=ops)
+    body = (b'{"source": {"namespace": ["demo_ns"], "name": "a"}, "destination": '
+            b'{"namespace": ["demo_ns"], "name": "b", "extra": 1}}')
+    resp = await client.post("/catalog/v1/demo/tables/rename", data=body,
+                             headers={**AUTH, "Content-Type": "application/json"})
+    assert resp.status == 200
+    assert json.loads(ops.sent[-1][2] or b"") == {
+        "source": {"namespace": ["demo_ns"], "name": "a"},
+        "destination": {"namespace": ["demo_ns"], "name": "b"}}

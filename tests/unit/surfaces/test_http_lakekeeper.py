@@ -32,7 +32,7 @@ async def test_load_vended_has_string_config_and_credentials(
     client = await make_client()
     resp = await client.get(gt() + "/orders", headers=VENDED)
     assert resp.status == 200
-    assert resp.headers["Cache-Control"] == "private"
+    assert resp.headers["Cache-Control"] == "no-store"  # it carries keys (issue 50)
     assert "x-iceberg-access-delegation" in resp.headers["Vary"]
     doc = await resp.json()
     table = doc["table"]
@@ -189,6 +189,8 @@ async def test_namespace_reads_are_forwarded_with_the_uuid_prefix(
         ("GET", "/catalog/v1/demo/namespaces/demo_ns/views"),  # Iceberg tables are served
         ("DELETE", "/catalog/v1/demo/namespaces/demo_ns"),
         ("GET", "/lakekeeper/v1/demo/something-else"),
+        # multi-table commits: each body would name tables the policy never saw (issue 50)
+        ("POST", "/catalog/v1/demo/transactions/commit"),
     ],
 )
 async def test_routes_outside_the_allow_list_are_not_forwarded(
@@ -291,7 +293,7 @@ async def test_the_credentials_answer_echoes_any_request_id(make_client: MakeCli
                             headers={**AUTH, "x-request-id": given})
     assert resp.status == 200
     assert resp.headers["x-request-id"] == given
-    assert resp.headers["Cache-Control"] == "private"
+    assert resp.headers.getall("Cache-Control") == ["no-store"]  # it carries keys
     assert resp.headers["Vary"].startswith("authorization")
     assert list(await resp.json()) == ["storage-credentials"]
 
@@ -336,3 +338,49 @@ async def test_a_namespace_listing_under_a_parent_applies_the_caller_policy(
     assert bool(fake_ops.forwarded) is forwarded
     if forwarded:
         assert fake_ops.forwarded[-1][2] == f"parent={parent}"
+
+
+async def test_every_answer_carrying_keys_says_no_store(make_client: MakeClient) -> None:
+    """Issue 50 item 7: Lakekeeper's `private` let a private cache keep storage keys; every
+    answer that carries them (the gateway's own and the catalog's passed through) says
+    `no-store`, on the hot path and off it; an answer without keys keeps Lakekeeper's."""
+    from tests.unit.surfaces.test_http_iceberg import TABLE, _ops
+
+    ops = _ops()
+    client = await make_client(ops=ops)
+    for _ in range(2):  # the second answer of a target is the prebuilt one
+        for path, headers in ((gt() + "/orders", VENDED), (gt() + "/orders/credentials", AUTH),
+                              (TABLE, VENDED), (TABLE + "/credentials", AUTH)):
+            resp = await client.get(path, headers=headers)
+            assert resp.status == 200, path
+            assert resp.headers.getall("Cache-Control") == ["no-store"], path
+            assert "storage-credentials" in await resp.json()
+    # the catalog's own answer with keys (a create forwarded with the caller's delegation)
+    ops.answers["POST"] = (200, {"metadata": {"location": "s3://w/x"}, "config": {
+        "s3.secret-access-key": "wJalrXUtnFEMI", "s3.access-key-id": "ASIAEXAMPLE"}})
+    resp = await client.post("/catalog/v1/demo/namespaces/demo_ns/tables",
+                             json={"name": "t2", "schema": {}}, headers=VENDED)
+    assert resp.headers.getall("Cache-Control") == ["no-store"]
+    resp = await client.get(TABLE, headers={**AUTH, "X-Iceberg-Access-Delegation":
+                                            "client-managed"})
+    assert resp.headers.getall("Cache-Control") == ["private"]  # no keys: Lakekeeper's own
+
+
+async def test_config_and_the_top_level_namespace_list_apply_the_caller_policy(
+    make_client: MakeClient, fake_ops: FakeOperations
+) -> None:
+    """Issue 50 item 7: both skipped the policy, so any caller learned any warehouse's id and
+    its namespaces."""
+    alice = StaticTokenCallerAuth({"tok-alice-123": "alice"})
+    client = await make_client(policy=_alice_policy("other"), auth=alice)
+    resp = await client.get("/catalog/v1/config", params={"warehouse": "demo"},
+                            headers=ALICE_AUTH)
+    assert resp.status == 403
+    assert (await client.get("/catalog/v1/demo/namespaces", headers=ALICE_AUTH)).status == 403
+    assert fake_ops.forwarded == []
+    assert fake_ops.calls["catalog_config"] == 0
+    client = await make_client(policy=_alice_policy("demo"), auth=alice)
+    resp = await client.get("/catalog/v1/config", params={"warehouse": "demo"},
+                            headers=ALICE_AUTH)
+    assert resp.status == 200
+    assert (await client.get("/catalog/v1/demo/namespaces", headers=ALICE_AUTH)).status == 200

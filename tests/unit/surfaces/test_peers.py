@@ -28,10 +28,13 @@ def test_a_unix_peer_is_its_uid_and_pid() -> None:
     assert peer == Peer(f"uid:{os.getuid()}", f"uid:{os.getuid()}/pid:{os.getpid()}")
 
 
-def test_a_tcp_peer_is_its_address_not_the_connection() -> None:
-    """Issue #35: the bucket was the connection, so reconnecting escaped the limit."""
-    assert socket_peer(None, ("127.0.0.1", 40000)) == socket_peer(None, ("127.0.0.1", 40001))
-    assert socket_peer(None, ("127.0.0.1", 40000)) == Peer("tcp:127.0.0.1", "tcp:127.0.0.1")
+def test_a_tcp_peer_fails_by_its_address_and_is_anonymous_by_its_connection() -> None:
+    """Issue #35: the failure bucket was the connection, so reconnecting escaped the limit;
+    issue 50: the anonymous caller's bucket was the address, so every local process (all on
+    127.0.0.1) shared one (docs/contracts.md: per connection)."""
+    a, b = socket_peer(None, ("127.0.0.1", 40000)), socket_peer(None, ("127.0.0.1", 40001))
+    assert a.auth_key == b.auth_key == "tcp:127.0.0.1"
+    assert (a.caller_key, b.caller_key) == ("tcp:127.0.0.1:40000", "tcp:127.0.0.1:40001")
 
 
 @pytest.mark.parametrize(("peer", "key"), [
@@ -268,3 +271,64 @@ async def test_in_mode_none_each_local_process_has_its_own_bucket(tmp_path, fake
             sys.executable, "-c", _CHILD, sock, CREDS, stdout=asyncio.subprocess.PIPE)
         out, _ = await asyncio.wait_for(proc.communicate(), 60)
         assert out.decode().strip() == "200"  # another process is not starved
+
+
+async def test_in_mode_none_each_tcp_connection_has_its_own_bucket(tmp_path, fake_ops) -> None:  # type: ignore[no-untyped-def]
+    """Issue 50 item 7: every local process connects from 127.0.0.1, so the address bucket
+    was one bucket for every TCP client of the node; the contract says per connection."""
+    import asyncio
+    import http.client
+    import json
+
+    from tests.unit.app_harness import app_for, running, settings_for
+
+    settings = settings_for(tmp_path, LAKEGATE__CALLERS__RATE_PER_S="0.001",
+                            LAKEGATE__CALLERS__BURST="2")
+    async with running(app_for(settings, fake_ops)):
+        port = json.loads((tmp_path / "ports.json").read_text())["http_port"]
+
+        def statuses(n: int) -> list[int]:  # n requests on one keep-alive connection
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            try:
+                out = []
+                for _ in range(n):
+                    conn.request("GET", CREDS, headers={"X-Lakegate-Request": "1"})
+                    resp = conn.getresponse()
+                    resp.read()
+                    out.append(resp.status)
+                return out
+            finally:
+                conn.close()
+
+        assert await asyncio.to_thread(statuses, 3) == [200, 200, 429]
+        assert await asyncio.to_thread(statuses, 1) == [200]  # a neighbour is not starved
+
+
+async def test_in_mode_none_each_grpc_tcp_connection_has_its_own_bucket(  # type: ignore[no-untyped-def]
+        tmp_path, fake_ops) -> None:
+    """Issue 50 item 7, gRPC over TCP: the peer was `ipv4:127.0.0.1` for every channel."""
+    import grpc
+
+    from lakegate.v1 import common_pb2, credentials_pb2, credentials_pb2_grpc
+    from tests.unit.app_harness import app_for, running, settings_for
+
+    settings = settings_for(tmp_path, LAKEGATE__CALLERS__RATE_PER_S="0.001",
+                            LAKEGATE__CALLERS__BURST="2")
+    request = credentials_pb2.GetTableCredentialsRequest(
+        table=common_pb2.TableRef(warehouse="demo", namespace=["demo_ns"], name="orders"))
+    async with running(app_for(settings, fake_ops)) as app:
+        async def codes(n: int) -> list[grpc.StatusCode]:  # n calls on one channel
+            out = []
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{app.grpc_port}") as ch:
+                stub = credentials_pb2_grpc.CredentialServiceStub(ch)
+                for _ in range(n):
+                    try:
+                        await stub.GetTableCredentials(request, timeout=10)
+                        out.append(grpc.StatusCode.OK)
+                    except grpc.aio.AioRpcError as exc:
+                        out.append(exc.code())
+            return out
+
+        ok, limited = grpc.StatusCode.OK, grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert await codes(3) == [ok, ok, limited]
+        assert await codes(1) == [ok]  # another connection is not starved

@@ -133,3 +133,25 @@ async def test_grpc_drop_is_audited_with_its_code(
         ("alice", "DropTable", "demo", "demo_ns", "orders", "write", "NOT_FOUND"),
     ]
     assert {d["surface"] for d in table_lines(audit_stream)} == {"grpc"}
+
+
+async def test_a_branch_shaped_commit_is_decided_and_audited_on_the_table_its_body_names(
+    make_client: MakeClient, audit_stream: io.StringIO,
+) -> None:
+    """Issue 50 item 6: Lakekeeper commits `shared.orders / x_public` with the body identifier
+    `shared / orders` to `shared/orders`; a caller allowed only the path's table is refused,
+    and the audit line names the table the catalog would have changed."""
+    configure_audit(True)
+    ops = IcebergOps()
+    policy = CallerPolicy(parse_rules({"callers": {"*": [
+        {"warehouse": "demo", "namespace": "shared.orders", "table": "x_public",
+         "access": "write"}]}}, "t"))
+    client = await make_client(ops=ops, policy=policy, auth=StaticTokenCallerAuth(TOKENS))
+    body = {"identifier": {"namespace": ["shared"], "name": "orders"},
+            "requirements": [], "updates": []}
+    resp = await client.post("/catalog/v1/demo/namespaces/shared%1Forders/tables/x_public",
+                             json=body, headers=ALICE)
+    assert resp.status == 403
+    assert ops.forwarded == []
+    assert [summary(d) for d in table_lines(audit_stream)] == [
+        ("alice", "POST", "demo", "shared", "orders", "write", "403")]
