@@ -319,7 +319,12 @@ async def test_in_mode_none_each_grpc_tcp_connection_has_its_own_bucket(  # type
     async with running(app_for(settings, fake_ops)) as app:
         async def codes(n: int) -> list[grpc.StatusCode]:  # n calls on one channel
             out = []
-            async with grpc.aio.insecure_channel(f"127.0.0.1:{app.grpc_port}") as ch:
+            # A channel of its own connection: gRPC shares subchannels (TCP connections)
+            # between a process's channels by default, so a second channel could ride the
+            # first one's connection, and so its bucket.
+            async with grpc.aio.insecure_channel(
+                    f"127.0.0.1:{app.grpc_port}",
+                    options=[("grpc.use_local_subchannel_pool", 1)]) as ch:
                 stub = credentials_pb2_grpc.CredentialServiceStub(ch)
                 for _ in range(n):
                     try:
