@@ -46,6 +46,7 @@ from aiohttp import web
 from yarl import URL
 
 from devstack.emulator.sas import SasRequest, sign
+from devstack.guard_upstream import forward_through_session
 
 MAX_BODY_BYTES = 512 * 1024 * 1024
 HOLDER_SAS_LIFETIME_S = 24 * 3600  # the layer's own container SAS, re-signed when half gone
@@ -253,24 +254,11 @@ async def handle(request: web.Request) -> web.StreamResponse:
         return web.Response(status=answer.status, body=payload, headers=out)
 
 
-async def _open(app: web.Application) -> None:
-    app[GUARD_STATE].session = aiohttp.ClientSession(
-        timeout=aiohttp.ClientTimeout(total=120), auto_decompress=False
-    )
-
-
-async def _close(app: web.Application) -> None:
-    session = app[GUARD_STATE].session
-    if session is not None:
-        await session.close()
-
-
 def create_app(upstream: str, account: str, key_b64: str) -> web.Application:
     app = web.Application(client_max_size=MAX_BODY_BYTES)
     app[GUARD_STATE] = AdlsGuard(upstream=upstream.rstrip("/"), account=account, key_b64=key_b64)
     app.router.add_route("*", "/{tail:.*}", handle)
-    app.on_startup.append(_open)
-    app.on_cleanup.append(_close)
+    forward_through_session(app, app[GUARD_STATE])
     return app
 
 

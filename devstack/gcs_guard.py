@@ -40,6 +40,7 @@ from yarl import URL
 from devstack.emulator.gcs_tokens import TokenGrant, verify
 from devstack.gcs_batch import BatchError, BatchPart, PartAnswer, batch_response, parse_batch
 from devstack.gcs_xml import MultipartUploads, XmlApi, XmlError, copy_source, error_response
+from devstack.guard_upstream import forward_through_session
 
 MAX_BODY_BYTES = 512 * 1024 * 1024
 MAX_UPLOAD_SESSIONS = 10_000  # resumable sessions remembered (oldest forgotten first)
@@ -353,24 +354,11 @@ def _remember_upload(state: GuardState, access: Access, query: dict[str, str],
             state.uploads.popitem(last=False)
 
 
-async def _open(app: web.Application) -> None:
-    app[GUARD_STATE].session = aiohttp.ClientSession(
-        timeout=aiohttp.ClientTimeout(total=120), auto_decompress=False
-    )
-
-
-async def _close(app: web.Application) -> None:
-    session = app[GUARD_STATE].session
-    if session is not None:
-        await session.close()
-
-
 def create_app(upstream: str, keys: Iterable[bytes]) -> web.Application:
     app = web.Application(client_max_size=MAX_BODY_BYTES)
     app[GUARD_STATE] = GuardState(upstream=upstream.rstrip("/"), keys=tuple(keys))
     app.router.add_route("*", "/{tail:.*}", handle)
-    app.on_startup.append(_open)
-    app.on_cleanup.append(_close)
+    forward_through_session(app, app[GUARD_STATE])
     return app
 
 
